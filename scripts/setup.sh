@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Set up a fresh machine for iowatch: system packages (when root and missing),
+# then the Python environment in .venv with the package installed editable.
+# Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The lab tools and the store. fio/fs_mark and the mkfs tools run the studies;
+# postgresql is the server's store in production and in the test suite.
+SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux
+                 postgresql python3-venv procps)
+
+missing=()
+for p in "${SYSTEM_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: missing system packages: ${missing[*]}" >&2
+        echo "setup: run as root, or: sudo apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+    echo "setup: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+stamp=.venv/.iowatch-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    .venv/bin/pip install -q --upgrade pip
+    .venv/bin/pip install -q -e ".[dev]"
+    touch "$stamp"
+fi
+echo "setup: ready: $(.venv/bin/iowatch --version)"

@@ -1,0 +1,1 @@
+"""One module per iowatch subcommand; see iowatch.cli."""

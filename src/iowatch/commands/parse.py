@@ -1,0 +1,5 @@
+"""iowatch parse (placeholder until it is written)."""
+
+
+def register(sub):
+    pass

@@ -1,0 +1,5 @@
+"""iowatch serve (placeholder until it is written)."""
+
+
+def register(sub):
+    pass
