@@ -221,3 +221,53 @@ def artifact_bytes(art: dict) -> bytes:
     if "content_base64" in art:
         return base64.b64decode(art["content_base64"], validate=True)
     return art.get("content", "").encode("utf-8")
+
+
+class BundleWriter:
+    """Builds a bundle directory as a run goes: raw files land in their
+    repetition's directory at once, and the manifest is written (validated,
+    atomically) by close(). The runner and the tests use it."""
+
+    def __init__(self, bundle_dir: str | os.PathLike, *, run_id: str, kernel: dict, host: dict,
+                 devices: list | None = None, tools: dict | None = None,
+                 environment: dict | None = None, **fields: Any):
+        self.root = Path(bundle_dir)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.doc: dict = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "status": "incomplete",
+                          "kernel": kernel, "host": host, "devices": devices or [],
+                          "tools": tools or {}, "environment": environment or {}, "cells": [],
+                          **fields}
+        self._cells: dict[str, dict] = {}
+
+    def cell(self, cell_id: str, study: str, **fields: Any) -> dict:
+        """The cell with this id, made on first use (fields: device, filesystem, params, ...)."""
+        if cell_id not in self._cells:
+            c = {"id": cell_id, "study": study, "status": "passed", "repetitions": [], **fields}
+            self._cells[cell_id] = c
+            self.doc["cells"].append(c)
+        return self._cells[cell_id]
+
+    def add_repetition(self, cell_id: str, study: str, index: int, samples: list[dict],
+                       artifacts: dict[str, bytes] | None = None, failures: list[dict] | None = None,
+                       status: str = "passed", error: str | None = None, **cell_fields: Any) -> dict:
+        cell = self.cell(cell_id, study, **cell_fields)
+        rel = rep_dir(cell_id, index)
+        (self.root / rel).mkdir(parents=True, exist_ok=True)
+        arts = []
+        for name, data in (artifacts or {}).items():
+            (self.root / rel / name).write_bytes(data)
+            arts.append({"name": name, "path": f"{rel}/{name}",
+                         "sha256": hashlib.sha256(data).hexdigest()})
+        rep = {"index": index, "status": status, "samples": samples, "artifacts": arts}
+        if failures:
+            rep["failures"] = failures
+        if error:
+            rep["error"] = error
+        cell["repetitions"].append(rep)
+        if status == "failed":
+            cell["status"] = "failed"
+        return rep
+
+    def close(self, status: str = "passed", **fields: Any) -> Path:
+        self.doc.update(status=status, **fields)
+        return write_manifest(self.root, self.doc)

@@ -1,5 +1,37 @@
-"""iowatch manage (placeholder until it is written)."""
+"""iowatch manage: run a Django management command of the web app.
+
+The runner side never imports Django (DESIGN.md §2): this starts the web app's
+own manage in a child process, such as `iowatch manage create_agent lab1`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+SETTINGS = "iowatch_site.settings"
+
+
+def django_env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("DJANGO_SETTINGS_MODULE", SETTINGS)
+    return env
+
+
+def django_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "django", *args]
 
 
 def register(sub):
-    pass
+    p = sub.add_parser("manage", help="run a management command of the web app",
+                       description="Run a Django management command of the iowatch web app "
+                                   "(migrate, create_agent NAME, createsuperuser, ...).")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the command and its arguments")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if not args.args:
+        args.args = ["help"]
+    return subprocess.call(django_command(*args.args), env=django_env())

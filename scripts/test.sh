@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite: against PostgreSQL (as in production), then the store,
+# API and upload tests again against the embedded SQLite default.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+DATABASE_URL=$(./scripts/postgres.sh | tail -1)
+export DATABASE_URL
+mkdir -p test-artifacts
+
+echo "== tests against PostgreSQL ($DATABASE_URL)"
+.venv/bin/pytest -q "$@"
+
+echo "== store, API and upload tests against SQLite"
+unset DATABASE_URL
+IOWATCH_DATA_DIR=$(mktemp -d) .venv/bin/pytest -q tests/webapp tests/test_upload.py tests/test_bundle.py "$@"

@@ -1,0 +1,111 @@
+"""Run `iowatch serve` as a real child process on a scratch database.
+
+Used by the end-to-end upload test and by bench/ingest. With DATABASE_URL set
+(PostgreSQL) it makes a scratch database on that server and drops it after;
+without it the server uses an embedded SQLite store in a scratch data dir.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+VENV_BIN = Path(sys.executable).parent
+IOWATCH = str(VENV_BIN / "iowatch")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def scratch_database():
+    """Yields the environment a server process should get."""
+    data_dir = Path(tempfile.mkdtemp(prefix="iowatch-e2e-"))
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env["IOWATCH_DATA_DIR"] = str(data_dir)
+    url = os.environ.get("DATABASE_URL")
+    dbname = None
+    try:
+        if url:
+            import psycopg
+
+            parts = urlsplit(url)
+            dbname = f"iowatch_e2e_{uuid.uuid4().hex[:12]}"
+            admin = urlunsplit(parts._replace(path="/postgres"))
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'CREATE DATABASE "{dbname}"')
+            env["DATABASE_URL"] = urlunsplit(parts._replace(path=f"/{dbname}"))
+        yield env
+    finally:
+        if dbname:
+            import psycopg
+
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def manage(env: dict, *args: str) -> str:
+    out = subprocess.run([IOWATCH, "manage", *args], env=env, capture_output=True, text=True,
+                         timeout=300)
+    if out.returncode:
+        raise RuntimeError(f"iowatch manage {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
+    return out.stdout
+
+
+def create_agent(env: dict, name: str) -> str:
+    """A fresh agent token (create_agent prints it as its last word)."""
+    return manage(env, "create_agent", name).split()[-1]
+
+
+@contextmanager
+def running_server(env: dict, port: int | None = None, workers: int = 2, log=None):
+    """Starts `iowatch serve`, waits for /api/v1/health, yields the URL; always stops it."""
+    port = port or free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([IOWATCH, "serve", "--port", str(port), "--workers", str(workers)],
+                            env=env, stdout=log or subprocess.DEVNULL,
+                            stderr=log or subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"iowatch serve exited with {proc.returncode}")
+            try:
+                with urllib.request.urlopen(f"{url}/api/v1/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("iowatch serve did not answer /api/v1/health within 120 s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        try:
+            os.killpg(proc.pid, 15)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+def get_json(url: str):
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.loads(r.read())

@@ -1,0 +1,1 @@
+"""The iowatch Django project: settings, URLs and the WSGI entry point."""
