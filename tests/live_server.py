@@ -73,7 +73,7 @@ def create_agent(env: dict, name: str) -> str:
 
 @contextmanager
 def running_server(env: dict, port: int | None = None, workers: int = 2, log=None):
-    """Starts `iowatch serve`, waits for /api/v1/health, yields the URL; always stops it."""
+    """Starts `iowatch serve`, waits for /api/v1/health, yields (URL, process); always stops it."""
     port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([IOWATCH, "serve", "--port", str(port), "--workers", str(workers)],
@@ -93,7 +93,7 @@ def running_server(env: dict, port: int | None = None, workers: int = 2, log=Non
             if time.monotonic() > deadline:
                 raise RuntimeError("iowatch serve did not answer /api/v1/health within 120 s")
             time.sleep(0.3)
-        yield url
+        yield url, proc
     finally:
         try:
             os.killpg(proc.pid, 15)

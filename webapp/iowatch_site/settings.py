@@ -1,0 +1,151 @@
+"""Settings of the iowatch server, all taken from the environment.
+
+DATABASE_URL            selects the store (PostgreSQL in production and in CI);
+                        without it, SQLite at $IOWATCH_DATA_DIR/iowatch.sqlite3
+IOWATCH_DATA_DIR        where the embedded server keeps its files
+                        (default ~/.local/share/iowatch)
+IOWATCH_SECRET_KEY      Django's secret key; else one generated once and kept
+                        in the data directory (mode 0600)
+IOWATCH_DEBUG           1/true/yes turns on Django's debug mode (default off)
+IOWATCH_ALLOWED_HOSTS   extra host names, comma-separated, beside localhost
+IOWATCH_MAX_BUNDLE_BYTES  the largest upload the ingest API accepts (default 64 MiB)
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from pathlib import Path
+
+import dj_database_url
+
+
+def _flag(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+DATA_DIR = Path(os.environ.get("IOWATCH_DATA_DIR") or "~/.local/share/iowatch").expanduser()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    if key := os.environ.get("IOWATCH_SECRET_KEY"):
+        return key
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        # Written aside and hard-linked into place: two workers starting at once
+        # agree on one key, and neither reads a half-written file.
+        fd, tmp = tempfile.mkstemp(dir=DATA_DIR, prefix=".secret_key.")
+        try:
+            os.write(fd, secrets.token_urlsafe(50).encode())
+            os.close(fd)
+            os.chmod(tmp, 0o600)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass
+        finally:
+            os.unlink(tmp)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = _flag("IOWATCH_DEBUG")
+ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"] + [
+    h.strip() for h in os.environ.get("IOWATCH_ALLOWED_HOSTS", "").split(",") if h.strip()]
+
+# The ingest API refuses larger bundles with 413; Django's own limit follows it
+# so a request body up to that size can be read at all.
+IOWATCH_MAX_BUNDLE_BYTES = int(os.environ.get("IOWATCH_MAX_BUNDLE_BYTES", 64 * 1024 * 1024))
+DATA_UPLOAD_MAX_MEMORY_SIZE = IOWATCH_MAX_BUNDLE_BYTES
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "ninja",  # its Swagger UI files, served from here rather than a CDN
+    "results",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "iowatch_site.urls"
+WSGI_APPLICATION = "iowatch_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+if os.environ.get("DATABASE_URL"):
+    DATABASES = {"default": dj_database_url.config(conn_max_age=60, conn_health_checks=True)}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "iowatch.sqlite3",
+            "OPTIONS": {
+                # WAL lets readers run beside the one writer; IMMEDIATE takes the
+                # write lock when a transaction starts, so concurrent uploads wait
+                # for it (up to the timeout) instead of failing "database is locked".
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 60,
+            },
+            # A file, not memory: the live-server tests post from several threads,
+            # each with its own connection.
+            "TEST": {"NAME": str(DATA_DIR / "test-iowatch.sqlite3")},
+        }
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+# The embedded server runs without a collectstatic step.
+WHITENOISE_USE_FINDERS = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["stderr"], "level": os.environ.get("IOWATCH_LOG_LEVEL", "INFO")},
+}
