@@ -124,6 +124,10 @@ def _script_metrics() -> list[Metric]:
         Metric("sync.time_ms", "ms", LOWER, "time of a timed sync (a checkpoint write)"),
         Metric("step.time_ms", "ms", LOWER, "time of one timed step of a scripted workload"),
         Metric("ratio.fs_to_raw", "ratio", HIGHER, "file system result over raw-device result"),
+        # Published by the f2fs checkpoint study's seed (measured inside the kernel).
+        Metric("f2fs.nat_flush_ms", "ms", LOWER, "time to flush NAT entries during a checkpoint"),
+        Metric("f2fs.nat_blocks_accessed", "count", INFO, "NAT blocks accessed during a checkpoint"),
+        Metric("f2fs.nat_blocks_read", "count", INFO, "NAT blocks read from disk during a checkpoint"),
     ]
 
 

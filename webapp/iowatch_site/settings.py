@@ -139,6 +139,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
 # The embedded server runs without a collectstatic step.
 WHITENOISE_USE_FINDERS = True
 

@@ -1,0 +1,189 @@
+"""Studies and matrices as data: load, check, and resolve them into workloads.
+
+A study (jobs/studies/<slug>.yml) is one mailing-list workload: what it runs,
+on which device classes and filesystems, which metrics decide, and the numbers
+the post published. A profile (`full`: the seed's parameters, `quick`: the same
+shape scaled down, the scaling said in words in the file) and the device class
+pick the concrete parameters. A matrix (such as jobs/smoke.yml) lists studies
+to run together.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iowatch.metrics import METRICS
+from iowatch.yamlfile import DataFileError, load as load_yaml
+
+# Published units and how they become the metric table's units. fio's KB and
+# MB are KiB and MiB; the XFS post's MB/s is read the same way.
+PUBLISHED_UNITS = {
+    "KB/s": ("KiB/s", 1), "MB/s": ("KiB/s", 1024), "ms": ("ms", 1), "s": ("s", 1),
+    "files/s": ("files/s", 1), "IOPS": ("IO/s", 1), "ratio": ("ratio", 1), "count": ("count", 1),
+}
+
+
+@dataclass
+class Study:
+    slug: str
+    path: Path
+    data: dict
+
+    @property
+    def title(self) -> str:
+        return self.data["title"]
+
+    @property
+    def kind(self) -> str:
+        w = self.data["workload"]
+        return "fio" if "fio" in w else "fs_mark" if "fs_mark" in w else "script"
+
+    @property
+    def groups(self) -> dict[str, str]:
+        return self.data["workload"]["groups"]
+
+    @property
+    def min_effect_pct(self) -> float:
+        return float(self.data.get("min_effect_pct", 5))
+
+    def applies_to(self, device_class: str, filesystem: str) -> bool:
+        return device_class in self.data["device_classes"] and filesystem in self.data["filesystems"]
+
+    def workload(self, profile: str, device_class: str) -> dict:
+        """The workload section with the profile's and the class's overrides merged in."""
+        if profile not in self.data["profiles"]:
+            raise ValueError(f"{self.path}: no profile {profile!r}; it has "
+                             f"{', '.join(self.data['profiles'])}")
+        w = copy.deepcopy(self.data["workload"])
+        prof = self.data["profiles"][profile]
+        for layer in (prof, prof.get("by_class", {}).get(device_class, {})):
+            if "fio" in w:
+                w["fio"]["global"].update(layer.get("global", {}))
+                for job in w["fio"]["jobs"]:
+                    job.setdefault("options", {}).update(layer.get("jobs", {}).get(job["name"], {}))
+            if "fs_mark" in w:
+                w["fs_mark"]["options"].update(layer.get("fs_mark", {}))
+            if "script" in w:
+                w["script"].update(layer.get("script", {}))
+        return w
+
+    def published_samples(self, entry: dict) -> list[dict]:
+        """One published result set as bundle samples, converted to the table's units."""
+        out = []
+        for r in entry["results"]:
+            unit, factor = PUBLISHED_UNITS[r["unit"]]
+            m = METRICS[r["metric"]]
+            out.append({"metric": m.name, "value": r["value"] * factor, "unit": m.unit,
+                        "direction": m.direction, "group": r["group"], "job": None})
+        return out
+
+
+def load_study(path: str | Path) -> Study:
+    path = Path(path)
+    data = load_yaml(path, "study-v1.json")
+    study = Study(slug=data["study"], path=path, data=data)
+    _check(study)
+    return study
+
+
+def _check(study: Study) -> None:
+    """What a schema cannot say: names must exist in the metric table, in the
+    workload's groups and jobs, and published units must fit the metric."""
+    d, where = study.data, str(study.path)
+    if study.path.stem != study.slug:
+        raise DataFileError(where, None, f"study {study.slug!r} must live in {study.slug}.yml")
+    groups = set(study.groups.values())
+    jobs = {j["name"] for j in d["workload"].get("fio", {}).get("jobs", [])}
+
+    def metric(name: str, group: str, ctx: str, direction: str | None = None) -> None:
+        if name not in METRICS:
+            raise DataFileError(where, None, f"{ctx}: unknown metric {name!r}; see iowatch.metrics")
+        if group not in groups:
+            raise DataFileError(where, None, f"{ctx}: group {group!r} is not one of the workload's "
+                                f"groups ({', '.join(sorted(groups))})")
+        if direction and direction != METRICS[name].direction:
+            raise DataFileError(where, None, f"{ctx}: {name} is {METRICS[name].direction}-is-better "
+                                f"in the metric table, not {direction}")
+
+    for i, m in enumerate(d["metrics"]):
+        metric(m["metric"], m["group"], f"metrics[{i}]", m["direction"])
+    for i, p in enumerate(d["published"]):
+        if p["device_class"] not in d["device_classes"]:
+            raise DataFileError(where, None, f"published[{i}]: device class {p['device_class']!r} "
+                                "is not one of the study's device_classes")
+        for j, r in enumerate(p["results"]):
+            ctx = f"published[{i}].results[{j}]"
+            metric(r["metric"], r["group"], ctx)
+            unit = PUBLISHED_UNITS[r["unit"]][0]
+            if unit != METRICS[r["metric"]].unit:
+                raise DataFileError(where, None, f"{ctx}: unit {r['unit']!r} cannot be "
+                                    f"{r['metric']}'s unit {METRICS[r['metric']].unit!r}")
+    for name, prof in d["profiles"].items():
+        for layer in [prof, *prof.get("by_class", {}).values()]:
+            for job in layer.get("jobs", {}):
+                if job not in jobs:
+                    raise DataFileError(where, None, f"profiles.{name}: job {job!r} is not in "
+                                        f"workload.fio.jobs ({', '.join(sorted(jobs))})")
+
+
+def load_studies(directory: str | Path) -> dict[str, Study]:
+    paths = sorted(Path(directory).glob("*.yml"))
+    if not paths:
+        raise DataFileError(str(directory), None, "no study files (*.yml) here")
+    studies = {}
+    for p in paths:
+        s = load_study(p)
+        studies[s.slug] = s
+    return studies
+
+
+@dataclass
+class Matrix:
+    name: str
+    path: Path
+    studies: list[Study]
+    profile: str = "quick"
+    reps: int = 3
+    filesystems: dict[str, list[str]] = field(default_factory=dict)  # per study, optional subset
+
+
+def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matrix:
+    """A matrix file (kind: matrix) or a single study file run on its own."""
+    path = Path(path)
+    head = load_yaml_head(path)
+    if "study" in head:
+        s = load_study(path)
+        return Matrix(name=s.slug, path=path, studies=[s])
+    data = load_yaml(path, "matrix-v1.json")
+    studies_dir = Path(studies_dir) if studies_dir else path.parent / "studies"
+    studies, filesystems = [], {}
+    for i, entry in enumerate(data["studies"]):
+        study_path = studies_dir / f"{entry['study']}.yml"
+        if not study_path.is_file():
+            raise DataFileError(str(path), None, f"studies[{i}]: no study {entry['study']!r} "
+                                f"({study_path} does not exist)")
+        s = load_study(study_path)
+        if "filesystems" in entry:
+            bad = set(entry["filesystems"]) - set(s.data["filesystems"])
+            if bad:
+                raise DataFileError(str(path), None, f"studies[{i}]: {s.slug} does not run on "
+                                    f"{', '.join(sorted(bad))}")
+            filesystems[s.slug] = entry["filesystems"]
+        studies.append(s)
+    return Matrix(name=data["matrix"], path=path, studies=studies,
+                  profile=data.get("profile", "quick"), reps=data.get("reps", 3),
+                  filesystems=filesystems)
+
+
+def load_yaml_head(path: Path) -> dict:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise DataFileError(str(path), None, f"cannot read: {e}") from None
+    if not isinstance(data, dict):
+        raise DataFileError(str(path), 1, "expected a mapping with `study:` or `matrix:`")
+    return data

@@ -1,0 +1,74 @@
+"""Wire-form test bundles: valid by construction, with real metric names.
+
+make_bundle(cells=3, samples=4) gives 3 cells of one repetition each, every
+repetition with 4 samples and one raw artifact (a fio-like JSON text).
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import uuid
+
+from iowatch.metrics import METRICS
+
+# Metrics that are counts, rates or times: a positive value fits every one.
+METRIC_NAMES = sorted(n for n, m in METRICS.items() if m.nonnegative)
+
+
+def make_bundle(cells: int = 2, samples: int = 5, repetitions: int = 1, *,
+                run_id: str | None = None, host: str = "lab-1", study: str = "f2fs-dio-write",
+                seed: int = 0) -> dict:
+    """A valid wire-form bundle: `cells` cells × `repetitions` repetitions ×
+    `samples` samples each; values differ with `seed` so two bundles differ."""
+    values = itertools.count(1)
+    doc = {
+        "schema_version": 1,
+        "run_id": run_id or str(uuid.uuid4()),
+        "status": "passed",
+        "published": False,
+        "label": "patched",
+        "started_at": "2024-05-01T10:00:00Z",
+        "finished_at": "2024-05-01T10:30:00+00:00",
+        "matrix": "smoke",
+        "command": "iowatch run jobs/smoke.yml",
+        "kernel": {
+            "release": "6.12.0-iowatch", "git_commit": "0123456789abcdef",
+            "config_hash": "c0ffee", "config": {"CONFIG_XFS_DEBUG": "n"},
+            "cmdline": "console=ttyS0 quiet",
+            "series": {"name": "f2fs: dio write lock", "message_id": "<1@example.org>",
+                       "base": "v6.12", "patch_count": 2},
+            "patch": {"index": 1, "subject": "f2fs: drop the lock", "commit": "abcdef0"},
+        },
+        "host": {"name": host, "kind": "qemu", "cpus": 2},
+        "devices": [{"name": "sd0", "class": "sdcard", "path": "/dev/mmcblk0",
+                     "model": "QEMU SD", "size_bytes": 1 << 30, "rotational": False}],
+        "tools": {"fio": "fio-3.33"},
+        "environment": {"scheduler": "mq-deadline", "governor": "performance"},
+        "cells": [],
+    }
+    for c in range(cells):
+        reps = []
+        for r in range(1, repetitions + 1):
+            raw = json.dumps({"fio version": "fio-3.33", "cell": c, "rep": r, "seed": seed})
+            reps.append({
+                "index": r, "status": "passed", "error": None,
+                "samples": [{"metric": METRIC_NAMES[(c + s) % len(METRIC_NAMES)],
+                             "value": float(next(values) + seed) + 0.25,
+                             "group": "0", "job": None if s % 2 else f"job{s}"}
+                            for s in range(samples)],
+                "failures": [],
+                "artifacts": [{"name": "fio.json", "content": raw,
+                               "sha256": hashlib.sha256(raw.encode()).hexdigest()}],
+            })
+        doc["cells"].append({
+            "id": f"{study}/sd0/f2fs/c{c}", "study": study, "device": "sd0",
+            "filesystem": "f2fs", "mkfs_options": "", "mount_options": "noatime",
+            "params": {"numjobs": 10, "bs": "2m"}, "status": "passed", "reason": None,
+            "repetitions": reps,
+        })
+    return doc
+
+
+def wire(doc: dict) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()

@@ -1,0 +1,55 @@
+"""Fixtures for the web app's tests: an agent token, a poster, table counts.
+
+The suite runs against whatever DATABASE_URL names (PostgreSQL in CI) and
+against SQLite when it is unset; both must pass."""
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.apps import apps
+from django.core.management import call_command
+
+from bundles import wire
+
+pytestmark = pytest.mark.webapp
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/webapp" in str(item.fspath):
+            item.add_marker("webapp")
+
+
+@pytest.fixture
+def agent_token(db) -> str:
+    out = StringIO()
+    call_command("create_agent", "lab-agent", stdout=out)
+    return out.getvalue().strip()
+
+
+@pytest.fixture
+def post(client, agent_token):
+    """post(doc or bytes, token=…) → (status, JSON body) through the test client."""
+
+    def post(body, token: str | None = agent_token, **headers):
+        if isinstance(body, dict):
+            body = wire(body)
+        if token is not None:
+            headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+        headers.setdefault("content_type", "application/json")
+        response = client.post("/api/v1/bundles", body, **headers)
+        return response.status_code, json.loads(response.content)
+
+    return post
+
+
+def table_counts() -> dict[str, int]:
+    """Rows in every table of the results app."""
+    return {m.__name__: m.objects.count() for m in apps.get_app_config("results").get_models()}
+
+
+@pytest.fixture
+def counts():
+    return table_counts

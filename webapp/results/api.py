@@ -1,0 +1,467 @@
+"""The versioned HTTP API at /api/v1/: bundle ingest for agents, reads for all.
+
+The runner and the web app talk only through the result bundle and this API
+(CONVENTIONS.md). POST /bundles checks the bundle with iowatch.bundle, the
+same code the runner uses, and stores it through results.ingest; the reads
+page through the store with filters done in the database.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.db import connection
+from django.db.models import Count, Exists, OuterRef, Q
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from ninja import NinjaAPI, Query, Schema
+from ninja.errors import AuthenticationError
+from ninja.security import HttpBearer
+
+from iowatch import bundle
+from results import ingest
+from results.models import Agent, Artifact, Cell, Metric, Run, Sample
+
+log = logging.getLogger(__name__)
+
+api = NinjaAPI(
+    title="iowatch API", version="1",
+    description="Result bundles in (agents, with a token); runs, cells, samples, "
+                "artifacts and the metric table out (anyone).")
+
+
+class AgentTokenRefused(Exception):
+    pass
+
+
+def agent_token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class AgentToken(HttpBearer):
+    """Authorization: Bearer <token> of an active agent (manage.py create_agent)."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> Agent:
+        agent = Agent.objects.filter(token_sha256=agent_token_digest(token), active=True).first()
+        if agent is None:
+            raise AgentTokenRefused()
+        Agent.objects.filter(pk=agent.pk).update(last_seen=timezone.now())
+        return agent
+
+
+def _error(status: int, message: str, where: str | None = None) -> JsonResponse:
+    return JsonResponse({"error": message, "where": where}, status=status)
+
+
+@api.exception_handler(AuthenticationError)
+def _missing_token(request, exc):
+    return _error(401, "missing agent token: send 'Authorization: Bearer <token>' "
+                       "(an administrator makes one with manage.py create_agent NAME)")
+
+
+@api.exception_handler(AgentTokenRefused)
+def _refused_token(request, exc):
+    return _error(401, "unknown or revoked agent token")
+
+
+# --- ingest -----------------------------------------------------------------
+
+class Error(Schema):
+    error: str
+    where: str | None = None
+
+
+class BundleStored(Schema):
+    run_id: uuid.UUID
+    created: bool
+    cells: int
+    samples: int
+
+
+def _bundle_request_body() -> dict:
+    schema = {k: v for k, v in bundle.schema().items() if not k.startswith("$")}
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def _too_big(limit: int) -> JsonResponse:
+    return _error(413, f"bundle larger than the server's limit of {limit} bytes "
+                       "(setting IOWATCH_MAX_BUNDLE_BYTES)", "bundle")
+
+
+@api.post("/bundles", auth=AgentToken(), tags=["ingest"],
+          response={200: BundleStored, 201: BundleStored, 400: Error, 401: Error,
+                    409: Error, 413: Error, 415: Error},
+          openapi_extra={"requestBody": _bundle_request_body()},
+          summary="Upload a result bundle (wire form: iowatch.bundle.to_wire)")
+def post_bundle(request: HttpRequest):
+    """Stores the run in one transaction. 201 for a new run; 200 with
+    created=false when the same bundle was stored before (idempotent); 409 when
+    the run id is stored from a different bundle. Nothing is stored on any error."""
+    limit = settings.IOWATCH_MAX_BUNDLE_BYTES
+    # Refuse by the announced length before reading a byte of the body.
+    try:
+        announced = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return _error(400, "Content-Length is not a number", "request")
+    if announced > limit:
+        return _too_big(limit)
+    content_type = request.content_type or ""
+    if content_type != "application/json":
+        return _error(415, f"a bundle is sent as application/json, not {content_type or 'nothing'!r}",
+                      "request")
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        return _too_big(limit)
+    if len(body) > limit:
+        return _too_big(limit)
+    try:
+        doc = bundle.validate(bundle.loads(body))
+        stored = ingest.store_bundle(doc, agent=request.auth)
+    except bundle.BundleError as e:
+        return 400, {"error": str(e), "where": e.where}
+    except ingest.RunConflict as e:
+        return 409, {"error": str(e), "where": "bundle field run_id"}
+    if stored.created:
+        log.info("stored run %s from agent %s: %d cells, %d samples",
+                 stored.run.run_id, request.auth.name, stored.cells, stored.samples)
+    return (201 if stored.created else 200), {
+        "run_id": stored.run.run_id, "created": stored.created,
+        "cells": stored.cells, "samples": stored.samples}
+
+
+# --- reads ------------------------------------------------------------------
+
+MAX_PAGE = 1000
+MAX_SAMPLES_UNFILTERED = 10_000
+MAX_SAMPLES_FILTERED = 100_000
+
+
+class Page(Schema):
+    count: int
+    limit: int
+    offset: int
+
+
+def _page(queryset, limit: int, offset: int, most: int):
+    if limit < 1 or offset < 0:
+        return None, _error(400, "limit must be at least 1 and offset at least 0", "query")
+    if limit > most:
+        return None, _error(400, f"limit {limit} is over the most this endpoint returns ({most})",
+                            "query field limit")
+    return {"count": queryset.count(), "limit": limit, "offset": offset,
+            "items": list(queryset[offset:offset + limit])}, None
+
+
+class HostOut(Schema):
+    name: str
+    kind: str
+
+
+class DeviceOut(Schema):
+    id: int
+    name: str
+    device_class: str
+    path: str
+    model: str
+    size_bytes: int | None
+    rotational: bool | None
+
+
+class SeriesOut(Schema):
+    name: str
+    message_id: str | None
+    base: str | None
+    patch_count: int | None
+
+
+class KernelOut(Schema):
+    id: int
+    release: str
+    git_commit: str | None
+    config_hash: str | None
+    series: SeriesOut | None
+    patch_index: int | None
+
+
+class RunOut(Schema):
+    run_id: uuid.UUID
+    status: str
+    published: bool
+    label: str
+    matrix: str
+    host: HostOut
+    kernel: KernelOut
+    agent: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    received_at: datetime
+
+    @staticmethod
+    def resolve_agent(run: Run) -> str | None:
+        return run.agent.name if run.agent_id else None
+
+
+class RunDetail(RunOut):
+    command: str
+    cmdline: str
+    kernel_config: dict[str, Any]
+    devices: list[DeviceOut]
+    tools: dict[str, Any]
+    environment: dict[str, Any]
+    cell_count: int
+    sample_count: int
+    bundle_sha256: str
+
+    @staticmethod
+    def resolve_kernel_config(run: Run) -> dict:
+        return run.kernel.config
+
+    @staticmethod
+    def resolve_devices(run: Run) -> list:
+        return list(run.devices.all())
+
+    @staticmethod
+    def resolve_sample_count(run: Run) -> int:
+        return Sample.objects.filter(cell__run=run).count()
+
+
+class RunPage(Page):
+    items: list[RunOut]
+
+
+class RunFilters(Schema):
+    status: str | None = None
+    host: str | None = None
+    kernel: str | None = None
+    study: str | None = None
+    published: bool | None = None
+    label: str | None = None
+    limit: int = 100
+    offset: int = 0
+
+
+def _runs():
+    return Run.objects.select_related("host", "kernel__series", "agent")
+
+
+@api.get("/runs", response={200: RunPage, 400: Error}, tags=["reads"],
+         summary="Runs, newest first; kernel is the kernel release")
+def list_runs(request, filters: Query[RunFilters]):
+    runs = _runs()
+    for field, value in (("status", filters.status), ("host__name", filters.host),
+                         ("kernel__release", filters.kernel), ("published", filters.published),
+                         ("label", filters.label)):
+        if value is not None:
+            runs = runs.filter(**{field: value})
+    if filters.study is not None:
+        runs = runs.filter(Exists(Cell.objects.filter(run=OuterRef("pk"),
+                                                      study__slug=filters.study)))
+    page, error = _page(runs, filters.limit, filters.offset, MAX_PAGE)
+    return error or page
+
+
+@api.get("/runs/{run_id}", response={200: RunDetail, 404: Error}, tags=["reads"])
+def get_run(request, run_id: uuid.UUID):
+    return get_object_or_404(_runs().annotate(cell_count=Count("cells")), run_id=run_id)
+
+
+class RepetitionOut(Schema):
+    index: int
+    status: str
+    error: str
+
+
+class CellOut(Schema):
+    id: int
+    run_id: uuid.UUID
+    key: str
+    study: str
+    device: DeviceOut | None
+    filesystem: str
+    mkfs_options: str
+    mount_options: str
+    params: dict[str, Any]
+    status: str
+    reason: str
+    repetitions: list[RepetitionOut]
+    sample_count: int
+
+    @staticmethod
+    def resolve_run_id(cell: Cell) -> uuid.UUID:
+        return cell.run.run_id
+
+    @staticmethod
+    def resolve_study(cell: Cell) -> str:
+        return cell.study.slug
+
+    @staticmethod
+    def resolve_repetitions(cell: Cell) -> list:
+        return list(cell.repetitions.all())
+
+
+class FailureOut(Schema):
+    repetition: int
+    group: str
+    job: str
+    error: int
+    message: str
+
+
+class ArtifactOut(Schema):
+    id: int
+    repetition: int
+    name: str
+    sha256: str
+    size: int
+    url: str
+
+    @staticmethod
+    def resolve_url(artifact: Artifact) -> str:
+        return f"/api/v1/artifacts/{artifact.id}"
+
+
+class CellDetail(CellOut):
+    failures: list[FailureOut]
+    artifacts: list[ArtifactOut]
+
+    @staticmethod
+    def resolve_failures(cell: Cell) -> list:
+        return list(cell.failures.all())
+
+    @staticmethod
+    def resolve_artifacts(cell: Cell) -> list:
+        return list(cell.artifacts.defer("content"))
+
+
+class CellPage(Page):
+    items: list[CellOut]
+
+
+def _cells():
+    return (Cell.objects.select_related("run", "study", "device")
+            .prefetch_related("repetitions").annotate(sample_count=Count("samples")))
+
+
+@api.get("/runs/{run_id}/cells", response={200: CellPage, 400: Error, 404: Error},
+         tags=["reads"])
+def list_run_cells(request, run_id: uuid.UUID, limit: int = 100, offset: int = 0):
+    run = get_object_or_404(Run, run_id=run_id)
+    page, error = _page(_cells().filter(run=run).order_by("key"), limit, offset, MAX_PAGE)
+    return error or page
+
+
+@api.get("/cells/{cell_id}", response={200: CellDetail, 404: Error}, tags=["reads"])
+def get_cell(request, cell_id: int):
+    return get_object_or_404(_cells(), pk=cell_id)
+
+
+class SampleOut(Schema):
+    id: int
+    run_id: uuid.UUID
+    cell_id: int
+    cell: str
+    study: str
+    repetition: int
+    metric: str
+    value: float
+    group: str
+    job: str | None
+
+
+class SamplePage(Page):
+    items: list[SampleOut]
+
+
+class SampleFilters(Schema):
+    metric: str | None = None
+    study: str | None = None
+    host: str | None = None
+    run: uuid.UUID | None = None
+    cell: int | None = None
+    group: str | None = None
+    limit: int = 1000
+    offset: int = 0
+
+
+SAMPLE_FIELDS = {"id": "id", "run_id": "cell__run__run_id", "cell_id": "cell_id",
+                 "cell": "cell__key", "study": "cell__study__slug", "repetition": "repetition",
+                 "metric": "metric_id", "value": "value", "group": "group", "job": "job"}
+
+
+def _sample_page(samples, limit: int, offset: int, filtered: bool) -> JsonResponse:
+    # Rows go out as plain values: building a model and a schema object per
+    # sample would cost more than the query.
+    most = MAX_SAMPLES_FILTERED if filtered else MAX_SAMPLES_UNFILTERED
+    page, error = _page(samples.order_by("id").values_list(*SAMPLE_FIELDS.values()),
+                        limit, offset, most)
+    if error:
+        return error
+    page["items"] = [dict(zip(SAMPLE_FIELDS, row)) for row in page["items"]]
+    return JsonResponse(page)
+
+
+@api.get("/samples", response={200: SamplePage, 400: Error}, tags=["reads"],
+         summary=f"Samples by filter; without a filter, limit is at most {MAX_SAMPLES_UNFILTERED}")
+def list_samples(request, filters: Query[SampleFilters]):
+    conditions = {"metric_id": filters.metric, "cell__study__slug": filters.study,
+                  "cell__run__host__name": filters.host, "cell__run__run_id": filters.run,
+                  "cell_id": filters.cell, "group": filters.group}
+    conditions = {k: v for k, v in conditions.items() if v is not None}
+    return _sample_page(Sample.objects.filter(**conditions), filters.limit, filters.offset,
+                        filtered=bool(conditions))
+
+
+@api.get("/cells/{cell_id}/samples", response={200: SamplePage, 400: Error, 404: Error},
+         tags=["reads"])
+def list_cell_samples(request, cell_id: int, limit: int = MAX_SAMPLES_UNFILTERED, offset: int = 0):
+    cell = get_object_or_404(Cell, pk=cell_id)
+    return _sample_page(Sample.objects.filter(cell=cell), limit, offset, filtered=True)
+
+
+@api.get("/artifacts/{artifact_id}", tags=["reads"], response={200: bytes, 404: Error},
+         openapi_extra={"responses": {200: {"description": "the raw file",
+                                            "content": {"application/octet-stream": {}}}}})
+def get_artifact(request, artifact_id: int):
+    artifact = get_object_or_404(Artifact, pk=artifact_id)
+    # Tool output is untrusted text: sent as a download, never rendered as a page.
+    response = HttpResponse(bytes(artifact.content), content_type="application/octet-stream")
+    response["Content-Disposition"] = f'attachment; filename="{artifact.name}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Digest"] = f"sha-256={artifact.sha256}"
+    return response
+
+
+class MetricOut(Schema):
+    name: str
+    unit: str
+    direction: str
+    description: str
+    nonnegative: bool
+
+
+@api.get("/metrics", response=list[MetricOut], tags=["reads"], summary="The metric table")
+def list_metrics(request):
+    return Metric.objects.all()
+
+
+class Health(Schema):
+    status: str
+    database: str
+    error: str | None = None
+
+
+@api.get("/health", response={200: Health, 503: Health}, tags=["reads"])
+def health(request):
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception as e:  # any failure to reach the store is what this reports
+        return 503, {"status": "error", "database": connection.vendor, "error": str(e)}
+    return {"status": "ok", "database": connection.vendor}

@@ -1,0 +1,29 @@
+"""manage.py create_agent NAME [--rotate]: make an agent and print its token once."""
+import secrets
+
+from django.core.management.base import BaseCommand, CommandError
+
+from results.api import agent_token_digest
+from results.models import Agent
+
+
+class Command(BaseCommand):
+    help = ("Create an upload agent and print its token (shown once; only its sha256 is "
+            "stored). --rotate gives an existing agent a new token and revokes the old one.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("name")
+        parser.add_argument("--rotate", action="store_true",
+                            help="replace the token of an existing agent (and reactivate it)")
+
+    def handle(self, name, rotate, **options):
+        token = secrets.token_urlsafe(32)
+        digest = agent_token_digest(token)
+        if rotate:
+            if not Agent.objects.filter(name=name).update(token_sha256=digest, active=True):
+                raise CommandError(f"no agent named {name!r}; create it without --rotate")
+        else:
+            if Agent.objects.filter(name=name).exists():
+                raise CommandError(f"agent {name!r} exists; use --rotate to give it a new token")
+            Agent.objects.create(name=name, token_sha256=digest)
+        self.stdout.write(token)

@@ -1,0 +1,329 @@
+"""The store of results: what a bundle becomes in the database (DESIGN.md §3).
+
+A run is one bundle: a kernel on a host, a matrix of cells (study × device ×
+filesystem × parameters), each with repetitions, their samples, job failures
+and raw artifacts. Agents are the lab runners allowed to upload.
+
+Every rule the ingest relies on is also a constraint in the database: unique
+keys, foreign keys, NOT NULL and checks on enumerations and counts.
+"""
+from __future__ import annotations
+
+import sys
+
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Coalesce
+
+from iowatch import metrics as metric_table
+
+
+def _choices(values) -> list[tuple[str, str]]:
+    return [(v, v) for v in values]
+
+
+def _one_of(field: str, values, name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(condition=Q(**{f"{field}__in": list(values)}), name=name)
+
+
+def _at_least(field: str, low: int, name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(condition=Q(**{f"{field}__gte": low}), name=name)
+
+
+HOST_KINDS = ("bare-metal", "qemu", "local", "published")
+DEVICE_CLASSES = ("sdcard", "emmc", "ssd", "ssd-raid0", "hdd", "nvme")
+RUN_STATUSES = ("passed", "failed", "build-failed", "boot-failed", "incomplete")
+CELL_STATUSES = ("passed", "failed", "skipped")
+REPETITION_STATUSES = ("passed", "failed")
+
+
+class Metric(models.Model):
+    """A row of iowatch.metrics.METRICS, kept in step by a post_migrate handler."""
+    name = models.CharField(primary_key=True, max_length=100)
+    unit = models.CharField(max_length=20)
+    direction = models.CharField(max_length=6, choices=_choices(metric_table.DIRECTIONS))
+    description = models.TextField(blank=True)
+    nonnegative = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [_one_of("direction", metric_table.DIRECTIONS, "metric_direction_known")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Host(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=20, choices=_choices(HOST_KINDS), default="local")
+    inventory = models.JSONField(default=dict, blank=True, help_text="the bundle's host entry as sent")
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [_one_of("kind", HOST_KINDS, "host_kind_known")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Device(models.Model):
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="devices")
+    name = models.CharField(max_length=200)
+    device_class = models.CharField(max_length=20, choices=_choices(DEVICE_CLASSES))
+    path = models.CharField(max_length=1000, blank=True, default="")
+    model = models.CharField(max_length=300, blank=True, default="")
+    size_bytes = models.BigIntegerField(null=True, blank=True)
+    rotational = models.BooleanField(null=True, blank=True)
+    inventory = models.JSONField(default=dict, blank=True, help_text="the bundle's device entry as sent")
+
+    class Meta:
+        ordering = ["host__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["host", "name"], name="device_unique_per_host"),
+            _one_of("device_class", DEVICE_CLASSES, "device_class_known"),
+            _at_least("size_bytes", 0, "device_size_nonnegative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.host.name}:{self.name} ({self.device_class})"
+
+
+class PatchSeries(models.Model):
+    name = models.CharField(max_length=300)
+    message_id = models.CharField(max_length=500, null=True, blank=True)
+    base = models.CharField(max_length=200, null=True, blank=True)
+    patch_count = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "patch series"
+        ordering = ["name"]
+        constraints = [
+            # A series is its name on a base; a missing base counts as one value.
+            models.UniqueConstraint("name", Coalesce("base", models.Value("")),
+                                    name="series_unique_name_base"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} on {self.base}" if self.base else self.name
+
+
+class Patch(models.Model):
+    series = models.ForeignKey(PatchSeries, on_delete=models.CASCADE, related_name="patches")
+    index = models.PositiveIntegerField()
+    subject = models.CharField(max_length=1000, blank=True, default="")
+    commit = models.CharField(max_length=64, null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "patches"
+        ordering = ["series", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["series", "index"], name="patch_unique_index_in_series"),
+            _at_least("index", 1, "patch_index_from_one"),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.index}] {self.subject}"
+
+
+class Kernel(models.Model):
+    """A built kernel variant: a release, a commit, a config, and where it sits
+    in a series (patch_index 0 is the base, k the base plus patches 1..k)."""
+    release = models.CharField(max_length=200)
+    git_commit = models.CharField(max_length=64, null=True, blank=True)
+    config_hash = models.CharField(max_length=128, null=True, blank=True)
+    config = models.JSONField(default=dict, blank=True)
+    series = models.ForeignKey(PatchSeries, on_delete=models.PROTECT, null=True, blank=True,
+                               related_name="kernels")
+    patch_index = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["release"]
+        constraints = [
+            # NULLs compare equal here (an expression index works on SQLite and
+            # PostgreSQL alike, where nulls_distinct=False is PostgreSQL-only).
+            models.UniqueConstraint(
+                "release", Coalesce("git_commit", models.Value("")),
+                Coalesce("config_hash", models.Value("")),
+                Coalesce("series", models.Value(0)), Coalesce("patch_index", models.Value(-1)),
+                name="kernel_unique_variant"),
+            _at_least("patch_index", 0, "kernel_patch_index_nonnegative"),
+        ]
+
+    def __str__(self) -> str:
+        commit = f" {self.git_commit[:12]}" if self.git_commit else ""
+        return f"{self.release}{commit}"
+
+
+class Study(models.Model):
+    slug = models.SlugField(max_length=100, unique=True)
+    title = models.CharField(max_length=300, blank=True, default="")
+    seed = models.CharField(max_length=200, blank=True, default="", help_text="the seed post's file")
+    min_effect_pct = models.FloatField(default=5.0, help_text="smallest change that counts, in %")
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["slug"]
+        constraints = [_at_least("min_effect_pct", 0, "study_min_effect_nonnegative")]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Agent(models.Model):
+    """A lab runner allowed to upload bundles; only its token's sha256 is kept."""
+    name = models.CharField(max_length=100, unique=True)
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    created = models.DateTimeField(auto_now_add=True)
+    last_seen = models.DateTimeField(null=True, blank=True)
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Run(models.Model):
+    """One bundle: a matrix run on one host with one kernel."""
+    run_id = models.UUIDField(unique=True, help_text="the bundle's run id: the idempotency key")
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="runs")
+    kernel = models.ForeignKey(Kernel, on_delete=models.PROTECT, related_name="runs")
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="runs")
+    devices = models.ManyToManyField(Device, blank=True, related_name="runs")
+    status = models.CharField(max_length=20, choices=_choices(RUN_STATUSES))
+    published = models.BooleanField(default=False)
+    label = models.CharField(max_length=200, blank=True, default="")
+    matrix = models.CharField(max_length=200, blank=True, default="")
+    command = models.TextField(blank=True, default="")
+    cmdline = models.TextField(blank=True, default="", help_text="the booted kernel's command line")
+    tools = models.JSONField(default=dict, blank=True)
+    environment = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    received_at = models.DateTimeField(auto_now_add=True)
+    bundle_sha256 = models.CharField(
+        max_length=64, help_text="sha256 of the canonical manifest: tells an identical "
+                                 "re-post from a different bundle reusing the run id")
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        constraints = [_one_of("status", RUN_STATUSES, "run_status_known")]
+        indexes = [models.Index(fields=["received_at"], name="run_received_at")]
+
+    def __str__(self) -> str:
+        return str(self.run_id)
+
+
+class Cell(models.Model):
+    """One point of the matrix: study × device × filesystem × parameters."""
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cells")
+    key = models.CharField(max_length=300, help_text="the bundle's cell id")
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="cells")
+    device = models.ForeignKey(Device, on_delete=models.PROTECT, null=True, blank=True,
+                               related_name="cells")
+    filesystem = models.CharField(max_length=50, blank=True, default="")
+    mkfs_options = models.CharField(max_length=1000, blank=True, default="")
+    mount_options = models.CharField(max_length=1000, blank=True, default="")
+    params = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=_choices(CELL_STATUSES))
+    reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["run", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "key"], name="cell_unique_key_in_run"),
+            _one_of("status", CELL_STATUSES, "cell_status_known"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Repetition(models.Model):
+    cell = models.ForeignKey(Cell, on_delete=models.CASCADE, related_name="repetitions")
+    index = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=_choices(REPETITION_STATUSES))
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["cell", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["cell", "index"], name="repetition_unique_in_cell"),
+            _at_least("index", 1, "repetition_index_from_one"),
+            _one_of("status", REPETITION_STATUSES, "repetition_status_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cell.key} rep {self.index}"
+
+
+# The largest finite double: a value between -MAX and MAX is neither infinite
+# nor NaN (PostgreSQL orders NaN above every number; SQLite stores NaN as NULL).
+_DOUBLE_MAX = sys.float_info.max
+
+
+class Sample(models.Model):
+    """One number from one repetition of one cell, for one job group (and job)."""
+    cell = models.ForeignKey(Cell, on_delete=models.CASCADE, related_name="samples")
+    repetition = models.PositiveIntegerField()
+    # The metric table is small and its key is the name: ingest sets metric_id
+    # directly, and the (metric, cell) index below serves lookups by metric.
+    metric = models.ForeignKey(Metric, on_delete=models.PROTECT, db_index=False,
+                               related_name="samples")
+    value = models.FloatField()
+    group = models.CharField(max_length=100)
+    job = models.CharField(max_length=200, null=True, blank=True)
+
+    class Meta:
+        ordering = ["cell", "repetition", "id"]
+        indexes = [models.Index(fields=["metric", "cell"], name="sample_metric_cell")]
+        constraints = [
+            _at_least("repetition", 1, "sample_repetition_from_one"),
+            models.CheckConstraint(condition=Q(value__gte=-_DOUBLE_MAX, value__lte=_DOUBLE_MAX),
+                                   name="sample_value_finite"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.metric_id}={self.value}"
+
+
+class JobFailure(models.Model):
+    """A job the tool reported as failed: recorded, never turned into samples."""
+    cell = models.ForeignKey(Cell, on_delete=models.CASCADE, related_name="failures")
+    repetition = models.PositiveIntegerField()
+    group = models.CharField(max_length=100)
+    job = models.CharField(max_length=200)
+    error = models.IntegerField()
+    message = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["cell", "repetition", "id"]
+        constraints = [_at_least("repetition", 1, "jobfailure_repetition_from_one")]
+
+    def __str__(self) -> str:
+        return f"{self.group}/{self.job}: error {self.error}"
+
+
+class Artifact(models.Model):
+    """A raw file of a repetition (fio JSON, fs_mark output, diskstats), kept so
+    a better parser can re-read history."""
+    cell = models.ForeignKey(Cell, on_delete=models.CASCADE, related_name="artifacts")
+    repetition = models.PositiveIntegerField()
+    name = models.CharField(max_length=200)
+    sha256 = models.CharField(max_length=64)
+    size = models.BigIntegerField()
+    content = models.BinaryField()
+
+    class Meta:
+        ordering = ["cell", "repetition", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cell", "repetition", "name"],
+                                    name="artifact_unique_name_in_repetition"),
+            _at_least("repetition", 1, "artifact_repetition_from_one"),
+            _at_least("size", 0, "artifact_size_nonnegative"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
