@@ -1,0 +1,110 @@
+"""iowatch run: run a matrix (or one study) on a host's devices into a result bundle."""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from iowatch import bundle, inventory, paths
+from iowatch.runner import Cell, Interrupted, Progress, Runner, summary
+from iowatch.safety import DeviceRefused
+from iowatch.studies import load_matrix
+from iowatch.yamlfile import DataFileError
+
+
+def register(sub):
+    p = sub.add_parser(
+        "run", help="run a matrix or a study on a host's devices into a result bundle",
+        description="Expand MATRIX (jobs/smoke.yml, or one study file such as "
+                    "jobs/studies/xfs-smallfile-writeback.yml) into cells on the target host, run "
+                    "every repetition on a fresh filesystem, and write a result bundle. A rerun "
+                    "with the same --out resumes an interrupted bundle.")
+    p.add_argument("matrix", metavar="MATRIX")
+    p.add_argument("--target", required=True, metavar="HOST", help="a host of the inventory")
+    p.add_argument("--inventory", default=None, help="default: hardware-inventory.yml")
+    p.add_argument("--profile", choices=("quick", "full"), default=None,
+                   help="the studies' profile (default: the matrix's, else quick)")
+    p.add_argument("--reps", type=int, default=None, help="repetitions per cell")
+    p.add_argument("--out", default=None, help="bundle directory (default: a new one under "
+                   "$IOWATCH_DATA_DIR/bundles)")
+    p.add_argument("--kernel-commit", default=None, help="the running kernel's git commit")
+    p.add_argument("--label", default=None, help="a label for this kernel, such as 'patched'")
+    p.add_argument("--upload", default=None, metavar="URL", help="upload the bundle to this server")
+    p.add_argument("--token", default=os.environ.get("IOWATCH_TOKEN"), help="agent token for --upload")
+    p.add_argument("--no-progress", action="store_true", help="plain lines instead of a live display")
+    p.set_defaults(func=run)
+
+
+def _progress(plain: bool):
+    if plain or not sys.stderr.isatty():
+        def rep(cell: Cell, i: int, n: int):
+            print(f"run: {cell.id} repetition {i}/{n}", file=sys.stderr, flush=True)
+        return Progress(on_rep=rep,
+                        on_skip=lambda c: print(f"run: skip {c.id}: {c.skip}", file=sys.stderr)), None
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+    bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+              TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), transient=False)
+    task = bar.add_task("starting", total=None)
+    return Progress(
+        on_start=lambda total: bar.update(task, total=total),
+        on_rep=lambda c, i, n: bar.update(task, description=f"{c.id} rep {i}/{n}"),
+        on_done=lambda c, i, state: bar.advance(task),
+        on_skip=lambda c: bar.console.print(f"skip {c.id}: {c.skip}"),
+    ), bar
+
+
+def run(args) -> int:
+    try:
+        inv = inventory.load(args.inventory)
+        host = inv.host(args.target)
+        matrix = load_matrix(args.matrix)
+    except (DataFileError, inventory.InventoryError) as e:
+        print(f"iowatch run: {e}", file=sys.stderr)
+        return 2
+    except KeyError as e:
+        print(f"iowatch run: {e.args[0]}", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("iowatch run: needs root (loop devices, mkfs, mount, drop_caches)", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else (
+        paths.data_dir() / "bundles" / f"{matrix.name}-{host.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    progress, bar = _progress(args.no_progress)
+    command = "iowatch run " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    try:
+        runner = Runner(matrix, host, out, profile=args.profile, reps=args.reps,
+                        kernel_commit=args.kernel_commit, label=args.label, command=command,
+                        progress=progress)
+    except FileExistsError as e:
+        print(f"iowatch run: {e}", file=sys.stderr)
+        return 2
+    try:
+        if bar:
+            with bar:
+                doc = runner.run()
+        else:
+            doc = runner.run()
+    except (KeyboardInterrupt, Interrupted) as e:
+        print(f"iowatch run: interrupted ({e or 'Ctrl-C'}); bundle {out} is marked incomplete; "
+              f"rerun with --out {out} to finish it", file=sys.stderr)
+        return 130
+    except DeviceRefused as e:
+        print(f"iowatch run: refused: {e}; nothing was written to it", file=sys.stderr)
+        return 3
+    print(f"bundle {out} ({doc['status']}, run {doc['run_id']})")
+    for line in summary(doc):
+        print(line)
+    env = doc["environment"].get("runner", {})
+    print(f"runner: wall {env.get('wall_s')} s, inside the tools {env.get('tool_s')} s, "
+          f"overhead {env.get('overhead_pct')}%")
+    if args.upload:
+        from iowatch.upload import Spool, upload
+        outcomes = upload([str(out)], args.upload, args.token or "", Spool(paths.spool_dir()))
+        for o in outcomes:
+            print(f"upload: {o.state}: run {o.run_id}: {o.detail}")
+        if not all(o.state in ("sent", "already-stored") for o in outcomes):
+            return 1
+    return 1 if doc["status"] == "failed" else 0

@@ -1,0 +1,96 @@
+"""Fresh filesystems for each repetition: mkfs, mount, unmount.
+
+Only the runner calls these, and only after iowatch.safety allowed the device.
+The mkfs and mount options used are returned so the bundle records them.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# Force flags overwrite an old signature: safety has already checked the device
+# is declared, not mounted, and holds nothing it should not.
+MKFS = {
+    "ext4": ["mkfs.ext4", "-F", "-q"],
+    "xfs": ["mkfs.xfs", "-f", "-q"],
+    "btrfs": ["mkfs.btrfs", "-f", "-q"],
+    "f2fs": ["mkfs.f2fs", "-f", "-q"],
+}
+# Short on purpose: fs_mark refuses directory paths of 40 bytes or more.
+MOUNT_ROOT = Path("/run/iowatch")
+MOUNT_OPTIONS = {"ext4": "noatime", "xfs": "noatime", "btrfs": "noatime", "f2fs": "noatime"}
+
+
+class FilesystemError(RuntimeError):
+    pass
+
+
+@dataclass
+class Mounted:
+    device: str
+    filesystem: str
+    mountpoint: Path
+    mkfs_options: str
+    mount_options: str
+
+
+def supported(filesystem: str) -> str | None:
+    """None when this kernel can mount it, else the reason it cannot."""
+    if filesystem == "raw":
+        return None
+    if filesystem not in MKFS:
+        return f"iowatch does not know how to make {filesystem}"
+    listed = Path("/proc/filesystems").read_text().split()
+    if filesystem not in listed:
+        # The module may just not be loaded yet.
+        subprocess.run(["modprobe", filesystem], capture_output=True)
+        if filesystem not in Path("/proc/filesystems").read_text().split():
+            return (f"this kernel ({os.uname().release}) cannot mount {filesystem} "
+                    "(not in /proc/filesystems); run it in the virtual lab's guest kernel")
+    tool = MKFS[filesystem][0]
+    if not any(os.access(os.path.join(d, tool), os.X_OK) for d in os.environ.get("PATH", "").split(":")
+               + ["/usr/sbin", "/sbin"]):
+        return f"{tool} is not installed"
+    return None
+
+
+def _run(argv: list[str], what: str) -> None:
+    out = subprocess.run(argv, capture_output=True, text=True)
+    if out.returncode:
+        raise FilesystemError(f"{what} failed (exit {out.returncode}): "
+                              f"{(out.stderr or out.stdout).strip()[-500:]}")
+
+
+def make_and_mount(device: str, filesystem: str, mountpoint: Path) -> Mounted:
+    argv = MKFS[filesystem] + [device]
+    _run(argv, f"{' '.join(argv)}")
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    opts = MOUNT_OPTIONS[filesystem]
+    _run(["mount", "-t", filesystem, "-o", opts, device, str(mountpoint)],
+         f"mount {device} on {mountpoint}")
+    return Mounted(device, filesystem, mountpoint, " ".join(MKFS[filesystem][1:]), opts)
+
+
+def unmount(mountpoint: Path, tries: int = 5) -> None:
+    for attempt in range(tries):
+        out = subprocess.run(["umount", str(mountpoint)], capture_output=True, text=True)
+        if out.returncode == 0 or "not mounted" in out.stderr:
+            return
+        time.sleep(0.5 * (attempt + 1))  # a just-finished fio may still hold a file
+    subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True)
+
+
+def syncfs(mountpoint: Path) -> None:
+    """Write back everything of one filesystem (sync -f is syncfs(2))."""
+    _run(["sync", "-f", str(mountpoint)], f"sync -f {mountpoint}")
+
+
+def drop_caches() -> None:
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError as e:
+        raise FilesystemError(f"cannot drop caches ({e.strerror}): iowatch run needs root") from None

@@ -1,0 +1,307 @@
+"""The runner: expand a matrix into cells on one host and run them into a bundle.
+
+A cell is study × device × filesystem (DESIGN.md §3). Each repetition gets a
+fresh filesystem, the study's I/O scheduler, dropped caches, and
+/proc/diskstats and CPU time sampled around the workload. Cells that cannot
+run here are skipped with the reason; a failing tool fails its cell only.
+The bundle's manifest is rewritten after every cell, so an interrupted run
+leaves a bundle marked incomplete that a rerun with the same --out resumes.
+"""
+from __future__ import annotations
+
+import platform
+import shutil
+import signal
+import statistics
+import tempfile
+import time
+import uuid
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from iowatch import diskstats, environment, filesystems, loopdev, paths, safety
+from iowatch.bundle import MANIFEST, BundleWriter, loads
+from iowatch.inventory import Device, Host
+from iowatch.samples import Sample
+from iowatch.studies import Matrix, Study
+from iowatch.workloads import Context, Result, run_fio, run_fs_mark, run_script
+
+
+class Interrupted(Exception):
+    """SIGTERM or Ctrl-C: stop after cleaning up, leave the bundle incomplete."""
+
+
+@dataclass
+class Cell:
+    id: str
+    study: Study
+    device: Device
+    filesystem: str
+    skip: str | None = None
+
+
+def plan(matrix: Matrix, host: Host) -> list[Cell]:
+    """Every study × device × filesystem the matrix names that the host has,
+    each with the reason it must be skipped here, if any."""
+    cells = []
+    for study in matrix.studies:
+        wanted = matrix.filesystems.get(study.slug, study.data["filesystems"])
+        for device in host.devices:
+            if device.device_class not in study.data["device_classes"]:
+                continue
+            for fs in wanted:
+                if fs not in device.filesystems:
+                    continue
+                cell = Cell(f"{study.slug}/{device.name}/{fs}", study, device, fs)
+                cell.skip = filesystems.supported(fs)
+                if not cell.skip and device.members and not device.path:
+                    if not Path("/proc/mdstat").exists():
+                        cell.skip = ("this kernel has no md driver (no /proc/mdstat) to assemble "
+                                     "the RAID0 members; run it in the virtual lab's guest")
+                cells.append(cell)
+    return cells
+
+
+@dataclass
+class Progress:
+    """What the display needs; the CLI draws it (rich), tests ignore it."""
+    on_start: Callable[[int], None] = lambda total: None
+    on_rep: Callable[[Cell, int, int], None] = lambda cell, rep, reps: None
+    on_done: Callable[[Cell, int, str], None] = lambda cell, rep, state: None
+    on_skip: Callable[[Cell], None] = lambda cell: None
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    def handler(signum, frame):
+        raise Interrupted(f"stopped by signal {signal.Signals(signum).name}")
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _kernel_entry(env: dict, commit: str | None, label: str | None) -> dict:
+    entry = {"release": platform.release(), "git_commit": commit,
+             "config_hash": env.get("kernel_config_hash"), "config": env.get("kernel_config") or None,
+             "cmdline": env.get("cmdline")}
+    return {k: v for k, v in entry.items() if v is not None}
+
+
+def _existing(out: Path) -> dict | None:
+    path = out / MANIFEST
+    if not path.is_file():
+        return None
+    return loads(path.read_bytes(), str(path))
+
+
+class Runner:
+    def __init__(self, matrix: Matrix, host: Host, out: Path, *, profile: str | None = None,
+                 reps: int | None = None, kernel_commit: str | None = None,
+                 label: str | None = None, command: str | None = None,
+                 progress: Progress | None = None, data_dir: Path | None = None):
+        self.matrix, self.host, self.out = matrix, host, Path(out)
+        self.profile = profile or matrix.profile
+        self.reps = reps or matrix.reps
+        self.progress = progress or Progress()
+        self.data_dir = data_dir or paths.data_dir()
+        self.tool_s = 0.0
+        env = environment.host_environment()
+        previous = _existing(self.out)
+        if previous and previous.get("status") != "incomplete":
+            raise FileExistsError(f"{self.out} already holds a finished bundle "
+                                  f"(run {previous['run_id']}, {previous['status']}); "
+                                  "choose another --out")
+        self.done: dict[str, dict] = {}
+        run_id = str(uuid.uuid4())
+        if previous:
+            run_id = previous["run_id"]  # resume: same run, the cells it finished are kept
+            self.done = {c["id"]: c for c in previous["cells"]
+                         if c["status"] == "skipped" or len(c["repetitions"]) >= self.reps}
+        self.writer = BundleWriter(
+            self.out, run_id=run_id, kernel=_kernel_entry(env, kernel_commit, label),
+            host={"name": host.name, "kind": host.kind},
+            devices=[d.bundle_entry() for d in host.devices],
+            tools=environment.tools(), environment={"host": env, "devices": {}},
+            label=label, matrix=matrix.name, command=command,
+            started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        for cell in self.done.values():
+            self.writer.doc["cells"].append(cell)
+            self.writer._cells[cell["id"]] = cell
+
+    # -- one repetition ---------------------------------------------------
+
+    def _run_rep(self, cell: Cell, dev_path: str, index: int) -> tuple[Result, dict]:
+        safety.require(self.host, dev_path, self.data_dir)
+        queue = environment.device_queue(dev_path)
+        notes: dict = {"device_path": dev_path, "rotational": queue["rotational"],
+                       "scheduler": queue["scheduler"]}
+        scheduler = cell.study.data.get("scheduler")
+        if scheduler and queue["scheduler"] != scheduler:
+            try:
+                notes["scheduler"] = environment.set_scheduler(dev_path, scheduler)
+            except (RuntimeError, OSError) as e:
+                notes["scheduler_note"] = str(e)
+        workload = cell.study.workload(self.profile, cell.device.device_class)
+        work = Path(tempfile.mkdtemp(prefix="iowatch-rep-"))
+        mountpoint = None
+        try:
+            if cell.filesystem != "raw":
+                mnt = filesystems.make_and_mount(dev_path, cell.filesystem,
+                                                 filesystems.MOUNT_ROOT / cell.device.name)
+                mountpoint = mnt.mountpoint
+                notes.update(mkfs_options=mnt.mkfs_options, mount_options=mnt.mount_options)
+            elif "fio" in workload:
+                # Never write to a raw device: the raw cells only read it.
+                workload["fio"]["global"]["readonly"] = 1
+            filesystems.drop_caches()
+            ctx = Context(device=dev_path, mountpoint=mountpoint, workdir=work)
+            name = environment.block_name(dev_path)
+            before, t0 = diskstats.read(name), time.monotonic()
+            if "fio" in workload:
+                res = run_fio(workload, ctx)
+            elif "fs_mark" in workload:
+                res = run_fs_mark(workload, ctx)
+            else:
+                res = run_script(workload, ctx, filesystems.drop_caches)
+            if mountpoint:
+                # Count the writeback the workload caused, not only what it
+                # dispatched while running: buffered writes reach the device later.
+                t_sync = time.monotonic()
+                filesystems.syncfs(mountpoint)
+                notes["sync_after_workload_s"] = round(time.monotonic() - t_sync, 3)
+            seconds = time.monotonic() - t0
+            after = diskstats.read(name)
+            group = next(iter(workload["groups"].values()))
+            res.samples += diskstats.samples(before, after, seconds, group)
+            res.artifacts["diskstats.before"] = (" ".join(map(str, before.__dict__.values())) + "\n").encode()
+            res.artifacts["diskstats.after"] = (" ".join(map(str, after.__dict__.values())) + "\n").encode()
+            return res, notes
+        finally:
+            if mountpoint:
+                filesystems.unmount(mountpoint)
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _record(self, cell: Cell, index: int, res: Result, notes: dict) -> None:
+        self.tool_s += res.tool_s
+        fields = {"device": cell.device.name, "filesystem": cell.filesystem,
+                  "params": {"profile": self.profile,
+                             "workload": cell.study.workload(self.profile, cell.device.device_class)}}
+        if "mkfs_options" in notes:
+            fields.update(mkfs_options=notes["mkfs_options"], mount_options=notes["mount_options"])
+        self.writer.add_repetition(
+            cell.id, cell.study.slug, index, [s.to_dict() for s in res.samples], res.artifacts,
+            failures=res.failures, status="failed" if res.error else "passed", error=res.error,
+            **fields)
+        if res.error:
+            self.writer.cell(cell.id, cell.study.slug)["reason"] = res.error
+        self.writer.doc["environment"]["devices"][cell.device.name] = notes
+
+    # -- the whole matrix -------------------------------------------------
+
+    def run(self) -> dict:
+        cells = plan(self.matrix, self.host)
+        todo = [c for c in cells if c.id not in self.done]
+        self.progress.on_start(sum(self.reps for c in todo if not c.skip))
+        t_start = time.monotonic()
+        status = "incomplete"
+        try:
+            with _signals_interrupt(), ExitStack() as stack:
+                loops = stack.enter_context(loopdev.attachments(
+                    [c.device for c in todo if not c.skip], self.data_dir))
+                for cell in todo:
+                    self._clear_partial(cell)
+                    if cell.skip:
+                        self.writer.cell(cell.id, cell.study.slug, device=cell.device.name,
+                                         filesystem=cell.filesystem, status="skipped",
+                                         reason=cell.skip)
+                        self.progress.on_skip(cell)
+                        continue
+                    dev_path = loops.get(cell.device.name) or cell.device.path
+                    for index in range(1, self.reps + 1):
+                        self.progress.on_rep(cell, index, self.reps)
+                        try:
+                            res, notes = self._run_rep(cell, dev_path, index)
+                        except (filesystems.FilesystemError, RuntimeError, OSError) as e:
+                            res, notes = Result(error=str(e)), {}
+                        self._record(cell, index, res, notes)
+                        self.progress.on_done(cell, index, "failed" if res.error else "passed")
+                    self._add_ratio(cell)
+                    self._checkpoint(t_start)
+            failed = any(c["status"] == "failed" for c in self.writer.doc["cells"])
+            status = "failed" if failed else "passed"
+        finally:
+            self._checkpoint(t_start, status)
+        return self.writer.doc
+
+    def _clear_partial(self, cell: Cell) -> None:
+        """A resumed cell starts over: drop its half-done repetitions."""
+        doc = self.writer.doc
+        doc["cells"] = [c for c in doc["cells"] if c["id"] != cell.id]
+        self.writer._cells.pop(cell.id, None)
+        shutil.rmtree(self.out / "cells" / cell.id, ignore_errors=True)
+
+    def _add_ratio(self, cell: Cell) -> None:
+        """ext4/raw per repetition, once both cells of a ratio study are done."""
+        ratio = cell.study.data["workload"].get("ratio")
+        if not ratio or cell.filesystem not in (ratio["filesystem"], ratio["against"]):
+            return
+        cid = lambda fs: f"{cell.study.slug}/{cell.device.name}/{fs}"  # noqa: E731
+        fs_cell = self.writer._cells.get(cid(ratio["filesystem"]))
+        raw_cell = self.writer._cells.get(cid(ratio["against"]))
+        if not fs_cell or not raw_cell:
+            return
+
+        def values(c: dict) -> list[float]:
+            return [s["value"] for r in c["repetitions"] for s in r["samples"]
+                    if s["metric"] == ratio["metric"] and s["group"] == ratio["group"]
+                    and s.get("job") is None]
+        raw = values(raw_cell)
+        if not raw:
+            return
+        raw_median = statistics.median(raw)
+        for rep in fs_cell["repetitions"]:
+            mine = [s["value"] for s in rep["samples"] if s["metric"] == ratio["metric"]
+                    and s["group"] == ratio["group"] and s.get("job") is None]
+            rep["samples"] = [s for s in rep["samples"] if s["metric"] != "ratio.fs_to_raw"]
+            if mine and raw_median > 0:
+                rep["samples"].append(Sample.of("ratio.fs_to_raw", mine[0] / raw_median,
+                                                ratio["group"]).to_dict())
+
+    def _checkpoint(self, t_start: float, status: str = "incomplete") -> None:
+        wall = time.monotonic() - t_start
+        self.writer.doc["environment"]["runner"] = {
+            "wall_s": round(wall, 3), "tool_s": round(self.tool_s, 3),
+            "overhead_pct": round(100 * (wall - self.tool_s) / wall, 2) if wall else None}
+        fields = {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")} if status != "incomplete" else {}
+        self.writer.close(status, **fields)
+
+
+def summary(doc: dict) -> list[str]:
+    """A line per cell: status, and the deciding metrics' medians."""
+    lines = []
+    for c in doc["cells"]:
+        if c["status"] == "skipped":
+            lines.append(f"  skipped  {c['id']}: {c.get('reason')}")
+            continue
+        reps = c["repetitions"]
+        by_metric: dict[tuple, list[float]] = {}
+        for r in reps:
+            for s in r["samples"]:
+                if s.get("job") is None:
+                    by_metric.setdefault((s["group"], s["metric"]), []).append(s["value"])
+        shown = []
+        for key in (("writer", "write.bw_kib_s"), ("readers", "read.bw_kib_s"),
+                    ("seqw", "write.bw_kib_s"), ("randread", "read.iops"),
+                    ("randread", "ratio.fs_to_raw"), ("fsmark", "fsmark.files_per_s"),
+                    ("fsmark", "wall_s"), ("fsmark", "device.write_iops"),
+                    ("checkpoint", "sync.time_ms")):
+            if key in by_metric:
+                shown.append(f"{key[0]} {key[1]} median {statistics.median(by_metric[key]):,.4g}")
+        state = c["status"]
+        lines.append(f"  {state:<8} {c['id']} ({len(reps)} reps): " + "; ".join(shown)
+                     + (f" [{c.get('reason')}]" if state == "failed" else ""))
+    return lines

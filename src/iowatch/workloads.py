@@ -1,0 +1,199 @@
+"""Run one repetition of a study's workload and turn its output into samples.
+
+Three kinds, as the studies declare them: a fio job (rendered from the study's
+options into a job file), an fs_mark command line, and the scripted f2fs
+checkpoint workload. Each run is timed (wall clock, CPU of the tool's process
+tree) and leaves its raw output as artifacts; the parsers turn it into samples.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from iowatch.parsers import parse_text
+from iowatch.samples import ParseError, Sample
+
+
+@dataclass
+class Context:
+    """Where a repetition runs: the mounted filesystem (or None for raw), the device."""
+    device: str
+    mountpoint: Path | None
+    workdir: Path            # scratch directory for the tool's own files, outside the device
+
+    @property
+    def target(self) -> str:
+        # On a filesystem the study's one file; on the raw device the device itself.
+        return str(self.mountpoint / "iowatch.data") if self.mountpoint else self.device
+
+
+@dataclass
+class Result:
+    samples: list[Sample] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)
+    artifacts: dict[str, bytes] = field(default_factory=dict)
+    error: str | None = None
+    wall_s: float = 0.0
+    tool_s: float = 0.0        # time spent inside the benchmark tool itself
+
+
+def _substitute(value, ctx: Context):
+    if not isinstance(value, str):
+        return value
+    return value.format(mountpoint=ctx.mountpoint or "", device=ctx.device, target=ctx.target)
+
+
+def render_fio(workload: dict, ctx: Context) -> str:
+    """The study's fio section as a job file. On the raw device, `directory` is
+    dropped and `filename` points at the device."""
+    fio = workload["fio"]
+
+    def section(name: str, options: dict) -> list[str]:
+        lines = [f"[{name}]"]
+        for key, value in options.items():
+            if ctx.mountpoint is None and key == "directory":
+                continue
+            value = _substitute(value, ctx)
+            if isinstance(value, bool):
+                value = int(value)
+            lines.append(f"{key}={value}")
+        return lines
+
+    glob = dict(fio["global"])
+    if ctx.mountpoint is None:
+        glob["filename"] = ctx.device
+    lines = section("global", glob)
+    for job in fio["jobs"]:
+        lines += [""] + section(job["name"], job.get("options", {}))
+    return "\n".join(lines) + "\n"
+
+
+def fs_mark_argv(workload: dict, ctx: Context) -> list[str]:
+    fm = workload["fs_mark"]
+    argv = ["fs_mark"]
+    for flag, value in fm["options"].items():
+        argv += [f"-{flag}", str(value)]
+    for i in range(fm.get("dirs", 1)):
+        argv += ["-d", str(ctx.mountpoint / str(i))]
+    return argv
+
+
+def _timed(argv: list[str], cwd: Path, stdout_path: Path | None = None) -> tuple[int, str, str, float, float, float]:
+    """Run a tool; returns (exit code, stdout, stderr, wall s, user s, sys s) of its process tree."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (out.returncode, out.stdout, out.stderr, wall,
+            after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
+
+
+def _cpu_samples(group: str, wall: float, user: float, sys_: float) -> list[Sample]:
+    return [Sample.of("wall_s", wall, group), Sample.of("cpu.user_s", user, group),
+            Sample.of("cpu.sys_s", sys_, group)]
+
+
+def _regroup(samples: list[Sample], groups: dict[str, str]) -> list[Sample]:
+    """Tool group ids (fio's groupid, 'fsmark') become the study's group names."""
+    return [Sample(s.metric, s.value, s.unit, s.direction, groups.get(s.group, s.group), s.job)
+            for s in samples]
+
+
+def run_fio(workload: dict, ctx: Context) -> Result:
+    job = render_fio(workload, ctx)
+    job_path = ctx.workdir / "job.fio"
+    job_path.write_text(job)
+    json_path = ctx.workdir / "fio.json"
+    rc, stdout, stderr, wall, user, sys_ = _timed(
+        ["fio", "--output-format=json", f"--output={json_path}", str(job_path)], ctx.workdir)
+    res = Result(wall_s=wall, tool_s=wall)
+    res.artifacts["job.fio"] = job.encode()
+    raw = json_path.read_bytes() if json_path.exists() else b""
+    res.artifacts["fio.json"] = raw
+    if stderr.strip():
+        res.artifacts["fio.stderr"] = stderr.encode()
+    try:
+        parsed = parse_text(raw.decode("utf-8", "replace"), "fio-json", path=str(json_path))
+    except ParseError as e:
+        res.error = f"fio exited {rc}: {stderr.strip()[-400:] or e}"
+        return res
+    res.samples = _regroup(parsed.samples, workload["groups"])
+    res.failures = [f.to_dict() for f in parsed.failures]
+    if rc or parsed.failures:
+        msgs = "; ".join(f"job {f.job}: error {f.error} {f.message}".strip() for f in parsed.failures)
+        res.error = f"fio exited {rc}: {msgs or stderr.strip()[-400:]}"
+    # Groups' wall and CPU of the whole fio run, for overhead and sys-time studies.
+    res.samples += _cpu_samples("run", wall, user, sys_)
+    return res
+
+
+def run_fs_mark(workload: dict, ctx: Context) -> Result:
+    argv = fs_mark_argv(workload, ctx)
+    rc, stdout, stderr, wall, user, sys_ = _timed(argv, ctx.workdir)
+    res = Result(wall_s=wall, tool_s=wall)
+    res.artifacts["fs_mark.txt"] = (stdout + ("\n" + stderr if stderr else "")).encode()
+    res.artifacts["command"] = (" ".join(argv) + "\n").encode()
+    if rc:
+        res.error = f"fs_mark exited {rc}: {(stderr or stdout).strip()[-400:]}"
+        return res
+    try:
+        parsed = parse_text(stdout, "fsmark", path="fs_mark.txt")
+    except ParseError as e:
+        res.error = f"fs_mark output unreadable: {e}"
+        return res
+    res.samples = _regroup(parsed.samples, workload["groups"])
+    res.samples += _cpu_samples(workload["groups"].get("fsmark", "fsmark"), wall, user, sys_)
+    return res
+
+
+def run_script(workload: dict, ctx: Context, drop_caches) -> Result:
+    """The f2fs checkpoint workload (seed 002): create, sync, sparse delete,
+    drop caches, then time the sync that writes the checkpoint."""
+    sc = workload["script"]
+    group = next(iter(workload["groups"].values()))
+    d = ctx.mountpoint / "files"
+    d.mkdir()
+    log: dict = {"steps": []}
+    res = Result()
+    t_start = time.monotonic()
+
+    def step(name: str, argv: list[str] | None = None, fn=None, **kw) -> float:
+        t0 = time.monotonic()
+        if argv:
+            out = subprocess.run(argv, capture_output=True, text=True, **kw)
+            if out.returncode:
+                raise RuntimeError(f"{name}: {' '.join(argv[:3])}... exited {out.returncode}: "
+                                   f"{out.stderr.strip()[-300:]}")
+        else:
+            fn()
+        ms = (time.monotonic() - t0) * 1000
+        log["steps"].append({"step": name, "ms": ms})
+        return ms
+
+    names = "\n".join(str(i) for i in range(1, sc["create_files"] + 1)) + "\n"
+    try:
+        # The seed runs `xargs -P 16 -n 1 touch`; batches of 64 names per touch
+        # keep the same parallel creates without 650,000 process starts.
+        t = step("create", ["xargs", "-P", str(sc["workers"]), "-n", "64", "touch"],
+                 input=names, cwd=d)
+        res.samples.append(Sample.of("step.time_ms", t, group, "create"))
+        res.samples.append(Sample.of("step.time_ms", step("sync", ["sync", "-f", str(d)]), group, "sync"))
+
+        def delete():
+            for i in range(sc["delete_every"], sc["create_files"] + 1, sc["delete_every"]):
+                os.unlink(d / str(i))
+        res.samples.append(Sample.of("step.time_ms", step("delete", fn=delete), group, "delete"))
+        step("drop_caches", fn=drop_caches)
+        final = step("final_sync", ["sync", "-f", str(d)])
+        res.samples.append(Sample.of("sync.time_ms", final, group))
+    except (RuntimeError, OSError) as e:
+        res.error = str(e)
+    res.wall_s = res.tool_s = time.monotonic() - t_start
+    res.artifacts["script.json"] = (json.dumps(log, indent=1) + "\n").encode()
+    return res
