@@ -11,7 +11,7 @@ import sys
 
 from iowatch import __version__
 
-COMMANDS = ("parse", "run", "upload", "serve", "manage", "device")
+COMMANDS = ("parse", "run", "import_published", "upload", "serve", "manage", "device")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,6 +6,7 @@ The mkfs and mount options used are returned so the bundle records them.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -46,13 +47,13 @@ def supported(filesystem: str) -> str | None:
     listed = Path("/proc/filesystems").read_text().split()
     if filesystem not in listed:
         # The module may just not be loaded yet.
-        subprocess.run(["modprobe", filesystem], capture_output=True)
+        if shutil.which("modprobe"):
+            subprocess.run(["modprobe", filesystem], capture_output=True)
         if filesystem not in Path("/proc/filesystems").read_text().split():
             return (f"this kernel ({os.uname().release}) cannot mount {filesystem} "
                     "(not in /proc/filesystems); run it in the virtual lab's guest kernel")
     tool = MKFS[filesystem][0]
-    if not any(os.access(os.path.join(d, tool), os.X_OK) for d in os.environ.get("PATH", "").split(":")
-               + ["/usr/sbin", "/sbin"]):
+    if not shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin"):
         return f"{tool} is not installed"
     return None
 

@@ -156,7 +156,7 @@ class Runner:
                 notes.update(mkfs_options=mnt.mkfs_options, mount_options=mnt.mount_options)
             elif "fio" in workload:
                 # Never write to a raw device: the raw cells only read it.
-                workload["fio"]["global"]["readonly"] = 1
+                workload["fio"]["readonly"] = True
             filesystems.drop_caches()
             ctx = Context(device=dev_path, mountpoint=mountpoint, workdir=work)
             name = environment.block_name(dev_path)

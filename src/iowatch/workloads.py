@@ -110,8 +110,10 @@ def run_fio(workload: dict, ctx: Context) -> Result:
     job_path = ctx.workdir / "job.fio"
     job_path.write_text(job)
     json_path = ctx.workdir / "fio.json"
-    rc, stdout, stderr, wall, user, sys_ = _timed(
-        ["fio", "--output-format=json", f"--output={json_path}", str(job_path)], ctx.workdir)
+    argv = ["fio", "--output-format=json", f"--output={json_path}", str(job_path)]
+    if workload["fio"].get("readonly"):
+        argv.insert(1, "--readonly")  # fio itself refuses any write (a command-line-only option)
+    rc, stdout, stderr, wall, user, sys_ = _timed(argv, ctx.workdir)
     res = Result(wall_s=wall, tool_s=wall)
     res.artifacts["job.fio"] = job.encode()
     raw = json_path.read_bytes() if json_path.exists() else b""

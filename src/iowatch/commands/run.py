@@ -33,6 +33,8 @@ def register(sub):
     p.add_argument("--label", default=None, help="a label for this kernel, such as 'patched'")
     p.add_argument("--upload", default=None, metavar="URL", help="upload the bundle to this server")
     p.add_argument("--token", default=os.environ.get("IOWATCH_TOKEN"), help="agent token for --upload")
+    p.add_argument("--store", action="store_true",
+                   help="store the bundle in this machine's database (embedded SQLite or DATABASE_URL)")
     p.add_argument("--no-progress", action="store_true", help="plain lines instead of a live display")
     p.set_defaults(func=run)
 
@@ -106,5 +108,11 @@ def run(args) -> int:
         for o in outcomes:
             print(f"upload: {o.state}: run {o.run_id}: {o.detail}")
         if not all(o.state in ("sent", "already-stored") for o in outcomes):
+            return 1
+    if args.store:
+        import subprocess
+
+        from iowatch.commands.manage import django_command, django_env
+        if subprocess.call(django_command("ingest_bundle", str(out)), env=django_env()):
             return 1
     return 1 if doc["status"] == "failed" else 0
