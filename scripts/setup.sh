@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 # The lab tools and the store. fio/fs_mark and the mkfs tools run the studies;
 # postgresql is the server's store in production and in the test suite.
-SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux
+SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux fdisk mdadm
                  postgresql python3-venv procps)
 
 missing=()

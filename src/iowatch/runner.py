@@ -139,6 +139,8 @@ class Runner:
         queue = environment.device_queue(dev_path)
         notes: dict = {"device_path": dev_path, "rotational": queue["rotational"],
                        "scheduler": queue["scheduler"]}
+        if cell.device.is_image:
+            notes.update(loopdev.state(dev_path).environment())  # direct I/O on or not
         scheduler = cell.study.data.get("scheduler")
         if scheduler and queue["scheduler"] != scheduler:
             try:
@@ -225,6 +227,8 @@ class Runner:
                         self.progress.on_rep(cell, index, self.reps)
                         try:
                             res, notes = self._run_rep(cell, dev_path, index)
+                        except safety.DeviceRefused:
+                            raise  # a safety refusal stops the run: the lab description is wrong
                         except (filesystems.FilesystemError, RuntimeError, OSError) as e:
                             res, notes = Result(error=str(e)), {}
                         self._record(cell, index, res, notes)

@@ -11,15 +11,15 @@ import pytest
 from django.apps import apps
 from django.core.management import call_command
 
-from bundles import wire
+from bundle_maker import wire
 
-pytestmark = pytest.mark.webapp
+WEBAPP_TESTS = __file__.rsplit("/", 1)[0]
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "tests/webapp" in str(item.fspath):
-            item.add_marker("webapp")
+        if str(item.path).startswith(WEBAPP_TESTS):
+            item.add_marker(pytest.mark.webapp)
 
 
 @pytest.fixture

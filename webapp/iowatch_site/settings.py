@@ -3,7 +3,7 @@
 DATABASE_URL            selects the store (PostgreSQL in production and in CI);
                         without it, SQLite at $IOWATCH_DATA_DIR/iowatch.sqlite3
 IOWATCH_DATA_DIR        where the embedded server keeps its files
-                        (default ~/.local/share/iowatch)
+                        (iowatch.paths.data_dir: default ~/.local/share/iowatch)
 IOWATCH_SECRET_KEY      Django's secret key; else one generated once and kept
                         in the data directory (mode 0600)
 IOWATCH_DEBUG           1/true/yes turns on Django's debug mode (default off)
@@ -15,9 +15,10 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
-from pathlib import Path
 
 import dj_database_url
+
+from iowatch.paths import data_dir
 
 
 def _flag(name: str, default: bool = False) -> bool:
@@ -27,8 +28,8 @@ def _flag(name: str, default: bool = False) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
-DATA_DIR = Path(os.environ.get("IOWATCH_DATA_DIR") or "~/.local/share/iowatch").expanduser()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+# The same directory the runner side uses (upload spool, local target).
+DATA_DIR = data_dir()
 
 
 def _secret_key() -> str:

@@ -72,6 +72,9 @@ class AgentAdmin(admin.ModelAdmin):
     # Tokens are made by manage.py create_agent; the admin only revokes.
     readonly_fields = ("token_sha256", "created", "last_seen")
 
+    def has_add_permission(self, request):
+        return False
+
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):

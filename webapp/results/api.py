@@ -16,8 +16,8 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.db.models import Count, Exists, OuterRef
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Schema
@@ -68,6 +68,11 @@ def _missing_token(request, exc):
 @api.exception_handler(AgentTokenRefused)
 def _refused_token(request, exc):
     return _error(401, "unknown or revoked agent token")
+
+
+@api.exception_handler(Http404)
+def _not_found(request, exc):
+    return _error(404, str(exc) or "not found")
 
 
 # --- ingest -----------------------------------------------------------------
@@ -125,15 +130,15 @@ def post_bundle(request: HttpRequest):
         doc = bundle.validate(bundle.loads(body))
         stored = ingest.store_bundle(doc, agent=request.auth)
     except bundle.BundleError as e:
-        return 400, {"error": str(e), "where": e.where}
+        return _error(400, str(e), e.where)
     except ingest.RunConflict as e:
-        return 409, {"error": str(e), "where": "bundle field run_id"}
+        return _error(409, str(e), "bundle field run_id")
     if stored.created:
         log.info("stored run %s from agent %s: %d cells, %d samples",
                  stored.run.run_id, request.auth.name, stored.cells, stored.samples)
-    return (201 if stored.created else 200), {
-        "run_id": stored.run.run_id, "created": stored.created,
-        "cells": stored.cells, "samples": stored.samples}
+    return JsonResponse({"run_id": str(stored.run.run_id), "created": stored.created,
+                         "cells": stored.cells, "samples": stored.samples},
+                        status=201 if stored.created else 200)
 
 
 # --- reads ------------------------------------------------------------------
@@ -463,5 +468,6 @@ def health(request):
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
     except Exception as e:  # any failure to reach the store is what this reports
-        return 503, {"status": "error", "database": connection.vendor, "error": str(e)}
+        return JsonResponse({"status": "error", "database": connection.vendor, "error": str(e)},
+                            status=503)
     return {"status": "ok", "database": connection.vendor}

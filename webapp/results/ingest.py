@@ -240,7 +240,8 @@ SAMPLE_COLUMNS = ("cell", "repetition", "metric", "value", "group", "job")
 def _insert_samples(rows: list[tuple]) -> None:
     """Insert (cell id, repetition, metric name, value, group, job) rows."""
     if connection.vendor == "postgresql":
-        # COPY: 60,000 samples/s against 24,000 with bulk_create (bench/ingest.py).
+        # COPY: 54,000 samples/s against 19,000 with bulk_create (bench/ingest/run.py,
+        # 10,000-sample bundles through gunicorn, one client).
         columns = ", ".join(connection.ops.quote_name(Sample._meta.get_field(f).column)
                             for f in SAMPLE_COLUMNS)
         table = connection.ops.quote_name(Sample._meta.db_table)

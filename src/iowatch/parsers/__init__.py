@@ -34,8 +34,8 @@ def detect_format(text: str, path: str = "<stdin>") -> str:
         return "fio-json"
     if looks_like_text:
         return "fio-text"
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    raise ParseError(path, None, "fio JSON, fio text or fs_mark output", first[:60])
+    lineno, found = fio_text.first_line(text)
+    raise ParseError(path, lineno, "fio JSON, fio text or fs_mark output", found)
 
 
 def parse_text(text: str, fmt: str = "auto", path: str = "<stdin>") -> ParseResult:

@@ -53,7 +53,9 @@ _OLD_JOB_LINE = re.compile(r"^\s+(read|write|trim)\s*: (io=.*)$")
 _NEW_JOB_LINE = re.compile(
     r"^\s+(read|write|trim): IOPS=(\S+), BW=(\S+) \([^)]*\)\((\S+)/(\d+)msec\)")
 _LATENCY = re.compile(
-    r"^\s+(slat|clat|lat) \((nsec|usec|msec)\): min=(\S+), max=(\S+), avg=(\S+), stdev=(\S+)\s*$")
+    # fio pads small figures ("stdev= 9.24"): %5.02f
+    r"^\s+(slat|clat|lat) \((nsec|usec|msec)\): "
+    r"min=\s*(\S+), max=\s*(\S+), avg=\s*(\S+), stdev=\s*(\S+)\s*$")
 _PERCENTILE_HEADER = re.compile(r"^\s+clat percentiles \((nsec|usec|msec)\):")
 _PERCENTILE = re.compile(r"(\d+\.\d+)th=\[\s*(\S+?)\]")
 _CPU = re.compile(r"^\s+cpu\s+: usr=([\d.]+)%, sys=([\d.]+)%, ctx=(\d+), majf=(\d+), minf=(\d+)")
@@ -263,9 +265,21 @@ class _Reader:
             self.disks.append((members_label(device), members))
 
 
+def first_line(text: str) -> tuple[int | None, str]:
+    """(number, start) of the first non-blank line: what an error message shows."""
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            return lineno, line.strip()[:60]
+    return None, ""
+
+
 def parse(text: str, path: str = "<stdin>") -> ParseResult:
     reader = _Reader(path)
     reader.read(text)
+    if not (reader.jobs or reader.groups or reader.disks or reader.pid_errors):
+        lineno, found = first_line(text)
+        raise ParseError(path, lineno, "fio text output (a job section, a 'READ:'/'WRITE:' "
+                         "group line or disk stats)", found)
     result = ParseResult(tool="fio", tool_version=reader.version)
 
     labels = job_labels([(j.group, j.name) for j in reader.jobs])

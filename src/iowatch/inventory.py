@@ -1,0 +1,380 @@
+"""The lab description: hosts, their devices and device classes (hardware-inventory.yml).
+
+The file is also the Ansible inventory (YAML inventory format). iowatch reads
+two host variables, `iowatch_kind` and `iowatch_devices`, validates the whole
+file against schemas/inventory-v1.json and refuses a mistake with the file,
+line, host, device and key, so a typo cannot silently drop a device or, worse,
+point the runner at the wrong disk. The device-safety check (safety.py) reads
+the devices declared here; nothing else decides what may be touched.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+DEFAULT_FILE = "hardware-inventory.yml"
+IOWATCH_HOST_VARS = ("iowatch_kind", "iowatch_devices")
+
+_UNITS = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4,
+          "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4,
+          "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in the inventory, located as precisely as the file allows."""
+    file: str
+    line: int | None
+    message: str
+    host: str | None = None
+    device: str | None = None
+    key: str | None = None
+
+    def __str__(self) -> str:
+        where = [f"{self.file}:{self.line}" if self.line else self.file]
+        if self.host is not None:
+            where.append(f"host {self.host!r}")
+        if self.device is not None:
+            where.append(f"device {self.device}")
+        if self.key is not None:
+            where.append(f"key {self.key!r}")
+        return ", ".join(where) + ": " + self.message
+
+
+class InventoryError(ValueError):
+    """An inventory iowatch refuses; `problems` lists every mistake found."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    device_class: str
+    filesystems: tuple[str, ...]
+    path: str | None = None
+    image: str | None = None
+    size_bytes: int | None = None
+    members: tuple[str, ...] = ()
+    model: str | None = None
+    rotational: bool | None = None
+    partition_table: str = "none"
+    qemu: dict = field(default_factory=dict, compare=False)
+    line: int | None = field(default=None, compare=False)
+
+    @property
+    def is_image(self) -> bool:
+        return self.image is not None
+
+    @property
+    def wants_rotational(self) -> bool:
+        """The rotational flag the device should show: the inventory's, else hdd only."""
+        return self.rotational if self.rotational is not None else self.device_class == "hdd"
+
+    def bundle_entry(self) -> dict:
+        """The device as a result bundle lists it (bundle-v1.json: devices)."""
+        return {"name": self.name, "class": self.device_class,
+                "path": self.path or (f"image:{self.image}" if self.image else None),
+                "model": self.model, "size_bytes": self.size_bytes,
+                "rotational": self.wants_rotational}
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    kind: str
+    devices: tuple[Device, ...] = ()
+    vars: dict = field(default_factory=dict, compare=False)
+    groups: tuple[str, ...] = ()
+
+    def device(self, name: str) -> Device:
+        for d in self.devices:
+            if d.name == name:
+                return d
+        known = ", ".join(d.name for d in self.devices) or "none"
+        raise KeyError(f"host {self.name!r} declares no device {name!r} (it declares: {known})")
+
+
+@dataclass(frozen=True)
+class Inventory:
+    file: str
+    hosts: dict[str, Host]
+
+    def host(self, name: str) -> Host:
+        try:
+            return self.hosts[name]
+        except KeyError:
+            known = ", ".join(sorted(self.hosts)) or "none"
+            raise KeyError(f"{self.file} has no host {name!r} (hosts: {known})") from None
+
+
+def default_path() -> Path:
+    return Path(os.environ.get("IOWATCH_INVENTORY") or DEFAULT_FILE)
+
+
+def parse_size(value: int | str) -> int:
+    """Bytes from 2147483648, '2GiB', '512 MiB' or '10GB' (K/M/G/T alone are binary)."""
+    if isinstance(value, int):
+        return value
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?) ?([KMGTkmgt]?i?B?)", value.strip())
+    if not m or m.group(2).upper() not in _UNITS:
+        raise ValueError(f"not a size: {value!r}")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    return json.loads(resources.files("iowatch").joinpath("schemas/inventory-v1.json").read_text())
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (YAML would keep the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice (first on line {seen[key] + 1})",
+                    key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load(path: str | os.PathLike | None = None) -> Inventory:
+    """Read, validate and model the inventory; InventoryError names every mistake."""
+    path = Path(path) if path is not None else default_path()
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise InventoryError([Problem(str(path), None, f"cannot read the inventory: {e.strerror}")]) from None
+    return loads(text, str(path))
+
+
+def loads(text: str, file: str = DEFAULT_FILE) -> Inventory:
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        what = "" if isinstance(e, yaml.constructor.ConstructorError) else "not valid YAML: "
+        raise InventoryError([Problem(file, line, what + str(getattr(e, "problem", None) or e))]) from None
+    finally:
+        loader.dispose()
+    if data is None:
+        raise InventoryError([Problem(file, None,
+                                      "the inventory is empty: declare the lab's hosts under `all:`")])
+
+    import jsonschema
+
+    validator = jsonschema.Draft7Validator(schema())
+    problems = [_problem(e, data, root, file) for e in validator.iter_errors(data)]
+    if problems:
+        raise InventoryError(_sorted(problems))
+    return _model(data, root, file)
+
+
+def _sorted(problems: list[Problem]) -> list[Problem]:
+    return sorted(set(problems), key=lambda p: (p.line or 0, p.message))
+
+
+# --- locating a schema error in the file --------------------------------------------
+
+def _child(node: yaml.Node | None, key: Any) -> tuple[yaml.Node | None, yaml.Node | None]:
+    """(key node, value node) of `key` in a mapping node, or the item of a sequence node."""
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if k.value == str(key):
+                return k, v
+    elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+        return None, node.value[key]
+    return None, None
+
+
+def _line(node: yaml.Node | None) -> int | None:
+    return node.start_mark.line + 1 if node is not None else None
+
+
+def _host_device(path: list, data: Any) -> tuple[str | None, str | None, str | None]:
+    """Host name, device label and key that a schema error path points into."""
+    host = device = key = None
+    instance = data
+    for i, part in enumerate(path):
+        after = path[i - 1] if i else None
+        if after == "hosts":
+            host, key = part, None
+        elif after == "iowatch_devices" and isinstance(part, int):
+            entry = instance[part] if isinstance(instance, list) and part < len(instance) else None
+            name = entry.get("name") if isinstance(entry, dict) else None
+            device = f"{name!r} (entry {part + 1})" if isinstance(name, str) else f"entry {part + 1}"
+            key = None
+        elif host is not None and key is None and isinstance(part, str):
+            key = part  # the first key below the host or the device entry
+        try:
+            instance = instance[part]
+        except (KeyError, IndexError, TypeError):
+            break
+    if device is not None and key == "iowatch_devices":
+        key = None
+    return host, device, key
+
+
+def _problem(error, data: Any, root: yaml.Node, file: str) -> Problem:
+    path = list(error.absolute_path)
+    key_node, node = None, root
+    for part in path:
+        key_node, node = _child(node, part)
+    host, device, key = _host_device(path, data)
+    line = _line(key_node) or _line(node)
+    what = error.validator
+    instance = error.instance
+    about = error.schema.get("description") if isinstance(error.schema, dict) else None
+
+    if what is None:  # a `false` schema: an iowatch_* variable iowatch does not know
+        parent = data
+        for part in path:
+            parent = parent[part]
+        unknown = [k for k in parent
+                   if k.startswith("iowatch_") and (path[-1] == "vars" or k not in IOWATCH_HOST_VARS)]
+        k_node, _ = _child(node, unknown[0]) if unknown else (None, None)
+        where = "group variables" if path[-1] == "vars" else "host variables"
+        return Problem(file, _line(k_node) or line, f"unknown iowatch variable in {where}; iowatch reads "
+                       f"{' and '.join(IOWATCH_HOST_VARS)}, set on the host itself",
+                       host, device, unknown[0] if unknown else None)
+    if what == "additionalProperties":
+        extra = [k for k in instance if k not in error.schema.get("properties", {})]
+        k_node, _ = _child(node, extra[0])
+        allowed = ", ".join(error.schema.get("properties", {}))
+        if device is None and host is None and "hosts" in allowed:
+            context = "a group holds only"
+        else:
+            context = "allowed keys:"
+        return Problem(file, _line(k_node) or line,
+                       f"unknown key{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}; "
+                       f"{context} {allowed}", host, device, extra[0] if len(extra) == 1 else key)
+    if what == "required":
+        missing = re.match(r"'([^']+)'", error.message)
+        miss = missing.group(1) if missing else error.message
+        return Problem(file, _line(node), f"missing key {miss!r}; a device needs "
+                       f"{', '.join(error.schema['required'])}", host, device, miss)
+    if what == "dependencies":
+        needed = re.match(r"'([^']+)'", error.message)
+        return Problem(file, line, error.message.replace("is a dependency of", "is needed with"),
+                       host, device, needed.group(1) if needed else key)
+    if what == "oneOf":
+        given = [k for k in ("path", "image", "members") if k in instance]
+        return Problem(file, line, "give exactly one of path (a real device), image with size "
+                       "(a loop device over an image file) or members (ssd-raid0 made by iowatch); "
+                       f"given: {', '.join(given) or 'none'}", host, device, None)
+    if what == "type":
+        expected = error.validator_value
+        names = {"object": "a mapping", "array": "a list", "null": "empty", "string": "a string",
+                 "integer": "an integer", "boolean": "true or false"}
+        expected = " or ".join(names.get(t, t) for t in
+                               (expected if isinstance(expected, list) else [expected]))
+        return Problem(file, line, f"{instance!r} is {_yaml_type(instance)}; expected {expected}"
+                       + (f" ({about})" if about else ""), host, device, key)
+    if what == "const" and key == "class":
+        return Problem(file, line, f"{instance!r} cannot have members; members are for class "
+                       f"{error.validator_value} (iowatch makes the md RAID0 array from them)",
+                       host, device, key)
+    if what in ("enum", "const"):
+        allowed = error.validator_value if what == "enum" else [error.validator_value]
+        return Problem(file, line, f"{instance!r} is not allowed; allowed: {', '.join(map(str, allowed))}",
+                       host, device, key)
+    return Problem(file, line, f"{instance!r}: {about or error.message}", host, device, key)
+
+
+def _yaml_type(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a mapping", type(None): "empty"}.get(type(value), type(value).__name__)
+
+
+# --- from validated data to the model ----------------------------------------------
+
+def _walk_groups(groups: dict, gnode: yaml.Node, trail: tuple[str, ...]) -> Iterator[tuple]:
+    """(group names, host name, host vars, key node, value node) for every host occurrence."""
+    for gname, group in (groups or {}).items():
+        _, group_node = _child(gnode, gname)
+        group = group or {}
+        _, hosts_node = _child(group_node, "hosts")
+        for hname, hvars in (group.get("hosts") or {}).items():
+            k, v = _child(hosts_node, hname)
+            yield trail + (gname,), hname, hvars or {}, k, v
+        _, children_node = _child(group_node, "children")
+        yield from _walk_groups(group.get("children") or {}, children_node, trail + (gname,))
+
+
+def _model(data: dict, root: yaml.Node, file: str) -> Inventory:
+    merged: dict[str, dict] = {}
+    groups: dict[str, list[str]] = {}
+    where: dict[tuple[str, str], int | None] = {}  # (host, iowatch key) → line that set it
+    devices_node: dict[str, yaml.Node | None] = {}
+    problems: list[Problem] = []
+    for trail, hname, hvars, knode, vnode in _walk_groups(data, root, ()):
+        for g in trail:
+            if g not in groups.setdefault(hname, []):
+                groups[hname].append(g)
+        for key, value in hvars.items():
+            vk, _ = _child(vnode, key)
+            if key.startswith("iowatch_"):
+                if (hname, key) in where:
+                    problems.append(Problem(file, _line(vk), f"already set on line {where[hname, key]}; "
+                                            "declare iowatch variables in one place only", hname, None, key))
+                    continue
+                where[hname, key] = _line(vk)
+                if key == "iowatch_devices":
+                    devices_node[hname] = _child(vnode, key)[1]
+            merged.setdefault(hname, {})[key] = value
+        merged.setdefault(hname, {})
+
+    hosts: dict[str, Host] = {}
+    for hname, hvars in merged.items():
+        devs = []
+        seen: dict[tuple[str, str], str] = {}
+        dnode = devices_node.get(hname)
+        for i, entry in enumerate(hvars.get("iowatch_devices") or []):
+            _, enode = _child(dnode, i)
+            dev = _device(entry, _line(enode))
+            for key in ("name", "path", "image"):
+                value = entry.get(key)
+                if value is None:
+                    continue
+                if (key, value) in seen:
+                    kn, _ = _child(enode, key)
+                    problems.append(Problem(file, _line(kn), f"{value!r} is already used by device "
+                                            f"{seen[key, value]!r}; each {key} must be unique on a host",
+                                            hname, repr(dev.name), key))
+                seen[key, value] = dev.name
+            devs.append(dev)
+        kind = hvars.get("iowatch_kind") or (
+            "local" if hvars.get("ansible_connection") == "local" else "bare-metal")
+        hosts[hname] = Host(hname, kind, tuple(devs), hvars, tuple(groups.get(hname, ())))
+    if problems:
+        raise InventoryError(_sorted(problems))
+    return Inventory(file, hosts)
+
+
+def _device(entry: dict, line: int | None) -> Device:
+    size = entry.get("size_bytes")
+    if size is None and "size" in entry:
+        size = parse_size(entry["size"])
+    return Device(
+        name=entry["name"], device_class=entry["class"], filesystems=tuple(entry["filesystems"]),
+        path=entry.get("path"), image=entry.get("image"), size_bytes=size,
+        members=tuple(entry.get("members") or ()), model=entry.get("model"),
+        rotational=entry.get("rotational"), partition_table=entry.get("partition_table", "none"),
+        qemu=dict(entry.get("qemu") or {}), line=line)

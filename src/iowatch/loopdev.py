@@ -1,0 +1,178 @@
+"""The local target's devices: loop devices over image files under the data dir.
+
+A device declared with `image` and `size` in hardware-inventory.yml becomes a
+sparse file $IOWATCH_DATA_DIR/images/<image> attached with direct I/O on: the
+backing file's page cache would otherwise stand in for the device and spread
+the results (DESIGN.md §4). Its rotational flag is set from the inventory so an
+`hdd` looks rotational to the I/O scheduler and the others do not. state()
+says what a run got (direct I/O, rotational) for the bundle's environment.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from iowatch import paths
+from iowatch.inventory import Device
+
+SYS_BLOCK = Path("/sys/block")
+
+
+class LoopError(RuntimeError):
+    """A loop device that could not be made, attached or detached."""
+
+
+@dataclass(frozen=True)
+class LoopState:
+    """What a loop device is over and how it behaves, for the run's environment record."""
+    path: str
+    backing_file: str
+    direct_io: bool
+    rotational: bool
+
+    def environment(self) -> dict:
+        return {"loop_backing_file": self.backing_file, "loop_direct_io": self.direct_io,
+                "rotational": self.rotational}
+
+
+def images_dir(data_dir: str | os.PathLike | None = None) -> Path:
+    return Path(data_dir if data_dir is not None else paths.data_dir()) / "images"
+
+
+def image_path(device: Device, data_dir: str | os.PathLike | None = None) -> Path:
+    if not device.is_image:
+        raise LoopError(f"device {device.name!r} is declared by path, not as an image file")
+    return images_dir(data_dir) / device.image
+
+
+def backing_file(kname: str) -> str | None:
+    """The file behind /dev/<kname> when it is an attached loop device, else None."""
+    try:
+        text = (SYS_BLOCK / kname / "loop" / "backing_file").read_text().rstrip("\n")
+    except OSError:
+        return None
+    return text or None
+
+
+def _flag(kname: str, *rel: str) -> bool:
+    return SYS_BLOCK.joinpath(kname, *rel).read_text().strip() == "1"
+
+
+def state(path: str) -> LoopState:
+    kname = os.path.basename(os.path.realpath(path))
+    backing = backing_file(kname)
+    if backing is None:
+        raise LoopError(f"{path} is not an attached loop device")
+    return LoopState(f"/dev/{kname}", backing, _flag(kname, "loop", "dio"),
+                     _flag(kname, "queue", "rotational"))
+
+
+def attached(data_dir: str | os.PathLike | None = None) -> list[LoopState]:
+    """Attached loop devices whose backing file is under data_dir/images."""
+    root = os.path.realpath(images_dir(data_dir))
+    found = []
+    for entry in sorted(SYS_BLOCK.glob("loop*"), key=lambda p: int(p.name[4:] or 0)):
+        backing = backing_file(entry.name)
+        if backing and os.path.dirname(backing) == root:
+            found.append(state(f"/dev/{entry.name}"))
+    return found
+
+
+def _losetup(*args: str) -> str:
+    try:
+        done = subprocess.run(["losetup", *args], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise LoopError("losetup is not installed (util-linux)") from None
+    if done.returncode != 0:
+        raise LoopError(f"losetup {' '.join(args)}: {done.stderr.strip() or f'exit {done.returncode}'}")
+    return done.stdout.strip()
+
+
+def _make_image(image: Path, size: int) -> None:
+    image.parent.mkdir(parents=True, exist_ok=True)
+    if image.exists():
+        have = image.stat().st_size
+        if have != size:
+            raise LoopError(f"{image} is {have} bytes but the inventory says {size}: "
+                            "delete the image file to have it made again at the new size")
+        return
+    with open(image, "xb") as f:
+        f.truncate(size)  # sparse: blocks are allocated as the benchmark writes them
+
+
+def attach(device: Device, data_dir: str | os.PathLike | None = None) -> str:
+    """Make the device's image if missing, attach it with direct I/O and return /dev/loopN.
+
+    An image already attached is reused. When direct I/O cannot be enabled the
+    device is attached without it and a warning says so; state() records it.
+    """
+    image = image_path(device, data_dir)
+    if device.size_bytes is None:
+        raise LoopError(f"device {device.name!r} has no size in the inventory")
+    _make_image(image, device.size_bytes)
+    real = os.path.realpath(image)
+    for loop in attached(data_dir):
+        if loop.backing_file == real:
+            path = loop.path
+            break
+    else:
+        try:
+            path = _losetup("--direct-io=on", "--find", "--show", real)
+        except LoopError as e:
+            warnings.warn(f"{device.name}: attaching {real} with direct I/O failed ({e}); "
+                          "attaching it with buffered I/O: results will be noisier", stacklevel=2)
+            path = _losetup("--find", "--show", real)
+    kname = os.path.basename(path)
+    if not _flag(kname, "loop", "dio"):
+        with contextlib.suppress(LoopError):
+            _losetup("--direct-io=on", path)  # a reused attachment may have been made without it
+        if not _flag(kname, "loop", "dio"):
+            warnings.warn(f"{device.name}: {path} runs without direct I/O (the file system holding "
+                          f"{real} refused it): the page cache stands in for the device", stacklevel=2)
+    _set_rotational(device, kname)
+    return path
+
+
+def _set_rotational(device: Device, kname: str) -> None:
+    want = device.wants_rotational
+    try:
+        (SYS_BLOCK / kname / "queue" / "rotational").write_text("1" if want else "0")
+    except OSError as e:
+        warnings.warn(f"{device.name}: cannot set /dev/{kname} rotational={int(want)}: {e.strerror}",
+                      stacklevel=3)
+
+
+def detach(path: str) -> None:
+    _losetup("--detach", path)
+
+
+@contextlib.contextmanager
+def attachments(devices: Iterable[Device], data_dir: str | os.PathLike | None = None
+                ) -> Iterator[dict[str, str]]:
+    """Attach the image devices, yield {device name: /dev/loopN}, detach on the way out.
+
+    Only what this call attached is detached, also on an exception or Ctrl-C;
+    attachments that already existed are left as they were.
+    """
+    before = {loop.path for loop in attached(data_dir)}
+    made: dict[str, str] = {}
+    try:
+        for device in devices:
+            if device.is_image:
+                made[device.name] = attach(device, data_dir)
+        yield dict(made)
+    finally:
+        errors = []
+        for path in made.values():
+            if path not in before:
+                try:
+                    detach(path)
+                except LoopError as e:
+                    errors.append(str(e))
+        if errors:
+            warnings.warn("could not detach: " + "; ".join(errors), stacklevel=2)

@@ -1,0 +1,1 @@
+"""Tests of the tool-output parsers and of iowatch parse."""

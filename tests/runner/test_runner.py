@@ -1,0 +1,204 @@
+"""iowatch run for real: loop devices, fresh filesystems, fio and fs_mark, bundles.
+
+Every test uses its own IOWATCH_DATA_DIR under tmp_path, so images, loop
+devices and mounts are its own; the fixture detaches and unmounts whatever is
+left even when a test fails.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from iowatch import bundle
+
+ROOT = Path(__file__).resolve().parents[2]
+IOWATCH = str(Path(sys.executable).parent / "iowatch")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="iowatch run needs root (losetup, mkfs, mount)"),
+    pytest.mark.skipif(not shutil.which("fio") or not shutil.which("fs_mark"),
+                       reason="fio and fs_mark are not installed (scripts/setup.sh installs them)"),
+]
+
+
+def _loops_over(images: Path) -> list[str]:
+    out = subprocess.run(["losetup", "-a", "-O", "NAME,BACK-FILE", "-n", "--raw"] if False else
+                         ["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True)
+    return [line.split()[0] for line in out.stdout.splitlines()
+            if len(line.split()) > 1 and line.split()[1].startswith(str(images))]
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    d = tmp_path / "data"
+    d.mkdir()
+    monkeypatch.setenv("IOWATCH_DATA_DIR", str(d))
+    yield d
+    for loop in _loops_over(d):
+        subprocess.run(["umount", loop], capture_output=True)
+        subprocess.run(["losetup", "-d", loop], capture_output=True)
+
+
+def iowatch(*args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([IOWATCH, *map(str, args)], capture_output=True, text=True,
+                          timeout=kw.pop("timeout", 600), **kw)
+
+
+def group_samples(rep: dict, group: str) -> dict[str, float]:
+    return {s["metric"]: s["value"] for s in rep["samples"]
+            if s["group"] == group and s.get("job") is None}
+
+
+def no_leftovers(data_dir: Path) -> None:
+    assert _loops_over(data_dir) == [], "loop devices left attached"
+    mounts = Path("/proc/mounts").read_text()
+    assert "/run/iowatch/" not in mounts or not any(
+        f" /run/iowatch/" in line for line in mounts.splitlines()), "filesystems left mounted"
+
+
+def test_xfs_smallfile_quick_gives_files_per_s_wall_and_device_write_iops_per_rep(tmp_path, data_dir):
+    out = tmp_path / "bundle"
+    r = iowatch("run", ROOT / "jobs/studies/xfs-smallfile-writeback.yml", "--profile", "quick",
+                "--target", "localhost", "--inventory", ROOT / "hardware-inventory.yml",
+                "--reps", 2, "--out", out, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    doc = bundle.load(out)
+    assert doc["status"] == "passed"
+    (cell,) = doc["cells"]
+    assert cell["id"] == "xfs-smallfile-writeback/loop-ssd-raid0/xfs"
+    assert cell["mkfs_options"] and cell["mount_options"] == "noatime"
+    assert [r["index"] for r in cell["repetitions"]] == [1, 2]
+    for rep in cell["repetitions"]:
+        m = group_samples(rep, "fsmark")
+        assert m["fsmark.files_per_s"] > 0 and m["wall_s"] > 0
+        assert m["device.write_iops"] > 0 and m["device.write_bw_kib_s"] > 0
+        assert m["cpu.sys_s"] >= 0
+        names = {a["name"] for a in rep["artifacts"]}
+        assert {"fs_mark.txt", "diskstats.before", "diskstats.after"} <= names
+        # The samples come from the raw output that travels with them.
+        raw = (out / rep["artifacts"][0]["path"]).read_text()
+        assert "Files/sec" in raw
+    env = doc["environment"]
+    assert env["host"]["release"] and "fio" in doc["tools"] and "fs_mark" in doc["tools"]
+    assert env["devices"]["loop-ssd-raid0"]["rotational"] is False
+    assert "runner" in env and env["runner"]["tool_s"] > 0
+    no_leftovers(data_dir)
+
+
+def _tiny_lab(tmp_path: Path) -> tuple[Path, Path]:
+    """An inventory with a 128 MiB 'hdd' and a 1 GiB 'ssd', and a matrix whose
+    first study cannot fit its writer on the small disk (ENOSPC)."""
+    inv = tmp_path / "inventory.yml"
+    inv.write_text("""all:
+  hosts:
+    localhost:
+      ansible_connection: local
+      iowatch_kind: local
+      iowatch_devices:
+        - {name: tiny-hdd, class: hdd, image: tiny-hdd.img, size: 128MiB, rotational: true, filesystems: [ext4]}
+        - {name: small-ssd, class: ssd, image: small-ssd.img, size: 1GiB, rotational: false, filesystems: [ext4, raw]}
+""")
+    studies = tmp_path / "jobs" / "studies"
+    studies.mkdir(parents=True)
+    src = (ROOT / "jobs/studies/odirect-vs-readers.yml").read_text()
+    quick = "jobs: {seqwrite: {size: 256M}, seqread: {size: 128M}}"
+    assert quick in src
+    (studies / "odirect-vs-readers.yml").write_text(
+        src.replace(quick, "jobs: {seqwrite: {size: 1G}, seqread: {size: 8M}}"))
+    shutil.copy(ROOT / "jobs/studies/ext4-dio-randread.yml", studies)
+    matrix = tmp_path / "jobs" / "m.yml"
+    matrix.write_text("matrix: m\nprofile: quick\nreps: 1\nstudies:\n"
+                      "  - study: odirect-vs-readers\n  - study: ext4-dio-randread\n")
+    return inv, matrix
+
+
+def test_a_failing_tool_fails_its_cell_and_the_others_go_on(tmp_path, data_dir):
+    inv, matrix = _tiny_lab(tmp_path)
+    out = tmp_path / "bundle"
+    r = iowatch("run", matrix, "--target", "localhost", "--inventory", inv, "--out", out,
+                "--no-progress")
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = bundle.load(out)
+    cells = {c["id"]: c for c in doc["cells"]}
+    failed = cells["odirect-vs-readers/tiny-hdd/ext4"]
+    assert failed["status"] == "failed"
+    assert "No space left on device" in failed["reason"] or "error 28" in failed["reason"]
+    assert failed["repetitions"][0]["status"] == "failed"
+    # Never a performance result from a failed job.
+    assert not any(s["group"] == "writer" and s["metric"] == "write.bw_kib_s" and s["job"] is None
+                   for s in failed["repetitions"][0]["samples"])
+    ok_fs, ok_raw = cells["ext4-dio-randread/small-ssd/ext4"], cells["ext4-dio-randread/small-ssd/raw"]
+    assert ok_fs["status"] == ok_raw["status"] == "passed"
+    ratio = group_samples(ok_fs["repetitions"][0], "randread")["ratio.fs_to_raw"]
+    iops_fs = group_samples(ok_fs["repetitions"][0], "randread")["read.iops"]
+    iops_raw = group_samples(ok_raw["repetitions"][0], "randread")["read.iops"]
+    assert ratio == pytest.approx(iops_fs / iops_raw)
+    assert doc["status"] == "failed"
+    no_leftovers(data_dir)
+
+
+def test_sigterm_leaves_an_incomplete_bundle_that_a_rerun_finishes(tmp_path, data_dir):
+    inv, matrix = _tiny_lab(tmp_path)
+    out = tmp_path / "bundle"
+    proc = subprocess.Popen([IOWATCH, "run", str(matrix), "--target", "localhost", "--inventory",
+                             str(inv), "--out", str(out), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        # Stop it once the first cell is written and the second is running.
+        while time.monotonic() < deadline:
+            if (out / "bundle.json").exists() and json.loads((out / "bundle.json").read_text())["cells"]:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "incomplete" in err
+    first = json.loads((out / "bundle.json").read_text())
+    assert first["status"] == "incomplete"
+    no_leftovers(data_dir)
+
+    r = iowatch("run", matrix, "--target", "localhost", "--inventory", inv, "--out", out,
+                "--no-progress")
+    assert r.returncode == 1, r.stderr  # the ENOSPC cell still fails, as it should
+    done = bundle.load(out)
+    assert done["run_id"] == first["run_id"] and done["status"] == "failed"
+    assert sorted(c["id"] for c in done["cells"]) == [
+        "ext4-dio-randread/small-ssd/ext4", "ext4-dio-randread/small-ssd/raw",
+        "odirect-vs-readers/tiny-hdd/ext4"]
+    assert all(len(c["repetitions"]) == 1 for c in done["cells"])
+    no_leftovers(data_dir)
+
+
+def test_the_runner_refuses_a_mounted_device_and_writes_nothing(tmp_path, data_dir):
+    inv, matrix = _tiny_lab(tmp_path)
+    from iowatch import inventory, loopdev
+
+    host = inventory.load(inv).host("localhost")
+    loop = loopdev.attach(host.device("tiny-hdd"), data_dir)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    try:
+        subprocess.run(["mkfs.ext4", "-q", "-F", loop], check=True)
+        subprocess.run(["mount", loop, mnt], check=True)
+        (mnt / "precious").write_text("keep me")
+        r = iowatch("run", matrix, "--target", "localhost", "--inventory", inv,
+                    "--out", tmp_path / "bundle", "--no-progress")
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert "refused" in r.stderr and loop in r.stderr and "mounted" in r.stderr
+        assert (mnt / "precious").read_text() == "keep me"
+    finally:
+        subprocess.run(["umount", mnt], capture_output=True)
+        loopdev.detach(loop)

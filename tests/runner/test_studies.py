@@ -1,0 +1,80 @@
+"""The five studies load, say what the seeds published, and bad files are refused by name."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from iowatch.studies import load_matrix, load_studies, load_study
+from iowatch.yamlfile import DataFileError
+
+JOBS = Path(__file__).resolve().parents[2] / "jobs"
+
+
+def test_the_five_studies_load_with_the_seeds_labels_and_numbers():
+    studies = load_studies(JOBS / "studies")
+    assert sorted(studies) == ["ext4-dio-randread", "f2fs-dio-write", "f2fs-nat-flush",
+                               "odirect-vs-readers", "xfs-smallfile-writeback"]
+    labels = {slug: [p["label"] for p in s.data["published"]] for slug, s in studies.items()}
+    assert labels["f2fs-dio-write"] == ["before", "patched", "before", "patched"]
+    assert labels["odirect-vs-readers"] == ["2.6.32-rc7", "for-2.6.33", "for-2.6.33+fix"]
+    assert labels["xfs-smallfile-writeback"] == ["unpatched", "patched"]
+    # Published units become the metric table's: fio's KB/s is KiB/s, MB/s is MiB/s.
+    odirect = studies["odirect-vs-readers"]
+    samples = odirect.published_samples(odirect.data["published"][1])
+    assert {(s["group"], s["metric"], s["value"]) for s in samples} == {
+        ("writer", "write.bw_kib_s", 19), ("readers", "read.bw_kib_s", 137 * 1024)}
+    f2fs = studies["f2fs-dio-write"]
+    emmc_patched = f2fs.published_samples(f2fs.data["published"][3])
+    assert emmc_patched[0] == {"metric": "write.bw_kib_s", "value": 124860, "unit": "KiB/s",
+                               "direction": "higher", "group": "seqw", "job": None}
+
+
+def test_profiles_resolve_per_device_class_and_say_their_scaling():
+    f2fs = load_study(JOBS / "studies" / "f2fs-dio-write.yml")
+    full_sd = f2fs.workload("full", "sdcard")["fio"]
+    assert full_sd["global"]["filesize"] == "256m"
+    assert full_sd["jobs"][0]["options"] == {"size": "16m", "numjobs": 10}
+    assert f2fs.workload("full", "emmc")["fio"]["jobs"][0]["options"] == {"size": "64m", "numjobs": 16}
+    assert f2fs.workload("quick", "sdcard")["fio"]["global"]["filesize"] == "32m"
+    for study in load_studies(JOBS / "studies").values():
+        assert study.data["profiles"]["quick"]["scaling"]
+    xfs = load_study(JOBS / "studies" / "xfs-smallfile-writeback.yml")
+    assert xfs.workload("full", "ssd-raid0")["fs_mark"]["options"] == {
+        "D": 10000, "S": 0, "n": 10000, "s": 4096, "L": 120}
+
+
+def test_smoke_matrix_names_existing_studies():
+    m = load_matrix(JOBS / "smoke.yml")
+    assert m.profile == "quick" and m.reps >= 1
+    assert "odirect-vs-readers" in [s.slug for s in m.studies]
+
+
+@pytest.mark.parametrize("edit, line, words", [
+    (("min_effect_pct: 5", "min_effect_pct: 5\nrepetitons: 5"), 11, "unknown key 'repetitons'"),
+    (("global: {runtime: 3}", "global: {runtime: [3]}"), 27, "profiles.quick.global.runtime"),
+    (("device_classes: [hdd]", "device_classes: [hdd, floppy]"), 6, "'floppy' is not allowed; allowed: 'sdcard'"),
+    (("title: One direct", "titel: One direct"), 2, "unknown key 'titel'"),
+    (("{metric: write.bw_kib_s, group: writer, direction: higher, decides: true}",
+      "{metric: write.speed, group: writer, direction: higher, decides: true}"), None, "unknown metric 'write.speed'"),
+    (("{metric: write.bw_kib_s, group: writer, direction: higher, decides: true}",
+      "{metric: write.bw_kib_s, group: writer, direction: lower, decides: true}"), None, "higher-is-better"),
+])
+def test_a_bad_study_file_is_refused_with_file_line_and_key(tmp_path, edit, line, words):
+    src = (JOBS / "studies" / "odirect-vs-readers.yml").read_text()
+    assert edit[0] in src
+    bad = tmp_path / "odirect-vs-readers.yml"
+    bad.write_text(src.replace(edit[0], edit[1], 1))
+    with pytest.raises(DataFileError) as e:
+        load_study(bad)
+    assert str(bad) in str(e.value) and words in str(e.value)
+    if line:
+        assert e.value.line == line
+
+
+def test_a_matrix_naming_a_missing_study_is_refused(tmp_path):
+    shutil.copytree(JOBS / "studies", tmp_path / "studies")
+    (tmp_path / "m.yml").write_text("matrix: m\nstudies:\n  - study: no-such-study\n")
+    with pytest.raises(DataFileError, match="no study 'no-such-study'"):
+        load_matrix(tmp_path / "m.yml")
