@@ -189,6 +189,10 @@ class Runner:
 
     def _record(self, cell: Cell, index: int, res: Result, notes: dict) -> None:
         self.tool_s += res.tool_s
+        if res.error:
+            # Never a performance result from a run that failed (DESIGN.md §6): its raw
+            # output travels in the bundle, its numbers do not.
+            res.samples = []
         fields = {"device": cell.device.name, "filesystem": cell.filesystem,
                   "params": {"profile": self.profile,
                              "workload": cell.study.workload(self.profile, cell.device.device_class)}}
