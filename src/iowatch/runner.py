@@ -109,6 +109,8 @@ class Runner:
         self.progress = progress or Progress()
         self.data_dir = data_dir or paths.data_dir()
         self.tool_s = 0.0
+        self.phase_s: dict[str, float] = {}
+        t_setup = time.monotonic()
         env = environment.host_environment()
         previous = _existing(self.out)
         if previous and previous.get("status") != "incomplete":
@@ -131,6 +133,16 @@ class Runner:
         for cell in self.done.values():
             self.writer.doc["cells"].append(cell)
             self.writer._cells[cell["id"]] = cell
+        self.phase_s["setup"] = time.monotonic() - t_setup
+
+    @contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        """Time spent outside the tools, by phase: what bench/runner reports."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phase_s[name] = self.phase_s.get(name, 0.0) + time.monotonic() - t0
 
     # -- one repetition ---------------------------------------------------
 
@@ -152,14 +164,16 @@ class Runner:
         mountpoint = None
         try:
             if cell.filesystem != "raw":
-                mnt = filesystems.make_and_mount(dev_path, cell.filesystem,
-                                                 filesystems.MOUNT_ROOT / cell.device.name)
+                with self._phase("mkfs_mount"):
+                    mnt = filesystems.make_and_mount(dev_path, cell.filesystem,
+                                                     filesystems.MOUNT_ROOT / cell.device.name)
                 mountpoint = mnt.mountpoint
                 notes.update(mkfs_options=mnt.mkfs_options, mount_options=mnt.mount_options)
             elif "fio" in workload:
                 # Never write to a raw device: the raw cells only read it.
                 workload["fio"]["readonly"] = True
-            filesystems.drop_caches()
+            with self._phase("drop_caches"):
+                filesystems.drop_caches()
             ctx = Context(device=dev_path, mountpoint=mountpoint, workdir=work)
             name = environment.block_name(dev_path)
             before, t0 = diskstats.read(name), time.monotonic()
@@ -173,7 +187,8 @@ class Runner:
                 # Count the writeback the workload caused, not only what it
                 # dispatched while running: buffered writes reach the device later.
                 t_sync = time.monotonic()
-                filesystems.syncfs(mountpoint)
+                with self._phase("writeback_sync"):
+                    filesystems.syncfs(mountpoint)
                 notes["sync_after_workload_s"] = round(time.monotonic() - t_sync, 3)
             seconds = time.monotonic() - t0
             after = diskstats.read(name)
@@ -184,7 +199,8 @@ class Runner:
             return res, notes
         finally:
             if mountpoint:
-                filesystems.unmount(mountpoint)
+                with self._phase("unmount"):
+                    filesystems.unmount(mountpoint)
             shutil.rmtree(work, ignore_errors=True)
 
     def _record(self, cell: Cell, index: int, res: Result, notes: dict) -> None:
@@ -235,10 +251,12 @@ class Runner:
                             raise  # a safety refusal stops the run: the lab description is wrong
                         except (filesystems.FilesystemError, RuntimeError, OSError) as e:
                             res, notes = Result(error=str(e)), {}
-                        self._record(cell, index, res, notes)
+                        with self._phase("record"):
+                            self._record(cell, index, res, notes)
                         self.progress.on_done(cell, index, "failed" if res.error else "passed")
                     self._add_ratio(cell)
-                    self._checkpoint(t_start)
+                    with self._phase("record"):
+                        self._checkpoint(t_start)
             failed = any(c["status"] == "failed" for c in self.writer.doc["cells"])
             status = "failed" if failed else "passed"
         finally:
@@ -283,7 +301,8 @@ class Runner:
         wall = time.monotonic() - t_start
         self.writer.doc["environment"]["runner"] = {
             "wall_s": round(wall, 3), "tool_s": round(self.tool_s, 3),
-            "overhead_pct": round(100 * (wall - self.tool_s) / wall, 2) if wall else None}
+            "overhead_pct": round(100 * (wall - self.tool_s) / wall, 2) if wall else None,
+            "phases_s": {k: round(v, 3) for k, v in self.phase_s.items()}}
         fields = {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")} if status != "incomplete" else {}
         self.writer.close(status, **fields)
 

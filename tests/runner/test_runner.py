@@ -105,7 +105,7 @@ def _tiny_lab(tmp_path: Path) -> tuple[Path, Path]:
       iowatch_kind: local
       iowatch_devices:
         - {name: tiny-hdd, class: hdd, image: tiny-hdd.img, size: 128MiB, rotational: true, filesystems: [ext4]}
-        - {name: small-ssd, class: ssd, image: small-ssd.img, size: 1GiB, rotational: false, filesystems: [ext4, raw]}
+        - {name: small-ssd, class: ssd, image: small-ssd.img, size: 1GiB, rotational: false, filesystems: [ext4, raw, f2fs]}
 """)
     studies = tmp_path / "jobs" / "studies"
     studies.mkdir(parents=True)
@@ -202,3 +202,32 @@ def test_the_runner_refuses_a_mounted_device_and_writes_nothing(tmp_path, data_d
     finally:
         subprocess.run(["umount", mnt], capture_output=True)
         loopdev.detach(loop)
+
+
+def test_the_scripted_checkpoint_workload_times_the_final_sync(tmp_path, data_dir):
+    """f2fs-nat-flush's steps, run on ext4: the host kernel here has no f2fs,
+    and the steps (create in parallel, sync, sparse delete, drop caches, timed
+    sync) are the same whatever the filesystem."""
+    inv, _ = _tiny_lab(tmp_path)
+    studies = tmp_path / "jobs" / "studies"
+    src = (ROOT / "jobs/studies/f2fs-nat-flush.yml").read_text()
+    for old, new in (("filesystems: [f2fs]", "filesystems: [f2fs, ext4]"),
+                     ("script: {create_files: 20000}", "script: {create_files: 3000}")):
+        assert old in src
+        src = src.replace(old, new)
+    (studies / "f2fs-nat-flush.yml").write_text(src)
+    out = tmp_path / "bundle"
+    r = iowatch("run", studies / "f2fs-nat-flush.yml", "--target", "localhost", "--inventory", inv,
+                "--reps", 1, "--out", out, "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    cells = {c["id"]: c for c in bundle.load(out)["cells"]}
+    assert cells["f2fs-nat-flush/small-ssd/f2fs"]["status"] == "skipped"
+    assert "f2fs" in cells["f2fs-nat-flush/small-ssd/f2fs"]["reason"]
+    rep = cells["f2fs-nat-flush/small-ssd/ext4"]["repetitions"][0]
+    steps = {s["job"]: s["value"] for s in rep["samples"] if s["metric"] == "step.time_ms"}
+    assert set(steps) == {"create", "sync", "delete"}
+    final = group_samples(rep, "checkpoint")["sync.time_ms"]
+    log = json.loads((out / next(a["path"] for a in rep["artifacts"] if a["name"] == "script.json")).read_text())
+    assert [s["step"] for s in log["steps"]] == ["create", "sync", "delete", "drop_caches", "final_sync"]
+    assert log["steps"][-1]["ms"] == pytest.approx(final)
+    no_leftovers(data_dir)
