@@ -3,8 +3,10 @@ from django.contrib import admin
 from django.urls import path
 
 from results.api import api
+from results.views import index
 
 urlpatterns = [
+    path("", index, name="index"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
 ]
