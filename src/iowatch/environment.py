@@ -138,3 +138,8 @@ def set_scheduler(dev_path: str, scheduler: str) -> str:
                            f"(this kernel offers {', '.join(available) or 'none'})")
     q.write_text(scheduler)
     return device_queue(dev_path)["scheduler"]
+
+
+def set_rotational(dev_path: str, rotational: bool) -> None:
+    (Path("/sys/block") / block_name(dev_path) / "queue" / "rotational").write_text(
+        "1" if rotational else "0")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from iowatch import diskstats, environment, filesystems, loopdev, paths, safety
+from iowatch import diskstats, environment, filesystems, loopdev, mdraid, paths, safety
 from iowatch.bundle import MANIFEST, BundleWriter, loads
 from iowatch.inventory import Device, Host
 from iowatch.samples import Sample
@@ -84,10 +84,14 @@ def _signals_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def _kernel_entry(env: dict, commit: str | None, label: str | None) -> dict:
+def _kernel_entry(env: dict, commit: str | None, series: dict | None) -> dict:
     entry = {"release": platform.release(), "git_commit": commit,
              "config_hash": env.get("kernel_config_hash"), "config": env.get("kernel_config") or None,
              "cmdline": env.get("cmdline")}
+    if series:
+        entry["series"] = {"name": series["name"], "base": series.get("base")}
+        entry["patch"] = {"index": series["index"], "subject": series.get("subject"),
+                          "commit": commit}
     return {k: v for k, v in entry.items() if v is not None}
 
 
@@ -102,6 +106,7 @@ class Runner:
     def __init__(self, matrix: Matrix, host: Host, out: Path, *, profile: str | None = None,
                  reps: int | None = None, kernel_commit: str | None = None,
                  label: str | None = None, command: str | None = None,
+                 series: dict | None = None,
                  progress: Progress | None = None, data_dir: Path | None = None):
         self.matrix, self.host, self.out = matrix, host, Path(out)
         self.profile = profile or matrix.profile
@@ -124,7 +129,7 @@ class Runner:
             self.done = {c["id"]: c for c in previous["cells"]
                          if c["status"] == "skipped" or len(c["repetitions"]) >= self.reps}
         self.writer = BundleWriter(
-            self.out, run_id=run_id, kernel=_kernel_entry(env, kernel_commit, label),
+            self.out, run_id=run_id, kernel=_kernel_entry(env, kernel_commit, series),
             host={"name": host.name, "kind": host.kind},
             devices=[d.bundle_entry() for d in host.devices],
             tools=environment.tools(), environment={"host": env, "devices": {}},
@@ -153,6 +158,10 @@ class Runner:
                        "scheduler": queue["scheduler"]}
         if cell.device.is_image:
             notes.update(loopdev.state(dev_path).environment())  # direct I/O on or not
+        elif self.host.kind == "qemu" and queue["rotational"] != cell.device.wants_rotational:
+            # virtio-blk reports rotational 1 in the guest: an ssd must say 0 (DESIGN.md §5).
+            environment.set_rotational(dev_path, cell.device.wants_rotational)
+            notes["rotational"] = environment.device_queue(dev_path)["rotational"]
         scheduler = cell.study.data.get("scheduler")
         if scheduler and queue["scheduler"] != scheduler:
             try:
@@ -232,6 +241,7 @@ class Runner:
         status = "incomplete"
         try:
             with _signals_interrupt(), ExitStack() as stack:
+                arrays: dict[str, str] = {}
                 loops = stack.enter_context(loopdev.attachments(
                     [c.device for c in todo if not c.skip], self.data_dir))
                 for cell in todo:
@@ -243,6 +253,17 @@ class Runner:
                         self.progress.on_skip(cell)
                         continue
                     dev_path = loops.get(cell.device.name) or cell.device.path
+                    if cell.device.members and not cell.device.path:
+                        try:
+                            if cell.device.name not in arrays:  # one array per run, not per cell
+                                arrays[cell.device.name] = stack.enter_context(
+                                    mdraid.assembled(self.host, cell.device, self.data_dir))
+                            dev_path = arrays[cell.device.name]
+                        except mdraid.MdError as e:
+                            self.writer.cell(cell.id, cell.study.slug, device=cell.device.name,
+                                             filesystem=cell.filesystem, status="failed",
+                                             reason=str(e))
+                            continue
                     for index in range(1, self.reps + 1):
                         self.progress.on_rep(cell, index, self.reps)
                         try:

@@ -31,6 +31,11 @@ def register(sub):
                    "$IOWATCH_DATA_DIR/bundles)")
     p.add_argument("--kernel-commit", default=None, help="the running kernel's git commit")
     p.add_argument("--label", default=None, help="a label for this kernel, such as 'patched'")
+    p.add_argument("--series-name", default=None, help="the patch series this kernel belongs to")
+    p.add_argument("--patch-index", type=int, default=None,
+                   help="with --series-name: 0 for the base, k for base plus patches 1..k")
+    p.add_argument("--patch-subject", default=None, help="with --series-name: patch k's subject")
+    p.add_argument("--series-base", default=None, help="with --series-name: the base commit")
     p.add_argument("--upload", default=None, metavar="URL", help="upload the bundle to this server")
     p.add_argument("--token", default=os.environ.get("IOWATCH_TOKEN"), help="agent token for --upload")
     p.add_argument("--store", action="store_true",
@@ -58,6 +63,13 @@ def _progress(plain: bool):
     ), bar
 
 
+def _series(args) -> dict | None:
+    if not args.series_name:
+        return None
+    return {"name": args.series_name, "index": args.patch_index or 0,
+            "subject": args.patch_subject, "base": args.series_base}
+
+
 def run(args) -> int:
     try:
         inv = inventory.load(args.inventory)
@@ -79,7 +91,7 @@ def run(args) -> int:
     try:
         runner = Runner(matrix, host, out, profile=args.profile, reps=args.reps,
                         kernel_commit=args.kernel_commit, label=args.label, command=command,
-                        progress=progress)
+                        progress=progress, series=_series(args))
     except FileExistsError as e:
         print(f"iowatch run: {e}", file=sys.stderr)
         return 2

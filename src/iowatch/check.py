@@ -1,0 +1,206 @@
+"""A check of a patch series: build every cumulative variant, run the matrix on
+each in the virtual lab, store the results, and say which patch changed what.
+
+Each variant is compared with its parent (which patch did it) and with the
+base (where the series ends up). Build and boot failures are recorded as such,
+never as performance results (DESIGN.md §6).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from iowatch import bundle, paths
+from iowatch.bundle import BundleWriter
+from iowatch.comparison import Comparison, Side, compare_sides
+from iowatch.inventory import Host
+from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
+from iowatch.kernel.series import Series
+from iowatch.studies import load_studies
+from iowatch.vlab import boot_and_run, guest_run_command
+
+
+@dataclass
+class VariantRun:
+    variant: Variant
+    bundle: Path | None = None
+    status: str = "pending"        # passed, failed, build-failed, boot-failed, apply-failed
+    reason: str = ""
+    accel: str | None = None
+    boot_s: float | None = None
+    matrix_s: float | None = None
+    vs_parent: Comparison | None = None
+    vs_base: Comparison | None = None
+
+
+@dataclass
+class CheckResult:
+    series: Series
+    plan: Plan
+    runs: list[VariantRun] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def regressing_patches(self) -> list[VariantRun]:
+        return [r for r in self.runs if r.vs_parent and r.vs_parent.regressions]
+
+
+def _failure_bundle(out: Path, v: Variant, plan: Plan, host: Host, status: str,
+                    reason: str, extra: dict) -> Path:
+    """A variant that did not build or boot: a bundle that says so, with no cells."""
+    series = {"name": plan.series.name, "base": plan.base}
+    w = BundleWriter(out, run_id=str(uuid.uuid4()),
+                     kernel={"release": v.release or f"unbuilt-{v.commit[:12] or 'none'}",
+                             **({"git_commit": v.commit} if v.commit else {}),
+                             "series": series,
+                             "patch": {"index": v.index, "subject": v.subject,
+                                       **({"commit": v.commit} if v.commit else {})}},
+                     host={"name": host.name, "kind": host.kind},
+                     devices=[d.bundle_entry() for d in host.devices],
+                     environment={"failure": {"status": status, "reason": reason[-4000:], **extra}},
+                     label=v.label)
+    w.close(status)
+    return out
+
+
+def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: Path,
+              matrix: str, out: Path, *, profile: str | None = None, reps: int | None = None,
+              store: Callable[[Path], None] = lambda p: None,
+              say: Callable[[str], None] = print, echo_console: bool = False) -> CheckResult:
+    t_all = time.monotonic()
+    plan = make_variants(tree, base_ref, series)
+    result = CheckResult(series, plan)
+    t0 = time.monotonic()
+    configure(plan)
+    result.phases["configure"] = time.monotonic() - t0
+    say(f"check: {len(series.patches)} patches of {series.name} on {plan.base[:12]}; "
+        f"matrix {matrix} on {host.name}")
+    for v in plan.variants:
+        vr = VariantRun(v)
+        result.runs.append(vr)
+        vdir = out / f"variant-{v.index:02d}"
+        if v.status == "apply-failed":
+            vr.status, vr.reason = "apply-failed", v.error or ""
+            say(f"variant {v.index}: patch does not apply:\n{v.error}")
+            break
+        t0 = time.monotonic()
+        build_variant(plan, v)
+        result.phases[f"build {v.index}"] = time.monotonic() - t0
+        if v.status == "build-failed":
+            vr.status, vr.reason = "build-failed", v.error or ""
+            vr.bundle = _failure_bundle(vdir, v, plan, host, "build-failed", v.error or "",
+                                        {"build_log": str(Path(v.artifacts) / "build.log")})
+            store(vr.bundle)
+            say(f"variant {v.index} ({v.label}): build-failed in {v.build_s} s; later variants "
+                "are still tried")
+            continue
+        say(f"variant {v.index} ({v.label}): built {v.release} in {v.build_s} s"
+            f"{' (incremental)' if v.incremental else ''}; booting")
+        shared = out / f"guest-{v.index:02d}"
+        guest_out = shared / "bundle"
+        cmd = guest_run_command(matrix, host, inventory, guest_out, profile=profile, reps=reps,
+                                kernel_commit=v.commit, label=v.label,
+                                series={"name": series.name, "index": v.index,
+                                        "subject": v.subject, "base": plan.base})
+        t0 = time.monotonic()
+        boot = boot_and_run(Path(v.artifacts) / "bzImage", host, cmd, shared,
+                            shared / "console.log", echo=echo_console)
+        result.phases[f"guest {v.index}"] = time.monotonic() - t0
+        vr.accel, vr.boot_s = boot.accel, boot.boot_s
+        vr.matrix_s = round(boot.wall_s - (boot.boot_s or 0), 1)
+        if boot.status != "passed" or not (guest_out / bundle.MANIFEST).is_file():
+            reason = boot.reason or f"the guest exited {boot.exit_code} without a bundle"
+            vr.status, vr.reason = "boot-failed", reason
+            tail = boot.console.read_text(errors="replace")[-3000:] if boot.console else ""
+            vr.bundle = _failure_bundle(vdir, v, plan, host, "boot-failed", reason,
+                                        {"console_log": str(boot.console), "console_tail": tail,
+                                         "attempts": boot.attempts})
+            store(vr.bundle)
+            say(f"variant {v.index}: boot-failed ({'; '.join(boot.attempts)}); console: {boot.console}")
+            continue
+        vr.bundle = guest_out
+        doc = bundle.load(guest_out)
+        vr.status = doc["status"]
+        store(guest_out)
+        say(f"variant {v.index}: ran under {boot.accel.upper()} (boot {boot.boot_s:.0f} s, "
+            f"matrix {vr.matrix_s:.0f} s): {doc['status']}")
+    result.phases["total"] = time.monotonic() - t_all
+    _compare(result)
+    return result
+
+
+def _side(vr: VariantRun) -> Side:
+    return Side(spec=vr.variant.label, source=str(vr.bundle), runs=[bundle.load(vr.bundle)])
+
+
+def _compare(result: CheckResult) -> None:
+    studies = load_studies(Path(__file__).resolve().parents[2] / "jobs" / "studies")
+    measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
+    if not measured or measured[0].variant.index != 0:
+        return
+    base = measured[0]
+    for prev, cur in zip(measured, measured[1:]):
+        # The parent is the nearest earlier variant that ran (a failed build in
+        # between makes the comparison span two patches, and the report says so).
+        cur.vs_parent = compare_sides(_side(prev), _side(cur), studies=studies)
+        cur.vs_base = compare_sides(_side(base), _side(cur), studies=studies)
+
+
+def report(result: CheckResult) -> str:
+    """One row per patch, with the cells that changed, like the seeds' tables."""
+    lines = [f"iowatch check: series {result.series.name} ({len(result.series.patches)} patches) "
+             f"on {result.plan.base[:12]}", ""]
+    for r in result.runs:
+        v = r.variant
+        head = "base" if v.index == 0 else f"patch {v.index}/{len(result.series.patches)}: {v.subject}"
+        if r.status in ("build-failed", "boot-failed", "apply-failed"):
+            first = (r.reason or "").strip().splitlines()[:1]
+            lines.append(f"{head}\n    {r.status.upper()}: {first[0] if first else ''}")
+            continue
+        if v.index == 0:
+            lines.append(f"{head}: {v.release} ({v.commit[:12]}), matrix {r.status}")
+            continue
+        cmp = r.vs_parent
+        if cmp is None:
+            lines.append(f"{head}: not compared")
+            continue
+        changed = [c for c in cmp.verdicts if c.outcome in ("regression", "improvement")]
+        verdict = ("REGRESSION" if cmp.regressions else "improvement" if changed else "no change")
+        parent = f"vs its parent {cmp.base.title}" if cmp.base else ""
+        lines.append(f"{head}\n    {verdict} {parent}")
+        for c in changed:
+            lines.append(f"    - {c.outcome}: {c.study} {c.device} {c.filesystem} [{c.group}] "
+                         f"{c.words} (CI {c.ci_low:+.1f}%..{c.ci_high:+.1f}%, "
+                         f"p {c.p_adjusted:.3g})" if c.ci_low is not None and c.p_adjusted is not None
+                         else f"    - {c.outcome}: {c.study} {c.device} {c.filesystem} [{c.group}] {c.words}")
+        inconclusive = [c for c in cmp.verdicts if c.outcome == "inconclusive"]
+        if inconclusive:
+            lines.append(f"    ({len(inconclusive)} cells inconclusive: "
+                         + ", ".join(f"{c.group} {c.metric}" for c in inconclusive[:6]) + ")")
+    lines.append("")
+    slow = result.regressing_patches
+    lines.append("regressing patches: " + (", ".join(
+        f"patch {r.variant.index} ({r.variant.subject})" for r in slow) if slow else "none"))
+    lines.append("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in result.phases.items()))
+    return "\n".join(lines)
+
+
+def store_locally(path: Path) -> None:
+    from iowatch.commands.manage import django_command, django_env
+    subprocess.run(django_command("ingest_bundle", str(path)), env=django_env(), check=False)
+
+
+def default_out(series: Series) -> Path:
+    return paths.data_dir() / "checks" / f"{series.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def summary_json(result: CheckResult) -> str:
+    return json.dumps([{"index": r.variant.index, "subject": r.variant.subject,
+                        "status": r.status, "bundle": str(r.bundle) if r.bundle else None,
+                        "regressions": [c.words for c in (r.vs_parent.regressions if r.vs_parent else [])]}
+                       for r in result.runs], indent=1)

@@ -1,0 +1,207 @@
+"""Cumulative variants of a series as commits, and their builds.
+
+Variant 0 is the base; variant k is the base plus patches 1..k, each a commit
+on a branch of one work tree. The variants are built one after another into
+one build directory with ccache, so each patch costs an incremental build.
+A patch that does not apply stops the series there (later variants cannot
+exist) and names the patch and its rejected hunks; a variant that does not
+build is recorded build-failed with its log, and later variants are still tried.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from iowatch.kernel.series import Series
+from iowatch.kernel.source import SourceError, cache_dir, git, resolve
+
+REPO = Path(__file__).resolve().parents[3]
+CONFIG_DIR = REPO / "kernels" / "config"
+DEFAULT_FRAGMENTS = ("iowatch.config", "no-debug.config")
+
+
+@dataclass
+class Variant:
+    index: int                       # 0: the base; k: base + patches 1..k
+    commit: str
+    subject: str | None = None       # the patch's subject (None for the base)
+    patch_name: str | None = None
+    status: str = "pending"          # pending, built, build-failed, apply-failed
+    error: str | None = None
+    artifacts: str | None = None     # directory with bzImage, .config, build.log, meta.json
+    build_s: float | None = None
+    release: str | None = None
+    config_hash: str | None = None
+    compiler: str | None = None
+    incremental: bool = False
+
+    @property
+    def label(self) -> str:
+        return "base" if self.index == 0 else f"base+p1..p{self.index}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Plan:
+    tree: Path
+    work: Path                       # the work tree the variants are checked out in
+    build: Path                      # the one O= build directory
+    series: Series
+    base: str
+    variants: list[Variant] = field(default_factory=list)
+
+
+def _work_tree(tree: Path) -> Path:
+    """One work tree per source tree, always at the same path: kbuild remembers
+    the source path in the build directory, so a stable path keeps builds incremental."""
+    work = cache_dir() / "work" / tree.name
+    if not (work / ".git").exists():
+        work.parent.mkdir(parents=True, exist_ok=True)
+        git(tree, "worktree", "prune")
+        git(tree, "worktree", "add", "-f", "--detach", str(work), "HEAD")
+    return work
+
+
+def _rejected_hunks(work: Path, patch_text: str) -> str:
+    """What `git apply --reject` could not place, for the error message."""
+    with tempfile.NamedTemporaryFile("w", suffix=".patch", delete=False) as f:
+        f.write(patch_text)
+    try:
+        out = git(work, "apply", "--reject", "--verbose", f.name, check=False)
+        rejects = [p for p in git(work, "ls-files", "-o", "--exclude-standard").stdout.split()
+                   if p.endswith(".rej")]
+        hunks = "\n".join(f"--- {r}\n{(work / r).read_text(errors='replace')}" for r in rejects)
+        return (hunks or out.stderr).strip()[-3000:]
+    finally:
+        os.unlink(f.name)
+        git(work, "checkout", "-q", "-f", "HEAD")
+        git(work, "clean", "-q", "-f", "-d")
+
+
+def make_variants(tree: Path, base_ref: str, series: Series) -> Plan:
+    base = resolve(tree, base_ref)
+    work = _work_tree(tree)
+    git(work, "am", "--abort", check=False)
+    git(work, "checkout", "-q", "-f", "-B", f"iowatch/{series.name}", base)
+    git(work, "clean", "-q", "-f", "-d")
+    plan = Plan(tree, work, cache_dir() / "build" / tree.name, series, base,
+                [Variant(0, base)])
+    for patch in series.patches:
+        out = git(work, "am", "--keep-cr", "--no-3way", input=patch.text, check=False)
+        if out.returncode:
+            git(work, "am", "--abort", check=False)
+            hunks = _rejected_hunks(work, patch.text)
+            plan.variants.append(Variant(
+                patch.index, "", patch.subject, patch.name, status="apply-failed",
+                error=f"patch {patch.index} ({patch.name}: {patch.subject}) does not apply to "
+                      f"{plan.variants[-1].commit[:12]}:\n{hunks}"))
+            break
+        commit = git(work, "rev-parse", "HEAD").stdout.strip()
+        plan.variants.append(Variant(patch.index, commit, patch.subject, patch.name))
+    return plan
+
+
+def _fragments_hash(fragments: list[Path]) -> str:
+    h = hashlib.sha256()
+    for f in fragments:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    # vng --kconfig calls virtme-configkernel from the same installation.
+    env["PATH"] = f"{Path(os.sys.executable).parent}:{env.get('PATH', '')}"
+    env.setdefault("CCACHE_DIR", str(cache_dir() / "ccache"))
+    # Relative paths in ccache's hashes: a build in another work tree still hits.
+    env.setdefault("CCACHE_BASEDIR", str(cache_dir()))
+    env.setdefault("CCACHE_NOHASHDIR", "1")
+    return env
+
+
+def configure(plan: Plan, fragments: list[Path] | None = None) -> Path:
+    """The build directory's .config: virtme-ng's minimal bootable config plus
+    the fragments; made again only when the fragments change."""
+    fragments = fragments or [CONFIG_DIR / f for f in DEFAULT_FRAGMENTS]
+    stamp = plan.build / ".iowatch-fragments"
+    digest = _fragments_hash(fragments)
+    if (plan.build / ".config").is_file() and stamp.is_file() and stamp.read_text() == digest:
+        return plan.build / ".config"
+    plan.build.mkdir(parents=True, exist_ok=True)
+    env = _env()
+    args = ["vng", "--kconfig"] + [a for f in fragments for a in ("--config", str(f))]
+    out = subprocess.run(args, cwd=plan.work, env=env, capture_output=True, text=True)
+    if out.returncode or not (plan.work / ".config").is_file():
+        raise SourceError(f"vng --kconfig failed: {(out.stderr or out.stdout).strip()[-800:]}")
+    shutil.move(str(plan.work / ".config"), plan.build / ".config")
+    # vng configures in the source tree; an O= build needs it clean again.
+    subprocess.run(["make", "-s", "mrproper"], cwd=plan.work, env=env, check=True)
+    # virtme-ng turns debug info on; benchmark kernels build without it.
+    subprocess.run([str(plan.work / "scripts/config"), "--file", str(plan.build / ".config"),
+                    "--disable", "DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT", "--disable", "DEBUG_INFO_DWARF4",
+                    "--disable", "DEBUG_INFO_DWARF5", "--enable", "DEBUG_INFO_NONE"], check=True)
+    subprocess.run(["make", "-s", "-C", str(plan.work), f"O={plan.build}", "olddefconfig"],
+                   env=env, check=True, capture_output=True)
+    stamp.write_text(digest)
+    return plan.build / ".config"
+
+
+def _compiler() -> str:
+    out = subprocess.run(["gcc", "--version"], capture_output=True, text=True)
+    return out.stdout.splitlines()[0] if out.stdout else "gcc (unknown)"
+
+
+def build_variant(plan: Plan, v: Variant, jobs: int | None = None,
+                  log=None) -> Variant:
+    """Check the variant out and build its bzImage incrementally."""
+    env = _env()
+    git(plan.work, "checkout", "-q", "-f", v.commit)
+    artifacts = cache_dir() / "artifacts" / plan.series.name / f"{v.index:02d}-{v.commit[:12]}"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    v.incremental = (plan.build / "vmlinux").exists()
+    jobs = jobs or os.cpu_count() or 2
+    t0 = time.monotonic()
+    with open(artifacts / "build.log", "w") as logf:
+        argv = ["make", "-C", str(plan.work), f"O={plan.build}", f"-j{jobs}", "CC=ccache gcc",
+                "olddefconfig", "bzImage"]
+        logf.write("$ " + " ".join(argv) + "\n")
+        logf.flush()
+        rc = subprocess.run(argv, env=env, stdout=logf, stderr=subprocess.STDOUT).returncode
+    v.build_s = round(time.monotonic() - t0, 1)
+    v.artifacts = str(artifacts)
+    v.compiler = _compiler()
+    config = (plan.build / ".config").read_bytes()
+    v.config_hash = hashlib.sha256(config).hexdigest()
+    (artifacts / "config").write_bytes(config)
+    if rc:
+        tail = (artifacts / "build.log").read_text(errors="replace").splitlines()[-40:]
+        v.status, v.error = "build-failed", "make exited {}:\n{}".format(rc, "\n".join(tail))
+    else:
+        shutil.copy(plan.build / "arch/x86/boot/bzImage", artifacts / "bzImage")
+        v.release = subprocess.run(["make", "-s", "-C", str(plan.work), f"O={plan.build}",
+                                    "kernelrelease"], env=env, capture_output=True,
+                                   text=True).stdout.strip()
+        v.status = "built"
+    (artifacts / "meta.json").write_text(json.dumps(
+        {**v.to_dict(), "series": plan.series.name, "base": plan.base}, indent=1) + "\n")
+    return v
+
+
+def build_all(plan: Plan, jobs: int | None = None, on_variant=lambda v: None) -> Plan:
+    configure(plan)
+    for v in plan.variants:
+        if v.status == "apply-failed":
+            on_variant(v)
+            continue
+        build_variant(plan, v, jobs)
+        on_variant(v)
+    return plan

@@ -1,0 +1,215 @@
+"""The virtual lab: boot a kernel variant in a QEMU guest with emulated device
+classes and run `iowatch run` inside it (DESIGN.md §5).
+
+The guest boots with virtme-ng on the host's root filesystem, so the same
+iowatch, fio and fs_mark run inside; its bundle lands in a directory shared
+with the host. Each device of a `qemu` host in the inventory becomes a QEMU
+disk of its class: sdcard/emmc on sdhci-pci + sd-card (the guest sees mmcblk),
+ssd and ssd-raid0 members on virtio-blk, hdd on scsi-hd with a rotation rate;
+throttling figures come from the inventory. A boot watchdog notices a hung
+boot (as KVM does here with mainline guests) and retries under TCG by itself;
+a panic, a hang or a timeout marks the variant boot-failed with the console log.
+"""
+from __future__ import annotations
+
+import os
+import selectors
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from iowatch import paths
+from iowatch.inventory import Host, parse_size
+
+BOOT_MARKER = "IOWATCH-GUEST-BOOTED"
+PANIC_MARKERS = ("Kernel panic", "end Kernel panic")
+KVM_HANG_FILE = "kvm-hangs"   # in the vlab dir: KVM was seen to hang on this machine
+
+
+@dataclass
+class BootResult:
+    status: str                    # "passed" (the guest command ran), "boot-failed"
+    accel: str                     # "kvm" or "tcg"
+    boot_s: float | None           # kernel start to the guest's first command
+    wall_s: float
+    exit_code: int | None
+    reason: str = ""
+    console: Path | None = None
+    attempts: list[str] = field(default_factory=list)
+
+
+def vlab_dir() -> Path:
+    d = paths.data_dir() / "vlab"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _image(host: Host, name: str, size: int) -> Path:
+    """A sparse raw image per guest disk, made fresh for every boot."""
+    path = vlab_dir() / host.name / f"{name}.img"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+def _throttling(q: dict) -> str:
+    opts = [f"throttling.{k}={v}" for k, v in sorted(q.get("throttle", {}).items())]
+    return ("," + ",".join(opts)) if opts else ""
+
+
+def qemu_device_args(host: Host) -> list[str]:
+    """QEMU -drive/-device options for the host's devices, with ids of our own
+    (an id such as sd0 clashes with one virtme-ng uses)."""
+    args: list[str] = []
+    scsi = False
+    for dev in host.devices:
+        q = dev.qemu or {}
+        size = parse_size(q.get("size", dev.size_bytes or "2GiB"))
+        disks = [(f"{dev.name}-{i}", m) for i, m in enumerate(dev.members)] or [(dev.name, dev.path)]
+        for disk_id, _ in disks:
+            img = _image(host, disk_id, size)
+            drive = f"iow-{disk_id}"
+            args += ["-drive", f"file={img},if=none,id={drive},format=raw,cache=none,aio=threads"
+                               f"{_throttling(q)}"]
+            bus = q.get("bus", "virtio-blk")
+            if bus == "sd":
+                args += ["-device", f"sdhci-pci,id=iow-sdhci-{disk_id}",
+                         "-device", f"sd-card,drive={drive},bus=iow-sdhci-{disk_id}.0"]
+            elif bus == "scsi-hd":
+                if not scsi:
+                    args += ["-device", "virtio-scsi-pci,id=iowscsi"]
+                    scsi = True
+                rate = q.get("rotation_rate", 7200)
+                args += ["-device", f"scsi-hd,drive={drive},bus=iowscsi.0,rotation_rate={rate},"
+                                    f"serial={drive}"]
+            else:
+                args += ["-device", f"virtio-blk-pci,drive={drive},serial={drive}"]
+    return args
+
+
+def kvm_usable() -> bool:
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    marker = vlab_dir() / KVM_HANG_FILE
+    # A hang seen in the last day: go straight to TCG instead of waiting again.
+    return not (marker.exists() and time.time() - marker.stat().st_mtime < 86400)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _boot_once(argv: list[str], console: Path, boot_timeout: float, run_timeout: float,
+               echo: bool) -> tuple[str, float | None, int | None, str]:
+    """Run one guest; returns (state, boot seconds, exit code, reason) where state is
+    ok, hung (no boot marker in time), panic or timeout."""
+    t0 = time.monotonic()
+    booted_at = None
+    with open(console, "ab") as log:
+        log.write(("$ " + shlex.join(argv) + "\n").encode())
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        tail = b""
+        try:
+            while True:
+                now = time.monotonic() - t0
+                if booted_at is None and now > boot_timeout:
+                    _kill(proc)
+                    return "hung", None, None, f"no sign of the guest after {boot_timeout:.0f} s"
+                if now > run_timeout:
+                    _kill(proc)
+                    return "timeout", booted_at, None, f"the guest ran past {run_timeout:.0f} s"
+                if not sel.select(timeout=1.0):
+                    if proc.poll() is not None:
+                        break
+                    continue
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                log.write(chunk)
+                log.flush()
+                if echo:
+                    sys.stderr.buffer.write(chunk)
+                tail = (tail + chunk)[-4096:]
+                text = tail.decode("utf-8", "replace")
+                if booted_at is None and BOOT_MARKER in text:
+                    booted_at = time.monotonic() - t0
+                if any(m in text for m in PANIC_MARKERS):
+                    time.sleep(1)
+                    _kill(proc)
+                    return "panic", booted_at, None, "kernel panic (see the console log)"
+        finally:
+            sel.close()
+        rc = proc.wait()
+    if booted_at is None:
+        return "hung", None, rc, f"the guest exited ({rc}) before running anything"
+    return "ok", booted_at, rc, ""
+
+
+def boot_and_run(bzimage: Path, host: Host, guest_command: list[str], shared: Path,
+                 console: Path, *, memory: str = "2G", cpus: int = 2,
+                 boot_timeout_kvm: float = 60, boot_timeout_tcg: float = 240,
+                 run_timeout: float = 3600, echo: bool = False) -> BootResult:
+    """Boot bzImage with the host's emulated devices and run guest_command in it;
+    the guest sees `shared` at the same path, read-write."""
+    shared.mkdir(parents=True, exist_ok=True)
+    console.parent.mkdir(parents=True, exist_ok=True)
+    console.write_bytes(b"")
+    inner = f"echo {BOOT_MARKER}; " + shlex.join(guest_command)
+    base = ["vng", "--run", str(bzimage), "--cpus", str(cpus), "--memory", memory,
+            "--rwdir", str(shared), "--verbose", "--exec", inner,
+            "--qemu-opts", " ".join(shlex.quote(a) for a in qemu_device_args(host))]
+    env_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+    os.environ["PATH"] = env_path  # vng finds virtme-ng-init and friends beside it
+    attempts = ["kvm", "tcg"] if kvm_usable() else ["tcg"]
+    t0 = time.monotonic()
+    tried = []
+    for accel in attempts:
+        argv = base + (["--disable-kvm"] if accel == "tcg" else [])
+        timeout = boot_timeout_kvm if accel == "kvm" else boot_timeout_tcg
+        state, boot_s, rc, reason = _boot_once(argv, console, timeout, run_timeout, echo)
+        tried.append(f"{accel}: {state}{' (' + reason + ')' if reason else ''}")
+        if state == "hung" and accel == "kvm":
+            (vlab_dir() / KVM_HANG_FILE).write_text(time.strftime("%Y-%m-%dT%H:%M:%S\n"))
+            continue  # KVM here boots only PVM guests: fall back to TCG by itself
+        wall = time.monotonic() - t0
+        if state == "ok":
+            return BootResult("passed", accel, boot_s, wall, rc, console=console, attempts=tried)
+        return BootResult("boot-failed", accel, boot_s, wall, rc, reason, console, tried)
+    return BootResult("boot-failed", attempts[-1], None, time.monotonic() - t0, None,
+                      "; ".join(tried), console, tried)
+
+
+def guest_run_command(matrix: str, host: Host, inventory: Path, out: Path, *, profile: str | None,
+                      reps: int | None, kernel_commit: str | None, label: str | None,
+                      series: dict | None = None) -> list[str]:
+    """The `iowatch run` the guest executes (the host's iowatch, seen through virtme-ng)."""
+    argv = ["env", "IOWATCH_DATA_DIR=/tmp/iowatch", str(Path(sys.executable).parent / "iowatch"),
+            "run", str(Path(matrix).resolve()), "--target", host.name, "--inventory",
+            str(inventory.resolve()), "--out", str(out), "--no-progress"]
+    if profile:
+        argv += ["--profile", profile]
+    if reps:
+        argv += ["--reps", str(reps)]
+    if kernel_commit:
+        argv += ["--kernel-commit", kernel_commit]
+    if label:
+        argv += ["--label", label]
+    if series:
+        argv += ["--series-name", series["name"], "--patch-index", str(series["index"])]
+        if series.get("subject"):
+            argv += ["--patch-subject", series["subject"]]
+        if series.get("base"):
+            argv += ["--series-base", series["base"]]
+    return argv
