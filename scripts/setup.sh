@@ -10,6 +10,15 @@ cd "$(dirname "$0")/.."
 SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux fdisk mdadm
                  postgresql python3-venv procps)
 
+# With --kernel: what building kernels and the virtual lab need (not in CI).
+KERNEL_PACKAGES=(linux-source-6.12 qemu-system-x86 ccache bc bison flex libelf-dev libssl-dev
+                 build-essential cpio kmod busybox-static git)
+extras="dev"
+if [ "${1:-}" = "--kernel" ]; then
+    SYSTEM_PACKAGES+=("${KERNEL_PACKAGES[@]}")
+    extras="dev,vlab"
+fi
+
 missing=()
 for p in "${SYSTEM_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,10 +39,10 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
-stamp=.venv/.iowatch-installed
+stamp=.venv/.iowatch-installed-${extras//,/-}
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/pip install -q --upgrade pip
-    .venv/bin/pip install -q -e ".[dev]"
+    .venv/bin/pip install -q -e ".[$extras]"
     touch "$stamp"
 fi
 echo "setup: ready: $(.venv/bin/iowatch --version)"

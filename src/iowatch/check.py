@@ -174,10 +174,10 @@ def report(result: CheckResult) -> str:
         parent = f"vs its parent {cmp.base.title}" if cmp.base else ""
         lines.append(f"{head}\n    {verdict} {parent}")
         for c in changed:
+            stat = (f" (CI {c.ci_low:+.1f}%..{c.ci_high:+.1f}%, p {c.p_adjusted:.3g})"
+                    if c.ci_low is not None and c.p_adjusted is not None else "")
             lines.append(f"    - {c.outcome}: {c.study} {c.device} {c.filesystem} [{c.group}] "
-                         f"{c.words} (CI {c.ci_low:+.1f}%..{c.ci_high:+.1f}%, "
-                         f"p {c.p_adjusted:.3g})" if c.ci_low is not None and c.p_adjusted is not None
-                         else f"    - {c.outcome}: {c.study} {c.device} {c.filesystem} [{c.group}] {c.words}")
+                         f"{c.words}{stat}")
         inconclusive = [c for c in cmp.verdicts if c.outcome == "inconclusive"]
         if inconclusive:
             lines.append(f"    ({len(inconclusive)} cells inconclusive: "
@@ -199,8 +199,15 @@ def default_out(series: Series) -> Path:
     return paths.data_dir() / "checks" / f"{series.name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def summary_json(result: CheckResult) -> str:
-    return json.dumps([{"index": r.variant.index, "subject": r.variant.subject,
-                        "status": r.status, "bundle": str(r.bundle) if r.bundle else None,
-                        "regressions": [c.words for c in (r.vs_parent.regressions if r.vs_parent else [])]}
-                       for r in result.runs], indent=1)
+def summary(result: CheckResult) -> dict:
+    """The check as data: per variant its status, times and the regressions it brought."""
+    return {"series": result.series.name, "base": result.plan.base,
+            "phases_s": {k: round(v, 1) for k, v in result.phases.items()},
+            "regressing_patches": [r.variant.index for r in result.regressing_patches],
+            "variants": [{"index": r.variant.index, "subject": r.variant.subject,
+                          "commit": r.variant.commit, "status": r.status, "reason": r.reason[:500],
+                          "build_s": r.variant.build_s, "incremental": r.variant.incremental,
+                          "accel": r.accel, "boot_s": r.boot_s, "matrix_s": r.matrix_s,
+                          "bundle": str(r.bundle) if r.bundle else None,
+                          "regressions": [c.words for c in (r.vs_parent.regressions if r.vs_parent else [])]}
+                         for r in result.runs]}

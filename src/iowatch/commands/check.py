@@ -1,11 +1,12 @@
 """iowatch check: which patch of a series changed what, on which device class."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from iowatch import inventory
-from iowatch.check import default_out, report, run_check, store_locally, summary_json
+from iowatch.check import default_out, report, run_check, store_locally, summary
 from iowatch.kernel.series import SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
 from iowatch.yamlfile import DataFileError
@@ -61,6 +62,8 @@ def run(args) -> int:
                        say=lambda s: print(s, flush=True), echo_console=args.console)
     print()
     print(report(result))
+    (out / "check.json").write_text(json.dumps(summary(result), indent=1) + "\n")
+    print(f"check: details in {out / 'check.json'}")
     if args.json:
-        print(summary_json(result))
+        print(json.dumps(summary(result), indent=1))
     return 1 if result.regressing_patches else 0

@@ -1,0 +1,45 @@
+"""The virtual lab's QEMU disks follow the inventory's qemu hosts, per device class."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from iowatch import inventory
+from iowatch.vlab import guest_run_command, qemu_device_args
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_each_device_class_gets_its_emulated_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOWATCH_DATA_DIR", str(tmp_path))
+    host = inventory.load(REPO / "hardware-inventory.yml").host("vlab")
+    args = qemu_device_args(host)
+    devices = [args[i + 1] for i, a in enumerate(args) if a == "-device"]
+    drives = [args[i + 1] for i, a in enumerate(args) if a == "-drive"]
+    # ssd and the two RAID0 members on virtio-blk, in that order (vda, vdb, vdc).
+    assert [d for d in devices if d.startswith("virtio-blk-pci")] == [
+        "virtio-blk-pci,drive=iow-vssd,serial=iow-vssd",
+        "virtio-blk-pci,drive=iow-vraid0-0,serial=iow-vraid0-0",
+        "virtio-blk-pci,drive=iow-vraid0-1,serial=iow-vraid0-1"]
+    # hdd: scsi-hd that reports a rotation rate, IOPS-limited; sdcard: sdhci + sd-card, bps-limited.
+    assert any(d.startswith("scsi-hd,drive=iow-vhdd") and "rotation_rate=7200" in d for d in devices)
+    assert any("id=iow-vhdd" in d and "throttling.iops-total=150" in d for d in drives)
+    assert "sd-card,drive=iow-vsd,bus=iow-sdhci-vsd.0" in devices
+    assert any("id=iow-vsd" in d and "throttling.bps-total=20000000" in d for d in drives)
+    # No id clashes with virtme-ng's own (such as sd0): every id of ours starts with iow.
+    assert all("id=iow" in d for d in drives)
+    images = sorted(p.name for p in (tmp_path / "vlab" / "vlab").glob("*.img"))
+    assert images == ["vhdd.img", "vraid0-0.img", "vraid0-1.img", "vsd.img", "vssd.img"]
+    assert (tmp_path / "vlab" / "vlab" / "vsd.img").stat().st_size == 1 << 30
+
+
+def test_the_guest_runs_the_hosts_iowatch_with_the_series_filled_in(tmp_path):
+    host = inventory.load(REPO / "hardware-inventory.yml").host("vlab")
+    argv = guest_run_command("jobs/e2e.yml", host, REPO / "hardware-inventory.yml", tmp_path / "b",
+                             profile="quick", reps=5, kernel_commit="abc1234", label="base+p1..p1",
+                             series={"name": "s", "index": 1, "subject": "fs: x", "base": "def5678"})
+    assert argv[2].endswith("/iowatch") and argv[3] == "run" and "--target" in argv
+    assert argv[argv.index("--patch-index") + 1] == "1"
+    assert argv[argv.index("--series-name") + 1] == "s"
+    from iowatch.cli import build_parser
+    parsed = build_parser().parse_args(argv[3:])  # the guest's command parses against the CLI
+    assert parsed.patch_subject == "fs: x" and parsed.reps == 5
