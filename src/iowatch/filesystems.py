@@ -5,6 +5,7 @@ The mkfs and mount options used are returned so the bundle records them.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -20,8 +21,13 @@ MKFS = {
     "btrfs": ["mkfs.btrfs", "-f", "-q"],
     "f2fs": ["mkfs.f2fs", "-f", "-q"],
 }
-# Short on purpose: fs_mark refuses directory paths of 40 bytes or more.
 MOUNT_ROOT = Path("/run/iowatch")
+
+
+def mount_root(data_dir: Path) -> Path:
+    """Mount points of one data directory: runs with other data directories on
+    the same machine (a test beside a user's run) never share a mount point."""
+    return MOUNT_ROOT / hashlib.sha1(str(Path(data_dir).resolve()).encode()).hexdigest()[:8]
 MOUNT_OPTIONS = {"ext4": "noatime", "xfs": "noatime", "btrfs": "noatime", "f2fs": "noatime"}
 
 
@@ -82,6 +88,13 @@ def unmount(mountpoint: Path, tries: int = 5) -> None:
             return
         time.sleep(0.5 * (attempt + 1))  # a just-finished fio may still hold a file
     subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True)
+
+
+def remove_mountpoint(mountpoint: Path) -> None:
+    try:
+        mountpoint.rmdir()
+    except OSError:
+        pass  # still mounted (lazily) or not empty: leave it
 
 
 def syncfs(mountpoint: Path) -> None:

@@ -175,7 +175,7 @@ class Runner:
             if cell.filesystem != "raw":
                 with self._phase("mkfs_mount"):
                     mnt = filesystems.make_and_mount(dev_path, cell.filesystem,
-                                                     filesystems.MOUNT_ROOT / cell.device.name)
+                                                     filesystems.mount_root(self.data_dir) / cell.device.name)
                 mountpoint = mnt.mountpoint
                 notes.update(mkfs_options=mnt.mkfs_options, mount_options=mnt.mount_options)
             elif "fio" in workload:
@@ -210,6 +210,7 @@ class Runner:
             if mountpoint:
                 with self._phase("unmount"):
                     filesystems.unmount(mountpoint)
+                    filesystems.remove_mountpoint(mountpoint)
             shutil.rmtree(work, ignore_errors=True)
 
     def _record(self, cell: Cell, index: int, res: Result, notes: dict) -> None:

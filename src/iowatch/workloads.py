@@ -78,8 +78,10 @@ def fs_mark_argv(workload: dict, ctx: Context) -> list[str]:
     argv = ["fs_mark"]
     for flag, value in fm["options"].items():
         argv += [f"-{flag}", str(value)]
+    # Relative to the mount point's parent, where fs_mark runs: it overflows its
+    # buffers on directory paths of 40 bytes or more.
     for i in range(fm.get("dirs", 1)):
-        argv += ["-d", str(ctx.mountpoint / str(i))]
+        argv += ["-d", f"{ctx.mountpoint.name}/{i}"]
     return argv
 
 
@@ -137,7 +139,8 @@ def run_fio(workload: dict, ctx: Context) -> Result:
 
 def run_fs_mark(workload: dict, ctx: Context) -> Result:
     argv = fs_mark_argv(workload, ctx)
-    rc, stdout, stderr, wall, user, sys_ = _timed(argv, ctx.workdir)
+    # Its thread logs (fs_log.txt.*) land in the cwd: beside the mount, not on it.
+    rc, stdout, stderr, wall, user, sys_ = _timed(argv, ctx.mountpoint.parent)
     res = Result(wall_s=wall, tool_s=wall)
     res.artifacts["fs_mark.txt"] = (stdout + ("\n" + stderr if stderr else "")).encode()
     res.artifacts["command"] = (" ".join(argv) + "\n").encode()

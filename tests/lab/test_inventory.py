@@ -41,7 +41,12 @@ def test_the_repository_inventory_loads():
     assert all(d.is_image and d.size_bytes == 2 * 1024**3 for d in host.devices)
     assert host.device("loop-hdd").wants_rotational and not host.device("loop-ssd").wants_rotational
     # the class groups name the host again without vars: merged, not a second host
-    assert set(inv.hosts) == {"localhost"} and "hdd" in host.groups
+    assert set(inv.hosts) == {"localhost", "vlab"} and "hdd" in host.groups
+    vlab = inv.host("vlab")
+    assert vlab.kind == "qemu"
+    assert {d.device_class for d in vlab.devices} == {"ssd", "ssd-raid0", "hdd", "sdcard"}
+    assert vlab.device("vraid0").members == ("/dev/vdb", "/dev/vdc")
+    assert vlab.device("vhdd").qemu["throttle"] == {"iops-total": 150}
 
 
 def test_inventory_path_from_environment(tmp_path, monkeypatch):

@@ -31,8 +31,7 @@ pytestmark = [
 
 
 def _loops_over(images: Path) -> list[str]:
-    out = subprocess.run(["losetup", "-a", "-O", "NAME,BACK-FILE", "-n", "--raw"] if False else
-                         ["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True)
+    out = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True)
     return [line.split()[0] for line in out.stdout.splitlines()
             if len(line.split()) > 1 and line.split()[1].startswith(str(images))]
 
@@ -59,10 +58,12 @@ def group_samples(rep: dict, group: str) -> dict[str, float]:
 
 
 def no_leftovers(data_dir: Path) -> None:
+    from iowatch.filesystems import mount_root
+
     assert _loops_over(data_dir) == [], "loop devices left attached"
-    mounts = Path("/proc/mounts").read_text()
-    assert "/run/iowatch/" not in mounts or not any(
-        f" /run/iowatch/" in line for line in mounts.splitlines()), "filesystems left mounted"
+    ours = f" {mount_root(data_dir)}/"
+    assert not any(ours in line for line in Path("/proc/mounts").read_text().splitlines()), \
+        "filesystems left mounted"
 
 
 def test_xfs_smallfile_quick_gives_files_per_s_wall_and_device_write_iops_per_rep(tmp_path, data_dir):
