@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 # The lab tools and the store. fio/fs_mark and the mkfs tools run the studies;
 # postgresql is the server's store in production and in the test suite.
 SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux fdisk mdadm
-                 postgresql python3-venv procps)
+                 postgresql python3-venv procps
+                 docker-compose)  # the client only: tests/lab_ops validates docker-compose.yml
 
 # With --kernel: what building kernels and the virtual lab need (not in CI).
 KERNEL_PACKAGES=(linux-source-6.12 qemu-system-x86 ccache bc bison flex libelf-dev libssl-dev

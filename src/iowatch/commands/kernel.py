@@ -5,7 +5,7 @@ import json
 import sys
 
 from iowatch.kernel.build import build_all, make_variants
-from iowatch.kernel.series import SeriesError, load_series
+from iowatch.kernel.series import Series, SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
 
 
@@ -21,8 +21,9 @@ def register(sub):
                     "still tried.")
     b.add_argument("--base", required=True, metavar="REF", help="commit, tag or branch to start from "
                    "(the Debian source's is `debian-base`)")
-    b.add_argument("--series", required=True, metavar="S",
-                   help="a directory with a `series` file, an mbox (b4 am), or a git range A..B")
+    b.add_argument("--series", default=None, metavar="S",
+                   help="a directory with a `series` file, an mbox (b4 am), or a git range A..B; "
+                        "without it only the base is built (the nightly build of a branch head)")
     b.add_argument("--source", default=None, metavar="TREE",
                    help="a kernel git tree (default: Debian's linux-source-6.12, unpacked once)")
     b.add_argument("--jobs", type=int, default=None, help="make -j (default: all cores)")
@@ -42,7 +43,8 @@ def print_variant(v) -> None:
 def run_build(args) -> int:
     try:
         tree = open_source(args.source)
-        series = load_series(args.series, tree)
+        series = load_series(args.series, tree) if args.series else Series(
+            args.base.replace("/", "_"), args.base, ())
         plan = make_variants(tree, args.base, series)
         print(f"kernel build: {len(series.patches)} patches of {series.name} on {plan.base[:12]} "
               f"({tree}); build directory {plan.build}", flush=True)
