@@ -11,7 +11,8 @@ import sys
 
 from iowatch import __version__
 
-COMMANDS = ("parse", "run", "import_published", "upload", "serve", "manage", "device")
+COMMANDS = ("parse", "run", "import_published", "upload", "serve", "manage", "device",
+            "kernel", "check", "compare")
 
 
 def build_parser() -> argparse.ArgumentParser:

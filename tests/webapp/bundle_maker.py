@@ -72,3 +72,21 @@ def make_bundle(cells: int = 2, samples: int = 5, repetitions: int = 1, *,
 
 def wire(doc: dict) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def planted_bundle(values: dict[str, list[float]], *, kernel: dict | None = None,
+                   started_at: str = "2024-05-01T10:00:00Z", cells: int = 1,
+                   published: bool = False, matrix: str = "smoke", **kwargs) -> dict:
+    """A bundle whose every cell has, per repetition r, one group-level sample
+    of each metric with the value values[metric][r - 1] (so two bundles can
+    differ by a planted factor). `kernel` replaces the bundle's kernel entry."""
+    reps = len(next(iter(values.values())))
+    doc = make_bundle(cells=cells, samples=0, repetitions=reps, **kwargs)
+    doc.update(started_at=started_at, finished_at=None, published=published, matrix=matrix)
+    if kernel is not None:
+        doc["kernel"] = kernel
+    for cell in doc["cells"]:
+        for rep in cell["repetitions"]:
+            rep["samples"] = [{"metric": m, "value": float(v[rep["index"] - 1]), "group": "0",
+                               "job": None} for m, v in values.items()]
+    return doc

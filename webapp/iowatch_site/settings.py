@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "ninja",  # its Swagger UI files, served from here rather than a CDN
     "results",
+    "regressions",
 ]
 
 MIDDLEWARE = [

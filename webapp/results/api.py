@@ -25,6 +25,7 @@ from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer
 
 from iowatch import bundle
+from regressions.api import router as regressions_router
 from results import ingest
 from results.models import Agent, Artifact, Cell, Metric, Run, Sample
 
@@ -34,6 +35,9 @@ api = NinjaAPI(
     title="iowatch API", version="1",
     description="Result bundles in (agents, with a token); runs, cells, samples, "
                 "artifacts and the metric table out (anyone).")
+
+
+api.add_router("/regressions", regressions_router)
 
 
 class AgentTokenRefused(Exception):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import binascii
 import hashlib
 import json
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,6 +26,9 @@ from results.models import (
     Agent, Artifact, Cell, Device, Host, JobFailure, Kernel, Metric, Patch, PatchSeries,
     Repetition, Run, Sample, Study,
 )
+from results.signals import run_stored
+
+log = logging.getLogger(__name__)
 
 # Rows per INSERT when COPY is not available (SQLite); Django splits further
 # if the backend limits query parameters.
@@ -76,7 +80,11 @@ def store_bundle(doc: dict, agent: Agent | None = None) -> Stored:
                      for s in r["samples"]})
     try:
         with transaction.atomic():
-            return _insert(doc, digest, agent, artifacts, times)
+            stored = _insert(doc, digest, agent, artifacts, times)
+            # After the commit: what readers of new runs compute (verdicts) holds
+            # no lock of the upload's transaction, and its failure cannot undo the store.
+            transaction.on_commit(lambda: _announce(stored.run))
+            return stored
     except IntegrityError:
         # Another request stored this run id first (it committed while we waited
         # on the unique index): answer as if we had come second.
@@ -84,6 +92,13 @@ def store_bundle(doc: dict, agent: Agent | None = None) -> Stored:
         if stored:
             return stored
         raise
+
+
+def _announce(run: Run) -> None:
+    for receiver, error in run_stored.send_robust(sender=Run, run=run):
+        if error is not None:
+            log.error("after storing run %s, %s failed", run.run_id, receiver.__qualname__,
+                      exc_info=error)
 
 
 def _stored_before(run_id: uuid.UUID, digest: str) -> Stored | None:

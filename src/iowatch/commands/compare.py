@@ -1,0 +1,93 @@
+"""iowatch compare: A/B verdicts per cell between two kernels, runs or bundles.
+
+Exit 0: no regression; 1: at least one regression; 2: a side could not be
+read (the message says which and why) or the call is wrong.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from iowatch.comparison import (DEFAULT_STUDIES, SideNotFound, compare_sides, load_side,
+                                published_side)
+from iowatch.report import FORMATS, RENDERERS
+from iowatch.studies import load_studies
+from iowatch.yamlfile import DataFileError
+
+
+def register(sub):
+    p = sub.add_parser(
+        "compare", help="compare two kernels, runs or bundles (or a study's published results)",
+        description="Compare BASE and CANDIDATE cell by cell. Each side is a bundle directory, a "
+                    "run id, or a kernel (release, commit or label) in the store: through --server, "
+                    "or this machine's store. Several runs on a side pool their repetitions. "
+                    "With --published STUDY, compare the study's published results instead. "
+                    "Exit 0: no regression; 1: a regression; 2: error.")
+    p.add_argument("base", nargs="?", metavar="BASE")
+    p.add_argument("candidate", nargs="?", metavar="CANDIDATE")
+    p.add_argument("--published", metavar="STUDY", help="compare this study's published results")
+    p.add_argument("--base", dest="base_label", metavar="LABEL", help="with --published: the base label")
+    p.add_argument("--candidate", dest="candidate_label", metavar="LABEL",
+                   help="with --published: the candidate label")
+    p.add_argument("--device-class", default=None, help="only cells of this device class")
+    p.add_argument("--format", choices=FORMATS, default="text")
+    p.add_argument("--fdr", type=float, default=0.05,
+                   help="false-discovery rate for Benjamini-Hochberg across the cells (default 0.05)")
+    p.add_argument("--all-metrics", action="store_true",
+                   help="judge every metric, not only those the study declares")
+    p.add_argument("--server", default=os.environ.get("IOWATCH_SERVER"),
+                   help="read run ids and kernels from this server's API (env IOWATCH_SERVER)")
+    p.add_argument("--studies", default=None, help=f"studies directory (default {DEFAULT_STUDIES})")
+    p.add_argument("--output", "-o", default=None, help="write the report here instead of stdout")
+    p.set_defaults(func=run)
+
+
+def _fail(message: str) -> int:
+    print(f"iowatch compare: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args) -> int:
+    if not 0 < args.fdr < 1:
+        return _fail(f"--fdr {args.fdr} must be between 0 and 1")
+    studies_dir = Path(args.studies) if args.studies else (
+        Path("jobs/studies") if Path("jobs/studies").is_dir() else DEFAULT_STUDIES)
+    try:
+        studies = load_studies(studies_dir)
+    except DataFileError as e:
+        return _fail(str(e))
+    try:
+        if args.published:
+            if args.base or args.candidate or not (args.base_label and args.candidate_label):
+                return _fail("--published STUDY takes --base LABEL and --candidate LABEL, "
+                             "not positional sides")
+            study = studies.get(args.published)
+            if study is None:
+                return _fail(f"no study {args.published!r} in {studies_dir} "
+                             f"(studies: {', '.join(sorted(studies))})")
+            base = published_side(study, args.base_label, args.device_class, "base")
+            candidate = published_side(study, args.candidate_label, args.device_class, "candidate")
+        else:
+            if not (args.base and args.candidate):
+                return _fail("name two sides: iowatch compare BASE CANDIDATE "
+                             "(or --published STUDY --base LABEL --candidate LABEL)")
+            base = load_side(args.base, server=args.server, role="base")
+            candidate = load_side(args.candidate, server=args.server, role="candidate")
+    except SideNotFound as e:
+        return _fail(str(e))
+    cmp = compare_sides(base, candidate, studies=studies, fdr=args.fdr,
+                        every_metric=args.all_metrics)
+    if args.device_class:
+        cmp.verdicts = [v for v in cmp.verdicts if v.key.device_class == args.device_class]
+    if not cmp.verdicts:
+        return _fail(f"base {args.base or args.base_label!r} and candidate "
+                     f"{args.candidate or args.candidate_label!r} share no cell with samples "
+                     "(same study, device class, device, filesystem, group and metric)")
+    report = RENDERERS[args.format](cmp)
+    if args.output:
+        Path(args.output).write_text(report)
+    else:
+        sys.stdout.write(report)
+    return 1 if cmp.regressions else 0

@@ -1,0 +1,302 @@
+"""The two sides of a comparison, their cells paired, and the verdicts on them.
+
+A side is what a maintainer names: a bundle directory, a run id, or a kernel
+(release, commit or label) whose runs are in the store; or a study's published
+result set. Every side becomes a list of bundle-shaped manifests (samples
+inline), whatever it came from: bundle directories are read from disk; the
+store through the read API (--server) or, on this machine, through the web
+app's `export_runs` command in a child process (the runner side never imports
+Django, DESIGN.md §2). Several runs on a side pool their repetitions per cell.
+
+Cells pair by study, device class, device, filesystem, job group and metric,
+from group-level samples only (job null): job groups stay separate, so a
+starving writer is a regression even while the readers improve.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from iowatch import bundle
+from iowatch.metrics import INFO, METRICS
+from iowatch.stats import CellInput, CellKey, CellVerdict, Confounder, compare_matrix, confounders
+from iowatch.studies import Study
+
+DEFAULT_STUDIES = Path(__file__).resolve().parents[2] / "jobs" / "studies"
+
+
+class SideNotFound(LookupError):
+    """A side that names nothing iowatch can read; the message says which and why."""
+
+
+@dataclass
+class Side:
+    spec: str  # what was asked for
+    source: str  # where it was read: a directory, a server URL, "the local store", "published"
+    runs: list[dict]  # bundle-shaped manifests with samples inline
+
+    @property
+    def title(self) -> str:
+        kernels = sorted({_kernel_title(r) for r in self.runs})
+        return "; ".join(kernels)
+
+
+def _kernel_title(run: dict) -> str:
+    k = run.get("kernel") or {}
+    parts = [k.get("release", "?")]
+    if k.get("git_commit"):
+        parts.append(f"commit {k['git_commit'][:12]}")
+    series, patch = k.get("series"), k.get("patch")
+    if series:
+        index = (patch or {}).get("index", k.get("patch_index"))
+        count = series.get("patch_count")
+        where = f", patch {index}/{count}" if index is not None and count else (
+            f", patch {index}" if index is not None else "")
+        parts.append(f"series {series['name']!r}{where}")
+    if patch and patch.get("subject"):
+        parts.append(f"\"{patch['subject']}\"")
+    if run.get("label"):
+        parts.append(f"label {run['label']}")
+    return ", ".join(parts)
+
+
+# --- reading a side -----------------------------------------------------------
+
+def _is_run_id(spec: str) -> bool:
+    try:
+        uuid.UUID(spec)
+        return True
+    except ValueError:
+        return False
+
+
+def matches_kernel(run: dict, spec: str) -> bool:
+    """A run (API summary or manifest) is of kernel `spec`: release, label or commit prefix."""
+    kernel = run.get("kernel") or {}
+    commit = kernel.get("git_commit") or ""
+    return (spec in (kernel.get("release"), run.get("label"))
+            or (len(spec) >= 7 and re.fullmatch(r"[0-9a-f]+", spec) is not None
+                and commit.startswith(spec)))
+
+
+def prefer_measured(runs: list[dict]) -> list[dict]:
+    """A kernel's measured runs; its published numbers only when nothing was measured."""
+    measured = [r for r in runs if not r.get("published")]
+    return measured or runs
+
+
+def _get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def _paged(url: str, limit: int) -> list[dict]:
+    items, offset = [], 0
+    sep = "&" if "?" in url else "?"
+    while True:
+        page = _get_json(f"{url}{sep}limit={limit}&offset={offset}")
+        items += page["items"]
+        offset += limit
+        if offset >= page["count"]:
+            return items
+
+
+def manifest_from_api(server: str, run_id: str) -> dict:
+    """Rebuild a run's manifest (samples inline, no artifacts) from the read API."""
+    api = server.rstrip("/") + "/api/v1"
+    run = _get_json(f"{api}/runs/{run_id}")
+    cells = _paged(f"{api}/runs/{run_id}/cells", 1000)
+    samples = _paged(f"{api}/samples?run={run_id}", 100_000)
+    by_cell: dict[int, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    for s in samples:
+        by_cell[s["cell_id"]][s["repetition"]].append(
+            {"metric": s["metric"], "value": s["value"], "group": s["group"], "job": s["job"]})
+    kernel = dict(run["kernel"])
+    kernel.update(config=run.get("kernel_config") or {}, cmdline=run.get("cmdline"))
+    if kernel.get("patch_index") is not None:
+        kernel["patch"] = {"index": kernel["patch_index"]}
+    return {
+        "run_id": str(run["run_id"]), "status": run["status"], "published": run["published"],
+        "label": run["label"], "matrix": run["matrix"], "command": run["command"],
+        "kernel": kernel, "host": run["host"], "tools": run["tools"],
+        "environment": run["environment"],
+        "devices": [{**d, "class": d["device_class"]} for d in run["devices"]],
+        "cells": [{"id": c["key"], "study": c["study"],
+                   "device": c["device"]["name"] if c["device"] else None,
+                   "filesystem": c["filesystem"], "mkfs_options": c["mkfs_options"],
+                   "mount_options": c["mount_options"], "params": c["params"],
+                   "status": c["status"],
+                   "repetitions": [{"index": r["index"], "status": r["status"],
+                                    "samples": by_cell[c["id"]].get(r["index"], [])}
+                                   for r in c["repetitions"]]} for c in cells],
+    }
+
+
+def _from_server(spec: str, server: str, role: str) -> Side:
+    api = server.rstrip("/") + "/api/v1"
+    try:
+        if _is_run_id(spec):
+            try:
+                return Side(spec, server, [manifest_from_api(server, spec)])
+            except urllib.error.HTTPError as e:
+                if e.code == 404:
+                    raise SideNotFound(f"{role} {spec!r}: no run with that id on {server}") from None
+                raise
+        runs = prefer_measured([r for r in _paged(f"{api}/runs", 1000) if matches_kernel(r, spec)])
+        if not runs:
+            raise SideNotFound(f"{role} {spec!r}: not a bundle directory, and no run of a kernel "
+                               f"with that release, commit or label on {server}")
+        return Side(spec, server, [manifest_from_api(server, str(r["run_id"])) for r in runs])
+    except (urllib.error.URLError, OSError) as e:
+        raise SideNotFound(f"{role} {spec!r}: cannot read the store at {server}: "
+                           f"{getattr(e, 'reason', e)}") from None
+
+
+def _from_local_store(spec: str, role: str) -> Side:
+    from iowatch.commands.manage import django_command, django_env
+
+    out = subprocess.run(django_command("export_runs", spec), env=django_env(),
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise SideNotFound(f"{role} {spec!r}: cannot read this machine's store: "
+                           f"{out.stderr.strip().splitlines()[-1] if out.stderr.strip() else 'export_runs failed'}")
+    runs = prefer_measured(json.loads(out.stdout))
+    if not runs:
+        raise SideNotFound(f"{role} {spec!r}: not a bundle directory, and this machine's store has "
+                           "no run with that id nor a kernel with that release, commit or label "
+                           "(pass --server URL to read another store)")
+    return Side(spec, "the local store", runs)
+
+
+def load_side(spec: str, *, server: str | None = None, role: str = "side") -> Side:
+    """A bundle directory, a run id or a kernel, read from disk, --server or the local store."""
+    path = Path(spec)
+    if path.is_dir():
+        try:
+            return Side(spec, str(path), [bundle.load(path)])
+        except bundle.BundleError as e:
+            raise SideNotFound(f"{role} {spec!r}: a directory, but not a readable bundle: {e}") from None
+    if server:
+        return _from_server(spec, server, role)
+    return _from_local_store(spec, role)
+
+
+def published_side(study: Study, label: str, device_class: str | None, role: str) -> Side:
+    """A study's published result set(s) under one label, as manifests (n = 1)."""
+    entries = [e for e in study.data["published"] if e["label"] == label
+               and (device_class is None or e["device_class"] == device_class)]
+    if not entries:
+        labels = sorted({e["label"] for e in study.data["published"]})
+        where = f" on device class {device_class}" if device_class else ""
+        raise SideNotFound(f"{role} {label!r}: study {study.slug} published nothing under that "
+                           f"label{where}; its labels are {', '.join(labels)}")
+    fs = study.data["filesystems"][0]
+    runs = []
+    for e in entries:
+        cls = e["device_class"]
+        device = f"published-{cls}"
+        runs.append({
+            "run_id": None, "published": True, "label": e["label"],
+            "kernel": {"release": e["kernel"]}, "host": {"name": "published", "kind": "published"},
+            "devices": [{"name": device, "class": cls, "model": e.get("setup")}],
+            "environment": {"setup": e.get("setup"), "source": study.data["source"]},
+            "command": None, "tools": {},
+            "cells": [{"id": f"{study.slug}/{device}/{fs}", "study": study.slug, "device": device,
+                       "filesystem": fs, "params": {"published": True},
+                       "repetitions": [{"index": 1, "samples": study.published_samples(e)}]}]})
+    return Side(label, "published", runs)
+
+
+# --- pairing and judging --------------------------------------------------------
+
+@dataclass
+class CellContext:
+    """What the report says about a cell beside its numbers."""
+    device_model: str | None = None
+    base_cell: dict = field(default_factory=dict)
+    candidate_cell: dict = field(default_factory=dict)
+
+
+@dataclass
+class Comparison:
+    base: Side
+    candidate: Side
+    fdr: float
+    verdicts: list[CellVerdict]
+    confounders: list[Confounder]
+    context: dict[tuple[str, str, str], CellContext]  # by (study, device, filesystem)
+    studies: dict[str, Study]
+
+    @property
+    def regressions(self) -> list[CellVerdict]:
+        return [v for v in self.verdicts if v.outcome == "regression"]
+
+
+def _series(side: Side) -> tuple[dict[tuple, list[float]], dict[tuple, dict], dict[str, str]]:
+    """Pooled group-level values by (study, class, device, fs, group, metric)."""
+    values: dict[tuple, list[float]] = defaultdict(list)
+    cells: dict[tuple, dict] = {}
+    models: dict[str, str] = {}
+    hosts = set()
+    for run in side.runs:
+        classes = {d["name"]: d.get("class") or d.get("device_class") for d in run.get("devices") or []}
+        models.update({d["name"]: d.get("model") for d in run.get("devices") or [] if d.get("model")})
+        hosts.add((run.get("host") or {}).get("name", "?"))
+        for cell in run.get("cells") or []:
+            if cell.get("status") == "skipped":
+                continue
+            where = (cell["study"], classes.get(cell.get("device"), "?"), cell.get("device") or "",
+                     cell.get("filesystem") or "")
+            cells[where] = cell
+            for rep in cell.get("repetitions") or []:
+                if rep.get("status", "passed") != "passed":
+                    continue  # a failed repetition gives no performance result
+                for s in rep["samples"]:
+                    if s.get("job") is None:
+                        values[(*where, s["group"], s["metric"])].append(float(s["value"]))
+    return values, cells, {"hosts": ", ".join(sorted(hosts)), **models}
+
+
+def _wanted(study: Study | None, group: str, metric: str, every_metric: bool) -> bool:
+    if every_metric or study is None:
+        return METRICS[metric].direction != INFO
+    return any(m["metric"] == metric and m["group"] == group for m in study.data["metrics"])
+
+
+def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr: float = 0.05,
+                  every_metric: bool = False, n_boot: int = 2000, seed: int = 0) -> Comparison:
+    """Pair the two sides' cells and judge them as one matrix."""
+    bv, bcells, bmeta = _series(base)
+    cv, ccells, cmeta = _series(candidate)
+    published = any(r.get("published") for r in base.runs + candidate.runs)
+    host = cmeta["hosts"] if bmeta["hosts"] == cmeta["hosts"] else f"{bmeta['hosts']} -> {cmeta['hosts']}"
+    inputs = []
+    for key in sorted(set(bv) & set(cv)):
+        study_slug, cls, device, fs, group, metric = key
+        study = studies.get(study_slug)
+        # Published sides compare every number the post gave; measured ones the study's metrics.
+        if not published and not _wanted(study, group, metric, every_metric):
+            continue
+        inputs.append(CellInput(CellKey(study_slug, host, cls, device, fs, group, metric),
+                                bv[key], cv[key], METRICS[metric].direction,
+                                study.min_effect_pct if study else 5.0))
+    verdicts = compare_matrix(inputs, fdr=fdr, n_boot=n_boot, seed=seed)
+    context = {}
+    for where in set(bcells) & set(ccells):
+        study_slug, _, device, fs = where
+        context[(study_slug, device, fs)] = CellContext(
+            device_model=cmeta.get(device) or bmeta.get(device),
+            base_cell=bcells[where], candidate_cell=ccells[where])
+    conf: list[Confounder] = []
+    if len(base.runs) and len(candidate.runs):
+        # Pooled sides: compare the first run of each; pooled runs of one kernel share a setup.
+        conf = confounders(base.runs[0], candidate.runs[0])
+    return Comparison(base, candidate, fdr, verdicts, conf, context, studies)

@@ -1,0 +1,190 @@
+"""Reports of a comparison: text (for a mailing-list reply), JSON, JUnit XML, Markdown.
+
+Rendering only: the verdicts come from iowatch.stats through
+iowatch.comparison, so every format says the same thing.
+"""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import asdict
+
+from iowatch.comparison import Comparison, Side
+from iowatch.metrics import METRICS
+from iowatch.stats import CellVerdict
+from iowatch.stats.wording import amount
+
+FORMATS = ("text", "json", "junit", "markdown")
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:+.1f}%"
+
+
+def _p(v: float | None) -> str:
+    if v is None:
+        return "n/a (n = 1)"
+    return f"{v:.2g}" if v >= 0.001 else f"{v:.1e}"
+
+
+def _mean_sd(stats, unit: str) -> str:
+    (m, s), unit = amount((stats.mean, stats.sd), unit, decide_on=(stats.mean,))
+    if stats.n == 1:
+        return f"{m} {unit} (n=1)".replace("  ", " ")
+    return f"{m} ± {s} {unit} (n={stats.n})".replace("  ", " ")
+
+
+def _counts(cmp: Comparison) -> dict[str, int]:
+    out = {"regression": 0, "improvement": 0, "no-change": 0, "inconclusive": 0}
+    for v in cmp.verdicts:
+        out[v.outcome] += 1
+    return out
+
+
+def _side_lines(role: str, side: Side) -> list[str]:
+    lines = [f"{role}: {side.title}"]
+    sources = {"published": "the study's seed post (published numbers)"}
+    lines.append(f"  source: {sources.get(side.source, side.source)}; "
+                 f"{len(side.runs)} run{'s' if len(side.runs) != 1 else ''}"
+                 + (": " + ", ".join(str(r['run_id']) for r in side.runs if r.get("run_id"))
+                    if any(r.get("run_id") for r in side.runs) else ""))
+    return lines
+
+
+def _profile(cell: dict) -> str:
+    params = cell.get("params") or {}
+    if params.get("published"):
+        return "published"
+    return params.get("profile") or "?"
+
+
+def _cell_header(cmp: Comparison, v: CellVerdict) -> list[str]:
+    k = v.key
+    ctx = cmp.context.get((k.study, k.device, k.filesystem))
+    cell = ctx.candidate_cell if ctx else {}
+    fs = k.filesystem
+    if cell.get("mkfs_options") is not None or cell.get("mount_options") is not None:
+        fs += f" (mkfs {cell.get('mkfs_options') or 'defaults'}; mount {cell.get('mount_options') or 'defaults'})"
+    model = f", {ctx.device_model}" if ctx and ctx.device_model else ""
+    return [f"  device class {k.device_class}: {k.device}{model}",
+            f"  filesystem {fs}; host {k.host}; profile {_profile(cell)}"]
+
+
+def render_text(cmp: Comparison) -> str:
+    out = [f"iowatch compare: {cmp.base.spec} -> {cmp.candidate.spec}", ""]
+    out += _side_lines("base", cmp.base) + _side_lines("candidate", cmp.candidate)
+    current = None
+    for v in cmp.verdicts:
+        k = v.key
+        if (k.study, k.device, k.filesystem) != current:
+            current = (k.study, k.device, k.filesystem)
+            study = cmp.studies.get(k.study)
+            out.append("")
+            if study:
+                out.append(f"study {k.study}: {study.title} (seed {study.data['seed']})")
+                ctx = cmp.context.get(current)
+                profile = _profile(ctx.candidate_cell) if ctx else None
+                scaling = study.data["profiles"].get(profile, {}).get("scaling") if profile else None
+                if scaling:
+                    out.append(f"  profile {profile}: {scaling}")
+            else:
+                out.append(f"study {k.study}")
+            out += _cell_header(cmp, v)
+        unit = METRICS[k.metric].unit
+        ci = "n/a" if v.ci_low is None or v.size_only else f"[{v.ci_low:+.1f}%, {v.ci_high:+.1f}%]"
+        adj = "" if v.p_adjusted is None else f" (adjusted {_p(v.p_adjusted)})"
+        out += [f"    {k.group} {k.metric}: {v.outcome.upper()}",
+                f"      base {_mean_sd(v.base, unit)}; candidate {_mean_sd(v.candidate, unit)}",
+                f"      change {_pct(v.change_pct)}, 95% CI {ci}, "
+                f"Mann-Whitney p {_p(v.p_value)}{adj}, Cliff's delta {v.cliffs_delta:+.2f}",
+                f"      {v.words}."]
+    c = _counts(cmp)
+    out += ["", f"verdict: {c['regression']} regression(s), {c['improvement']} improvement(s), "
+                f"{c['inconclusive']} inconclusive, {c['no-change']} without change "
+                f"({len(cmp.verdicts)} cells; Benjamini-Hochberg at a false-discovery rate of "
+                f"{cmp.fdr:g}; minimum effect per study)"]
+    if any(v.size_only for v in cmp.verdicts):
+        out.append("  cells with one sample on a side (published numbers) are judged by size only")
+    out += ["", "confounders (differences between the sides that can explain a change):"]
+    out += [f"  {x.name}: {x.base} -> {x.candidate} ({x.why})" for x in cmp.confounders] or \
+        ["  none recorded"]
+    out += ["", "reproduce:"]
+    for role, side in (("base", cmp.base), ("candidate", cmp.candidate)):
+        commands = sorted({r["command"] for r in side.runs if r.get("command")})
+        if commands:
+            out += [f"  {role}: {c}" for c in commands]
+        elif side.source == "published":
+            slugs = sorted({v.key.study for v in cmp.verdicts})
+            out += [f"  {role}: iowatch run jobs/studies/{s}.yml --profile full --target HOST "
+                    f"(on the {role} kernel)" for s in slugs]
+    return "\n".join(out) + "\n"
+
+
+def _side_json(side: Side) -> dict:
+    return {"spec": side.spec, "source": side.source, "kernel": side.title,
+            "runs": [r.get("run_id") for r in side.runs]}
+
+
+def _cell_json(v: CellVerdict) -> dict:
+    k = v.key
+    return {**asdict(k), "unit": METRICS[k.metric].unit, "direction": v.direction,
+            "base": asdict(v.base), "candidate": asdict(v.candidate),
+            "change_pct": v.change_pct, "ci": {"low": v.ci_low, "high": v.ci_high},
+            "p_value": v.p_value, "p_adjusted": v.p_adjusted, "cliffs_delta": v.cliffs_delta,
+            "min_effect_pct": v.min_effect_pct, "outcome": v.outcome, "needs_runs": v.needs_runs,
+            "size_only": v.size_only, "words": v.words}
+
+
+def render_json(cmp: Comparison) -> str:
+    return json.dumps({"base": _side_json(cmp.base), "candidate": _side_json(cmp.candidate),
+                       "fdr": cmp.fdr, "summary": _counts(cmp),
+                       "cells": [_cell_json(v) for v in cmp.verdicts],
+                       "confounders": [asdict(c) for c in cmp.confounders]}, indent=1) + "\n"
+
+
+def render_junit(cmp: Comparison) -> str:
+    """One test case per cell; a regression is a failure (Jenkins' junit step)."""
+    suites = ET.Element("testsuites")
+    suite = ET.SubElement(suites, "testsuite", name=f"iowatch compare {cmp.base.spec} -> {cmp.candidate.spec}",
+                          tests=str(len(cmp.verdicts)), failures=str(len(cmp.regressions)),
+                          errors="0", skipped="0")
+    for v in cmp.verdicts:
+        k = v.key
+        case = ET.SubElement(suite, "testcase", classname=f"{k.study}.{k.device_class}.{k.device}.{k.filesystem}",
+                             name=f"{k.group} {k.metric}")
+        if v.outcome == "regression":
+            failure = ET.SubElement(case, "failure", message=v.words, type="regression")
+            failure.text = json.dumps(_cell_json(v), indent=1)
+        ET.SubElement(case, "system-out").text = f"{v.outcome}: {v.words}"
+    if cmp.confounders:
+        ET.SubElement(suite, "system-out").text = "\n".join(
+            f"confounder {c.name}: {c.base} -> {c.candidate} ({c.why})" for c in cmp.confounders)
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(cmp: Comparison) -> str:
+    out = [f"## iowatch compare: {_md(cmp.base.spec)} → {_md(cmp.candidate.spec)}", "",
+           f"- base: {_md(cmp.base.title)}", f"- candidate: {_md(cmp.candidate.title)}", "",
+           "| study | device class | device | fs | group | metric | base mean ± sd | candidate mean ± sd "
+           "| change | CI | p (adj.) | outcome |", "|" + "---|" * 12]
+    for v in cmp.verdicts:
+        k, unit = v.key, METRICS[v.key.metric].unit
+        ci = "n/a" if v.ci_low is None else f"{v.ci_low:+.1f}% … {v.ci_high:+.1f}%"
+        out.append("| " + " | ".join(_md(x) for x in (
+            k.study, k.device_class, k.device, k.filesystem, k.group, k.metric,
+            _mean_sd(v.base, unit), _mean_sd(v.candidate, unit), _pct(v.change_pct), ci,
+            _p(v.p_adjusted), f"**{v.outcome}**" if v.outcome == "regression" else v.outcome)) + " |")
+    out += ["", *[f"- {_md(v.words)}" for v in cmp.verdicts if v.outcome in ("regression", "improvement")]]
+    if cmp.confounders:
+        out += ["", "Confounders:", *[f"- {_md(c.name)}: {_md(c.base)} → {_md(c.candidate)} ({_md(c.why)})"
+                                      for c in cmp.confounders]]
+    return "\n".join(out) + "\n"
+
+
+RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit,
+             "markdown": render_markdown}

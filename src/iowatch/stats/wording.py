@@ -1,0 +1,96 @@
+"""Verdicts in words that cannot be read two ways (DESIGN.md §7: no "-71.2% improvement").
+
+A sentence says what moved, which way, by how much, from what to what, in the
+metric's unit, and what that means given the metric's direction.
+"""
+from __future__ import annotations
+
+import math
+
+from iowatch.metrics import HIGHER, INFO, METRICS
+
+# Suffix of a metric name -> how a maintainer says it ({d} is the I/O direction).
+_PHRASES = {
+    "bw_kib_s": "{d} bandwidth",
+    "bw_min_kib_s": "slowest {d} job's bandwidth",
+    "bw_max_kib_s": "fastest {d} job's bandwidth",
+    "iops": "{d} IOPS",
+    "runtime_min_ms": "shortest {d} job runtime",
+    "runtime_max_ms": "longest {d} job runtime",
+    "io_kib": "{d} I/O done",
+    "ios": "{d} requests",
+    "files_per_s": "file create rate",
+    "time_ms": "{d} time",
+    "nat_flush_ms": "NAT flush time",
+    "sys_s": "system CPU time",
+    "user_s": "user CPU time",
+    "fs_to_raw": "filesystem/raw ratio",
+}
+
+
+def metric_phrase(metric: str | None) -> str:
+    if not metric:
+        return "the value"
+    if metric == "wall_s":
+        return "wall-clock time"
+    head, _, tail = metric.rpartition(".")
+    prefix = "device " if head.startswith("device") else ""
+    d = tail.split("_", 1)[0] if head == "device" else head
+    for suffix, phrase in _PHRASES.items():
+        if tail == suffix or (head == "device" and tail.endswith("_" + suffix)):
+            return prefix + phrase.format(d=d).replace(" f2fs", "").strip()
+    m = METRICS.get(metric)
+    words = metric.replace(".", " ").replace("_", " ")
+    return m.description if m and len(m.description) < 50 else words
+
+
+def _number(v: float, thousands: bool = False) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 1000 and thousands:
+        return f"{v:,.0f}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.3g}"
+
+
+def amount(values: tuple[float, ...], unit: str, *,
+           decide_on: tuple[float, ...] | None = None) -> tuple[list[str], str]:
+    """Values in a readable unit: KiB/s above 10 MiB/s are shown in MiB/s
+    (when all of `decide_on`, default the values, are)."""
+    if unit in ("KiB/s", "KiB") and all(abs(v) >= 10240 for v in (decide_on or values)):
+        values, unit = tuple(v / 1024 for v in values), unit.replace("KiB", "MiB")
+    thousands = any(abs(v) >= 10_000 for v in values)  # one style within a sentence
+    return [_number(v, thousands) for v in values], unit
+
+
+def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: float,
+             change_pct: float | None, outcome: str, *, size_only: bool, min_effect_pct: float,
+             needs_runs: int | None) -> str:
+    unit = METRICS[metric].unit if metric in METRICS else ""
+    (b, c), unit = amount((base_mean, cand_mean), unit)
+    what = metric_phrase(metric)
+    unit_text = f" {unit}" if unit else ""
+    if change_pct is None:
+        moved = f"{what} went from {b} to {c}{unit_text}"
+    elif change_pct == 0 or math.isclose(base_mean, cand_mean):
+        moved = f"{what} stayed at {b}{unit_text}"
+    else:
+        verb = "rose" if change_pct > 0 else "fell"
+        moved = f"{what} {verb} {abs(change_pct):.1f}%, from {b} to {c}{unit_text}"
+    better = "higher is better" if direction == HIGHER else "lower is better"
+    if direction == INFO:
+        meaning = "information only, not judged"
+    elif outcome == "regression":
+        meaning = f"a regression ({better})"
+    elif outcome == "improvement":
+        meaning = f"an improvement ({better})"
+    elif outcome == "no-change":
+        meaning = f"no change that matters (the minimum effect is {min_effect_pct:g}%)"
+    else:
+        meaning = "inconclusive"
+        if needs_runs:
+            meaning += f": needs about {needs_runs} more runs per side"
+    if size_only and direction != INFO:
+        meaning += "; one sample on a side, judged by size only"
+    return f"{moved}: {meaning}"

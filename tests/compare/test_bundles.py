@@ -1,0 +1,118 @@
+"""iowatch compare on real bundles: two runs of the same kernel (A/A) made by
+the runner on loop devices, compared as directories, by run id through a live
+server, and by run id from this machine's store (export_runs)."""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from iowatch import bundle
+
+ROOT = Path(__file__).resolve().parents[2]
+IOWATCH = str(Path(sys.executable).parent / "iowatch")
+STUDY = ROOT / "jobs/studies/xfs-smallfile-writeback.yml"
+COUNTS = {"device.write_ios", "device.read_ios", "device.write_iops"}
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="iowatch run needs root (losetup, mkfs, mount)"),
+    pytest.mark.skipif(not shutil.which("fs_mark"), reason="fs_mark is not installed"),
+]
+
+
+def _run(*args, env=None, cwd=ROOT):
+    return subprocess.run([IOWATCH, *map(str, args)], capture_output=True, text=True,
+                          timeout=600, env=env, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def two_bundles(tmp_path_factory):
+    """Two runs of the quick xfs small-file study, 3 repetitions each."""
+    tmp = tmp_path_factory.mktemp("aa")
+    env = {**os.environ, "IOWATCH_DATA_DIR": str(tmp / "data")}
+    outs = []
+    try:
+        for side in ("a", "b"):
+            out = tmp / side
+            r = _run("run", STUDY, "--profile", "quick", "--target", "localhost", "--inventory",
+                     ROOT / "hardware-inventory.yml", "--reps", 3, "--out", out, "--no-progress", env=env)
+            assert r.returncode == 0, r.stdout + r.stderr
+            outs.append(out)
+        yield outs
+    finally:
+        subprocess.run([IOWATCH, "device", "detach", "localhost", "--inventory",
+                        str(ROOT / "hardware-inventory.yml")], env=env, capture_output=True)
+
+
+def _group_values(doc: dict, group: str, metric: str) -> list[float]:
+    return [s["value"] for c in doc["cells"] for r in c["repetitions"] for s in r["samples"]
+            if s["group"] == group and s["metric"] == metric and s.get("job") is None]
+
+
+def test_aa_of_two_bundle_dirs_reports_the_bundles_numbers(two_bundles):
+    a, b = two_bundles
+    r = _run("compare", a, b, "--format", "json", "--all-metrics")
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    docs = bundle.load(a), bundle.load(b)
+    metrics = {c["metric"] for c in doc["cells"]}
+    assert {"fsmark.files_per_s", "wall_s", "device.write_iops"} <= metrics
+    for cell in doc["cells"]:
+        assert (cell["study"], cell["device_class"], cell["filesystem"]) == \
+            ("xfs-smallfile-writeback", "ssd-raid0", "xfs")
+        for side, d in zip(("base", "candidate"), docs):
+            values = _group_values(d, cell["group"], cell["metric"])
+            assert cell[side]["n"] == len(values) == 3
+            assert cell[side]["mean"] == pytest.approx(statistics.mean(values))
+            assert cell[side]["sd"] == pytest.approx(statistics.stdev(values))
+        assert cell["outcome"] in ("regression", "improvement", "no-change", "inconclusive")
+        if cell["metric"] in COUNTS:
+            assert cell["outcome"] != "regression", cell["words"]
+    # Same host, same kernel, same tools: nothing to confound.
+    assert all("mount_options" not in c["name"] for c in doc["confounders"])
+
+
+def test_text_and_junit_reports_of_real_bundles(two_bundles):
+    a, b = two_bundles
+    r = _run("compare", a, b)
+    assert r.returncode in (0, 1), r.stderr
+    doc = bundle.load(b)
+    for text in (doc["kernel"]["release"], "device class ssd-raid0", "loop device over an image file",
+                 "mkfs -f -q; mount noatime", "profile quick", "fsmark fsmark.files_per_s",
+                 "reproduce:", "--reps 3"):
+        assert text in r.stdout, text
+    r = _run("compare", a, b, "--format", "junit")
+    root = ET.fromstring(r.stdout)
+    assert len(root.findall("./testsuite/testcase")) == 5  # the study's declared metrics
+
+
+def test_compare_by_run_id_through_a_live_server_and_the_local_store(two_bundles):
+    from live_server import create_agent, running_server, scratch_database
+
+    a, b = two_bundles
+    ids = [bundle.load(d)["run_id"] for d in (a, b)]
+    from_dirs = json.loads(_run("compare", a, b, "--format", "json").stdout)
+    with scratch_database() as env:
+        subprocess.run([IOWATCH, "manage", "migrate", "-v0"], env=env, check=True, timeout=300)
+        token = create_agent(env, "aa-test")
+        with running_server(env) as (url, _):
+            up = _run("upload", a, b, "--server", url, "--token", token, env=env)
+            assert up.returncode == 0, up.stdout + up.stderr
+            r = _run("compare", *ids, "--server", url, "--format", "json", env=env)
+            assert r.returncode in (0, 1), r.stderr
+            via_api = json.loads(r.stdout)
+            missing = _run("compare", ids[0], "no-such-kernel", "--server", url, env=env)
+        local = _run("compare", *ids, "--format", "json", env=env)
+        assert local.returncode in (0, 1), local.stderr
+        via_store = json.loads(local.stdout)
+    for got in (via_api, via_store):
+        assert got["base"]["runs"] == [ids[0]] and got["candidate"]["runs"] == [ids[1]]
+        strip = lambda d: [{k: v for k, v in c.items() if k != "host"} for c in d["cells"]]  # noqa: E731
+        assert strip(got) == strip(from_dirs)
+    assert missing.returncode == 2 and "candidate 'no-such-kernel'" in missing.stderr

@@ -1,0 +1,109 @@
+"""compare / compare_matrix on data with known answers."""
+import numpy as np
+import pytest
+import scipy.stats
+
+from iowatch.stats import (CellInput, CellKey, benjamini_hochberg, cliffs_delta, compare,
+                           compare_matrix, mann_whitney_p)
+
+
+@pytest.mark.parametrize("x, y", [
+    ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]),          # complete separation, exact
+    ([1.1, 2.2, 3.3], [4.4, 5.5]),
+    ([1, 2, 2, 3], [2, 3, 4, 4, 5]),              # ties: normal approximation
+    (list(range(12)), list(range(5, 20))),        # over 8 a side: normal approximation
+    ([19, 22, 16, 29, 24], [20, 11, 17, 12]),     # textbook example (U = 17)
+    ([5, 5, 5], [5, 5, 5]),                       # all tied
+])
+def test_mann_whitney_matches_scipy(x, y):
+    assert mann_whitney_p(x, y) == pytest.approx(scipy.stats.mannwhitneyu(x, y).pvalue, rel=1e-12)
+
+
+def test_mann_whitney_textbook_values():
+    # Complete separation of 5 and 5: only 2 of C(10, 5) = 252 orderings are as extreme.
+    assert mann_whitney_p([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
+    # U = 17 of 20 for samples of 5 and 4: P(U >= 17) = 7/126, doubled.
+    assert mann_whitney_p([19, 22, 16, 29, 24], [20, 11, 17, 12]) == pytest.approx(2 * 7 / 126)
+
+
+def test_cliffs_delta_by_hand():
+    # y = 2 beats 1, ties 2, loses to 3; y = 4 beats all three: (4 - 1) / 6.
+    assert cliffs_delta([1, 2, 3], [2, 4]) == pytest.approx(0.5)
+    assert cliffs_delta([1, 2], [3, 4]) == 1.0 and cliffs_delta([3, 4], [1, 2]) == -1.0
+    assert compare([1, 2, 3], [2, 4], direction="higher").cliffs_delta == pytest.approx(0.5)
+
+
+def test_benjamini_hochberg_by_hand_and_statsmodels_values():
+    assert benjamini_hochberg([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    # statsmodels.stats.multitest.multipletests(p, method="fdr_bh")[1] for this classic set:
+    p = [0.001, 0.008, 0.039, 0.041, 0.042, 0.06, 0.074, 0.205]
+    assert benjamini_hochberg(p) == pytest.approx(
+        [0.008, 0.032, 0.0672, 0.0672, 0.0672, 0.08, 0.0845714286, 0.205])
+    assert benjamini_hochberg([]) == []
+
+
+def test_bootstrap_ci_covers_the_true_shift_on_a_large_sample():
+    rng = np.random.default_rng(42)
+    base = rng.normal(1000, 50, 400)
+    cand = rng.normal(1100, 50, 400)  # +10%
+    v = compare(base, cand, direction="higher", seed=3)
+    assert v.ci_low < 10 < v.ci_high
+    assert v.ci_high - v.ci_low < 3
+    assert v.outcome == "improvement" and v.p_value < 1e-10
+
+
+def test_regression_needs_significance_size_and_a_ci_beyond_zero():
+    v = compare([100, 101, 99, 100, 102, 98], [80, 81, 79, 80, 82, 78], direction="higher",
+                metric="write.bw_kib_s")
+    assert v.outcome == "regression" and v.change_pct == pytest.approx(-20)
+    assert v.words.startswith("write bandwidth fell 20.0%, from 100 to 80 KiB/s: a regression")
+    # Lower is better: the same fall is an improvement.
+    assert compare([100, 101, 99, 100, 102, 98], [80, 81, 79, 80, 82, 78],
+                   direction="lower").outcome == "improvement"
+    # Significant but below the minimum effect, and the CI rules out 5%: no change.
+    small = compare([100, 100.1, 99.9, 100, 100.2, 99.8], [99, 99.1, 98.9, 99, 99.2, 98.8],
+                    direction="higher")
+    assert small.p_value < 0.01 and small.outcome == "no-change"
+
+
+def test_info_metrics_never_give_a_verdict():
+    v = compare([1, 2, 3, 4, 5], [60, 70, 80, 90, 100], direction="info", metric="write.io_kib")
+    assert v.outcome == "no-change" and "information only" in v.words
+
+
+def test_needs_runs_grows_as_noise_grows():
+    needs = []
+    for sd in (3, 6, 12):
+        v = compare([100 - sd, 100, 100 + sd], [103 - sd, 103, 103 + sd], direction="higher")
+        assert v.outcome == "inconclusive"
+        needs.append(v.needs_runs)
+    assert needs[0] < needs[1] < needs[2]
+    assert "more runs per side" in v.words
+
+
+def test_one_sample_on_a_side_is_judged_by_size_only():
+    v = compare([2968], [19], direction="higher", metric="write.bw_kib_s")
+    assert v.size_only and v.p_value is None and v.outcome == "regression"
+    assert v.words.startswith("write bandwidth fell 99.4%, from 2968 to 19 KiB/s: a regression")
+    assert compare([100], [103], direction="higher").outcome == "no-change"
+
+
+def test_matrix_adjusts_p_values_and_agrees_with_compare_per_cell():
+    rng = np.random.default_rng(0)
+    cells = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"),
+                       rng.normal(100, 5, 6), rng.normal(100 if i % 2 else 70, 5, 6), "higher")
+             for i in range(20)]
+    out = compare_matrix(cells)
+    for cell, v in zip(cells, out):
+        single = compare(cell.base, cell.candidate, direction="higher")
+        assert v.p_value == pytest.approx(single.p_value) and v.ci_low == pytest.approx(single.ci_low)
+        assert v.p_adjusted >= v.p_value and v.key == cell.key
+    assert [v.outcome == "regression" for v in out] == [i % 2 == 0 for i in range(20)]
+    assert benjamini_hochberg([v.p_value for v in out]) == pytest.approx([v.p_adjusted for v in out])
+
+
+def test_zero_on_both_sides_is_no_change_and_a_bad_direction_is_refused():
+    assert compare([0, 0, 0], [0, 0, 0], direction="lower").outcome == "no-change"
+    assert compare([0, 0, 0], [3, 4, 5], direction="lower").outcome == "inconclusive"
+    with pytest.raises(ValueError, match="direction"):
+        compare([1, 2], [3, 4], direction="up")

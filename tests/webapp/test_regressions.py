@@ -1,0 +1,283 @@
+"""Verdicts stored when a run arrives, regressions grouped per change, change
+points in a nightly history, and triage (webapp/regressions)."""
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import IntegrityError, transaction
+from django.test import Client
+from django.utils.crypto import get_random_string
+
+from bundle_maker import planted_bundle
+from regressions.models import CellVerdict, ChangePoint, Comparison, Regression, TriageEvent
+from results.models import Run
+
+pytestmark = pytest.mark.django_db
+
+NOISE = [-10, 4, 10, -4, 0]  # ±10 around a level, over 5 repetitions
+
+
+def level(mean: float, noise=NOISE) -> list[float]:
+    return [mean + e for e in noise]
+
+
+def kernel(commit: int, series: str | None = None, patch: int | None = None) -> dict:
+    k = {"release": "6.12.0-iowatch", "git_commit": f"{commit:012x}", "config_hash": "c0ffee"}
+    if series is not None:
+        k["series"] = {"name": series, "base": "v6.12", "patch_count": 2}
+        k["patch"] = {"index": patch}
+    return k
+
+
+def at(hour: int) -> str:
+    return f"2024-05-{1 + hour // 24:02d}T{hour % 24:02d}:00:00Z"
+
+
+@pytest.fixture
+def arrive(post, django_capture_on_commit_callbacks):
+    """Post a bundle and run what the store does once the upload commits."""
+
+    def arrive(doc: dict) -> Run:
+        with django_capture_on_commit_callbacks(execute=True):
+            status, body = post(doc)
+        assert status == 201, body
+        return Run.objects.get(run_id=doc["run_id"])
+
+    return arrive
+
+
+def two_kernels(arrive, base_bw: float, candidate_bw: float, cells: int = 2):
+    """A run of kernel 1, then a run of kernel 2 of the same matrix on the same
+    host; write bandwidth planted, write IOPS the same on both."""
+    base = arrive(planted_bundle({"write.bw_kib_s": level(base_bw), "write.iops": level(200, [1, -1, 0, 2, -2])},
+                                 kernel=kernel(1), started_at=at(0), cells=cells))
+    candidate = arrive(planted_bundle({"write.bw_kib_s": level(candidate_bw),
+                                       "write.iops": level(200, [0, 2, -1, 1, -2])},
+                                      kernel=kernel(2), started_at=at(1), cells=cells))
+    return base, candidate
+
+
+def test_a_planted_drop_stores_verdicts_and_one_regression_for_the_cells_it_hit(arrive, client):
+    base, candidate = two_kernels(arrive, 1000, 500)
+    comparison = Comparison.objects.get()
+    assert comparison.reason == "previous-run"
+    assert (comparison.base_kernel, comparison.candidate_kernel) == (base.kernel, candidate.kernel)
+    assert list(comparison.base_runs.all()) == [base]
+    assert list(comparison.candidate_runs.all()) == [candidate]
+    outcomes = dict(((v.cell_key, v.metric_id), v.outcome) for v in comparison.cells.all())
+    assert len(outcomes) == 4
+    assert {o for (_, m), o in outcomes.items() if m == "write.bw_kib_s"} == {"regression"}
+    assert {o for (_, m), o in outcomes.items() if m == "write.iops"} == {"no-change"}
+    bw = comparison.cells.filter(metric_id="write.bw_kib_s").first()
+    assert (bw.base_n, bw.candidate_n, bw.base_mean, bw.candidate_mean) == (5, 5, 1000, 500)
+    assert bw.change_pct == pytest.approx(-50) and bw.ci_high < 0 and bw.p_adjusted < 0.05
+    assert bw.study.slug == "f2fs-dio-write" and bw.device_class == "sdcard"
+
+    regression = Regression.objects.get()
+    assert regression.state == "new" and regression.comparison == comparison
+    assert regression.regressed_cells().count() == 2
+
+    listed = client.get("/api/v1/regressions").json()
+    assert listed["count"] == 1
+    item = listed["items"][0]
+    assert (item["kind"], item["state"], item["cell_count"], item["host"]) == ("ab", "new", 2, "lab-1")
+    detail = client.get(f"/api/v1/regressions/{regression.pk}").json()
+    assert {c["metric"] for c in detail["cells"]} == {"write.bw_kib_s"}
+    assert detail["candidate_runs"] == [str(candidate.run_id)]
+    assert detail["cells"][0]["base"]["mean"] == 1000
+
+
+def test_an_improvement_stores_verdicts_and_raises_nothing(arrive):
+    two_kernels(arrive, 1000, 2000)
+    assert set(CellVerdict.objects.filter(metric_id="write.bw_kib_s")
+               .values_list("outcome", flat=True)) == {"improvement"}
+    assert not Regression.objects.exists()
+
+
+def test_a_published_run_is_never_compared_nor_a_base(arrive):
+    arrive(planted_bundle({"write.bw_kib_s": [1000.0]}, kernel=kernel(1), started_at=at(0),
+                          published=True))
+    arrive(planted_bundle({"write.bw_kib_s": level(500)}, kernel=kernel(2), started_at=at(1)))
+    arrive(planted_bundle({"write.bw_kib_s": [400.0]}, kernel=kernel(3), started_at=at(2),
+                          published=True))
+    assert not Comparison.objects.exists() and not CellVerdict.objects.exists()
+
+
+def test_a_patch_is_compared_with_its_parent_and_with_the_series_base(arrive):
+    runs = [arrive(planted_bundle({"write.bw_kib_s": level(bw)}, kernel=kernel(10 + k, "s", k),
+                                  started_at=at(k)))
+            for k, bw in enumerate([1000, 1000, 500])]
+    pairs = {(c.reason, c.base_kernel.patch_index, c.candidate_kernel.patch_index)
+             for c in Comparison.objects.select_related("base_kernel", "candidate_kernel")}
+    assert pairs == {("parent", 0, 1), ("parent", 1, 2), ("series-base", 0, 2)}
+    regressed = {(r.comparison.reason, r.comparison.candidate_kernel_id)
+                 for r in Regression.objects.select_related("comparison")}
+    assert regressed == {("parent", runs[2].kernel_id), ("series-base", runs[2].kernel_id)}
+
+
+def test_a_parent_that_arrives_after_its_child_is_still_compared(arrive):
+    arrive(planted_bundle({"write.bw_kib_s": level(500)}, kernel=kernel(11, "s", 1), started_at=at(0)))
+    assert not Comparison.objects.exists()
+    arrive(planted_bundle({"write.bw_kib_s": level(1000)}, kernel=kernel(10, "s", 0), started_at=at(1)))
+    comparison = Comparison.objects.get()
+    assert (comparison.reason, comparison.candidate_kernel.patch_index) == ("parent", 1)
+    assert Regression.objects.get().comparison == comparison
+
+
+def test_a_second_run_of_a_kernel_is_pooled_into_its_side(arrive):
+    base, candidate = two_kernels(arrive, 1000, 500, cells=1)
+    again = arrive(planted_bundle({"write.bw_kib_s": level(505), "write.iops": level(200)},
+                                  kernel=kernel(2), started_at=at(2)))
+    comparison = Comparison.objects.get()
+    assert set(comparison.candidate_runs.all()) == {candidate, again}
+    bw = comparison.cells.get(metric_id="write.bw_kib_s")
+    assert (bw.base_n, bw.candidate_n) == (5, 10)
+    assert Regression.objects.count() == 1
+
+
+# --- change points ---------------------------------------------------------------
+
+def test_a_step_in_the_nightly_history_raises_one_change_point_regression_at_its_run(arrive):
+    runs = [arrive(planted_bundle({"write.bw_kib_s": level(bw + night % 3)}, kernel=kernel(night),
+                                  started_at=at(night), matrix="nightly"))
+            for night, bw in enumerate([1000] * 8 + [700] * 4)]
+    raised = Regression.objects.filter(comparison__reason="change-point")
+    assert raised.count() == 1
+    point = ChangePoint.objects.get()
+    assert point.run == runs[8] and point.kernel == runs[8].kernel
+    assert (point.metric_id, point.group, point.cell_key) == ("write.bw_kib_s", "0",
+                                                             "f2fs-dio-write/sd0/f2fs/c0")
+    assert point.before_mean == pytest.approx(1001, abs=2)
+    assert point.after_mean == pytest.approx(701, abs=2)
+    comparison = raised.get().comparison
+    assert (comparison.base_kernel, comparison.candidate_kernel) == (runs[7].kernel, runs[8].kernel)
+
+
+def test_a_flat_nightly_history_raises_no_change_point(arrive):
+    for night in range(10):
+        arrive(planted_bundle({"write.bw_kib_s": level(1000 + night % 3)}, kernel=kernel(night),
+                              started_at=at(night)))
+    assert not ChangePoint.objects.exists()
+    assert not Regression.objects.exists()
+
+
+# --- triage ------------------------------------------------------------------------
+
+@pytest.fixture
+def regression(arrive) -> Regression:
+    two_kernels(arrive, 1000, 500, cells=1)
+    return Regression.objects.get()
+
+
+@pytest.fixture
+def maintainer():
+    return get_user_model().objects.create_user("maintainer", password="not-used-here")
+
+
+def csrf_client(user=None) -> tuple[Client, dict]:
+    """A client that enforces CSRF like a browser's session, and the header
+    that carries the token of its cookie."""
+    c = Client(enforce_csrf_checks=True)
+    if user is not None:
+        c.force_login(user)
+    token = get_random_string(32)
+    c.cookies["csrftoken"] = token
+    return c, {"HTTP_X_CSRFTOKEN": token}
+
+
+def triage(c: Client, regression, state: str, note: str = "", **headers):
+    return c.post(f"/api/v1/regressions/{regression.pk}/triage", json.dumps({"state": state, "note": note}),
+                  content_type="application/json", **headers)
+
+
+def test_a_logged_in_user_triages_and_the_change_is_logged(regression, maintainer):
+    c, token = csrf_client(maintainer)
+    response = triage(c, regression, "acknowledged", "<b>seen</b>, bisecting tonight", **token)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["state"] == "acknowledged"
+    assert triage(c, regression, "wontfix", **token).status_code == 200
+    regression.refresh_from_db()
+    assert regression.state == "wontfix" and regression.get_state_display() == "won't fix"
+    assert regression.notes == "<b>seen</b>, bisecting tonight"
+    events = list(TriageEvent.objects.filter(regression=regression))
+    assert [(e.user, e.from_state, e.to_state) for e in events] == [
+        (maintainer, "new", "acknowledged"), (maintainer, "acknowledged", "wontfix")]
+    assert events[0].at <= events[1].at
+    detail = c.get(f"/api/v1/regressions/{regression.pk}").json()
+    assert [e["user"] for e in detail["events"]] == ["maintainer", "maintainer"]
+    assert detail["events"][0]["note"] == "<b>seen</b>, bisecting tonight"
+
+
+def test_anonymous_triage_is_refused_and_changes_nothing(regression):
+    c, token = csrf_client()
+    assert triage(c, regression, "invalid", **token).status_code == 401
+    assert Client().post(f"/api/v1/regressions/{regression.pk}/triage",
+                         {"state": "invalid"}, content_type="application/json").status_code == 401
+    regression.refresh_from_db()
+    assert regression.state == "new" and not TriageEvent.objects.exists()
+
+
+def test_a_session_post_without_the_csrf_token_is_refused(regression, maintainer):
+    c, _ = csrf_client(maintainer)
+    assert triage(c, regression, "invalid").status_code == 403
+    regression.refresh_from_db()
+    assert regression.state == "new" and not TriageEvent.objects.exists()
+
+
+def test_an_unknown_state_is_refused(regression, maintainer):
+    c, token = csrf_client(maintainer)
+    response = triage(c, regression, "closed", **token)
+    assert response.status_code == 400 and "wontfix" in response.json()["error"]
+    assert not TriageEvent.objects.exists()
+
+
+def test_the_list_filters_by_state_study_host_and_kind(regression, maintainer, client):
+    def ids(query):
+        response = client.get(f"/api/v1/regressions?{query}")
+        assert response.status_code == 200, response.content
+        return [r["id"] for r in response.json()["items"]]
+
+    assert ids("state=new&study=f2fs-dio-write&host=lab-1&kind=ab") == [regression.pk]
+    assert ids("state=fixed") == ids("study=ext4-dio-randread") == ids("host=lab-9") == []
+    assert ids("kind=change-point") == []
+    assert client.get("/api/v1/regressions?state=closed").status_code == 400
+    assert client.get("/api/v1/regressions/999999").status_code == 404
+
+
+# --- recompute and the database's rules ------------------------------------------
+
+def test_recompute_replaces_the_verdicts_and_keeps_the_triage(regression, maintainer):
+    c, token = csrf_client(maintainer)
+    assert triage(c, regression, "bisecting", **token).status_code == 200
+    before = sorted(CellVerdict.objects.values_list("cell_key", "metric_id", "outcome", "p_value"))
+    out = StringIO()
+    call_command("recompute_verdicts", stdout=out)
+    call_command("recompute_verdicts", "--run", str(regression.comparison.candidate_runs.get().run_id),
+                 stdout=out)
+    assert sorted(CellVerdict.objects.values_list("cell_key", "metric_id", "outcome", "p_value")) == before
+    assert Comparison.objects.count() == 1
+    assert Regression.objects.get().state == "bisecting"
+    assert "1 with a regression" in out.getvalue()
+
+
+def _refused(make):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        make()
+
+
+def test_states_outcomes_and_pairings_are_checked_by_the_database(regression):
+    comparison = regression.comparison
+    _refused(lambda: Regression.objects.filter(pk=regression.pk).update(state="closed"))
+    _refused(lambda: CellVerdict.objects.filter(comparison=comparison).update(outcome="worse"))
+    _refused(lambda: Comparison.objects.filter(pk=comparison.pk).update(reason="whim"))
+    _refused(lambda: Comparison.objects.filter(pk=comparison.pk)
+             .update(base_kernel=comparison.candidate_kernel))
+    _refused(lambda: Regression.objects.create(comparison=comparison))
+    verdict = comparison.cells.first()
+    verdict.pk = None
+    _refused(verdict.save)

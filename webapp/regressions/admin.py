@@ -1,0 +1,77 @@
+"""Django admin for stored verdicts, regressions and their triage. Verdict rows
+are many: raw id widgets and no full counts, so a page never loads a table."""
+from django.contrib import admin
+
+from regressions.models import CellVerdict, ChangePoint, Comparison, Regression, TriageEvent
+
+
+@admin.register(Comparison)
+class ComparisonAdmin(admin.ModelAdmin):
+    list_display = ("id", "reason", "host", "matrix", "base_kernel", "candidate_kernel",
+                    "computed_at")
+    list_filter = ("reason", "host")
+    search_fields = ("matrix", "base_kernel__release", "candidate_kernel__release")
+    list_select_related = ("host", "base_kernel", "candidate_kernel")
+    raw_id_fields = ("host", "base_kernel", "candidate_kernel", "trigger_run", "base_runs",
+                     "candidate_runs")
+    readonly_fields = ("computed_at",)
+
+
+@admin.register(CellVerdict)
+class CellVerdictAdmin(admin.ModelAdmin):
+    list_display = ("cell_key", "group", "metric", "outcome", "change_pct", "p_adjusted",
+                    "comparison")
+    list_filter = ("outcome", "direction", "size_only")
+    search_fields = ("=cell_key", "=metric__name")
+    list_select_related = ("comparison",)
+    raw_id_fields = ("comparison", "study", "host", "device", "metric")
+    show_full_result_count = False
+
+
+class TriageEventInline(admin.TabularInline):
+    model = TriageEvent
+    extra = 0
+    readonly_fields = ("user", "from_state", "to_state", "note", "at")
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Regression)
+class RegressionAdmin(admin.ModelAdmin):
+    list_display = ("id", "state", "comparison", "created", "updated")
+    list_filter = ("state", "comparison__reason", "comparison__host")
+    search_fields = ("notes", "comparison__candidate_kernel__release")
+    list_select_related = ("comparison__host", "comparison__base_kernel",
+                           "comparison__candidate_kernel")
+    raw_id_fields = ("comparison",)
+    readonly_fields = ("created", "updated")
+    inlines = [TriageEventInline]
+
+    def save_model(self, request, obj, form, change):
+        # A state changed here is logged like one changed through the API.
+        super().save_model(request, obj, form, change)
+        if change and "state" in form.changed_data:
+            TriageEvent.objects.create(regression=obj, user=request.user,
+                                       from_state=form.initial["state"], to_state=obj.state,
+                                       note="changed in the admin")
+
+
+@admin.register(TriageEvent)
+class TriageEventAdmin(admin.ModelAdmin):
+    list_display = ("regression", "user", "from_state", "to_state", "at")
+    list_filter = ("to_state",)
+    list_select_related = ("regression", "user")
+    raw_id_fields = ("regression", "user")
+    readonly_fields = ("at",)
+
+
+@admin.register(ChangePoint)
+class ChangePointAdmin(admin.ModelAdmin):
+    list_display = ("cell_key", "group", "metric", "host", "kernel", "change_pct", "detected_at")
+    list_filter = ("host",)
+    search_fields = ("=cell_key", "=metric__name")
+    list_select_related = ("host", "kernel")
+    raw_id_fields = ("comparison", "study", "host", "device", "metric", "kernel", "run")
+    show_full_result_count = False

@@ -1,0 +1,316 @@
+"""/api/v1/regressions: the open regressions, their cells, and their triage.
+
+Reading is open to anyone, like the rest of the API. Triage changes state and
+needs a logged-in user (Django's session, with its CSRF token); every change is
+a TriageEvent naming the user. Everything goes out as JSON data: pages that
+show it escape it (untrusted text, DESIGN.md §6).
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Q
+from django.http import HttpRequest, JsonResponse
+from django.shortcuts import get_object_or_404
+from ninja import Query, Router, Schema
+from ninja.errors import HttpError
+from ninja.security import SessionAuth
+
+from regressions.models import STATES, CellVerdict, ChangePoint, Regression, TriageEvent
+
+router = Router(tags=["regressions"])
+
+MAX_PAGE = 1000
+
+
+class Triager(SessionAuth):
+    """A logged-in Django user; the POST must carry the CSRF token (403 without)."""
+
+    def authenticate(self, request: HttpRequest, key):
+        if request.user.is_authenticated:
+            return request.user
+        raise HttpError(401, "log in to triage regressions")
+
+
+def _bad_request(message: str, where: str) -> JsonResponse:
+    return JsonResponse({"error": message, "where": where}, status=400)
+
+
+class Detail(Schema):
+    detail: str
+
+
+class Error(Schema):
+    error: str
+    where: str | None = None
+
+
+class KernelRef(Schema):
+    id: int
+    release: str
+    git_commit: str | None
+    series: str | None
+    patch_index: int | None
+
+    @staticmethod
+    def resolve_series(kernel) -> str | None:
+        return kernel.series.name if kernel.series_id else None
+
+
+class RegressionOut(Schema):
+    id: int
+    kind: str
+    state: str
+    state_label: str
+    reason: str
+    reason_label: str
+    host: str
+    matrix: str
+    base_kernel: KernelRef
+    candidate_kernel: KernelRef
+    cell_count: int
+    notes: str
+    created: datetime
+    updated: datetime
+
+    @staticmethod
+    def resolve_kind(r: Regression) -> str:
+        return r.kind
+
+    @staticmethod
+    def resolve_state_label(r: Regression) -> str:
+        return r.get_state_display()
+
+    @staticmethod
+    def resolve_reason(r: Regression) -> str:
+        return r.comparison.reason
+
+    @staticmethod
+    def resolve_reason_label(r: Regression) -> str:
+        return r.comparison.get_reason_display()
+
+    @staticmethod
+    def resolve_host(r: Regression) -> str:
+        return r.comparison.host.name
+
+    @staticmethod
+    def resolve_matrix(r: Regression) -> str:
+        return r.comparison.matrix
+
+    @staticmethod
+    def resolve_base_kernel(r: Regression):
+        return r.comparison.base_kernel
+
+    @staticmethod
+    def resolve_candidate_kernel(r: Regression):
+        return r.comparison.candidate_kernel
+
+
+class SideOut(Schema):
+    n: int
+    mean: float
+    median: float
+    sd: float | None
+
+
+class CellVerdictOut(Schema):
+    id: int
+    cell_key: str
+    study: str
+    device_class: str
+    device: str | None
+    filesystem: str
+    group: str
+    metric: str
+    direction: str
+    min_effect_pct: float
+    base: SideOut
+    candidate: SideOut
+    change_pct: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    cliffs_delta: float | None
+    outcome: str
+    needs_runs: int | None
+    size_only: bool
+    words: str
+
+    @staticmethod
+    def resolve_study(v: CellVerdict) -> str:
+        return v.study.slug
+
+    @staticmethod
+    def resolve_device(v: CellVerdict) -> str | None:
+        return v.device.name if v.device_id else None
+
+    @staticmethod
+    def resolve_metric(v: CellVerdict) -> str:
+        return v.metric_id
+
+    @staticmethod
+    def resolve_base(v: CellVerdict) -> dict:
+        return {"n": v.base_n, "mean": v.base_mean, "median": v.base_median, "sd": v.base_sd}
+
+    @staticmethod
+    def resolve_candidate(v: CellVerdict) -> dict:
+        return {"n": v.candidate_n, "mean": v.candidate_mean, "median": v.candidate_median,
+                "sd": v.candidate_sd}
+
+
+class ChangePointOut(Schema):
+    cell_key: str
+    study: str
+    device: str | None
+    filesystem: str
+    group: str
+    metric: str
+    run_id: uuid.UUID
+    before_mean: float
+    after_mean: float
+    change_pct: float | None
+    p_value: float | None
+
+    @staticmethod
+    def resolve_study(cp) -> str:
+        return cp.study.slug
+
+    @staticmethod
+    def resolve_device(cp) -> str | None:
+        return cp.device.name if cp.device_id else None
+
+    @staticmethod
+    def resolve_metric(cp) -> str:
+        return cp.metric_id
+
+    @staticmethod
+    def resolve_run_id(cp) -> uuid.UUID:
+        return cp.run.run_id
+
+
+class TriageEventOut(Schema):
+    user: str
+    from_state: str
+    to_state: str
+    note: str
+    at: datetime
+
+    @staticmethod
+    def resolve_user(e: TriageEvent) -> str:
+        return e.user.get_username()
+
+
+class RegressionDetail(RegressionOut):
+    base_runs: list[uuid.UUID]
+    candidate_runs: list[uuid.UUID]
+    cells: list[CellVerdictOut]
+    change_points: list[ChangePointOut]
+    events: list[TriageEventOut]
+
+    @staticmethod
+    def resolve_base_runs(r: Regression) -> list:
+        return list(r.comparison.base_runs.order_by("id").values_list("run_id", flat=True))
+
+    @staticmethod
+    def resolve_candidate_runs(r: Regression) -> list:
+        return list(r.comparison.candidate_runs.order_by("id").values_list("run_id", flat=True))
+
+    @staticmethod
+    def resolve_cells(r: Regression) -> list:
+        return list(r.regressed_cells().select_related("study", "device"))
+
+    @staticmethod
+    def resolve_change_points(r: Regression) -> list:
+        return list(r.comparison.change_points.select_related("study", "device", "run"))
+
+    @staticmethod
+    def resolve_events(r: Regression) -> list:
+        return list(r.events.select_related("user"))
+
+
+class RegressionPage(Schema):
+    count: int
+    limit: int
+    offset: int
+    items: list[RegressionOut]
+
+
+class RegressionFilters(Schema):
+    state: str | None = None
+    study: str | None = None
+    host: str | None = None
+    kind: str | None = None
+    limit: int = 100
+    offset: int = 0
+
+
+class TriageIn(Schema):
+    state: str
+    note: str = ""
+
+
+def _regressions():
+    regressed = Count("comparison__cells", filter=Q(comparison__cells__outcome="regression"),
+                      distinct=True)
+    return (Regression.objects
+            .select_related("comparison__host", "comparison__base_kernel__series",
+                            "comparison__candidate_kernel__series")
+            .annotate(cell_count=regressed + Count("comparison__change_points", distinct=True)))
+
+
+@router.get("", response={200: RegressionPage, 400: Error},
+            summary="Regressions, newest first; filter by state, study, host, kind "
+                    "(ab or change-point)")
+def list_regressions(request, filters: Query[RegressionFilters]):
+    if filters.limit < 1 or filters.offset < 0 or filters.limit > MAX_PAGE:
+        return _bad_request(f"limit must be 1 to {MAX_PAGE} and offset at least 0", "query")
+    if filters.state is not None and filters.state not in STATES:
+        return _bad_request(f"state {filters.state!r} is not one of {', '.join(STATES)}",
+                            "query field state")
+    regressions = _regressions()
+    if filters.state is not None:
+        regressions = regressions.filter(state=filters.state)
+    if filters.host is not None:
+        regressions = regressions.filter(comparison__host__name=filters.host)
+    if filters.kind == "change-point":
+        regressions = regressions.filter(comparison__reason="change-point")
+    elif filters.kind == "ab":
+        regressions = regressions.exclude(comparison__reason="change-point")
+    elif filters.kind is not None:
+        return _bad_request("kind is ab or change-point", "query field kind")
+    if filters.study is not None:
+        same = Q(comparison_id=OuterRef("comparison_id"), study__slug=filters.study)
+        regressions = regressions.filter(
+            Exists(CellVerdict.objects.filter(same, outcome="regression"))
+            | Exists(ChangePoint.objects.filter(same)))
+    return {"count": regressions.count(), "limit": filters.limit, "offset": filters.offset,
+            "items": list(regressions[filters.offset:filters.offset + filters.limit])}
+
+
+@router.get("/{regression_id}", response={200: RegressionDetail, 404: Error},
+            summary="One regression with its regressed cells, change points, runs and triage log")
+def get_regression(request, regression_id: int):
+    return get_object_or_404(_regressions(), pk=regression_id)
+
+
+@router.post("/{regression_id}/triage", auth=Triager(),
+             response={200: RegressionDetail, 400: Error, 401: Detail, 403: Detail, 404: Error},
+             summary="Change a regression's state (logged-in users; CSRF token required)")
+def triage(request, regression_id: int, body: TriageIn):
+    """States: new, acknowledged, invalid, fixed, bisecting, bisected, wontfix
+    (won't fix). The change and its note are logged with the user."""
+    if body.state not in STATES:
+        return _bad_request(f"state {body.state!r} is not one of {', '.join(STATES)}",
+                            "body field state")
+    with transaction.atomic():
+        regression = get_object_or_404(Regression.objects.select_for_update(), pk=regression_id)
+        TriageEvent.objects.create(regression=regression, user=request.auth,
+                                   from_state=regression.state, to_state=body.state, note=body.note)
+        regression.state = body.state
+        if body.note:
+            regression.notes = body.note
+        regression.save(update_fields=["state", "notes", "updated"])
+    return get_object_or_404(_regressions(), pk=regression_id)

@@ -1,0 +1,15 @@
+"""The regressions app: stored verdicts, change points and their triage."""
+from django.apps import AppConfig
+
+
+class RegressionsConfig(AppConfig):
+    name = "regressions"
+    verbose_name = "Regressions"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from results.signals import run_stored
+
+        from regressions.receivers import verdicts_for_stored_run
+
+        run_stored.connect(verdicts_for_stored_run, dispatch_uid="regressions.verdicts")

@@ -1,0 +1,227 @@
+"""What the verdicts decided, stored so pages read them instead of recomputing
+(DESIGN.md §4, the alert and summary triage of Perfherder in §7).
+
+A Comparison pairs two kernels measured on one host with one matrix (each
+side pools the repetitions of every run of its kernel) and says why they were
+paired. Its CellVerdicts are the A/B outcome per cell, job group and metric.
+A Regression groups the regressed cells of one comparison (one change) under
+one entry that people triage; each change of its state is a TriageEvent. A
+ChangePoint is a step found in the history of one series key and confirmed
+by the A/B test of the segments; the change points at one kernel on one host
+share a comparison (reason "change-point") and so one Regression.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from iowatch.metrics import DIRECTIONS
+from results.models import DEVICE_CLASSES, Device, Host, Kernel, Metric, Run, Study
+
+REASONS = {
+    "parent": "parent in series",
+    "series-base": "series base",
+    "previous-run": "previous run of the same matrix on the host",
+    "change-point": "nightly change point",
+}
+OUTCOMES = ("regression", "improvement", "no-change", "inconclusive")
+STATES = {
+    "new": "new",
+    "acknowledged": "acknowledged",
+    "invalid": "invalid",
+    "fixed": "fixed",
+    "bisecting": "bisecting",
+    "bisected": "bisected",
+    "wontfix": "won't fix",
+}
+
+
+def _one_of(field: str, values, name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(condition=Q(**{f"{field}__in": list(values)}), name=name)
+
+
+def _at_least(field: str, low: int, name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(condition=Q(**{f"{field}__gte": low}), name=name)
+
+
+class Comparison(models.Model):
+    """Base kernel against candidate kernel on one host and matrix."""
+    reason = models.CharField(max_length=20, choices=list(REASONS.items()))
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="comparisons")
+    matrix = models.CharField(max_length=200, blank=True, default="")
+    base_kernel = models.ForeignKey(Kernel, on_delete=models.PROTECT, related_name="+")
+    candidate_kernel = models.ForeignKey(Kernel, on_delete=models.PROTECT,
+                                         related_name="comparisons")
+    base_runs = models.ManyToManyField(Run, related_name="base_of_comparisons")
+    candidate_runs = models.ManyToManyField(Run, related_name="candidate_of_comparisons")
+    trigger_run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True,
+                                    related_name="+", help_text="the run whose arrival "
+                                                                "computed it last")
+    fdr = models.FloatField(default=0.05, help_text="Benjamini–Hochberg false-discovery rate")
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-computed_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["reason", "host", "matrix", "base_kernel",
+                                            "candidate_kernel"], name="comparison_unique_pairing"),
+            _one_of("reason", REASONS, "comparison_reason_known"),
+            models.CheckConstraint(condition=~Q(base_kernel=F("candidate_kernel")),
+                                   name="comparison_two_kernels"),
+            models.CheckConstraint(condition=Q(fdr__gt=0, fdr__lt=1), name="comparison_fdr_rate"),
+        ]
+        indexes = [models.Index(fields=["candidate_kernel", "host"], name="comparison_candidate")]
+
+    def __str__(self) -> str:
+        return f"{self.candidate_kernel} vs {self.base_kernel} on {self.host} ({self.reason})"
+
+
+class CellVerdict(models.Model):
+    """The A/B verdict of one cell, job group and metric of a comparison."""
+    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="cells")
+    # The series key (DESIGN.md §3), with the bundle's cell id that pairs the sides.
+    cell_key = models.CharField(max_length=300)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="+")
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="+")
+    device_class = models.CharField(max_length=20, blank=True, default="",
+                                    choices=[(c, c) for c in DEVICE_CLASSES])
+    device = models.ForeignKey(Device, on_delete=models.PROTECT, null=True, blank=True,
+                               related_name="+")
+    filesystem = models.CharField(max_length=50, blank=True, default="")
+    group = models.CharField(max_length=100)
+    metric = models.ForeignKey(Metric, on_delete=models.PROTECT, related_name="+")
+    direction = models.CharField(max_length=6, choices=[(d, d) for d in DIRECTIONS])
+    min_effect_pct = models.FloatField()
+
+    base_n = models.PositiveIntegerField()
+    base_mean = models.FloatField()
+    base_median = models.FloatField()
+    base_sd = models.FloatField(null=True, blank=True)
+    candidate_n = models.PositiveIntegerField()
+    candidate_mean = models.FloatField()
+    candidate_median = models.FloatField()
+    candidate_sd = models.FloatField(null=True, blank=True)
+
+    change_pct = models.FloatField(null=True, blank=True)
+    ci_low = models.FloatField(null=True, blank=True)
+    ci_high = models.FloatField(null=True, blank=True)
+    p_value = models.FloatField(null=True, blank=True)
+    p_adjusted = models.FloatField(null=True, blank=True)
+    cliffs_delta = models.FloatField(null=True, blank=True)
+    outcome = models.CharField(max_length=12, choices=[(o, o) for o in OUTCOMES])
+    needs_runs = models.PositiveIntegerField(null=True, blank=True,
+                                             help_text="about how many more runs per side")
+    size_only = models.BooleanField(default=False, help_text="a side has one sample: "
+                                                             "judged by size only")
+    words = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["comparison", "cell_key", "group", "metric"]
+        constraints = [
+            models.UniqueConstraint(fields=["comparison", "cell_key", "group", "metric"],
+                                    name="cellverdict_unique_in_comparison"),
+            _one_of("outcome", OUTCOMES, "cellverdict_outcome_known"),
+            _one_of("direction", DIRECTIONS, "cellverdict_direction_known"),
+            _at_least("base_n", 1, "cellverdict_base_sampled"),
+            _at_least("candidate_n", 1, "cellverdict_candidate_sampled"),
+            models.CheckConstraint(condition=Q(p_value__isnull=True)
+                                   | Q(p_value__gte=0, p_value__lte=1), name="cellverdict_p_value"),
+            models.CheckConstraint(condition=Q(p_adjusted__isnull=True)
+                                   | Q(p_adjusted__gte=0, p_adjusted__lte=1),
+                                   name="cellverdict_p_adjusted"),
+            models.CheckConstraint(condition=Q(cliffs_delta__isnull=True)
+                                   | Q(cliffs_delta__gte=-1, cliffs_delta__lte=1),
+                                   name="cellverdict_cliffs_delta"),
+        ]
+        indexes = [
+            # The regressions list: the regressed cells of a comparison.
+            models.Index(fields=["outcome", "comparison"], name="cellverdict_outcome"),
+            # A series key's history of verdicts.
+            models.Index(fields=["host", "cell_key", "group", "metric"],
+                         name="cellverdict_series_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cell_key} [{self.group}] {self.metric_id}: {self.outcome}"
+
+
+class Regression(models.Model):
+    """One alert: the regressed cells (or change points) of one comparison."""
+    comparison = models.OneToOneField(Comparison, on_delete=models.CASCADE,
+                                      related_name="regression")
+    state = models.CharField(max_length=12, choices=list(STATES.items()), default="new")
+    notes = models.TextField(blank=True, default="", help_text="the latest triage note")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [_one_of("state", STATES, "regression_state_known")]
+        indexes = [models.Index(fields=["state", "created"], name="regression_state")]
+
+    def __str__(self) -> str:
+        return f"regression #{self.pk}: {self.comparison} [{self.get_state_display()}]"
+
+    @property
+    def kind(self) -> str:
+        return "change-point" if self.comparison.reason == "change-point" else "ab"
+
+    def regressed_cells(self):
+        return self.comparison.cells.filter(outcome="regression")
+
+
+class TriageEvent(models.Model):
+    """Who moved a regression from one state to another, when, and why."""
+    regression = models.ForeignKey(Regression, on_delete=models.CASCADE, related_name="events")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                             related_name="triage_events")
+    from_state = models.CharField(max_length=12, choices=list(STATES.items()))
+    to_state = models.CharField(max_length=12, choices=list(STATES.items()))
+    note = models.TextField(blank=True, default="")
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["regression", "at", "id"]
+        constraints = [
+            _one_of("from_state", STATES, "triageevent_from_state_known"),
+            _one_of("to_state", STATES, "triageevent_to_state_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.from_state} → {self.to_state}"
+
+
+class ChangePoint(models.Model):
+    """A step in one series key's history, at the first kernel after it."""
+    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE,
+                                   related_name="change_points")
+    cell_key = models.CharField(max_length=300)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="+")
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="+")
+    device = models.ForeignKey(Device, on_delete=models.PROTECT, null=True, blank=True,
+                               related_name="+")
+    filesystem = models.CharField(max_length=50, blank=True, default="")
+    group = models.CharField(max_length=100)
+    metric = models.ForeignKey(Metric, on_delete=models.PROTECT, related_name="+")
+    kernel = models.ForeignKey(Kernel, on_delete=models.PROTECT, related_name="+",
+                               help_text="the first kernel after the step")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="change_points",
+                            help_text="that kernel's first run on the host")
+    before_mean = models.FloatField()
+    after_mean = models.FloatField()
+    change_pct = models.FloatField(null=True, blank=True)
+    p_value = models.FloatField(null=True, blank=True)
+    detected_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["host", "cell_key", "group", "metric", "detected_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["host", "cell_key", "group", "metric", "kernel"],
+                                    name="changepoint_unique_in_series"),
+            models.CheckConstraint(condition=Q(p_value__isnull=True)
+                                   | Q(p_value__gte=0, p_value__lte=1), name="changepoint_p_value"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cell_key} [{self.group}] {self.metric_id} at {self.kernel}"

@@ -1,0 +1,254 @@
+"""Verdicts stored when a run arrives (DESIGN.md §3, §4): what a new run is
+compared against, the A/B verdicts of its cells, and the change points in the
+history of the series keys it touched.
+
+The statistics are iowatch.stats (pure functions, the same the CLI calls);
+this module only picks the samples, calls them and stores what they decided.
+
+Pairing a measured run's kernel with a base (each side pools every run of
+its kernel on the same host with the same matrix):
+- a kernel of a series at patch k > 0: patch k-1 (its parent) and patch 0
+  (the series base; for k = 1 the two are one comparison, "parent");
+- any other kernel: the kernel of the previous run of the matrix on the host.
+A run of a kernel that is already the base of stored comparisons refreshes
+them, so a patch that arrives after its child is still compared.
+"""
+from __future__ import annotations
+
+import logging
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Q
+from django.db.models.functions import Coalesce
+
+from iowatch import stats
+from iowatch.metrics import INFO, METRICS
+from regressions.models import CellVerdict, ChangePoint, Comparison, Regression
+from results.models import Cell, Kernel, Run, Sample
+
+log = logging.getLogger(__name__)
+
+FDR = 0.05
+# Runs that give no performance result (DESIGN.md §6).
+NOT_MEASURED = ("build-failed", "boot-failed")
+# A stored change point this many kernels away from a new one is the same step
+# seen again (e-divisive may move a boundary by one as history grows).
+SAME_STEP_KERNELS = 1
+
+
+@dataclass(frozen=True)
+class Pairing:
+    reason: str
+    base: Kernel
+    candidate: Kernel
+
+
+def verdicts_for_run(run: Run) -> list[Comparison]:
+    """Compare a newly stored run and look for change points; returns the
+    comparisons computed (none for a published or unmeasured run)."""
+    if run.published or run.status in NOT_MEASURED:
+        return []
+    comparisons = [compare_kernels(p, run) for p in pairings(run)]
+    comparisons += change_point_alerts(run)
+    return comparisons
+
+
+def _measured(host_id: int, matrix: str):
+    return (Run.objects.filter(host_id=host_id, matrix=matrix, published=False)
+            .exclude(status__in=NOT_MEASURED)
+            .annotate(at=Coalesce("started_at", "received_at")))
+
+
+def _latest_kernel(runs) -> Kernel | None:
+    latest = runs.select_related("kernel").order_by("-at", "-id").first()
+    return latest.kernel if latest else None
+
+
+def pairings(run: Run) -> list[Pairing]:
+    """What the run's kernel is compared against, and which stored comparisons
+    use it as their base."""
+    kernel = run.kernel
+    runs = _measured(run.host_id, run.matrix)
+    found: list[Pairing] = []
+    if kernel.series_id is not None and kernel.patch_index is not None:
+        in_series = runs.filter(kernel__series_id=kernel.series_id)
+        k = kernel.patch_index
+        if k > 0:
+            if parent := _latest_kernel(in_series.filter(kernel__patch_index=k - 1)):
+                found.append(Pairing("parent", parent, kernel))
+            if k > 1 and (base := _latest_kernel(in_series.filter(kernel__patch_index=0))):
+                found.append(Pairing("series-base", base, kernel))
+        # Patches measured before this one: its child, and for the base every patch past 1.
+        children = Kernel.objects.filter(
+            pk__in=in_series.values("kernel"), series_id=kernel.series_id)
+        for child in children.filter(patch_index=k + 1):
+            found.append(Pairing("parent", kernel, child))
+        if k == 0:
+            for child in children.filter(patch_index__gt=1):
+                found.append(Pairing("series-base", kernel, child))
+    else:
+        earlier = (runs.exclude(kernel=kernel)
+                   .filter(Q(at__lt=run_time(run)) | Q(at=run_time(run), id__lt=run.id)))
+        if previous := _latest_kernel(earlier):
+            found.append(Pairing("previous-run", previous, kernel))
+        for c in Comparison.objects.filter(reason="previous-run", host_id=run.host_id,
+                                           matrix=run.matrix, base_kernel=kernel):
+            found.append(Pairing("previous-run", kernel, c.candidate_kernel))
+    return found
+
+
+def run_time(run: Run):
+    return run.started_at or run.received_at
+
+
+# --- A/B of two kernels ------------------------------------------------------
+
+def _group_samples(runs):
+    """{(cell key, group, metric): [values]} of the runs' group-level samples
+    (job null) of metrics that decide (not information only)."""
+    deciding = [name for name, m in METRICS.items() if m.direction != INFO]
+    rows = (Sample.objects.filter(cell__run__in=runs, cell__status="passed", job__isnull=True,
+                                  metric_id__in=deciding)
+            .values_list("cell__key", "group", "metric_id", "value"))
+    values = defaultdict(list)
+    for key, group, metric, value in rows.iterator(chunk_size=10_000):
+        values[key, group, metric].append(value)
+    return values
+
+
+def compare_kernels(pairing: Pairing, trigger: Run) -> Comparison:
+    """Compute (or recompute, replacing its verdicts) one comparison."""
+    runs = _measured(trigger.host_id, trigger.matrix)
+    base_runs = list(runs.filter(kernel=pairing.base).values_list("pk", flat=True))
+    candidate_runs = list(runs.filter(kernel=pairing.candidate).values_list("pk", flat=True))
+    base = _group_samples(base_runs)
+    candidate = _group_samples(candidate_runs)
+    cells = {c.key: c for c in Cell.objects.filter(run__in=candidate_runs)
+             .select_related("study", "device").order_by("run_id")}
+    keys = sorted(k for k in candidate.keys() & base.keys() if k[0] in cells)
+    inputs = []
+    for cell_key, group, metric in keys:
+        cell = cells[cell_key]
+        inputs.append(stats.CellInput(
+            key=stats.CellKey(study=cell.study.slug, host=trigger.host.name,
+                              device_class=cell.device.device_class if cell.device else "",
+                              device=cell.device.name if cell.device else "",
+                              filesystem=cell.filesystem, group=group, metric=metric),
+            base=base[cell_key, group, metric], candidate=candidate[cell_key, group, metric],
+            direction=METRICS[metric].direction, min_effect_pct=cell.study.min_effect_pct))
+    verdicts = stats.compare_matrix(inputs, fdr=FDR)
+
+    with transaction.atomic():
+        comparison, _ = Comparison.objects.update_or_create(
+            reason=pairing.reason, host_id=trigger.host_id, matrix=trigger.matrix,
+            base_kernel=pairing.base, candidate_kernel=pairing.candidate,
+            defaults={"trigger_run": trigger, "fdr": FDR})
+        # Serialise recomputations of one comparison (two runs arriving together).
+        Comparison.objects.select_for_update().filter(pk=comparison.pk).get()
+        comparison.base_runs.set(base_runs)
+        comparison.candidate_runs.set(candidate_runs)
+        comparison.cells.all().delete()
+        CellVerdict.objects.bulk_create(
+            _cell_verdict(comparison, cells[key[0]], v) for key, v in zip(keys, verdicts))
+        _update_regression(comparison)
+    return comparison
+
+
+def _cell_verdict(comparison: Comparison, cell: Cell, v) -> CellVerdict:
+    return CellVerdict(
+        comparison=comparison, cell_key=cell.key, study=cell.study, host_id=comparison.host_id,
+        device_class=v.key.device_class, device=cell.device, filesystem=cell.filesystem,
+        group=v.key.group, metric_id=v.key.metric, direction=v.direction,
+        min_effect_pct=v.min_effect_pct,
+        base_n=v.base.n, base_mean=v.base.mean, base_median=v.base.median, base_sd=v.base.sd,
+        candidate_n=v.candidate.n, candidate_mean=v.candidate.mean,
+        candidate_median=v.candidate.median, candidate_sd=v.candidate.sd,
+        change_pct=v.change_pct, ci_low=v.ci_low, ci_high=v.ci_high, p_value=v.p_value,
+        p_adjusted=v.p_adjusted, cliffs_delta=v.cliffs_delta, outcome=v.outcome,
+        needs_runs=v.needs_runs, size_only=v.size_only, words=v.words)
+
+
+def _update_regression(comparison: Comparison) -> None:
+    """One Regression per comparison while any cell regressed. One that no
+    longer has regressed cells goes only if nobody has triaged it yet."""
+    regressed = (comparison.cells.filter(outcome="regression").exists()
+                 or comparison.change_points.exists())
+    if regressed:
+        regression, created = Regression.objects.get_or_create(comparison=comparison)
+        if not created:
+            regression.save(update_fields=["updated"])
+    else:
+        Regression.objects.filter(comparison=comparison, state="new",
+                                  events__isnull=True).delete()
+
+
+# --- change points in a series key's history -----------------------------------
+
+def change_point_alerts(run: Run) -> list[Comparison]:
+    """Look for a new step in the history (one value per kernel: the median of
+    its samples, kernels in order of their first run) of every series key the
+    run touched, and raise a change-point Regression per kernel a step starts at.
+
+    The history is the host's runs of the same matrix up to this run, of kernels
+    outside any series: a series is compared patch by patch instead."""
+    if run.kernel.series_id is not None:
+        return []
+    at = run_time(run)
+    history = (_measured(run.host_id, run.matrix).filter(kernel__series__isnull=True)
+               .filter(Q(at__lt=at) | Q(at=at, id__lte=run.id)))
+    first_runs = {}
+    for r in history.order_by("at", "id").only("id", "kernel_id", "started_at", "received_at"):
+        first_runs.setdefault(r.kernel_id, r)
+    order = list(first_runs)  # kernels by their first run
+    touched = _group_samples([run.pk])
+    rows = (Sample.objects.filter(cell__run__in=history, cell__status="passed", job__isnull=True,
+                                  cell__key__in={k for k, _, _ in touched},
+                                  metric_id__in={m for _, _, m in touched})
+            .values_list("cell__key", "group", "metric_id", "cell__run__kernel_id", "value"))
+    series = defaultdict(lambda: defaultdict(list))
+    for key, group, metric, kernel_id, value in rows.iterator(chunk_size=10_000):
+        if (key, group, metric) in touched:
+            series[key, group, metric][kernel_id].append(value)
+
+    cells = {c.key: c for c in run.cells.select_related("study", "device")}
+    steps = defaultdict(list)  # (kernel before, kernel after) → [(series key, change point)]
+    for (key, group, metric), per_kernel in sorted(series.items()):
+        kernels = [k for k in order if k in per_kernel]
+        values = [statistics.median(per_kernel[k]) for k in kernels]
+        found = stats.confirmed_change_points(
+            values, METRICS[metric].direction, cells[key].study.min_effect_pct)
+        regressions = [cp for cp in found if cp.verdict.outcome == "regression"]
+        if not regressions:
+            continue
+        newest = max(regressions, key=lambda cp: cp.index)
+        i = newest.index
+        near = kernels[max(i - SAME_STEP_KERNELS, 0):i + SAME_STEP_KERNELS + 1]
+        if ChangePoint.objects.filter(host_id=run.host_id, cell_key=key, group=group,
+                                      metric_id=metric, kernel_id__in=near).exists():
+            continue
+        steps[kernels[i - 1], kernels[i]].append(((key, group, metric), newest))
+
+    comparisons = []
+    for (before, after), found in steps.items():
+        with transaction.atomic():
+            comparison, _ = Comparison.objects.update_or_create(
+                reason="change-point", host_id=run.host_id, matrix=run.matrix,
+                base_kernel_id=before, candidate_kernel_id=after,
+                defaults={"trigger_run": run, "fdr": FDR})
+            comparison.base_runs.set(history.filter(kernel_id=before))
+            comparison.candidate_runs.set(history.filter(kernel_id=after))
+            for (key, group, metric), cp in found:
+                cell = cells[key]
+                ChangePoint.objects.get_or_create(
+                    host_id=run.host_id, cell_key=key, group=group, metric_id=metric,
+                    kernel_id=after,
+                    defaults={"comparison": comparison, "study": cell.study, "device": cell.device,
+                              "filesystem": cell.filesystem, "run": first_runs[after],
+                              "before_mean": cp.before_mean, "after_mean": cp.after_mean,
+                              "change_pct": cp.change_pct, "p_value": cp.p_value})
+            _update_regression(comparison)
+        comparisons.append(comparison)
+    return comparisons
