@@ -78,8 +78,9 @@ def qemu_device_args(host: Host) -> list[str]:
                                f"{_throttling(q)}"]
             bus = q.get("bus", "virtio-blk")
             if bus == "sd":
+                # No bus=: QEMU names every SDHCI bus "sd-bus" and puts the card on a free one.
                 args += ["-device", f"sdhci-pci,id=iow-sdhci-{disk_id}",
-                         "-device", f"sd-card,drive={drive},bus=iow-sdhci-{disk_id}.0"]
+                         "-device", f"sd-card,drive={drive}"]
             elif bus == "scsi-hd":
                 if not scsi:
                     args += ["-device", "virtio-scsi-pci,id=iowscsi"]
@@ -169,7 +170,8 @@ def boot_and_run(bzimage: Path, host: Host, guest_command: list[str], shared: Pa
     inner = f"echo {BOOT_MARKER}; " + shlex.join(guest_command)
     base = ["vng", "--run", str(bzimage), "--cpus", str(cpus), "--memory", memory,
             "--rwdir", str(shared), "--verbose", "--exec", inner,
-            "--qemu-opts", " ".join(shlex.quote(a) for a in qemu_device_args(host))]
+            # With "=": argparse would take a value starting with "-drive" for an option.
+            "--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu_device_args(host))]
     env_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
     os.environ["PATH"] = env_path  # vng finds virtme-ng-init and friends beside it
     attempts = ["kvm", "tcg"] if kvm_usable() else ["tcg"]
