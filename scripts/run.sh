@@ -9,7 +9,6 @@ cd "$(dirname "$0")/.."
 IOWATCH=.venv/bin/iowatch
 unset DATABASE_URL   # the embedded SQLite store; see README for PostgreSQL
 
-$IOWATCH manage migrate --noinput -v 0
 $IOWATCH import-published jobs/studies/
 $IOWATCH run jobs/smoke.yml --target localhost --store
 exec $IOWATCH serve --host "${IOWATCH_HOST:-127.0.0.1}" --port "${IOWATCH_PORT:-8000}"

@@ -8,7 +8,6 @@ never as performance results (DESIGN.md §6).
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -191,8 +190,8 @@ def report(result: CheckResult) -> str:
 
 
 def store_locally(path: Path) -> None:
-    from iowatch.commands.manage import django_command, django_env
-    subprocess.run(django_command("ingest_bundle", str(path)), env=django_env(), check=False)
+    from iowatch.commands.manage import store_bundles
+    store_bundles([str(path)])
 
 
 def default_out(series: Series) -> Path:

@@ -8,14 +8,13 @@ UUID is derived from the content, so importing again stores nothing twice.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 from iowatch import paths
 from iowatch.bundle import BundleWriter
-from iowatch.commands.manage import django_command, django_env
+from iowatch.commands.manage import store_bundles
 from iowatch.studies import Study, load_studies
 from iowatch.yamlfile import DataFileError
 
@@ -78,4 +77,4 @@ def run(args) -> int:
         for o in outcomes:
             print(f"{o.state}: run {o.run_id}: {o.detail}")
         return 0 if all(o.state in ("sent", "already-stored") for o in outcomes) else 1
-    return subprocess.call(django_command("ingest_bundle", *map(str, dirs)), env=django_env())
+    return store_bundles([str(d) for d in dirs])

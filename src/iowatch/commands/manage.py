@@ -23,6 +23,16 @@ def django_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "django", *args]
 
 
+def store_bundles(bundle_dirs: list[str]) -> int:
+    """Store bundle directories in this machine's store (embedded SQLite or
+    DATABASE_URL), migrating it first so a fresh data directory just works."""
+    env = django_env()
+    rc = subprocess.call(django_command("migrate", "--noinput", "-v", "0"), env=env)
+    if rc:
+        return rc
+    return subprocess.call(django_command("ingest_bundle", *map(str, bundle_dirs)), env=env)
+
+
 def register(sub):
     p = sub.add_parser("manage", help="run a management command of the web app",
                        description="Run a Django management command of the iowatch web app "

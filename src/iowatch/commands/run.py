@@ -122,9 +122,7 @@ def run(args) -> int:
         if not all(o.state in ("sent", "already-stored") for o in outcomes):
             return 1
     if args.store:
-        import subprocess
-
-        from iowatch.commands.manage import django_command, django_env
-        if subprocess.call(django_command("ingest_bundle", str(out)), env=django_env()):
+        from iowatch.commands.manage import store_bundles
+        if store_bundles([str(out)]):
             return 1
     return 1 if doc["status"] == "failed" else 0
