@@ -175,12 +175,13 @@ def report(result: CheckResult) -> str:
         for c in changed:
             stat = (f" (CI {c.ci_low:+.1f}%..{c.ci_high:+.1f}%, p {c.p_adjusted:.3g})"
                     if c.ci_low is not None and c.p_adjusted is not None else "")
-            lines.append(f"    - {c.outcome}: {c.study} {c.device} {c.filesystem} [{c.group}] "
+            k = c.key
+            lines.append(f"    - {c.outcome}: {k.study} {k.device} {k.filesystem} [{k.group}] "
                          f"{c.words}{stat}")
         inconclusive = [c for c in cmp.verdicts if c.outcome == "inconclusive"]
         if inconclusive:
             lines.append(f"    ({len(inconclusive)} cells inconclusive: "
-                         + ", ".join(f"{c.group} {c.metric}" for c in inconclusive[:6]) + ")")
+                         + ", ".join(f"{c.key.group} {c.key.metric}" for c in inconclusive[:6]) + ")")
     lines.append("")
     slow = result.regressing_patches
     lines.append("regressing patches: " + (", ".join(
