@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 # postgresql is the server's store in production and in the test suite.
 SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux fdisk mdadm
                  postgresql python3-venv procps
-                 docker-compose)  # the client only: tests/lab_ops validates docker-compose.yml
+                 docker-compose   # the client only: tests/lab_ops validates docker-compose.yml
+                 nodejs           # the dashboard's Chart.js comes from npm (package-lock.json)
+                 chromium)        # the dashboard's browser tests (Playwright drives it; no download)
 
 # With --kernel: what building kernels and the virtual lab need (not in CI).
 KERNEL_PACKAGES=(linux-source-6.12 qemu-system-x86 ccache bc bison flex libelf-dev libssl-dev
@@ -24,6 +26,8 @@ missing=()
 for p in "${SYSTEM_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Debian's nodejs comes without npm; NodeSource's includes it (and conflicts with Debian's npm).
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
     if [ "$(id -u)" -ne 0 ]; then
         echo "setup: missing system packages: ${missing[*]}" >&2
@@ -46,4 +50,15 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/pip install -q -e ".[$extras]"
     touch "$stamp"
 fi
+# The dashboard's browser libraries: pinned in package-lock.json, installed
+# into node_modules and copied into the app's static files (not committed).
+vendor=webapp/dashboard/static/dashboard/vendor
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    npm ci --no-audit --no-fund --loglevel=error
+fi
+mkdir -p "$vendor"
+for f in node_modules/chart.js/dist/chart.umd.js; do
+    [ "$vendor/$(basename "$f")" -nt "$f" ] || cp "$f" "$vendor/"
+done
+
 echo "setup: ready: $(.venv/bin/iowatch --version)"

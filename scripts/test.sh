@@ -11,6 +11,6 @@ mkdir -p test-artifacts
 echo "== tests against PostgreSQL ($DATABASE_URL)"
 .venv/bin/pytest -q "$@"
 
-echo "== store, API and upload tests against SQLite"
+echo "== store, API, dashboard and upload tests against SQLite"
 unset DATABASE_URL
-IOWATCH_DATA_DIR=$(mktemp -d) .venv/bin/pytest -q tests/webapp tests/test_upload.py tests/test_bundle.py "$@"
+IOWATCH_DATA_DIR=$(mktemp -d) .venv/bin/pytest -q tests/webapp tests/dashboard tests/test_upload.py tests/test_bundle.py "$@"

@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "ninja",  # its Swagger UI files, served from here rather than a CDN
     "results",
     "regressions",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -138,6 +139,11 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+
+# Anonymous users read; logging in (Django's auth views) lets a user triage.
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"

@@ -1,12 +1,13 @@
-"""URL map: the admin and the versioned API (DESIGN.md §3: the ingest API)."""
+"""URL map: the dashboard's pages, the admin, the login, and the versioned API
+(DESIGN.md §3: the ingest API)."""
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from results.api import api
-from results.views import index
 
 urlpatterns = [
-    path("", index, name="index"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("dashboard.urls")),
 ]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
@@ -19,6 +18,8 @@ from ninja.errors import HttpError
 from ninja.security import SessionAuth
 
 from regressions.models import STATES, CellVerdict, ChangePoint, Regression, TriageEvent
+from regressions.triage import UnknownState
+from regressions.triage import triage as apply_triage
 
 router = Router(tags=["regressions"])
 
@@ -302,15 +303,8 @@ def get_regression(request, regression_id: int):
 def triage(request, regression_id: int, body: TriageIn):
     """States: new, acknowledged, invalid, fixed, bisecting, bisected, wontfix
     (won't fix). The change and its note are logged with the user."""
-    if body.state not in STATES:
-        return _bad_request(f"state {body.state!r} is not one of {', '.join(STATES)}",
-                            "body field state")
-    with transaction.atomic():
-        regression = get_object_or_404(Regression.objects.select_for_update(), pk=regression_id)
-        TriageEvent.objects.create(regression=regression, user=request.auth,
-                                   from_state=regression.state, to_state=body.state, note=body.note)
-        regression.state = body.state
-        if body.note:
-            regression.notes = body.note
-        regression.save(update_fields=["state", "notes", "updated"])
+    try:
+        apply_triage(regression_id, request.auth, body.state, body.note)
+    except UnknownState as e:
+        return _bad_request(str(e), "body field state")
     return get_object_or_404(_regressions(), pk=regression_id)

@@ -12,10 +12,11 @@ import uuid
 from django.core.management.base import BaseCommand
 from django.db.models import Q
 
-from results.models import Run, Sample
+from results.models import Cell, Run, Sample
 
 
-def _matching(spec: str):
+def spec_query(spec: str) -> Q:
+    """The runs a SPEC names: a run id, or a kernel's release, label or commit prefix."""
     try:
         return Q(run_id=uuid.UUID(spec))
     except ValueError:
@@ -27,35 +28,50 @@ def _matching(spec: str):
 
 
 def manifest(run: Run) -> dict:
-    k = run.kernel
-    kernel = {"release": k.release, "git_commit": k.git_commit, "config_hash": k.config_hash,
-              "config": k.config, "cmdline": run.cmdline or None}
-    if k.series_id:
-        kernel["series"] = {"name": k.series.name, "base": k.series.base,
-                            "patch_count": k.series.patch_count}
-    if k.patch_index is not None:
-        kernel["patch"] = {"index": k.patch_index}
+    return manifests([run])[0]
+
+
+def manifests(runs: list[Run]) -> list[dict]:
+    """The runs' manifests, read with a fixed number of queries whatever their count."""
+    ids = [r.pk for r in runs]
     samples: dict[tuple[int, int], list] = {}
     for cell_id, rep, metric, value, group, job in (
-            Sample.objects.filter(cell__run=run)
+            Sample.objects.filter(cell__run_id__in=ids).order_by("cell_id", "repetition", "id")
             .values_list("cell_id", "repetition", "metric_id", "value", "group", "job")):
         samples.setdefault((cell_id, rep), []).append(
             {"metric": metric, "value": value, "group": group, "job": job})
-    cells = []
-    for c in run.cells.select_related("study", "device").prefetch_related("repetitions"):
-        cells.append({"id": c.key, "study": c.study.slug, "device": c.device.name if c.device else None,
-                      "filesystem": c.filesystem, "mkfs_options": c.mkfs_options,
-                      "mount_options": c.mount_options, "params": c.params, "status": c.status,
-                      "repetitions": [{"index": r.index, "status": r.status,
-                                       "samples": samples.get((c.id, r.index), [])}
-                                      for r in c.repetitions.all()]})
-    return {"run_id": str(run.run_id), "status": run.status, "published": run.published,
-            "label": run.label, "matrix": run.matrix, "command": run.command, "kernel": kernel,
-            "host": {"name": run.host.name, "kind": run.host.kind}, "tools": run.tools,
-            "environment": run.environment,
-            "devices": [{**d.inventory, "name": d.name, "class": d.device_class, "model": d.model,
-                         "rotational": d.rotational} for d in run.devices.all()],
-            "cells": cells}
+    cells: dict[int, list] = {r.pk: [] for r in runs}
+    for c in (Cell.objects.filter(run_id__in=ids).select_related("study", "device")
+              .prefetch_related("repetitions").order_by("run_id", "key")):
+        cells[c.run_id].append({
+            "id": c.key, "study": c.study.slug, "device": c.device.name if c.device else None,
+            "filesystem": c.filesystem, "mkfs_options": c.mkfs_options,
+            "mount_options": c.mount_options, "params": c.params, "status": c.status,
+            "repetitions": [{"index": r.index, "status": r.status,
+                             "samples": samples.get((c.id, r.index), [])}
+                            for r in c.repetitions.all()]})
+    devices: dict[int, list] = {r.pk: [] for r in runs}
+    for link in Run.devices.through.objects.filter(run_id__in=ids).select_related("device"):
+        d = link.device
+        devices[link.run_id].append({**d.inventory, "name": d.name, "class": d.device_class,
+                                     "model": d.model, "rotational": d.rotational})
+    out = []
+    for run in runs:
+        k = run.kernel
+        kernel = {"release": k.release, "git_commit": k.git_commit, "config_hash": k.config_hash,
+                  "config": k.config, "cmdline": run.cmdline or None}
+        if k.series_id:
+            kernel["series"] = {"name": k.series.name, "base": k.series.base,
+                                "patch_count": k.series.patch_count}
+        if k.patch_index is not None:
+            kernel["patch"] = {"index": k.patch_index}
+        out.append({"run_id": str(run.run_id), "status": run.status, "published": run.published,
+                    "label": run.label, "matrix": run.matrix, "command": run.command,
+                    "kernel": kernel, "host": {"name": run.host.name, "kind": run.host.kind},
+                    "tools": run.tools, "environment": run.environment,
+                    "devices": sorted(devices[run.pk], key=lambda d: d["name"]),
+                    "cells": cells[run.pk]})
+    return out
 
 
 class Command(BaseCommand):
@@ -67,6 +83,6 @@ class Command(BaseCommand):
     def handle(self, specs, **options):
         q = Q()
         for spec in specs:
-            q |= _matching(spec)
+            q |= spec_query(spec)
         runs = Run.objects.filter(q).select_related("host", "kernel__series").order_by("received_at")
-        self.stdout.write(json.dumps([manifest(r) for r in runs]))
+        self.stdout.write(json.dumps(manifests(list(runs))))

@@ -1,0 +1,218 @@
+"""Dashboard load figures: fill a scratch PostgreSQL database with 10,000 runs
+and 1,000,000 samples (bulk COPY, not the ingest API), serve it with
+`iowatch serve`, and load the overview, compare and history endpoints and
+pages with concurrent clients on 127.0.0.1. Prints p50 and p95 per page
+(goal: p95 under 150 ms). Not a test: it prints figures.
+
+    DATABASE_URL=postgres://iowatch:iowatch@127.0.0.1:5432/iowatch \\
+        .venv/bin/python bench/dashboard/run.py [--runs 10000] [--clients 4] [--seconds 10]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from live_server import running_server, scratch_database  # noqa: E402
+
+HOSTS = 10
+CELLS_PER_RUN = 2
+REPS = 5
+# Five group-level metrics and five job-level ones: 100 samples per run.
+METRICS = ["write.bw_kib_s", "write.iops", "write.clat_p99_us", "cpu.sys_s", "wall_s"]
+STUDY = "f2fs-dio-write"
+
+
+def fill(url: str, runs: int) -> dict:
+    import psycopg
+
+    kernels = runs // HOSTS
+    t0 = time.monotonic()
+    rng = random.Random(1)
+    start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    with psycopg.connect(url) as conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO results_study (id, slug, title, seed, min_effect_pct) VALUES "
+                    "(1, %s, 'f2fs multi-thread direct-I/O write', '000_6a601ae0651ac377.txt', 5)",
+                    (STUDY,))
+        with cur.copy("COPY results_host (id, name, kind, inventory) FROM STDIN") as cp:
+            for h in range(HOSTS):
+                cp.write_row((h + 1, f"lab-{h}", "bare-metal", "{}"))
+        with cur.copy("COPY results_device (id, host_id, name, device_class, path, model, "
+                      "inventory) FROM STDIN") as cp:
+            for h in range(HOSTS):
+                cp.write_row((h + 1, h + 1, "sd0", "sdcard", "/dev/mmcblk0", "SD", "{}"))
+        with cur.copy("COPY results_kernel (id, release, git_commit, config_hash, config) "
+                      "FROM STDIN") as cp:
+            for k in range(kernels):
+                cp.write_row((k + 1, "6.12.0-nightly", f"{k + 1:012x}", "c0ffee", "{}"))
+        run_rows, cell_rows, rep_rows = [], [], []
+        cell_id = rep_id = 0
+        with cur.copy("COPY results_run (id, run_id, host_id, kernel_id, status, published, "
+                      "label, matrix, command, cmdline, tools, environment, started_at, "
+                      "finished_at, received_at, bundle_sha256) FROM STDIN") as cp:
+            for k in range(kernels):
+                for h in range(HOSTS):
+                    run_id = k * HOSTS + h + 1
+                    at = start + timedelta(hours=k, minutes=h)
+                    cp.write_row((run_id, str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                                  h + 1, k + 1, "passed", False, "nightly", "nightly",
+                                  "iowatch run jobs/smoke.yml", "quiet", "{}",
+                                  json.dumps({"scheduler": "mq-deadline"}), at, at, at, "0" * 64))
+        with cur.copy("COPY results_run_devices (run_id, device_id) FROM STDIN") as cp:
+            for r in range(runs):
+                cp.write_row((r + 1, r % HOSTS + 1))
+        with cur.copy("COPY results_cell (id, run_id, key, study_id, device_id, filesystem, "
+                      "mkfs_options, mount_options, params, status, reason) FROM STDIN") as cp:
+            for r in range(runs):
+                for c in range(CELLS_PER_RUN):
+                    cell_id += 1
+                    cp.write_row((cell_id, r + 1, f"{STUDY}/sd0/f2fs/c{c}", 1, r % HOSTS + 1,
+                                  "f2fs", "", "noatime", "{}", "passed", ""))
+        with cur.copy("COPY results_repetition (id, cell_id, index, status, error) FROM STDIN") as cp:
+            for c in range(cell_id):
+                for rep in range(1, REPS + 1):
+                    rep_id += 1
+                    cp.write_row((rep_id, c + 1, rep, "passed", ""))
+        samples = 0
+        with cur.copy("COPY results_sample (cell_id, repetition, metric_id, value, \"group\", job) "
+                      "FROM STDIN") as cp:
+            for c in range(cell_id):
+                kernel = (c // CELLS_PER_RUN) // HOSTS
+                level = 1000.0 if kernel < kernels * 3 // 4 else 700.0  # a step late in history
+                for rep in range(1, REPS + 1):
+                    for i, metric in enumerate(METRICS):
+                        value = level * (1 + i) + rng.gauss(0, 10)
+                        cp.write_row((c + 1, rep, metric, value, "0", None))
+                        cp.write_row((c + 1, rep, metric, value / 10, "0", "job1"))
+                        samples += 2
+        for table in ("results_study", "results_host", "results_device", "results_kernel",
+                      "results_run", "results_run_devices", "results_cell", "results_repetition",
+                      "results_sample"):
+            cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                        f"(SELECT max(id) FROM {table}))")
+        # Stored verdicts for the overview and regression pages: a comparison per
+        # consecutive kernel pair on lab-0, one regression every tenth.
+        comparisons = kernels - 1
+        with cur.copy("COPY regressions_comparison (id, reason, host_id, matrix, base_kernel_id, "
+                      "candidate_kernel_id, fdr, computed_at) FROM STDIN") as cp:
+            for k in range(comparisons):
+                cp.write_row((k + 1, "previous-run", 1, "nightly", k + 1, k + 2, 0.05,
+                              start + timedelta(hours=k + 1)))
+        with cur.copy("COPY regressions_cellverdict (comparison_id, cell_key, study_id, host_id, "
+                      "device_class, device_id, filesystem, \"group\", metric_id, direction, "
+                      "min_effect_pct, base_n, base_mean, base_median, candidate_n, candidate_mean, "
+                      "candidate_median, change_pct, outcome, size_only, words) FROM STDIN") as cp:
+            for k in range(comparisons):
+                for c in range(CELLS_PER_RUN):
+                    outcome = "regression" if k % 10 == 0 else "no-change"
+                    cp.write_row((k + 1, f"{STUDY}/sd0/f2fs/c{c}", 1, 1, "sdcard", 1, "f2fs", "0",
+                                  "write.bw_kib_s", "higher", 5, 5, 1000, 1000, 5,
+                                  900 if outcome == "regression" else 1000,
+                                  900 if outcome == "regression" else 1000,
+                                  -10 if outcome == "regression" else 0, outcome, False, ""))
+        states = ["new", "acknowledged", "invalid", "fixed", "bisecting"]
+        with cur.copy("COPY regressions_regression (comparison_id, state, notes, created, updated) "
+                      "FROM STDIN") as cp:
+            for k in range(0, comparisons, 10):
+                at = start + timedelta(hours=k + 1)
+                cp.write_row((k + 1, states[k // 10 % len(states)], "", at, at))
+        for table in ("regressions_comparison", "regressions_cellverdict", "regressions_regression"):
+            cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                        f"(SELECT max(id) FROM {table}))")
+        conn.commit()
+        cur.execute("ANALYZE")
+    return {"runs": runs, "kernels": kernels, "samples": samples,
+            "seconds": time.monotonic() - t0}
+
+
+def load(base: str, paths: list[str], clients: int, seconds: float) -> list[float]:
+    """Each client requests the paths in turn until the time is up; returns the
+    latencies in ms (a failed request stops the bench)."""
+    times: list[float] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+    failures: list[str] = []
+
+    def client(i: int) -> None:
+        n = i
+        while time.monotonic() < deadline and not failures:
+            path = paths[n % len(paths)]
+            n += 1
+            t = time.perf_counter()
+            try:
+                with urllib.request.urlopen(base + path, timeout=30) as r:
+                    r.read()
+            except Exception as e:  # any failure ends the bench with its reason
+                failures.append(f"{path}: {e}")
+                return
+            with lock:
+                times.append((time.perf_counter() - t) * 1000)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise SystemExit(f"bench: request failed: {failures[0]}")
+    return times
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=8.0, help="per page")
+    args = parser.parse_args()
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        raise SystemExit("bench: set DATABASE_URL to a PostgreSQL server (a scratch database is made on it)")
+    with scratch_database() as env, running_server(env, workers=args.workers) as (base, _):
+        filled = fill(env["DATABASE_URL"], args.runs)
+        print(f"filled: {filled['runs']} runs, {filled['kernels']} kernels, {filled['samples']} "
+              f"samples in {filled['seconds']:.1f} s (COPY)")
+        k = filled["kernels"]
+        rng = random.Random(2)
+        pairs = [(rng.randrange(1, k), 0) for _ in range(40)]
+        compare_paths = [f"?base=kernel:{a}&candidate=kernel:{a + 1}" for a, _ in pairs]
+        history = [urlencode({"study": STUDY, "host": f"lab-{h}", "device": "sd0",
+                              "filesystem": "f2fs", "group": "0", "metric": m})
+                   for h in range(HOSTS) for m in METRICS[:2]]
+        pages = {
+            "overview endpoint /dashboard/api/overview": ["/dashboard/api/overview"],
+            "overview page /": ["/"],
+            "history endpoint /dashboard/api/history": [f"/dashboard/api/history?{q}" for q in history],
+            "history page /history": [f"/history?{q}" for q in history],
+            "compare endpoint /dashboard/api/compare (40 kernel pairs)":
+                [f"/dashboard/api/compare{q}" for q in compare_paths],
+            "compare page /compare (same pairs)": [f"/compare{q}" for q in compare_paths],
+            "runs page /runs/": ["/runs/", "/runs/?host=lab-3", "/runs/?page=50"],
+        }
+        print(f"load: {args.clients} concurrent clients, {args.seconds:g} s per page, "
+              f"gunicorn with {args.workers} workers, {os.cpu_count()} CPUs")
+        print(f"{'page':62} {'requests':>8} {'p50 ms':>8} {'p95 ms':>8}")
+        for name, paths in pages.items():
+            load(base, paths[:2], 1, 0.5)  # warm the workers' connections
+            times = load(base, paths, args.clients, args.seconds)
+            print(f"{name:62} {len(times):8d} {percentile(times, 50):8.1f} {percentile(times, 95):8.1f}")
+
+
+if __name__ == "__main__":
+    main()

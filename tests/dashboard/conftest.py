@@ -1,0 +1,176 @@
+"""Fixtures of the dashboard's browser tests: a store filled through the real
+ingest path, Debian's chromium driven by Playwright (from PyPI; no browser
+download), and a page that records console errors.
+
+pytest-django's live_server serves the app from a thread of this process on
+the test database (PostgreSQL with DATABASE_URL, else the SQLite file the
+settings name for tests), so the store is filled with transactional_db and
+flushed after each test."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from io import StringIO
+from pathlib import Path
+
+import pytest
+
+from dashboard_browser import SCRIPT
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "webapp"))  # bundle_maker
+
+# Playwright's sync API keeps an event loop in this thread; the ORM calls the
+# tests make between page actions are still plain synchronous calls.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = os.environ.get("IOWATCH_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+VENDOR = ROOT / "webapp" / "dashboard" / "static" / "dashboard" / "vendor" / "chart.umd.js"
+
+NOISE = [-10, 4, 10, -4, 0]
+
+
+def pytest_collection_modifyitems(items):
+    here = str(Path(__file__).parent)
+    for item in items:
+        if str(item.path).startswith(here):
+            item.add_marker(pytest.mark.webapp)
+
+
+def level(mean: float) -> list[float]:
+    return [mean + e for e in NOISE]
+
+
+def kernel(commit: int, series: str | None = None, patch: int | None = None,
+           subject: str = "") -> dict:
+    k = {"release": "6.12.0-iowatch", "git_commit": f"{commit:012x}", "config_hash": "c0ffee",
+         "config": {"CONFIG_XFS_DEBUG": "n"}, "cmdline": "console=ttyS0 quiet"}
+    if series is not None:
+        k["series"] = {"name": series, "base": "v6.12", "patch_count": 2,
+                       "message_id": "<series@example.org>"}
+        if patch:
+            k["patch"] = {"index": patch, "subject": subject, "commit": f"{commit:07x}"}
+        else:
+            k["patch"] = {"index": 0}
+    return k
+
+
+def at(hour: int) -> str:
+    return f"2024-05-{1 + hour // 24:02d}T{hour % 24:02d}:00:00Z"
+
+
+@dataclass
+class Store:
+    """What the filled store holds, for the tests to name in URLs."""
+    series_id: int = 0
+    kernels: list = field(default_factory=list)  # the series' kernel ids, patch 0, 1, 2
+    ab_regression: int = 0  # patch 2 against patch 1 (planted halving)
+    change_point_regression: int = 0
+    nightly_runs: list = field(default_factory=list)
+    study: str = "f2fs-dio-write"
+
+
+@pytest.fixture
+def store(transactional_db, tmp_path) -> Store:
+    """Published numbers of every study, a three-kernel series whose last patch
+    halves the write bandwidth (patch 1's subject holds a script tag), and a
+    nightly history of ten kernels with a step down at the eighth. Everything
+    goes through the ingest API with an agent token; verdicts are computed as
+    each upload commits."""
+    from django.core.management import call_command
+    from django.test import Client
+
+    from bundle_maker import planted_bundle, wire
+    from iowatch.commands.import_published import published_bundles
+    from iowatch.studies import load_studies
+    from regressions.models import Regression
+    from results.models import Kernel, PatchSeries
+
+    studies = load_studies(ROOT / "jobs" / "studies")
+    call_command("ingest_bundle", *[str(d) for s in studies.values()
+                                    for d in published_bundles(s, tmp_path)], stdout=StringIO())
+    out = StringIO()
+    call_command("create_agent", "lab-agent", stdout=out)
+    token = out.getvalue().strip().split()[-1]
+    client = Client()
+
+    def post(doc: dict) -> None:
+        response = client.post("/api/v1/bundles", wire(doc), content_type="application/json",
+                               HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert response.status_code == 201, response.content
+
+    subjects = {1: f"f2fs: {SCRIPT} take the lock later", 2: "f2fs: drop the write lock"}
+    for k, bw in enumerate([1000, 1010, 500]):
+        doc = planted_bundle({"write.bw_kib_s": level(bw), "write.iops": level(200)},
+                             kernel=kernel(100 + k, "f2fs: dio write lock", k, subjects.get(k, "")),
+                             started_at=at(k), cells=2, matrix="series")
+        doc["label"] = SCRIPT if k == 1 else f"patch {k}"
+        for cell in doc["cells"]:  # the study's job group, so the published page pairs them
+            for rep in cell["repetitions"]:
+                for sample in rep["samples"]:
+                    sample["group"] = "seqw"
+        post(doc)
+    filled = Store()
+    nightly = []
+    for night, bw in enumerate([1000] * 7 + [700] * 3):
+        doc = planted_bundle({"write.bw_kib_s": level(bw + night % 3)}, kernel=kernel(night + 1),
+                             started_at=at(10 + night), matrix="nightly", host="lab-2")
+        post(doc)
+        nightly.append(doc["run_id"])
+    series = PatchSeries.objects.get(name="f2fs: dio write lock")
+    filled.series_id = series.pk
+    filled.kernels = list(Kernel.objects.filter(series=series).order_by("patch_index")
+                          .values_list("pk", flat=True))
+    filled.ab_regression = Regression.objects.get(comparison__reason="parent").pk
+    filled.change_point_regression = Regression.objects.get(comparison__reason="change-point").pk
+    filled.nightly_runs = nightly
+    return filled
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/setup.sh as root (apt-get install chromium)")
+    if not VENDOR.exists():
+        pytest.fail(f"{VENDOR} is missing: run scripts/setup.sh (npm ci and the copy of Chart.js)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@dataclass
+class Watched:
+    page: object
+    errors: list = field(default_factory=list)
+    dialogs: list = field(default_factory=list)
+    outside: list = field(default_factory=list)
+
+
+@pytest.fixture
+def watched(browser, live_server):
+    """A fresh browser context and page; console errors, uncaught exceptions,
+    dialogs, and any request that leaves the server are recorded."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    w = Watched(page)
+    page.on("console", lambda m: w.errors.append(f"console {m.type}: {m.text}")
+            if m.type == "error" else None)
+    page.on("pageerror", lambda e: w.errors.append(f"page error: {e}"))
+
+    def dialog(d):
+        w.dialogs.append(d.message)
+        d.dismiss()
+
+    page.on("dialog", dialog)
+    page.on("request", lambda r: w.outside.append(r.url)
+            if not r.url.startswith((live_server.url, "data:")) else None)
+    page.set_default_timeout(15_000)
+    yield w
+    context.close()
+

@@ -1,0 +1,8 @@
+"""The dashboard app: the pages people read (DESIGN.md §3) and their chart data."""
+from django.apps import AppConfig
+
+
+class DashboardConfig(AppConfig):
+    name = "dashboard"
+    verbose_name = "Dashboard"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,53 @@
+"""The chart data: JSON endpoints under /dashboard/api/ that page and filter in
+the database. Strings in them are data for textContent and Chart.js labels,
+never HTML."""
+from __future__ import annotations
+
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404
+
+from dashboard import queries
+from results.models import Study
+
+
+def _error(message: str, status: int = 400) -> JsonResponse:
+    return JsonResponse({"error": message}, status=status)
+
+
+def _int(request, name: str, default: int, most: int) -> int:
+    try:
+        value = int(request.GET.get(name, default))
+    except ValueError:
+        value = default
+    return max(0, min(value, most))
+
+
+def overview(request):
+    return JsonResponse(queries.overview())
+
+
+def compare(request):
+    base, candidate = request.GET.get("base", ""), request.GET.get("candidate", "")
+    if not base or not candidate:
+        return _error("base and candidate are both needed (a run id, kernel:ID, or a release, "
+                      "label or commit)")
+    try:
+        result = queries.compare(base, candidate)
+    except queries.SideNotFound as e:
+        return _error(str(e), 404)
+    filters = {f: request.GET.get(f, "") for f in queries.COMPARE_FILTERS}
+    return JsonResponse({**result, "cells": queries.filter_cells(result["cells"], filters)})
+
+
+def history(request):
+    key = {k: request.GET.get(k, "") for k in queries.HISTORY_KEYS}
+    missing = [k for k in ("study", "host", "group", "metric") if not key[k]]
+    if missing:
+        return _error(f"the series key needs {', '.join(missing)}")
+    limit = _int(request, "limit", 100, queries.MAX_HISTORY_KERNELS) or 1
+    return JsonResponse(queries.history(key, limit=limit, offset=_int(request, "offset", 0, 10**9)))
+
+
+def published(request, slug: str):
+    study = get_object_or_404(Study, slug=slug)
+    return JsonResponse(queries.published_vs_measured(study, kernels=_int(request, "kernels", 10, 50)))

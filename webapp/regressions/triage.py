@@ -1,0 +1,30 @@
+"""Triage: one regression moves from one state to another, logged with its user.
+
+The API (POST /api/v1/regressions/{id}/triage) and the dashboard's form both
+call this, so the state change and its log are written in one place."""
+from __future__ import annotations
+
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+
+from regressions.models import STATES, Regression, TriageEvent
+
+
+class UnknownState(ValueError):
+    pass
+
+
+def triage(regression_id: int, user, state: str, note: str = "") -> Regression:
+    """Set the state (and the latest note, when one is given); raises
+    UnknownState for a state outside STATES, Http404 for an unknown regression."""
+    if state not in STATES:
+        raise UnknownState(f"state {state!r} is not one of {', '.join(STATES)}")
+    with transaction.atomic():
+        regression = get_object_or_404(Regression.objects.select_for_update(), pk=regression_id)
+        TriageEvent.objects.create(regression=regression, user=user,
+                                   from_state=regression.state, to_state=state, note=note)
+        regression.state = state
+        if note:
+            regression.notes = note
+        regression.save(update_fields=["state", "notes", "updated"])
+    return regression
