@@ -27,7 +27,7 @@ def make_bundle(path, n_samples: int) -> str:
 
 
 def upload(url, token, spool, *bundles):
-    return subprocess.run([IOWATCH, "upload", *map(str, bundles), "--server", url, "--token", token,
+    return subprocess.run([IOWATCH, "upload", *map(str, bundles), "--server", url, f"--token={token}",
                            "--spool", str(spool), "--retries", "1", "--backoff", "0.05"],
                           capture_output=True, text=True, timeout=300)
 

@@ -24,6 +24,7 @@ def test_create_agent_prints_a_token_that_uploads_and_keeps_only_its_hash(post):
     agent = Agent.objects.get(name="lab-2")
     assert agent.token_sha256 == hashlib.sha256(token.encode()).hexdigest()
     assert token not in agent.token_sha256
+    assert token.startswith("iow_")  # never read as an option on a command line
     assert post(make_bundle(), token=token)[0] == 201
     agent.refresh_from_db()
     assert agent.last_seen is not None and agent.runs.count() == 1

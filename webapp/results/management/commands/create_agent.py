@@ -17,7 +17,8 @@ class Command(BaseCommand):
                             help="replace the token of an existing agent (and reactivate it)")
 
     def handle(self, name, rotate, **options):
-        token = secrets.token_urlsafe(32)
+        # A fixed prefix: a token that starts with '-' reads as an option on a command line.
+        token = "iow_" + secrets.token_urlsafe(32)
         digest = agent_token_digest(token)
         if rotate:
             if not Agent.objects.filter(name=name).update(token_sha256=digest, active=True):
