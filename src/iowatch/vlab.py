@@ -149,7 +149,9 @@ def _boot_once(argv: list[str], console: Path, boot_timeout: float, run_timeout:
                 if any(m in text for m in PANIC_MARKERS):
                     time.sleep(1)
                     _kill(proc)
-                    return "panic", booted_at, None, "kernel panic (see the console log)"
+                    line = next((x for x in text.splitlines() if "Kernel panic" in x), "")
+                    return "panic", booted_at, None, (line.split("]", 1)[-1].strip()
+                                                      or "kernel panic") + " (see the console log)"
         finally:
             sel.close()
         rc = proc.wait()

@@ -183,8 +183,10 @@ def build_variant(plan: Plan, v: Variant, jobs: int | None = None,
     v.config_hash = hashlib.sha256(config).hexdigest()
     (artifacts / "config").write_bytes(config)
     if rc:
-        tail = (artifacts / "build.log").read_text(errors="replace").splitlines()[-40:]
-        v.status, v.error = "build-failed", "make exited {}:\n{}".format(rc, "\n".join(tail))
+        lines = (artifacts / "build.log").read_text(errors="replace").splitlines()
+        first = next((line for line in lines if ": error: " in line), "")
+        v.status = "build-failed"
+        v.error = f"make exited {rc}: {first.replace(str(plan.work) + '/', '')}\n" + "\n".join(lines[-40:])
     else:
         shutil.copy(plan.build / "arch/x86/boot/bzImage", artifacts / "bzImage")
         v.release = subprocess.run(["make", "-s", "-C", str(plan.work), f"O={plan.build}",
