@@ -247,6 +247,19 @@ class BundleWriter:
             self.doc["cells"].append(c)
         return self._cells[cell_id]
 
+    def find(self, cell_id: str) -> dict | None:
+        return self._cells.get(cell_id)
+
+    def adopt(self, cell: dict) -> None:
+        """Keep a finished cell of an earlier, interrupted run of this bundle."""
+        self._cells[cell["id"]] = cell
+        self.doc["cells"].append(cell)
+
+    def drop(self, cell_id: str) -> None:
+        """Forget a cell (a resumed run starts it over)."""
+        self._cells.pop(cell_id, None)
+        self.doc["cells"] = [c for c in self.doc["cells"] if c["id"] != cell_id]
+
     def add_repetition(self, cell_id: str, study: str, index: int, samples: list[dict],
                        artifacts: dict[str, bytes] | None = None, failures: list[dict] | None = None,
                        status: str = "passed", error: str | None = None, **cell_fields: Any) -> dict:

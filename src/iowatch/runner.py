@@ -136,8 +136,7 @@ class Runner:
             label=label, matrix=matrix.name, command=command,
             started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         for cell in self.done.values():
-            self.writer.doc["cells"].append(cell)
-            self.writer._cells[cell["id"]] = cell
+            self.writer.adopt(cell)
         self.phase_s["setup"] = time.monotonic() - t_setup
 
     @contextmanager
@@ -287,9 +286,7 @@ class Runner:
 
     def _clear_partial(self, cell: Cell) -> None:
         """A resumed cell starts over: drop its half-done repetitions."""
-        doc = self.writer.doc
-        doc["cells"] = [c for c in doc["cells"] if c["id"] != cell.id]
-        self.writer._cells.pop(cell.id, None)
+        self.writer.drop(cell.id)
         shutil.rmtree(self.out / "cells" / cell.id, ignore_errors=True)
 
     def _add_ratio(self, cell: Cell) -> None:
@@ -298,8 +295,8 @@ class Runner:
         if not ratio or cell.filesystem not in (ratio["filesystem"], ratio["against"]):
             return
         cid = lambda fs: f"{cell.study.slug}/{cell.device.name}/{fs}"  # noqa: E731
-        fs_cell = self.writer._cells.get(cid(ratio["filesystem"]))
-        raw_cell = self.writer._cells.get(cid(ratio["against"]))
+        fs_cell = self.writer.find(cid(ratio["filesystem"]))
+        raw_cell = self.writer.find(cid(ratio["against"]))
         if not fs_cell or not raw_cell:
             return
 
