@@ -15,19 +15,29 @@ COMMANDS = ("parse", "run", "import_published", "upload", "serve", "manage", "de
             "kernel", "check", "compare")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every subcommand, or with `only` that one: a command's
+    module may import numpy and scipy, and a guest under TCG reading Python
+    over 9p pays seconds for each import nobody needs."""
     p = argparse.ArgumentParser(
         prog="iowatch",
         description="Storage performance-regression CI for Linux kernel changes.")
     p.add_argument("--version", action="version", version=f"iowatch {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in ([only] if only else COMMANDS):
         importlib.import_module(f"iowatch.commands.{name}").register(sub)
     return p
 
 
+def _command(argv: list[str]) -> str | None:
+    """The subcommand argv names, when it names one before any option."""
+    first = argv[0] if argv else ""
+    name = first.replace("-", "_")
+    return name if name in COMMANDS else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(_command(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -27,6 +27,12 @@ from iowatch.inventory import Host, parse_size
 
 BOOT_MARKER = "IOWATCH-GUEST-BOOTED"
 PANIC_MARKERS = ("Kernel panic", "end Kernel panic")
+# Without virtiofsd (Debian 12 has only QEMU's old C one, which virtme-ng will not
+# use) the guest's root is the host's over 9p, uncached: under TCG every Python
+# import then costs a round trip per stat, and an Ansible task took seconds. The
+# root is read-only in the guest and nothing it runs changes while it runs, so
+# the guest caches it (the last rootflags= on the command line wins).
+ROOT_9P_FLAGS = "rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose"
 KVM_HANG_FILE = "kvm-hangs"   # in the vlab dir: KVM was seen to hang on this machine
 
 
@@ -171,7 +177,7 @@ def boot_and_run(bzimage: Path, host: Host, guest_command: list[str], shared: Pa
     console.write_bytes(b"")
     inner = f"echo {BOOT_MARKER}; " + shlex.join(guest_command)
     base = ["vng", "--run", str(bzimage), "--cpus", str(cpus), "--memory", memory,
-            "--rwdir", str(shared), "--verbose", "--exec", inner,
+            "--rwdir", str(shared), "--verbose", "--exec", inner, "--append", ROOT_9P_FLAGS,
             # With "=": argparse would take a value starting with "-drive" for an option.
             "--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu_device_args(host))]
     env_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"

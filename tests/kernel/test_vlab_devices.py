@@ -43,3 +43,24 @@ def test_the_guest_runs_the_hosts_iowatch_with_the_series_filled_in(tmp_path):
     from iowatch.cli import build_parser
     parsed = build_parser().parse_args(argv[3:])  # the guest's command parses against the CLI
     assert parsed.patch_subject == "fs: x" and parsed.reps == 5
+
+
+def test_kernel_boot_names_a_missing_kernel_and_refuses_a_bare_metal_host(tmp_path, capsys):
+    from iowatch.cli import main
+    assert main(["kernel", "boot", str(tmp_path / "nothing"), "true"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'nothing'}: no bzImage there" in err and "iowatch kernel build" in err
+    (tmp_path / "bzImage").write_bytes(b"not booted: the host is refused first")
+    assert main(["kernel", "boot", str(tmp_path), "--host", "localhost", "true"]) == 2
+    assert "host localhost is local; only a qemu host" in capsys.readouterr().err
+    assert main(["kernel", "boot", str(tmp_path), "--host", "nosuch", "true"]) == 2
+    assert "nosuch" in capsys.readouterr().err
+
+
+def test_the_cli_imports_only_the_command_it_runs():
+    import subprocess
+    import sys
+    code = ("import sys; from iowatch.cli import main; main(['device', '--help'])")
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True)
+    assert "usage: iowatch device" in done.stdout
+    assert "scipy" not in done.stderr and "iowatch.commands.check" not in done.stderr

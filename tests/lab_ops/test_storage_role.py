@@ -95,7 +95,7 @@ def play(tmp_path: Path, inv: Path, *extra: str) -> tuple[subprocess.CompletedPr
             "storage_mount_root": str(tmp_path / "mnt"), "storage_state_dir": str(tmp_path / "state"),
             "storage_persist_scheduler": False}
     cmd = [tool("ansible-playbook", HOW), "-i", str(inv), STORAGE, "-e", json.dumps(args), *extra]
-    done = run(cmd, ansible_env(tmp_path), timeout=240)
+    done = run(cmd, ansible_env(tmp_path), timeout=900)  # a hang guard: TCG guests are slow
     return done, done.stdout + done.stderr
 
 
@@ -112,7 +112,7 @@ def scheduler(dev: str) -> str:
 def test_storage_role_makes_checks_repeats_and_tears_down(loops, tmp_path):
     fast = loops.make("fast", "320M")   # XFS needs 300 MB
     disk = loops.make("disk", "64M")
-    m1, m2 = loops.make("m1", "64M"), loops.make("m2", "64M")
+    m1, m2 = loops.make("m1", "160M"), loops.make("m2", "160M")   # XFS on the RAID0 where md exists
     inv = inventory(tmp_path, [
         {"name": "fast", "class": "ssd", "path": fast, "filesystems": ["xfs", "raw"]},
         {"name": "disk", "class": "hdd", "path": disk, "filesystems": ["ext4", "xfs"]},
@@ -133,6 +133,10 @@ def test_storage_role_makes_checks_repeats_and_tears_down(loops, tmp_path):
         assert "pair: md RAID0 skipped: this kernel has no md driver (no /proc/mdstat)" in out
         assert "no md driver" in record["devices"][2]["skipped"]
         assert _sh("blkid", "-p", m1).returncode == 2 and _sh("blkid", "-p", m2).returncode == 2
+    else:
+        source, fstype = mounted(mnt / "pair")
+        assert fstype == "xfs" and source == os.path.realpath("/dev/md/iowatch-pair")
+        assert scheduler(m1) == "none" and scheduler(m2) == "none"
 
     done, out = play(tmp_path, inv)
     assert done.returncode == 0, out
@@ -183,3 +187,55 @@ def test_storage_role_assembles_raid0(loops, tmp_path):
     done, out = play(tmp_path, inv, "-e", "storage_state=absent")
     assert done.returncode == 0, out
     assert not os.path.exists("/dev/md/iowatch-pair")
+
+
+VLAB_HOST = os.environ.get("IOWATCH_VLAB_HOST")
+
+
+@pytest.mark.skipif(not VLAB_HOST, reason="runs inside a virtual-lab guest (iowatch kernel boot sets "
+                                          "IOWATCH_VLAB_HOST), on the guest's emulated disks")
+def test_storage_role_on_the_virtual_lab_devices(tmp_path):
+    """The whole role on the emulated device classes of the virtual-lab host, as the
+    lab inventory declares them: SD card, SSD, md RAID0 of two disks, rotational disk."""
+    inv_path = Path(os.environ.get("IOWATCH_INVENTORY", ANSIBLE_DIR.parent / "hardware-inventory.yml"))
+    lab = yaml.safe_load(inv_path.read_text())
+    devices = lab["all"]["children"]["virtual"]["hosts"][VLAB_HOST]["iowatch_devices"]
+    mnt = tmp_path / "mnt"
+    iowatch = Path(sys.executable).parent / "iowatch"
+    args = {"storage_hosts": VLAB_HOST, "storage_inventory": str(inv_path), "storage_iowatch": str(iowatch),
+            "storage_mount_root": str(mnt), "storage_state_dir": str(tmp_path / "state"),
+            "storage_persist_scheduler": False, "storage_md": True,
+            "ansible_python_interpreter": sys.executable}
+
+    def apply(*extra: str) -> tuple[subprocess.CompletedProcess, str]:
+        cmd = [tool("ansible-playbook", HOW), "-i", str(inv_path), STORAGE, "-e", json.dumps(args), *extra]
+        done = run(cmd, ansible_env(tmp_path), timeout=900)
+        return done, done.stdout + done.stderr
+
+    try:
+        done, out = apply()
+        assert done.returncode == 0, out
+        assert recap(out, VLAB_HOST)["changed"] > 0
+        for dev in devices:
+            source, fstype = mounted(mnt / dev["name"])
+            want = next(f for f in dev["filesystems"] if f != "raw")
+            assert fstype == want, (dev["name"], fstype)
+            if dev.get("members"):
+                assert source == os.path.realpath(f"/dev/md/iowatch-{dev['name']}")
+                assert "raid0" in Path("/proc/mdstat").read_text()
+                disks = dev["members"]
+            else:
+                assert source == os.path.realpath(dev["path"])
+                disks = [dev["path"]]
+            want_sched = "mq-deadline" if dev["class"] in ("hdd", "sdcard", "emmc") else "none"
+            assert all(scheduler(os.path.realpath(d)) == want_sched for d in disks), dev["name"]
+
+        done, out = apply()
+        assert done.returncode == 0 and recap(out, VLAB_HOST)["changed"] == 0, out  # idempotent
+    finally:
+        done, out = apply("-e", "storage_state=absent")
+    assert done.returncode == 0, out
+    assert not any(mounted(mnt / d["name"]) for d in devices)
+    assert not any(Path("/dev/md").glob("iowatch-*"))
+    done, out = apply("-e", "storage_state=absent")
+    assert done.returncode == 0 and recap(out, VLAB_HOST)["changed"] == 0, out

@@ -2,11 +2,19 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
+import tempfile
+from pathlib import Path
 
+from iowatch import inventory, paths
 from iowatch.kernel.build import build_all, make_variants
 from iowatch.kernel.series import Series, SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
+from iowatch.vlab import boot_and_run
+from iowatch.yamlfile import DataFileError
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def register(sub):
@@ -29,6 +37,26 @@ def register(sub):
     b.add_argument("--jobs", type=int, default=None, help="make -j (default: all cores)")
     b.add_argument("--json", action="store_true", help="print the variants as JSON")
     b.set_defaults(func=run_build)
+    g = ksub.add_parser(
+        "boot", help="boot a built kernel in the virtual lab and run a command in the guest",
+        description="Boot a bzImage (or a variant's artifacts directory from `iowatch kernel build`) "
+                    "in a QEMU guest with the emulated devices of a qemu host of the inventory, run "
+                    "COMMAND inside (the host's root filesystem, read-only; /tmp writable) and exit "
+                    "with its exit code. The guest gets IOWATCH_VLAB_HOST and IOWATCH_INVENTORY in "
+                    "its environment. KVM is tried first and TCG used when KVM hangs.")
+    g.add_argument("kernel", metavar="KERNEL", help="a bzImage, or a directory holding one")
+    g.add_argument("command", nargs="+", metavar="COMMAND",
+                   help="what to run in the guest (put -- before it when it has options)")
+    g.add_argument("--host", default="vlab", help="the qemu host of the inventory (default vlab)")
+    g.add_argument("--inventory", default=str(REPO / "hardware-inventory.yml"))
+    g.add_argument("--shared", default=None, metavar="DIR",
+                   help="a directory the guest may write, also where the console log goes "
+                        "(default: a new one under the data dir's vlab/boot/)")
+    g.add_argument("--memory", default="2G", help="guest memory (default 2G)")
+    g.add_argument("--cpus", type=int, default=2, help="guest CPUs (default 2)")
+    g.add_argument("--timeout", type=float, default=3600, help="seconds the guest may run (default 3600)")
+    g.add_argument("--quiet", action="store_true", help="do not echo the guest's console")
+    g.set_defaults(func=run_boot)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -55,3 +83,51 @@ def run_build(args) -> int:
     if args.json:
         print(json.dumps([v.to_dict() for v in plan.variants], indent=1))
     return 0 if all(v.status == "built" for v in plan.variants) else 1
+
+
+def _bzimage(given: str) -> Path:
+    path = Path(given)
+    if path.is_dir():
+        path = path / "bzImage"
+    if not path.is_file():
+        raise FileNotFoundError(f"{given}: no bzImage there; give a bzImage or a variant's artifacts "
+                                "directory (iowatch kernel build prints where they are)")
+    return path
+
+
+def run_boot(args) -> int:
+    try:
+        bzimage = _bzimage(args.kernel)
+        inv_path = Path(args.inventory).resolve()
+        host = inventory.load(inv_path).host(args.host)
+    except (FileNotFoundError, DataFileError, inventory.InventoryError) as e:
+        print(f"iowatch kernel boot: {e}", file=sys.stderr)
+        return 2
+    except KeyError as e:
+        print(f"iowatch kernel boot: {e.args[0]}", file=sys.stderr)
+        return 2
+    if host.kind != "qemu":
+        print(f"iowatch kernel boot: host {host.name} is {host.kind}; only a qemu host of the "
+              "inventory is booted here (bare-metal hosts boot variants with ansible/kernel.yml)",
+              file=sys.stderr)
+        return 2
+    if args.shared:
+        shared = Path(args.shared).resolve()
+    else:
+        base = paths.data_dir() / "vlab" / "boot"
+        base.mkdir(parents=True, exist_ok=True)
+        shared = Path(tempfile.mkdtemp(prefix="boot-", dir=base))
+    command = ["env", f"IOWATCH_VLAB_HOST={host.name}", f"IOWATCH_INVENTORY={inv_path}",
+               f"IOWATCH_SHARED={shared}", *args.command]
+    print(f"kernel boot: {bzimage} on {host.name} ({len(host.devices)} emulated devices); "
+          f"running: {shlex.join(args.command)}", flush=True)
+    result = boot_and_run(bzimage, host, command, shared, shared / "console.log", memory=args.memory,
+                          cpus=args.cpus, run_timeout=args.timeout, echo=not args.quiet)
+    boot = f"{result.boot_s:.0f} s" if result.boot_s is not None else "-"
+    print(f"kernel boot: {result.status} under {result.accel.upper()}, boot {boot}, "
+          f"wall {result.wall_s:.0f} s, guest exit {result.exit_code}; tries: "
+          f"{'; '.join(result.attempts)}; console {result.console}", flush=True)
+    if result.status != "passed":
+        print(f"iowatch kernel boot: the guest did not run the command: {result.reason}", file=sys.stderr)
+        return 3
+    return result.exit_code if result.exit_code is not None else 3
