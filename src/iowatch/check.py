@@ -80,57 +80,69 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
     say(f"check: {len(series.patches)} patches of {series.name} on {plan.base[:12]}; "
         f"matrix {matrix} on {host.name}")
     for v in plan.variants:
-        vr = VariantRun(v)
-        result.runs.append(vr)
-        vdir = out / f"variant-{v.index:02d}"
         if v.status == "apply-failed":
-            vr.status, vr.reason = "apply-failed", v.error or ""
+            result.runs.append(VariantRun(v, status="apply-failed", reason=v.error or ""))
             say(f"variant {v.index}: patch does not apply:\n{v.error}")
             break
-        t0 = time.monotonic()
-        build_variant(plan, v)
-        result.phases[f"build {v.index}"] = time.monotonic() - t0
-        if v.status == "build-failed":
-            vr.status, vr.reason = "build-failed", v.error or ""
-            vr.bundle = _failure_bundle(vdir, v, plan, host, "build-failed", v.error or "",
-                                        {"build_log": str(Path(v.artifacts) / "build.log")})
-            store(vr.bundle)
-            say(f"variant {v.index} ({v.label}): build-failed in {v.build_s} s; later variants "
-                "are still tried")
-            continue
-        say(f"variant {v.index} ({v.label}): built {v.release} in {v.build_s} s"
-            f"{' (incremental)' if v.incremental else ''}; booting")
-        shared = out / f"guest-{v.index:02d}"
-        guest_out = shared / "bundle"
-        cmd = guest_run_command(matrix, host, inventory, guest_out, profile=profile, reps=reps,
-                                kernel_commit=v.commit, label=v.label,
-                                series={"name": series.name, "index": v.index,
-                                        "subject": v.subject, "base": plan.base})
-        t0 = time.monotonic()
-        boot = boot_and_run(Path(v.artifacts) / "bzImage", host, cmd, shared,
-                            shared / "console.log", echo=echo_console)
-        result.phases[f"guest {v.index}"] = time.monotonic() - t0
-        vr.accel, vr.boot_s = boot.accel, boot.boot_s
-        vr.matrix_s = round(boot.wall_s - (boot.boot_s or 0), 1)
-        if boot.status != "passed" or not (guest_out / bundle.MANIFEST).is_file():
-            reason = boot.reason or f"the guest exited {boot.exit_code} without a bundle"
-            vr.status, vr.reason = "boot-failed", reason
-            tail = boot.console.read_text(errors="replace")[-3000:] if boot.console else ""
-            vr.bundle = _failure_bundle(vdir, v, plan, host, "boot-failed", reason,
-                                        {"console_log": str(boot.console), "console_tail": tail,
-                                         "attempts": boot.attempts})
-            store(vr.bundle)
-            say(f"variant {v.index}: boot-failed ({'; '.join(boot.attempts)}); console: {boot.console}")
-            continue
-        vr.bundle = guest_out
-        doc = bundle.load(guest_out)
-        vr.status = doc["status"]
-        store(guest_out)
-        say(f"variant {v.index}: ran under {boot.accel.upper()} (boot {boot.boot_s:.0f} s, "
-            f"matrix {vr.matrix_s:.0f} s): {doc['status']}")
+        result.runs.append(run_variant(plan, v, host, inventory, matrix, out, profile=profile,
+                                       reps=reps, store=store, say=say, echo_console=echo_console,
+                                       phases=result.phases))
     result.phases["total"] = time.monotonic() - t_all
     _compare(result)
     return result
+
+
+def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str, out: Path, *,
+                profile: str | None = None, reps: int | None = None,
+                store: Callable[[Path], None] = lambda p: None, say: Callable[[str], None] = print,
+                echo_console: bool = False, phases: dict[str, float] | None = None) -> VariantRun:
+    """Build one variant, boot it in the virtual lab and run the matrix: its bundle
+    (a failure bundle when it does not build or boot) is stored either way."""
+    phases = {} if phases is None else phases
+    series = plan.series
+    vr = VariantRun(v)
+    vdir = out / f"variant-{v.index:02d}"
+    t0 = time.monotonic()
+    build_variant(plan, v)
+    phases[f"build {v.index}"] = time.monotonic() - t0
+    if v.status == "build-failed":
+        vr.status, vr.reason = "build-failed", v.error or ""
+        vr.bundle = _failure_bundle(vdir, v, plan, host, "build-failed", v.error or "",
+                                    {"build_log": str(Path(v.artifacts) / "build.log")})
+        store(vr.bundle)
+        say(f"variant {v.index} ({v.label}): build-failed in {v.build_s} s")
+        return vr
+    say(f"variant {v.index} ({v.label}): built {v.release} in {v.build_s} s"
+        f"{' (incremental)' if v.incremental else ''}; booting")
+    shared = out / f"guest-{v.index:02d}"
+    guest_out = shared / "bundle"
+    cmd = guest_run_command(matrix, host, inventory, guest_out, profile=profile, reps=reps,
+                            kernel_commit=v.commit, label=v.label,
+                            series={"name": series.name, "index": v.index,
+                                    "subject": v.subject, "base": plan.base})
+    t0 = time.monotonic()
+    boot = boot_and_run(Path(v.artifacts) / "bzImage", host, cmd, shared,
+                        shared / "console.log", echo=echo_console)
+    phases[f"guest {v.index}"] = time.monotonic() - t0
+    vr.accel, vr.boot_s = boot.accel, boot.boot_s
+    vr.matrix_s = round(boot.wall_s - (boot.boot_s or 0), 1)
+    if boot.status != "passed" or not (guest_out / bundle.MANIFEST).is_file():
+        reason = boot.reason or f"the guest exited {boot.exit_code} without a bundle"
+        vr.status, vr.reason = "boot-failed", reason
+        tail = boot.console.read_text(errors="replace")[-3000:] if boot.console else ""
+        vr.bundle = _failure_bundle(vdir, v, plan, host, "boot-failed", reason,
+                                    {"console_log": str(boot.console), "console_tail": tail,
+                                     "attempts": boot.attempts})
+        store(vr.bundle)
+        say(f"variant {v.index}: boot-failed ({'; '.join(boot.attempts)}); console: {boot.console}")
+        return vr
+    vr.bundle = guest_out
+    doc = bundle.load(guest_out)
+    vr.status = doc["status"]
+    store(guest_out)
+    say(f"variant {v.index}: ran under {boot.accel.upper()} (boot {boot.boot_s:.0f} s, "
+        f"matrix {vr.matrix_s:.0f} s): {doc['status']}")
+    return vr
 
 
 def _side(vr: VariantRun) -> Side:

@@ -12,7 +12,7 @@ import sys
 from iowatch import __version__
 
 COMMANDS = ("parse", "run", "import_published", "upload", "serve", "manage", "device",
-            "kernel", "check", "compare")
+            "kernel", "check", "bisect", "compare")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

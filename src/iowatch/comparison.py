@@ -265,6 +265,11 @@ def _series(side: Side) -> tuple[dict[tuple, list[float]], dict[tuple, dict], di
     return values, cells, {"hosts": ", ".join(sorted(hosts)), **models}
 
 
+def cell_values(side: Side) -> dict[tuple, list[float]]:
+    """The side's pooled values by (study, class, device, filesystem, group, metric)."""
+    return dict(_series(side)[0])
+
+
 def _wanted(study: Study | None, group: str, metric: str, every_metric: bool) -> bool:
     if every_metric or study is None:
         return METRICS[metric].direction != INFO

@@ -1,0 +1,246 @@
+"""A performance bisect: which commit between a good and a bad kernel made a
+cell slower?
+
+The commits from good to bad are the variants of a series (a git range A..B
+of the source tree, or a series directory or mbox applied to a base): variant
+0 is good, the last is bad. Both ends are measured first with the matrix and
+the cell to follow is the regression the verdict engine finds between them
+(the largest, unless --metric or --cell narrows it). Then a binary search: the
+middle variant is built, booted and measured, and the oracle
+(iowatch.stats.bisect.place) says which end it resembles. A variant that does
+not build or boot is skipped as git bisect does and a neighbour is tried; an
+unclear one is measured once more with its samples pooled. Every measurement
+is a stored run, so the dashboard shows the bisect's provenance.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from iowatch import bundle
+from iowatch.check import VariantRun, run_variant
+from iowatch.comparison import Comparison, Side, cell_values, compare_sides
+from iowatch.inventory import Host
+from iowatch.kernel.build import Plan, configure, make_variants
+from iowatch.kernel.series import Series
+from iowatch.stats.bisect import Placement, place, steps_left
+from iowatch.stats.verdict import CellVerdict
+from iowatch.studies import load_studies
+
+STUDIES_DIR = Path(__file__).resolve().parents[2] / "jobs" / "studies"
+
+
+class NothingToBisect(RuntimeError):
+    """The ends do not differ, or could not be measured: the message says which."""
+
+
+@dataclass
+class Step:
+    index: int
+    runs: list[VariantRun]
+    placement: Placement | None = None
+    skipped: str = ""         # why the variant gave no sample (build-failed, boot-failed, ...)
+
+    @property
+    def variant(self):
+        return self.runs[0].variant
+
+
+@dataclass
+class BisectResult:
+    series: Series
+    plan: Plan
+    target: CellVerdict | None = None   # good vs bad, the cell followed
+    steps: list[Step] = field(default_factory=list)
+    first_bad: int | None = None        # variant index
+    last_good: int | None = None
+    untestable: list[int] = field(default_factory=list)  # skipped between last_good and first_bad
+    reason: str = ""
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+def _key(v: CellVerdict) -> tuple:
+    k = v.key
+    return (k.study, k.device_class, k.device, k.filesystem, k.group, k.metric)
+
+
+def _side(runs: list[VariantRun]) -> Side:
+    return Side(spec=runs[0].variant.label, source=str(runs[0].bundle),
+                runs=[bundle.load(r.bundle) for r in runs])
+
+
+def _matches(v: CellVerdict, metric: str | None, cell: str | None) -> bool:
+    k = v.key
+    where = "/".join((k.study, k.device, k.filesystem, k.group))
+    return (metric is None or k.metric == metric) and (cell is None or cell in where)
+
+
+def choose_target(cmp: Comparison, metric: str | None = None, cell: str | None = None) -> CellVerdict:
+    """The regression from good to bad to follow: the largest one that matches."""
+    found = [v for v in cmp.regressions if _matches(v, metric, cell)]
+    if not found:
+        narrowed = " matching" + (f" metric {metric}" if metric else "") + \
+            (f" cell {cell}" if cell else "") if metric or cell else ""
+        seen = ", ".join(f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.verdicts
+                         if _matches(v, metric, cell))[:600]
+        raise NothingToBisect(f"good ({cmp.base.title}) and bad ({cmp.candidate.title}) show no "
+                              f"regression{narrowed}: nothing to bisect"
+                              + (f" ({seen})" if seen else ""))
+    return max(found, key=lambda v: abs(v.change_pct or 0.0))
+
+
+def _measured(runs: list[VariantRun]) -> bool:
+    return bool(runs) and all(r.status in ("passed", "failed") and r.bundle for r in runs)
+
+
+def search(n: int, measure: Callable[[int, int], VariantRun], *,
+           choose: Callable[[Comparison], CellVerdict] = choose_target,
+           studies: dict | None = None, say: Callable[[str], None] = print,
+           remeasure_unclear: bool = True) -> tuple[CellVerdict, list[Step], int, int, list[int]]:
+    """Bisect variants 0 (good) .. n (bad); measure(index, attempt) runs one.
+    Returns the target, the steps, the last good and first bad index, and the
+    untestable indices between them."""
+    studies = studies if studies is not None else load_studies(STUDIES_DIR)
+    ends = {}
+    for i in (0, n):
+        runs = [measure(i, 0)]
+        if not _measured(runs):
+            raise NothingToBisect(f"{'good' if i == 0 else 'bad'} end (variant {i}) gave no "
+                                  f"measurement: {runs[0].status}: {runs[0].reason[:300]}")
+        ends[i] = runs
+    target = choose(compare_sides(_side(ends[0]), _side(ends[n]), studies=studies))
+    key = _key(target)
+
+    def values(runs: list[VariantRun]) -> list[float]:
+        return cell_values(_side(runs)).get(key, [])
+
+    good, bad = values(ends[0]), values(ends[n])
+    steps = [Step(0, ends[0], place(good, bad, good)), Step(n, ends[n], place(good, bad, bad))]
+    say(f"bisect: following {key[4]} {key[5]} of {key[0]} on {key[2]} {key[3]}: {target.words}; "
+        f"{n - 1} commits between, about {steps_left(n)} to measure")
+    lo, hi, skipped = 0, n, set()
+    while hi - lo > 1:
+        untried = [i for i in range(lo + 1, hi) if i not in skipped]
+        if not untried:
+            break
+        mid = (lo + hi) // 2
+        mid = min(untried, key=lambda i: (abs(i - mid), i))  # git bisect skip: the nearest neighbour
+        runs = [measure(mid, 0)]
+        step = Step(mid, runs)
+        steps.append(step)
+        if not _measured(runs) or not values(runs):
+            step.skipped = runs[0].status if not _measured(runs) else "the cell gave no samples"
+            skipped.add(mid)
+            say(f"bisect: variant {mid} skipped ({step.skipped})")
+            continue
+        step.placement = place(good, bad, values(runs))
+        if step.placement.outcome == "unclear" and remeasure_unclear:
+            say(f"bisect: variant {mid} {step.placement.words}; measuring it again")
+            more = measure(mid, 1)
+            if _measured([more]):
+                runs.append(more)
+        if step.placement.outcome == "unclear":
+            step.placement = place(good, bad, values(runs), settle=True)
+        say(f"bisect: variant {mid} {step.placement.words} (median {step.placement.median:.4g})")
+        if step.placement.outcome == "bad":
+            hi = mid
+        else:
+            lo = mid
+    untestable = sorted(i for i in skipped if lo < i < hi)
+    return target, steps, lo, hi, untestable
+
+
+def run_bisect(tree: Path, base_ref: str, series: Series, host: Host, inventory: Path, matrix: str,
+               out: Path, *, profile: str | None = None, reps: int | None = None,
+               metric: str | None = None, cell: str | None = None,
+               store: Callable[[Path], None] = lambda p: None, say: Callable[[str], None] = print,
+               echo_console: bool = False) -> BisectResult:
+    t_all = time.monotonic()
+    plan = make_variants(tree, base_ref, series)
+    result = BisectResult(series, plan)
+    failed = next((v for v in plan.variants if v.status == "apply-failed"), None)
+    if failed:
+        result.reason = f"cannot bisect: {failed.error}"
+        return result
+    configure(plan)
+    n = len(plan.variants) - 1
+    if n < 1:
+        result.reason = "cannot bisect: the range holds no commits after the good one"
+        return result
+    say(f"bisect: {n} commits of {series.name} after {plan.base[:12]} (good) up to "
+        f"{plan.variants[-1].commit[:12]} (bad); matrix {matrix} on {host.name}")
+
+    def measure(index: int, attempt: int) -> VariantRun:
+        where = out / (f"variant-{index:02d}" + (f"-again{attempt}" if attempt else ""))
+        return run_variant(plan, plan.variants[index], host, inventory, matrix, where,
+                           profile=profile, reps=reps, store=store, say=say,
+                           echo_console=echo_console, phases=result.phases)
+
+    try:
+        result.target, result.steps, result.last_good, result.first_bad, result.untestable = search(
+            n, measure, choose=lambda c: choose_target(c, metric, cell), say=say)
+    except NothingToBisect as e:
+        result.reason = str(e)
+    result.phases["total"] = time.monotonic() - t_all
+    return result
+
+
+def report(result: BisectResult) -> str:
+    """What a maintainer reads: the commit, the cell, and every step with its evidence."""
+    plan, t = result.plan, result.target
+    lines = [f"iowatch bisect: {result.series.name} ({len(plan.variants) - 1} commits after "
+             f"{plan.base[:12]})", ""]
+    if t is None:
+        lines.append(result.reason or "no result")
+        return "\n".join(lines)
+    k = t.key
+    lines.append(f"followed: {k.study} {k.device} ({k.device_class}) {k.filesystem} [{k.group}] "
+                 f"{k.metric}: good to bad {t.words}")
+    lines.append("")
+    lines.append("  variant  commit        outcome   median      position  p vs good  p vs bad  subject")
+    for s in sorted(result.steps, key=lambda s: s.index):
+        v = s.variant
+        subject = "good end" if s.index == 0 else (v.subject or "")
+        if s.placement is None:
+            lines.append(f"  {s.index:>7}  {v.commit[:12]:<12}  {'skipped':<8}  {s.skipped}  {subject}")
+            continue
+        p = s.placement
+        fmt = (lambda x: f"{x:.3g}" if x is not None else "-")
+        outcome = p.outcome + ("*" if p.decided_by_nearer else "")
+        lines.append(f"  {s.index:>7}  {v.commit[:12]:<12}  {outcome:<8}  {p.median:<10.4g}  "
+                     f"{p.position:>7.0%}  {fmt(p.p_vs_good):>9}  {fmt(p.p_vs_bad):>8}  "
+                     f"{subject}{' (x' + str(len(s.runs)) + ' runs)' if len(s.runs) > 1 else ''}")
+    lines.append("")
+    if result.untestable:
+        lines.append(f"the first bad commit is one of variants {result.untestable + [result.first_bad]}: "
+                     "the ones before it did not build or boot")
+    bad = plan.variants[result.first_bad]
+    patch = next((p for p in result.series.patches if p.index == bad.index), None)
+    origin = f" (commit {patch.name} of the range)" if patch and patch.name != bad.commit[:12] else ""
+    lines.append(f"first bad commit: variant {bad.index}, {bad.commit[:12]}{origin}: {bad.subject}")
+    lines.append("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in result.phases.items()))
+    return "\n".join(lines)
+
+
+def summary(result: BisectResult) -> dict:
+    t = result.target
+    bad = result.plan.variants[result.first_bad] if t is not None and result.first_bad is not None else None
+    return {
+        "series": result.series.name, "base": result.plan.base, "reason": result.reason,
+        "target": None if t is None else {**dict(zip(
+            ("study", "device_class", "device", "filesystem", "group", "metric"), _key(t))),
+            "change_pct": t.change_pct, "words": t.words},
+        "first_bad": None if bad is None else {"index": bad.index, "commit": bad.commit,
+                                                "subject": bad.subject},
+        "last_good": result.last_good, "untestable": result.untestable,
+        "steps": [{"index": s.index, "commit": s.variant.commit, "subject": s.variant.subject,
+                   "runs": [str(r.bundle) if r.bundle else None for r in s.runs],
+                   "skipped": s.skipped,
+                   "outcome": s.placement.outcome if s.placement else "skipped",
+                   "position": s.placement.position if s.placement else None,
+                   "median": s.placement.median if s.placement else None}
+                  for s in sorted(result.steps, key=lambda s: s.index)],
+        "phases_s": {k: round(v, 1) for k, v in result.phases.items()},
+    }

@@ -1,0 +1,92 @@
+"""iowatch bisect: the commit between a good and a bad kernel that made a cell slower."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from iowatch import inventory, paths
+from iowatch.kernel.series import SeriesError, load_series
+from iowatch.kernel.source import SourceError, open_source
+from iowatch.yamlfile import DataFileError
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def register(sub):
+    p = sub.add_parser(
+        "bisect", help="find the commit that made a cell slower, in the virtual lab",
+        description="Measure the good and the bad kernel with the matrix, take the regression "
+                    "between them (the largest, or the one --metric/--cell name), then build, boot "
+                    "and measure the commit in the middle until one commit is left. Exit 0 when a "
+                    "first bad commit is named, 1 when the ends do not differ or cannot be measured, "
+                    "2 on bad arguments.")
+    ends = p.add_argument_group("the commits (a git range of the source tree, or a series on a base)")
+    ends.add_argument("--good", metavar="REF", help="the last kernel known good")
+    ends.add_argument("--bad", metavar="REF", help="the first kernel known bad (bisects GOOD..BAD)")
+    ends.add_argument("--base", metavar="REF", help="with --series: the good kernel")
+    ends.add_argument("--series", metavar="S", help="with --base: a series directory, mbox or A..B; "
+                      "the bad kernel is the base with every patch")
+    p.add_argument("--source", default=None, metavar="TREE",
+                   help="kernel git tree (default: Debian's linux-source-6.12)")
+    p.add_argument("--matrix", default=str(REPO / "jobs" / "check-quick.yml"),
+                   help="what to run on each commit (default jobs/check-quick.yml)")
+    p.add_argument("--metric", default=None, help="follow this metric, such as write.bw_kib_s")
+    p.add_argument("--cell", default=None, metavar="TEXT",
+                   help="follow the cell whose study/device/filesystem/group contains TEXT")
+    p.add_argument("--hosts", default="vlab", help="the qemu host of the inventory (default vlab)")
+    p.add_argument("--inventory", default=str(REPO / "hardware-inventory.yml"))
+    p.add_argument("--profile", choices=("quick", "full"), default=None)
+    p.add_argument("--reps", type=int, default=None)
+    p.add_argument("--out", default=None, help="where bundles and console logs go")
+    p.add_argument("--no-store", action="store_true", help="do not store results in the local store")
+    p.add_argument("--console", action="store_true", help="echo the guests' consoles")
+    p.add_argument("--json", action="store_true", help="also print a JSON summary")
+    p.set_defaults(func=run)
+
+
+def _range(args) -> tuple[str, str]:
+    """(good ref, series spec) from either form; ValueError says what is missing."""
+    if args.good or args.bad:
+        if not (args.good and args.bad) or args.base or args.series:
+            raise ValueError("give --good and --bad together (a git range), or --base with --series")
+        return args.good, f"{args.good}..{args.bad}"
+    if args.base and args.series:
+        return args.base, args.series
+    raise ValueError("say what to bisect: --good REF --bad REF, or --base REF --series S")
+
+
+def run(args) -> int:
+    from iowatch.bisect import report, run_bisect, summary
+    from iowatch.check import store_locally
+    try:
+        good, spec = _range(args)
+        inv = inventory.load(args.inventory)
+        host = inv.host(args.hosts)
+        if host.kind != "qemu":
+            print(f"iowatch bisect: host {host.name} is {host.kind}; the bisect runs on a qemu host "
+                  "(bare-metal hosts are driven by the Jenkins bisect pipeline)", file=sys.stderr)
+            return 2
+        tree = open_source(args.source)
+        series = load_series(spec, tree)
+    except (ValueError, DataFileError, SourceError, SeriesError) as e:
+        print(f"iowatch bisect: {e}", file=sys.stderr)
+        return 2
+    except KeyError as e:
+        print(f"iowatch bisect: {e.args[0]}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else \
+        paths.data_dir() / "bisects" / f"{series.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    result = run_bisect(tree, good, series, host, Path(args.inventory), args.matrix, out,
+                        profile=args.profile, reps=args.reps, metric=args.metric, cell=args.cell,
+                        store=(lambda p: None) if args.no_store else store_locally,
+                        say=lambda s: print(s, flush=True), echo_console=args.console)
+    print()
+    print(report(result))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bisect.json").write_text(json.dumps(summary(result), indent=1) + "\n")
+    print(f"bisect: details in {out / 'bisect.json'}")
+    if args.json:
+        print(json.dumps(summary(result), indent=1))
+    return 0 if result.first_bad is not None and result.target is not None else 1
