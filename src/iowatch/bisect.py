@@ -187,6 +187,55 @@ def run_bisect(tree: Path, base_ref: str, series: Series, host: Host, inventory:
     return result
 
 
+class NeedMeasurement(Exception):
+    def __init__(self, index: int, attempt: int):
+        super().__init__(f"variant {index} (attempt {attempt}) is not measured yet")
+        self.index, self.attempt = index, attempt
+
+
+def measurement_dir(bundles: Path, index: int, attempt: int) -> Path:
+    return bundles / (f"variant-{index:02d}" + (f"-again{attempt}" if attempt else ""))
+
+
+def next_step(plan: Plan, bundles: Path, *, metric: str | None = None,
+              cell: str | None = None) -> dict:
+    """The bisect as a pipeline drives it on lab hosts: replay the search over the
+    measurements already in `bundles` and say what to measure next, or the result.
+
+    A measurement is measurement_dir(...) holding a bundle; a variant that did not
+    boot there is a file of that name with the suffix .failed holding the reason;
+    a variant that did not build says so in the plan."""
+    n = len(plan.variants) - 1
+
+    def measure(index: int, attempt: int) -> VariantRun:
+        v = plan.variants[index]
+        d = measurement_dir(bundles, index, attempt)
+        if v.status != "built":
+            return VariantRun(v, None, status=v.status, reason=v.error or "")
+        failed = d.with_suffix(".failed")
+        if failed.is_file():
+            text = failed.read_text().strip()
+            return VariantRun(v, None, status=text.split(":", 1)[0] or "boot-failed", reason=text)
+        if not (d / bundle.MANIFEST).is_file():
+            raise NeedMeasurement(index, attempt)
+        return VariantRun(v, d, status=bundle.load(d)["status"])
+
+    if n < 1:
+        return {"state": "nothing-to-bisect", "reason": "the range holds no commits after the good one"}
+    try:
+        target, steps, lo, hi, untestable = search(
+            n, measure, choose=lambda c: choose_target(c, metric, cell), say=lambda s: None)
+    except NeedMeasurement as need:
+        v = plan.variants[need.index]
+        return {"state": "measure", "index": need.index, "attempt": need.attempt, "commit": v.commit,
+                "subject": v.subject, "artifacts": v.artifacts,
+                "out": str(measurement_dir(bundles, need.index, need.attempt))}
+    except NothingToBisect as e:
+        return {"state": "nothing-to-bisect", "reason": str(e)}
+    result = BisectResult(plan.series, plan, target, steps, hi, lo, untestable)
+    return {"state": "done", **summary(result), "report": report(result)}
+
+
 def report(result: BisectResult) -> str:
     """What a maintainer reads: the commit, the cell, and every step with its evidence."""
     plan, t = result.plan, result.target

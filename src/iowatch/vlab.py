@@ -15,9 +15,11 @@ from __future__ import annotations
 import os
 import selectors
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,9 +56,9 @@ def vlab_dir() -> Path:
     return d
 
 
-def _image(host: Host, name: str, size: int) -> Path:
+def _image(images: Path, name: str, size: int) -> Path:
     """A sparse raw image per guest disk, made fresh for every boot."""
-    path = vlab_dir() / host.name / f"{name}.img"
+    path = images / f"{name}.img"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
         f.truncate(size)
@@ -68,9 +70,10 @@ def _throttling(q: dict) -> str:
     return ("," + ",".join(opts)) if opts else ""
 
 
-def qemu_device_args(host: Host) -> list[str]:
+def qemu_device_args(host: Host, images: Path) -> list[str]:
     """QEMU -drive/-device options for the host's devices, with ids of our own
-    (an id such as sd0 clashes with one virtme-ng uses)."""
+    (an id such as sd0 clashes with one virtme-ng uses); the disk images go in
+    `images`, one directory per boot, so two guests never share a disk."""
     args: list[str] = []
     scsi = False
     for dev in host.devices:
@@ -78,7 +81,7 @@ def qemu_device_args(host: Host) -> list[str]:
         size = parse_size(q.get("size", dev.size_bytes or "2GiB"))
         disks = [(f"{dev.name}-{i}", m) for i, m in enumerate(dev.members)] or [(dev.name, dev.path)]
         for disk_id, _ in disks:
-            img = _image(host, disk_id, size)
+            img = _image(images, disk_id, size)
             drive = f"iow-{disk_id}"
             args += ["-drive", f"file={img},if=none,id={drive},format=raw,cache=none,aio=threads"
                                f"{_throttling(q)}"]
@@ -162,7 +165,9 @@ def _boot_once(argv: list[str], console: Path, boot_timeout: float, run_timeout:
             sel.close()
         rc = proc.wait()
     if booted_at is None:
-        return "hung", None, rc, f"the guest exited ({rc}) before running anything"
+        last = [x.strip() for x in tail.decode("utf-8", "replace").splitlines() if x.strip()][-2:]
+        return "hung", None, rc, (f"the guest exited ({rc}) before running anything"
+                                  + (": " + " ".join(last) if last else ""))
     return "ok", booted_at, rc, ""
 
 
@@ -175,11 +180,23 @@ def boot_and_run(bzimage: Path, host: Host, guest_command: list[str], shared: Pa
     shared.mkdir(parents=True, exist_ok=True)
     console.parent.mkdir(parents=True, exist_ok=True)
     console.write_bytes(b"")
+    images = Path(tempfile.mkdtemp(prefix=f"{host.name}-disks-", dir=vlab_dir()))
+    try:
+        return _boot(bzimage, host, guest_command, shared, console, images, memory=memory, cpus=cpus,
+                     boot_timeout_kvm=boot_timeout_kvm, boot_timeout_tcg=boot_timeout_tcg,
+                     run_timeout=run_timeout, echo=echo)
+    finally:
+        shutil.rmtree(images, ignore_errors=True)
+
+
+def _boot(bzimage: Path, host: Host, guest_command: list[str], shared: Path, console: Path,
+          images: Path, *, memory: str, cpus: int, boot_timeout_kvm: float, boot_timeout_tcg: float,
+          run_timeout: float, echo: bool) -> BootResult:
     inner = f"echo {BOOT_MARKER}; " + shlex.join(guest_command)
     base = ["vng", "--run", str(bzimage), "--cpus", str(cpus), "--memory", memory,
             "--rwdir", str(shared), "--verbose", "--exec", inner, "--append", ROOT_9P_FLAGS,
             # With "=": argparse would take a value starting with "-drive" for an option.
-            "--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu_device_args(host))]
+            "--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu_device_args(host, images))]
     env_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
     os.environ["PATH"] = env_path  # vng finds virtme-ng-init and friends beside it
     # A second TCG try: 2 of about 15 TCG boots here oopsed early (int3 in

@@ -98,3 +98,47 @@ def test_bisect_arguments_are_checked_before_anything_is_built(capsys):
     assert "--good REF --bad REF, or --base REF --series S" in capsys.readouterr().err
     assert main(["bisect", "--good", "a", "--bad", "b", "--hosts", "localhost"]) == 2
     assert "host localhost is local" in capsys.readouterr().err
+
+
+def test_a_pipeline_is_told_what_to_measure_next_until_the_commit_is_named(tmp_path, capsys):
+    import json
+    from iowatch.cli import main
+    variants = [{"index": i, "commit": f"{i:040x}", "subject": f"commit {i}", "status": "built",
+                 "artifacts": f"/artifacts/{i:02d}"} for i in range(7)]
+    variants[5]["status"] = "build-failed"
+    (tmp_path / "variants.json").write_text(json.dumps(variants))
+    bundles = tmp_path / "bundles"
+    bundles.mkdir()
+    slow_from = 4
+
+    def ask() -> dict:
+        assert main(["bisect", "--variants", str(tmp_path / "variants.json"),
+                     "--bundles", str(bundles)]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    measured = []
+    for _ in range(8):
+        step = ask()
+        if step["state"] != "measure":
+            break
+        measured.append(step["index"])
+        assert step["artifacts"] == f"/artifacts/{step['index']:02d}"
+        out = Path(step["out"])
+        assert out.parent == bundles and not out.exists()
+        if step["index"] == 3:
+            out.with_suffix(".failed").write_text("boot-failed: Kernel panic - not syncing")
+        else:
+            out.symlink_to(SLOW if step["index"] >= slow_from else FAST)
+    assert step["state"] == "done", step
+    assert measured[:2] == [0, 6] and 5 not in measured  # variant 5 did not build: never asked for
+    # 3 did not boot, 2 was good and 4 bad: the first bad one is 3 or 4, as git bisect says.
+    assert step["first_bad"]["index"] == 4 and step["untestable"] == [3] and step["last_good"] == 2
+    assert {s["index"]: s["outcome"] for s in step["steps"]}[3] == "skipped"
+    assert "the first bad commit is one of variants [3, 4]" in step["report"]
+
+
+def test_the_next_step_names_a_variants_file_it_cannot_read(tmp_path, capsys):
+    from iowatch.cli import main
+    (tmp_path / "v.json").write_text("{not json")
+    assert main(["bisect", "--variants", str(tmp_path / "v.json"), "--bundles", str(tmp_path)]) == 2
+    assert "v.json: not the JSON of `iowatch kernel build --json`" in capsys.readouterr().err

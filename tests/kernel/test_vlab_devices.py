@@ -9,10 +9,9 @@ from iowatch.vlab import guest_run_command, qemu_device_args
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_each_device_class_gets_its_emulated_disk(tmp_path, monkeypatch):
-    monkeypatch.setenv("IOWATCH_DATA_DIR", str(tmp_path))
+def test_each_device_class_gets_its_emulated_disk(tmp_path):
     host = inventory.load(REPO / "hardware-inventory.yml").host("vlab")
-    args = qemu_device_args(host)
+    args = qemu_device_args(host, tmp_path / "disks")
     devices = [args[i + 1] for i, a in enumerate(args) if a == "-device"]
     drives = [args[i + 1] for i, a in enumerate(args) if a == "-drive"]
     # ssd and the two RAID0 members on virtio-blk, in that order (vda, vdb, vdc).
@@ -27,9 +26,10 @@ def test_each_device_class_gets_its_emulated_disk(tmp_path, monkeypatch):
     assert any("id=iow-vsd" in d and "throttling.bps-total=20000000" in d for d in drives)
     # No id clashes with virtme-ng's own (such as sd0): every id of ours starts with iow.
     assert all("id=iow" in d for d in drives)
-    images = sorted(p.name for p in (tmp_path / "vlab" / "vlab").glob("*.img"))
+    images = sorted(p.name for p in (tmp_path / "disks").glob("*.img"))
     assert images == ["vhdd.img", "vraid0-0.img", "vraid0-1.img", "vsd.img", "vssd.img"]
-    assert (tmp_path / "vlab" / "vlab" / "vsd.img").stat().st_size == 1 << 30
+    assert (tmp_path / "disks" / "vsd.img").stat().st_size == 1 << 30
+    assert all(str(tmp_path / "disks") in d for d in drives)
 
 
 def test_the_guest_runs_the_hosts_iowatch_with_the_series_filled_in(tmp_path):

@@ -64,9 +64,10 @@ CALLS = [(f, n, argv) for f in JENKINSFILES for n, argv in iowatch_commands(f)]
 
 
 def test_the_pipelines_exist_and_call_iowatch():
-    assert {f.name for f in JENKINSFILES} == {"series-check.Jenkinsfile", "nightly.Jenkinsfile"}
+    assert {f.name for f in JENKINSFILES} == {"series-check.Jenkinsfile", "nightly.Jenkinsfile",
+                                            "bisect.Jenkinsfile"}
     called = {argv[0] for _, _, argv in CALLS}
-    assert {"kernel", "run", "upload", "compare"} <= called
+    assert {"kernel", "run", "upload", "compare", "bisect"} <= called
 
 
 @pytest.mark.parametrize("path,line,argv", CALLS, ids=[f"{f.stem}:{n}:{a[0]}" for f, n, a in CALLS])
@@ -99,7 +100,7 @@ def test_jenkins_job_builder_renders_the_jobs(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     jobs = {p.name: p.read_text() for p in tmp_path.iterdir()}
-    assert set(jobs) == {"iowatch-series-check", "iowatch-nightly"}
+    assert set(jobs) == {"iowatch-series-check", "iowatch-nightly", "iowatch-bisect"}
     for name, xml in jobs.items():
         script = re.search(r"<scriptPath>(.*)</scriptPath>", xml).group(1)
         assert (REPO / script).is_file(), f"{name} points at {script}, which does not exist"

@@ -32,7 +32,8 @@ def register(sub):
                    help="kernel git tree (default: Debian's linux-source-6.12)")
     p.add_argument("--matrix", default=str(REPO / "jobs" / "check-quick.yml"),
                    help="what to run on each commit (default jobs/check-quick.yml)")
-    p.add_argument("--metric", default=None, help="follow this metric, such as write.bw_kib_s")
+    p.add_argument("--metric", default=None,
+                   help="follow this metric, such as write.bw_kib_s (empty: the largest regression)")
     p.add_argument("--cell", default=None, metavar="TEXT",
                    help="follow the cell whose study/device/filesystem/group contains TEXT")
     p.add_argument("--hosts", default="vlab", help="the qemu host of the inventory (default vlab)")
@@ -43,6 +44,15 @@ def register(sub):
     p.add_argument("--no-store", action="store_true", help="do not store results in the local store")
     p.add_argument("--console", action="store_true", help="echo the guests' consoles")
     p.add_argument("--json", action="store_true", help="also print a JSON summary")
+    lab = p.add_argument_group(
+        "the next step, for a pipeline that boots the commits on lab hosts itself")
+    lab.add_argument("--variants", metavar="FILE",
+                     help="the variants as `iowatch kernel build --json` printed them; with --bundles, "
+                          "build and boot nothing: print as JSON what to measure next (state "
+                          "measure, with index, artifacts and out) or the result (state done)")
+    lab.add_argument("--bundles", metavar="DIR",
+                     help="the measurements so far: DIR/variant-NN holds a bundle, or "
+                          "DIR/variant-NN.failed says why the variant did not boot")
     p.set_defaults(func=run)
 
 
@@ -57,8 +67,36 @@ def _range(args) -> tuple[str, str]:
     raise ValueError("say what to bisect: --good REF --bad REF, or --base REF --series S")
 
 
+def run_next(args) -> int:
+    from iowatch.bisect import next_step
+    from iowatch.kernel.build import Plan, Variant
+    from iowatch.kernel.series import Series
+    if not (args.variants and args.bundles):
+        print("iowatch bisect: give --variants and --bundles together", file=sys.stderr)
+        return 2
+    try:
+        rows = json.loads(Path(args.variants).read_text())
+        variants = [Variant(**{k: row[k] for k in Variant.__dataclass_fields__ if k in row}) for row in rows]
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        print(f"iowatch bisect: {args.variants}: not the JSON of `iowatch kernel build --json` ({e}); "
+              "build the range with it and pass its output", file=sys.stderr)
+        return 2
+    if not variants or variants[0].index != 0:
+        print(f"iowatch bisect: {args.variants}: the first variant must be the base (index 0)",
+              file=sys.stderr)
+        return 2
+    here = Path(".")
+    plan = Plan(here, here, here, Series(Path(args.variants).stem, args.variants, ()),
+                variants[0].commit, variants)
+    print(json.dumps(next_step(plan, Path(args.bundles), metric=args.metric, cell=args.cell), indent=1))
+    return 0
+
+
 def run(args) -> int:
     from iowatch.bisect import report, run_bisect, summary
+    args.metric, args.cell = args.metric or None, args.cell or None  # a pipeline passes "" for none
+    if args.variants or args.bundles:
+        return run_next(args)
     from iowatch.check import store_locally
     try:
         good, spec = _range(args)
