@@ -267,7 +267,11 @@ def report(result: BisectResult) -> str:
                      "the ones before it did not build or boot")
     bad = plan.variants[result.first_bad]
     patch = next((p for p in result.series.patches if p.index == bad.index), None)
-    origin = f" (commit {patch.name} of the range)" if patch and patch.name != bad.commit[:12] else ""
+    origin = ""
+    if patch and patch.name != bad.commit[:12]:
+        # A git range keeps the original commit's name; a series its patch file's.
+        is_commit = all(c in "0123456789abcdef" for c in patch.name)
+        origin = f" ({'commit' if is_commit else 'patch'} {patch.name} of {result.series.source})"
     lines.append(f"first bad commit: variant {bad.index}, {bad.commit[:12]}{origin}: {bad.subject}")
     lines.append("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in result.phases.items()))
     return "\n".join(lines)
