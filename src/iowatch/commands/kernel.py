@@ -74,8 +74,10 @@ def run_build(args) -> int:
         series = load_series(args.series, tree) if args.series else Series(
             args.base.replace("/", "_"), args.base, ())
         plan = make_variants(tree, args.base, series)
+        # With --json, stdout is the JSON alone (pipelines redirect it to a file).
         print(f"kernel build: {len(series.patches)} patches of {series.name} on {plan.base[:12]} "
-              f"({tree}); build directory {plan.build}", flush=True)
+              f"({tree}); build directory {plan.build}", flush=True,
+              file=sys.stderr if args.json else sys.stdout)
         build_all(plan, args.jobs, on_variant=(lambda v: None) if args.json else print_variant)
     except (SourceError, SeriesError) as e:
         print(f"iowatch kernel build: {e}", file=sys.stderr)
