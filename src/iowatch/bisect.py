@@ -130,12 +130,13 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
         runs = [measure(mid, 0)]
         step = Step(mid, runs)
         steps.append(step)
-        if not _measured(runs) or not values(runs):
+        samples = values(runs) if _measured(runs) else []
+        if not samples:
             step.skipped = runs[0].status if not _measured(runs) else "the cell gave no samples"
             skipped.add(mid)
             say(f"bisect: variant {mid} skipped ({step.skipped})")
             continue
-        step.placement = place(good, bad, values(runs))
+        step.placement = place(good, bad, samples)
         if step.placement.outcome == "unclear" and remeasure_unclear:
             say(f"bisect: variant {mid} {step.placement.words}; measuring it again")
             more = measure(mid, 1)

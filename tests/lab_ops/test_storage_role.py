@@ -89,11 +89,12 @@ def inventory(tmp_path: Path, devices: list[dict]) -> Path:
     return path
 
 
-def play(tmp_path: Path, inv: Path, *extra: str) -> tuple[subprocess.CompletedProcess, str]:
+def play(tmp_path: Path, inv: Path, *extra: str, host: str = "localhost",
+         **more_vars) -> tuple[subprocess.CompletedProcess, str]:
     iowatch = Path(sys.executable).parent / "iowatch"
-    args = {"storage_hosts": "localhost", "storage_inventory": str(inv), "storage_iowatch": str(iowatch),
+    args = {"storage_hosts": host, "storage_inventory": str(inv), "storage_iowatch": str(iowatch),
             "storage_mount_root": str(tmp_path / "mnt"), "storage_state_dir": str(tmp_path / "state"),
-            "storage_persist_scheduler": False}
+            "storage_persist_scheduler": False, **more_vars}
     cmd = [tool("ansible-playbook", HOW), "-i", str(inv), STORAGE, "-e", json.dumps(args), *extra]
     done = run(cmd, ansible_env(tmp_path), timeout=900)  # a hang guard: TCG guests are slow
     return done, done.stdout + done.stderr
@@ -201,16 +202,10 @@ def test_storage_role_on_the_virtual_lab_devices(tmp_path):
     lab = yaml.safe_load(inv_path.read_text())
     devices = lab["all"]["children"]["virtual"]["hosts"][VLAB_HOST]["iowatch_devices"]
     mnt = tmp_path / "mnt"
-    iowatch = Path(sys.executable).parent / "iowatch"
-    args = {"storage_hosts": VLAB_HOST, "storage_inventory": str(inv_path), "storage_iowatch": str(iowatch),
-            "storage_mount_root": str(mnt), "storage_state_dir": str(tmp_path / "state"),
-            "storage_persist_scheduler": False, "storage_md": True,
-            "ansible_python_interpreter": sys.executable}
 
     def apply(*extra: str) -> tuple[subprocess.CompletedProcess, str]:
-        cmd = [tool("ansible-playbook", HOW), "-i", str(inv_path), STORAGE, "-e", json.dumps(args), *extra]
-        done = run(cmd, ansible_env(tmp_path), timeout=900)
-        return done, done.stdout + done.stderr
+        return play(tmp_path, inv_path, *extra, host=VLAB_HOST, storage_md=True,
+                    ansible_python_interpreter=sys.executable)
 
     try:
         done, out = apply()

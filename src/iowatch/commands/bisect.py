@@ -6,12 +6,12 @@ import sys
 import time
 from pathlib import Path
 
-from iowatch import inventory, paths
+from iowatch import paths
+from iowatch.commands.guest_options import add_guest_run_options, qemu_host
 from iowatch.kernel.series import SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
 from iowatch.yamlfile import DataFileError
 
-REPO = Path(__file__).resolve().parents[3]
 
 
 def register(sub):
@@ -28,22 +28,11 @@ def register(sub):
     ends.add_argument("--base", metavar="REF", help="with --series: the good kernel")
     ends.add_argument("--series", metavar="S", help="with --base: a series directory, mbox or A..B; "
                       "the bad kernel is the base with every patch")
-    p.add_argument("--source", default=None, metavar="TREE",
-                   help="kernel git tree (default: Debian's linux-source-6.12)")
-    p.add_argument("--matrix", default=str(REPO / "jobs" / "check-quick.yml"),
-                   help="what to run on each commit (default jobs/check-quick.yml)")
+    add_guest_run_options(p, "commit")
     p.add_argument("--metric", default=None,
                    help="follow this metric, such as write.bw_kib_s (empty: the largest regression)")
     p.add_argument("--cell", default=None, metavar="TEXT",
                    help="follow the cell whose study/device/filesystem/group contains TEXT")
-    p.add_argument("--hosts", default="vlab", help="the qemu host of the inventory (default vlab)")
-    p.add_argument("--inventory", default=str(REPO / "hardware-inventory.yml"))
-    p.add_argument("--profile", choices=("quick", "full"), default=None)
-    p.add_argument("--reps", type=int, default=None)
-    p.add_argument("--out", default=None, help="where bundles and console logs go")
-    p.add_argument("--no-store", action="store_true", help="do not store results in the local store")
-    p.add_argument("--console", action="store_true", help="echo the guests' consoles")
-    p.add_argument("--json", action="store_true", help="also print a JSON summary")
     lab = p.add_argument_group(
         "the next step, for a pipeline that boots the commits on lab hosts itself")
     lab.add_argument("--variants", metavar="FILE",
@@ -100,19 +89,12 @@ def run(args) -> int:
     from iowatch.check import store_locally
     try:
         good, spec = _range(args)
-        inv = inventory.load(args.inventory)
-        host = inv.host(args.hosts)
-        if host.kind != "qemu":
-            print(f"iowatch bisect: host {host.name} is {host.kind}; the bisect runs on a qemu host "
-                  "(bare-metal hosts are driven by the Jenkins bisect pipeline)", file=sys.stderr)
-            return 2
+        host = qemu_host(args.inventory, args.hosts, "the bisect runs on a qemu host "
+                         "(bare-metal hosts are driven by the Jenkins bisect pipeline)")
         tree = open_source(args.source)
         series = load_series(spec, tree)
     except (ValueError, DataFileError, SourceError, SeriesError) as e:
         print(f"iowatch bisect: {e}", file=sys.stderr)
-        return 2
-    except KeyError as e:
-        print(f"iowatch bisect: {e.args[0]}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else \
         paths.data_dir() / "bisects" / f"{series.name}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from iowatch import inventory, paths
+from iowatch.commands.guest_options import HostError, qemu_host
 from iowatch.kernel.build import build_all, make_variants
 from iowatch.kernel.series import Series, SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
@@ -101,17 +102,10 @@ def run_boot(args) -> int:
     try:
         bzimage = _bzimage(args.kernel)
         inv_path = Path(args.inventory).resolve()
-        host = inventory.load(inv_path).host(args.host)
-    except (FileNotFoundError, DataFileError, inventory.InventoryError) as e:
+        host = qemu_host(inv_path, args.host, "only a qemu host of the inventory is booted here "
+                         "(bare-metal hosts boot variants with ansible/kernel.yml)")
+    except (FileNotFoundError, DataFileError, inventory.InventoryError, HostError) as e:
         print(f"iowatch kernel boot: {e}", file=sys.stderr)
-        return 2
-    except KeyError as e:
-        print(f"iowatch kernel boot: {e.args[0]}", file=sys.stderr)
-        return 2
-    if host.kind != "qemu":
-        print(f"iowatch kernel boot: host {host.name} is {host.kind}; only a qemu host of the "
-              "inventory is booted here (bare-metal hosts boot variants with ansible/kernel.yml)",
-              file=sys.stderr)
         return 2
     if args.shared:
         shared = Path(args.shared).resolve()

@@ -1,0 +1,44 @@
+"""What the commands that run the matrix in virtual-lab guests (check, bisect)
+share: their options, and finding the qemu host of the inventory.
+Not a subcommand itself (iowatch.cli registers only the names in COMMANDS)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from iowatch import inventory
+from iowatch.inventory import Host
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+class HostError(ValueError):
+    """The host is not in the inventory, or is not a qemu host; the message says which."""
+
+
+def add_guest_run_options(p, each: str) -> None:
+    """--source, --matrix, --hosts, --inventory, --profile, --reps, --out, --no-store,
+    --console and --json; `each` names what the matrix runs on (variant, commit)."""
+    p.add_argument("--source", default=None, metavar="TREE",
+                   help="kernel git tree (default: Debian's linux-source-6.12)")
+    p.add_argument("--matrix", default=str(REPO / "jobs" / "check-quick.yml"),
+                   help=f"what to run on each {each} (default jobs/check-quick.yml)")
+    p.add_argument("--hosts", default="vlab", help="the qemu host of the inventory (default vlab)")
+    p.add_argument("--inventory", default=str(REPO / "hardware-inventory.yml"))
+    p.add_argument("--profile", choices=("quick", "full"), default=None)
+    p.add_argument("--reps", type=int, default=None)
+    p.add_argument("--out", default=None, help="where bundles and console logs go")
+    p.add_argument("--no-store", action="store_true", help="do not store results in the local store")
+    p.add_argument("--console", action="store_true", help="echo the guests' consoles")
+    p.add_argument("--json", action="store_true", help="also print a JSON summary")
+
+
+def qemu_host(inventory_path: str | Path, name: str, elsewhere: str) -> Host:
+    """The inventory's host `name`, which must be a qemu host; `elsewhere` says
+    where a host of another kind is handled. InventoryError for a bad inventory."""
+    try:
+        host = inventory.load(inventory_path).host(name)
+    except KeyError as e:
+        raise HostError(e.args[0]) from None
+    if host.kind != "qemu":
+        raise HostError(f"host {host.name} is {host.kind}; {elsewhere}")
+    return host
