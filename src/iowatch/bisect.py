@@ -21,7 +21,8 @@ from typing import Callable
 
 from iowatch import bundle
 from iowatch.check import VariantRun, run_variant
-from iowatch.comparison import Comparison, Side, cell_values, compare_sides
+from iowatch.comparison import Side, cell_values
+from iowatch.judging import Comparison, compare_sides
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
 from iowatch.kernel.series import Series

@@ -16,7 +16,8 @@ from typing import Callable
 
 from iowatch import bundle, paths
 from iowatch.bundle import BundleWriter
-from iowatch.comparison import Comparison, Side, compare_sides
+from iowatch.comparison import Side
+from iowatch.judging import Comparison, compare_sides
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
@@ -203,7 +204,7 @@ def report(result: CheckResult) -> str:
 
 
 def store_locally(path: Path) -> None:
-    from iowatch.commands.manage import store_bundles
+    from iowatch.local_store import store_bundles
     store_bundles([str(path)])
 
 

@@ -39,6 +39,8 @@ def _command(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser(_command(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
+    if hasattr(args, "argv"):  # the command's own arguments, for a command that hands itself on
+        args.argv = (sys.argv[1:] if argv is None else list(argv))[1:]
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -1,12 +1,13 @@
-"""The two sides of a comparison, their cells paired, and the verdicts on them.
+"""The two sides of a comparison: one interface, and its adapters.
 
 A side is what a maintainer names: a bundle directory, a run id, or a kernel
-(release, commit or label) whose runs are in the store; or a study's published
-result set. Every side becomes a list of bundle-shaped manifests (samples
-inline), whatever it came from: bundle directories are read from disk; the
-store through the read API (--server) or, on this machine, through the web
-app's `export_runs` command in a child process (the runner side never imports
-Django, DESIGN.md §2). Several runs on a side pool their repetitions per cell.
+(release, commit or label) whose runs are in a store; or a study's published
+result set. Every side is a Side: a list of bundle-shaped manifests (samples
+inline), whatever it came from. The adapters here read a bundle directory,
+the HTTP read API (--server) and a study's published numbers; the Django
+store's adapter lives in the web app (webapp/results/sides.py), which the
+runner side never imports (DESIGN.md §2). Several runs on a side pool their
+repetitions per cell. The verdict on two sides is iowatch.judging's.
 
 Cells pair by study, device class, device, filesystem, job group and metric,
 from group-level samples only (job null): job groups stay separate, so a
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iowatch import bundle
-from iowatch.metrics import INFO, METRICS
-from iowatch.stats import CellInput, CellKey, CellVerdict, Confounder, compare_matrix, confounders
 from iowatch.studies import Study
 
 DEFAULT_STUDIES = Path(__file__).resolve().parents[2] / "jobs" / "studies"
@@ -160,24 +158,13 @@ def _from_server(spec: str, server: str, role: str) -> Side:
                            f"{getattr(e, 'reason', e)}") from None
 
 
-def _from_local_store(spec: str, role: str) -> Side:
-    from iowatch.commands.manage import django_command, django_env
-
-    out = subprocess.run(django_command("export_runs", spec), env=django_env(),
-                         capture_output=True, text=True)
-    if out.returncode:
-        raise SideNotFound(f"{role} {spec!r}: cannot read this machine's store: "
-                           f"{out.stderr.strip().splitlines()[-1] if out.stderr.strip() else 'export_runs failed'}")
-    runs = prefer_measured(json.loads(out.stdout))
-    if not runs:
-        raise SideNotFound(f"{role} {spec!r}: not a bundle directory, and this machine's store has "
-                           "no run with that id nor a kernel with that release, commit or label "
-                           "(pass --server URL to read another store)")
-    return Side(spec, "the local store", runs)
+class NeedsStore(SideNotFound):
+    """A run id or kernel without --server: only the web app can read this
+    machine's store (iowatch compare hands the call to its `compare` command)."""
 
 
 def load_side(spec: str, *, server: str | None = None, role: str = "side") -> Side:
-    """A bundle directory, a run id or a kernel, read from disk, --server or the local store."""
+    """A bundle directory, or a run id or kernel read through --server's API."""
     path = Path(spec)
     if path.is_dir():
         try:
@@ -186,7 +173,8 @@ def load_side(spec: str, *, server: str | None = None, role: str = "side") -> Si
             raise SideNotFound(f"{role} {spec!r}: a directory, but not a readable bundle: {e}") from None
     if server:
         return _from_server(spec, server, role)
-    return _from_local_store(spec, role)
+    raise NeedsStore(f"{role} {spec!r}: not a bundle directory; a run id or kernel is read from "
+                     "a store (pass --server URL, or run on the machine of the store)")
 
 
 def published_side(study: Study, label: str, device_class: str | None, role: str) -> Side:
@@ -215,7 +203,7 @@ def published_side(study: Study, label: str, device_class: str | None, role: str
     return Side(label, "published", runs)
 
 
-# --- pairing and judging --------------------------------------------------------
+# --- the cells of a side ------------------------------------------------------------
 
 @dataclass
 class CellContext:
@@ -225,22 +213,7 @@ class CellContext:
     candidate_cell: dict = field(default_factory=dict)
 
 
-@dataclass
-class Comparison:
-    base: Side
-    candidate: Side
-    fdr: float
-    verdicts: list[CellVerdict]
-    confounders: list[Confounder]
-    context: dict[tuple[str, str, str], CellContext]  # by (study, device, filesystem)
-    studies: dict[str, Study]
-
-    @property
-    def regressions(self) -> list[CellVerdict]:
-        return [v for v in self.verdicts if v.outcome == "regression"]
-
-
-def _series(side: Side) -> tuple[dict[tuple, list[float]], dict[tuple, dict], dict[str, str]]:
+def series_of(side: Side) -> tuple[dict[tuple, list[float]], dict[tuple, dict], dict[str, str]]:
     """Pooled group-level values by (study, class, device, fs, group, metric)."""
     values: dict[tuple, list[float]] = defaultdict(list)
     cells: dict[tuple, dict] = {}
@@ -255,7 +228,8 @@ def _series(side: Side) -> tuple[dict[tuple, list[float]], dict[tuple, dict], di
                 continue
             where = (cell["study"], classes.get(cell.get("device"), "?"), cell.get("device") or "",
                      cell.get("filesystem") or "")
-            cells[where] = cell
+            if where not in cells or not _passed(cells[where]):
+                cells[where] = cell  # pooled runs: a passed cell stands for the location
             for rep in cell.get("repetitions") or []:
                 if rep.get("status", "passed") != "passed":
                     continue  # a failed repetition gives no performance result
@@ -265,43 +239,10 @@ def _series(side: Side) -> tuple[dict[tuple, list[float]], dict[tuple, dict], di
     return values, cells, {"hosts": ", ".join(sorted(hosts)), **models}
 
 
+def _passed(cell: dict) -> bool:
+    return any(r.get("status", "passed") == "passed" for r in cell.get("repetitions") or [])
+
+
 def cell_values(side: Side) -> dict[tuple, list[float]]:
     """The side's pooled values by (study, class, device, filesystem, group, metric)."""
-    return dict(_series(side)[0])
-
-
-def _wanted(study: Study | None, group: str, metric: str, every_metric: bool) -> bool:
-    if every_metric or study is None:
-        return METRICS[metric].direction != INFO
-    return any(m["metric"] == metric and m["group"] == group for m in study.data["metrics"])
-
-
-def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr: float = 0.05,
-                  every_metric: bool = False, n_boot: int = 2000, seed: int = 0) -> Comparison:
-    """Pair the two sides' cells and judge them as one matrix."""
-    bv, bcells, bmeta = _series(base)
-    cv, ccells, cmeta = _series(candidate)
-    published = any(r.get("published") for r in base.runs + candidate.runs)
-    host = cmeta["hosts"] if bmeta["hosts"] == cmeta["hosts"] else f"{bmeta['hosts']} -> {cmeta['hosts']}"
-    inputs = []
-    for key in sorted(set(bv) & set(cv)):
-        study_slug, cls, device, fs, group, metric = key
-        study = studies.get(study_slug)
-        # Published sides compare every number the post gave; measured ones the study's metrics.
-        if not published and not _wanted(study, group, metric, every_metric):
-            continue
-        inputs.append(CellInput(CellKey(study_slug, host, cls, device, fs, group, metric),
-                                bv[key], cv[key], METRICS[metric].direction,
-                                study.min_effect_pct if study else 5.0))
-    verdicts = compare_matrix(inputs, fdr=fdr, n_boot=n_boot, seed=seed)
-    context = {}
-    for where in set(bcells) & set(ccells):
-        study_slug, _, device, fs = where
-        context[(study_slug, device, fs)] = CellContext(
-            device_model=cmeta.get(device) or bmeta.get(device),
-            base_cell=bcells[where], candidate_cell=ccells[where])
-    conf: list[Confounder] = []
-    if len(base.runs) and len(candidate.runs):
-        # Pooled sides: compare the first run of each; pooled runs of one kernel share a setup.
-        conf = confounders(base.runs[0], candidate.runs[0])
-    return Comparison(base, candidate, fdr, verdicts, conf, context, studies)
+    return dict(series_of(side)[0])

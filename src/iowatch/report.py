@@ -9,7 +9,8 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import asdict
 
-from iowatch.comparison import Comparison, Side
+from iowatch.comparison import Side
+from iowatch.judging import Comparison
 from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.wording import amount
@@ -35,7 +36,7 @@ def _mean_sd(stats, unit: str) -> str:
 
 
 def _counts(cmp: Comparison) -> dict[str, int]:
-    out = {"regression": 0, "improvement": 0, "no-change": 0, "inconclusive": 0}
+    out = {"regression": 0, "suspected": 0, "improvement": 0, "no-change": 0, "inconclusive": 0}
     for v in cmp.verdicts:
         out[v.outcome] += 1
     return out
@@ -70,11 +71,8 @@ def _cell_header(cmp: Comparison, v: CellVerdict) -> list[str]:
             f"  filesystem {fs}; host {k.host}; profile {_profile(cell)}"]
 
 
-def render_text(cmp: Comparison) -> str:
-    out = [f"iowatch compare: {cmp.base.spec} -> {cmp.candidate.spec}", ""]
-    out += _side_lines("base", cmp.base) + _side_lines("candidate", cmp.candidate)
-    current = None
-    for v in cmp.verdicts:
+def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool):
+    for v in verdicts:
         k = v.key
         if (k.study, k.device, k.filesystem) != current:
             current = (k.study, k.device, k.filesystem)
@@ -92,19 +90,46 @@ def render_text(cmp: Comparison) -> str:
             out += _cell_header(cmp, v)
         unit = METRICS[k.metric].unit
         ci = "n/a" if v.ci_low is None or v.size_only else f"[{v.ci_low:+.1f}%, {v.ci_high:+.1f}%]"
-        adj = "" if v.p_adjusted is None else f" (adjusted {_p(v.p_adjusted)})"
-        out += [f"    {k.group} {k.metric}: {v.outcome.upper()}",
+        if judged:
+            adj = "" if v.p_adjusted is None else f", adjusted {_p(v.p_adjusted)} against level {v.level:.2g}"
+            head = f"    {k.group} {k.metric}: {_OUTCOME_WORDS.get(v.outcome, v.outcome).upper()}"
+        else:
+            adj, head = "", f"    {k.group} {k.metric} (diagnostic, not judged)"
+        out += [head,
                 f"      base {_mean_sd(v.base, unit)}; candidate {_mean_sd(v.candidate, unit)}",
-                f"      change {_pct(v.change_pct)}, 95% CI {ci}, "
-                f"Mann-Whitney p {_p(v.p_value)}{adj}, Cliff's delta {v.cliffs_delta:+.2f}",
-                f"      {v.words}."]
+                f"      change {_pct(v.change_pct)}, 95% CI {ci}, t-test p {_p(v.p_value)}{adj}, "
+                f"Cliff's delta {v.cliffs_delta:+.2f}"]
+        if judged:
+            out.append(f"      {v.words}.")
+    return current
+
+
+_OUTCOME_WORDS = {"inconclusive": "unsure, rerun", "suspected": "suspected regression"}
+
+
+def render_text(cmp: Comparison) -> str:
+    out = [f"iowatch compare: {cmp.base.spec} -> {cmp.candidate.spec}", ""]
+    out += _side_lines("base", cmp.base) + _side_lines("candidate", cmp.candidate)
+    out += ["", f"verdict: {STATE_WORDS[cmp.state]}"]
+    _cell_lines(cmp, cmp.verdicts, None, out, judged=True)
+    for f in cmp.failed:
+        out += ["", f"study {f.study}: {f.device_class} {f.device} {f.filesystem}: FAILED on the "
+                    f"{f.side} side ({f.status}): no performance result"]
     c = _counts(cmp)
-    out += ["", f"verdict: {c['regression']} regression(s), {c['improvement']} improvement(s), "
-                f"{c['inconclusive']} inconclusive, {c['no-change']} without change "
-                f"({len(cmp.verdicts)} cells; Benjamini-Hochberg at a false-discovery rate of "
-                f"{cmp.fdr:g}; minimum effect per study)"]
+    out += ["", f"deciding cells: {c['regression']} regression(s), {c['suspected']} suspected, "
+                f"{c['improvement']} improvement(s), {c['inconclusive']} unsure, "
+                f"{c['no-change']} without change, {len(cmp.failed)} failed "
+                f"({len(cmp.verdicts)} cells in one family; one-sided t-tests on log values, "
+                f"Benjamini-Hochberg at a false-discovery rate of {cmp.fdr:g} spent over looks at "
+                f"5, 10, 15 and {cmp.cap} runs a side; minimum effect per study)"]
+    runs = sorted({(v.base.n, v.candidate.n) for v in cmp.verdicts})
+    if runs:
+        out.append("  runs a side per cell: " + ", ".join(f"{b} vs {c}" for b, c in runs))
     if any(v.size_only for v in cmp.verdicts):
         out.append("  cells with one sample on a side (published numbers) are judged by size only")
+    if cmp.diagnostics:
+        out += ["", "diagnostics (the study's other metrics: shown, never a verdict):"]
+        _cell_lines(cmp, cmp.diagnostics, None, out, judged=False)
     out += ["", "confounders (differences between the sides that can explain a change):"]
     out += [f"  {x.name}: {x.base} -> {x.candidate} ({x.why})" for x in cmp.confounders] or \
         ["  none recorded"]
@@ -114,10 +139,20 @@ def render_text(cmp: Comparison) -> str:
         if commands:
             out += [f"  {role}: {c}" for c in commands]
         elif side.source == "published":
-            slugs = sorted({v.key.study for v in cmp.verdicts})
+            slugs = sorted({v.key.study for v in cmp.verdicts + cmp.diagnostics})
             out += [f"  {role}: iowatch run jobs/studies/{s}.yml --profile full --target HOST "
                     f"(on the {role} kernel)" for s in slugs]
     return "\n".join(out) + "\n"
+
+
+STATE_WORDS = {
+    "regression": "REGRESSION: a deciding cell is confirmed slower",
+    "failed": "FAILED: a cell gave no performance result on a side",
+    "suspected": "SUSPECTED REGRESSION: a deciding cell looks slower but is not confirmed; rerun",
+    "unsure": "UNSURE: a deciding cell is undecided; rerun with more repetitions",
+    "improvement": "improvement, and no deciding cell slower",
+    "no-change": "no change: every deciding cell rules out a slowdown beyond the minimum effect",
+}
 
 
 def _side_json(side: Side) -> dict:
@@ -130,15 +165,18 @@ def _cell_json(v: CellVerdict) -> dict:
     return {**asdict(k), "unit": METRICS[k.metric].unit, "direction": v.direction,
             "base": asdict(v.base), "candidate": asdict(v.candidate),
             "change_pct": v.change_pct, "ci": {"low": v.ci_low, "high": v.ci_high},
-            "p_value": v.p_value, "p_adjusted": v.p_adjusted, "cliffs_delta": v.cliffs_delta,
-            "min_effect_pct": v.min_effect_pct, "outcome": v.outcome, "needs_runs": v.needs_runs,
-            "size_only": v.size_only, "words": v.words}
+            "p_value": v.p_value, "p_worse": v.p_worse, "p_adjusted": v.p_adjusted,
+            "level": v.level, "cliffs_delta": v.cliffs_delta, "min_effect_pct": v.min_effect_pct,
+            "outcome": v.outcome, "needs_runs": v.needs_runs, "hidden_pct": v.hidden_pct,
+            "budget_spent": v.budget_spent, "size_only": v.size_only, "words": v.words}
 
 
 def render_json(cmp: Comparison) -> str:
     return json.dumps({"base": _side_json(cmp.base), "candidate": _side_json(cmp.candidate),
-                       "fdr": cmp.fdr, "summary": _counts(cmp),
+                       "fdr": cmp.fdr, "state": cmp.state, "summary": _counts(cmp),
                        "cells": [_cell_json(v) for v in cmp.verdicts],
+                       "diagnostics": [_cell_json(v) for v in cmp.diagnostics],
+                       "failed": [asdict(f) for f in cmp.failed],
                        "confounders": [asdict(c) for c in cmp.confounders]}, indent=1) + "\n"
 
 
@@ -146,8 +184,9 @@ def render_junit(cmp: Comparison) -> str:
     """One test case per cell; a regression is a failure (Jenkins' junit step)."""
     suites = ET.Element("testsuites")
     suite = ET.SubElement(suites, "testsuite", name=f"iowatch compare {cmp.base.spec} -> {cmp.candidate.spec}",
-                          tests=str(len(cmp.verdicts)), failures=str(len(cmp.regressions)),
-                          errors="0", skipped="0")
+                          tests=str(len(cmp.verdicts) + len(cmp.failed)),
+                          failures=str(len(cmp.regressions)), errors=str(len(cmp.failed)),
+                          skipped="0")
     for v in cmp.verdicts:
         k = v.key
         case = ET.SubElement(suite, "testcase", classname=f"{k.study}.{k.device_class}.{k.device}.{k.filesystem}",
@@ -156,6 +195,10 @@ def render_junit(cmp: Comparison) -> str:
             failure = ET.SubElement(case, "failure", message=v.words, type="regression")
             failure.text = json.dumps(_cell_json(v), indent=1)
         ET.SubElement(case, "system-out").text = f"{v.outcome}: {v.words}"
+    for f in cmp.failed:
+        case = ET.SubElement(suite, "testcase", classname=f"{f.study}.{f.device_class}.{f.device}.{f.filesystem}",
+                             name="cell")
+        ET.SubElement(case, "error", message=f"failed on the {f.side} side ({f.status})", type="failed")
     if cmp.confounders:
         ET.SubElement(suite, "system-out").text = "\n".join(
             f"confounder {c.name}: {c.base} -> {c.candidate} ({c.why})" for c in cmp.confounders)
@@ -169,7 +212,8 @@ def _md(text: str) -> str:
 
 def render_markdown(cmp: Comparison) -> str:
     out = [f"## iowatch compare: {_md(cmp.base.spec)} → {_md(cmp.candidate.spec)}", "",
-           f"- base: {_md(cmp.base.title)}", f"- candidate: {_md(cmp.candidate.title)}", "",
+           f"- base: {_md(cmp.base.title)}", f"- candidate: {_md(cmp.candidate.title)}",
+           f"- verdict: **{_md(STATE_WORDS[cmp.state])}**", "",
            "| study | device class | device | fs | group | metric | base mean ± sd | candidate mean ± sd "
            "| change | CI | p (adj.) | outcome |", "|" + "---|" * 12]
     for v in cmp.verdicts:
@@ -179,7 +223,9 @@ def render_markdown(cmp: Comparison) -> str:
             k.study, k.device_class, k.device, k.filesystem, k.group, k.metric,
             _mean_sd(v.base, unit), _mean_sd(v.candidate, unit), _pct(v.change_pct), ci,
             _p(v.p_adjusted), f"**{v.outcome}**" if v.outcome == "regression" else v.outcome)) + " |")
-    out += ["", *[f"- {_md(v.words)}" for v in cmp.verdicts if v.outcome in ("regression", "improvement")]]
+    out += ["", *[f"- {_md(v.words)}" for v in cmp.verdicts if v.outcome != "no-change"]]
+    out += [f"- {_md(f.study)} {_md(f.device)} {_md(f.filesystem)}: failed on the {f.side} side"
+            for f in cmp.failed]
     if cmp.confounders:
         out += ["", "Confounders:", *[f"- {_md(c.name)}: {_md(c.base)} → {_md(c.candidate)} ({_md(c.why)})"
                                       for c in cmp.confounders]]

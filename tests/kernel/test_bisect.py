@@ -16,7 +16,8 @@ import pytest
 from iowatch import bundle
 from iowatch.bisect import NothingToBisect, choose_target, search
 from iowatch.check import VariantRun
-from iowatch.comparison import Side, compare_sides
+from iowatch.comparison import Side
+from iowatch.judging import compare_sides
 from iowatch.kernel.build import Variant
 from iowatch.stats.bisect import place, steps_left
 

@@ -1,26 +1,28 @@
-"""next_step (the sequential rule) and confounders."""
+"""The look schedule of adaptive repetitions, and confounders."""
 import copy
 
-import numpy as np
+import pytest
 
-from iowatch.stats import confounders, next_step
-from iowatch.stats.sequential import alpha_spent, look_level
-
-
-def test_the_looks_spend_no_more_than_alpha():
-    levels = [look_level(n, alpha=0.05, first=5, step=5, max_runs=20) for n in (5, 10, 15, 20)]
-    assert sum(levels) == __import__("pytest").approx(0.05)
-    assert all(a > 0 for a in levels) and alpha_spent(1, 0.05) == 0.05
+from iowatch.stats import confounders
+from iowatch.stats.sequential import (alpha_spent, effective_n, look_index, look_level,
+                                      next_target)
 
 
-def test_next_step_adds_runs_until_decided_or_budget_spent():
-    assert next_step([1, 2], [1, 2, 3], direction="higher") == "add 3"
-    rng = np.random.default_rng(1)
-    clear = next_step(rng.normal(100, 1, 5), rng.normal(50, 1, 5), direction="higher")
-    assert clear == "decide"
-    noisy = next_step(rng.normal(100, 20, 5), rng.normal(92, 20, 5), direction="higher")
-    assert noisy == "add 5"
-    assert next_step(rng.normal(100, 20, 20), rng.normal(92, 20, 20), direction="higher") == "decide"
+def test_the_looks_spend_no_more_than_the_rate():
+    levels = [look_level(n, 0.05) for n in (5, 10, 15, 20)]
+    assert sum(levels) == pytest.approx(0.05)
+    assert levels == sorted(levels, reverse=True) and all(a > 0 for a in levels)
+    assert alpha_spent(1, 0.05) == 0.05
+    # Every count belongs to one look; past the cap it is the last look's level.
+    assert [look_index(n) for n in (1, 5, 6, 10, 11, 20, 60)] == [1, 1, 2, 2, 3, 4, 4]
+    assert look_level(3, 0.05) == look_level(5, 0.05) and look_level(60, 0.05) == levels[-1]
+
+
+def test_next_target_walks_the_schedule_up_to_the_cap():
+    assert [next_target(n) for n in (0, 3, 5, 7, 10, 15, 19, 20)] == [5, 5, 10, 10, 15, 20, 20, 20]
+    assert next_target(5, cap=8) == 8
+    # A fixed side of 5 and a growing side count as fewer runs than the larger.
+    assert effective_n(5, 5) == 5 and effective_n(5, 20) == 8
 
 
 BASE = {

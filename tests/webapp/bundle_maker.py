@@ -76,17 +76,23 @@ def wire(doc: dict) -> bytes:
 
 def planted_bundle(values: dict[str, list[float]], *, kernel: dict | None = None,
                    started_at: str = "2024-05-01T10:00:00Z", cells: int = 1,
-                   published: bool = False, matrix: str = "smoke", **kwargs) -> dict:
+                   published: bool = False, matrix: str = "smoke", group: str = "seqw",
+                   **kwargs) -> dict:
     """A bundle whose every cell has, per repetition r, one group-level sample
     of each metric with the value values[metric][r - 1] (so two bundles can
-    differ by a planted factor). `kernel` replaces the bundle's kernel entry."""
+    differ by a planted factor). `kernel` replaces the bundle's kernel entry.
+    The group is f2fs-dio-write's, whose deciding metric is write.bw_kib_s."""
     reps = len(next(iter(values.values())))
     doc = make_bundle(cells=cells, samples=0, repetitions=reps, **kwargs)
     doc.update(started_at=started_at, finished_at=None, published=published, matrix=matrix)
     if kernel is not None:
         doc["kernel"] = kernel
-    for cell in doc["cells"]:
+    # One device a cell, as the runner makes them: a cell is study/device/filesystem.
+    doc["devices"] = [{**doc["devices"][0], "name": f"sd{c}", "path": f"/dev/mmcblk{c}"}
+                      for c in range(cells)]
+    for c, cell in enumerate(doc["cells"]):
+        cell.update(id=f"{cell['study']}/sd{c}/f2fs", device=f"sd{c}")
         for rep in cell["repetitions"]:
-            rep["samples"] = [{"metric": m, "value": float(v[rep["index"] - 1]), "group": "0",
+            rep["samples"] = [{"metric": m, "value": float(v[rep["index"] - 1]), "group": group,
                                "job": None} for m, v in values.items()]
     return doc

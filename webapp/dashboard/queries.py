@@ -19,11 +19,13 @@ from django.db.models import Count, Exists, Max, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from iowatch import comparison as compare_lib
+from iowatch.judging import compare_sides
+from iowatch.metrics import METRICS
 from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
 from iowatch.studies import load_studies
 from regressions.models import STATES, CellVerdict, ChangePoint, Regression
-from results.management.commands.export_runs import manifest, manifests, spec_query
+from results.sides import judging_studies, manifest, runs_side, spec_query
 from results.models import Cell, Host, Kernel, Patch, PatchSeries, Run, Sample, Study
 
 OPEN_STATES = ("new", "acknowledged", "bisecting")
@@ -43,9 +45,8 @@ def kernel_label(release: str, commit: str | None, patch_index: int | None = Non
     return label
 
 
-@functools.cache
 def studies() -> dict:
-    return load_studies(compare_lib.DEFAULT_STUDIES)
+    return judging_studies()
 
 
 # --- overview ---------------------------------------------------------------------
@@ -181,32 +182,39 @@ def compare(base_spec: str, candidate_spec: str) -> dict:
     key = "dashboard-compare-" + hashlib.sha256(f"{base_spec}|{candidate_spec}|{ids}".encode()).hexdigest()
     if (found := cache.get(key)) is not None:
         return found
-    base = compare_lib.Side(base_spec, "the store", manifests(base_runs))
-    candidate = compare_lib.Side(candidate_spec, "the store", manifests(candidate_runs))
-    # Every deciding metric, as the verdicts stored on arrival (regressions.verdicts) judge.
-    result = compare_lib.compare_sides(base, candidate, studies=studies(), every_metric=True)
-    cells = []
-    for v in result.verdicts:
-        k = v.key
-        cells.append({
-            "study": k.study, "device_class": k.device_class, "device": k.device,
-            "filesystem": k.filesystem, "group": k.group, "metric": k.metric,
-            "unit": compare_lib.METRICS[k.metric].unit, "direction": v.direction,
-            "base": {"n": v.base.n, "mean": v.base.mean, "median": v.base.median, "sd": v.base.sd},
-            "candidate": {"n": v.candidate.n, "mean": v.candidate.mean,
-                          "median": v.candidate.median, "sd": v.candidate.sd},
-            "change_pct": v.change_pct, "ci_low": v.ci_low, "ci_high": v.ci_high,
-            "p_value": v.p_value, "p_adjusted": v.p_adjusted, "outcome": v.outcome,
-            "size_only": v.size_only, "words": v.words})
+    base = runs_side(base_spec, base_runs)
+    candidate = runs_side(candidate_spec, candidate_runs)
+    # The deciding cells as every other path judges them (iowatch.judging);
+    # the other metrics beside them as diagnostics, never a verdict.
+    result = compare_sides(base, candidate, studies=studies())
+    cells = [_cell_row(v, deciding=True) for v in result.verdicts]
+    diagnostics = [_cell_row(v, deciding=False) for v in result.diagnostics]
     out = {"base": {"spec": base_spec, "title": base.title,
                     "runs": [str(r.run_id) for r in base_runs]},
            "candidate": {"spec": candidate_spec, "title": candidate.title,
                          "runs": [str(r.run_id) for r in candidate_runs]},
-           "cells": cells, "report": render_text(result),
+           "cells": cells, "diagnostics": diagnostics, "state": result.state,
+           "failed": [vars(f) for f in result.failed], "report": render_text(result),
            "confounders": [{"name": c.name, "base": str(c.base), "candidate": str(c.candidate),
                             "why": c.why} for c in result.confounders]}
     cache.set(key, out, 600)
     return out
+
+
+def _cell_row(v, *, deciding: bool) -> dict:
+    k = v.key
+    return {
+        "study": k.study, "device_class": k.device_class, "device": k.device,
+        "filesystem": k.filesystem, "group": k.group, "metric": k.metric,
+        "unit": METRICS[k.metric].unit, "direction": METRICS[k.metric].direction,
+        "deciding": deciding,
+        "base": {"n": v.base.n, "mean": v.base.mean, "median": v.base.median, "sd": v.base.sd},
+        "candidate": {"n": v.candidate.n, "mean": v.candidate.mean,
+                      "median": v.candidate.median, "sd": v.candidate.sd},
+        "change_pct": v.change_pct, "ci_low": v.ci_low, "ci_high": v.ci_high,
+        "p_value": v.p_value, "p_adjusted": v.p_adjusted,
+        "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
+        "size_only": v.size_only, "words": v.words}
 
 
 COMPARE_FILTERS = ("study", "device_class", "filesystem", "metric")
@@ -261,7 +269,7 @@ def history(key: dict, limit: int = 100, offset: int = 0) -> dict:
     if key.get("device"):
         steps = steps.filter(device__name=key["device"])
     return {
-        "key": key, "unit": compare_lib.METRICS[key["metric"]].unit if key["metric"] in compare_lib.METRICS else "",
+        "key": key, "unit": METRICS[key["metric"]].unit if key["metric"] in METRICS else "",
         "kernels": [{"id": k["kernel_id"], "label": names.get(k["kernel_id"], "?"),
                      "median": statistics.median(per_kernel[k["kernel_id"]])
                      if per_kernel[k["kernel_id"]] else None} for k in kernels],
@@ -375,7 +383,7 @@ def published_vs_measured(study: Study, kernels: int = 10) -> dict:
     return {"study": study.slug,
             "published_columns": columns_published, "measured_columns": columns_measured,
             "rows": [{"group": g, "metric": m,
-                      "unit": compare_lib.METRICS[m].unit if m in compare_lib.METRICS else "",
+                      "unit": METRICS[m].unit if m in METRICS else "",
                       "published": [r["published"].get(c) for c in columns_published],
                       "measured": [r["measured"].get(c) for c in columns_measured]}
                      for (g, m), r in sorted(rows.items())]}

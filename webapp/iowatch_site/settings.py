@@ -9,12 +9,14 @@ IOWATCH_SECRET_KEY      Django's secret key; else one generated once and kept
 IOWATCH_DEBUG           1/true/yes turns on Django's debug mode (default off)
 IOWATCH_ALLOWED_HOSTS   extra host names, comma-separated, beside localhost
 IOWATCH_MAX_BUNDLE_BYTES  the largest upload the ingest API accepts (default 64 MiB)
+IOWATCH_STUDIES         the study files that decide verdicts (default: the repository's jobs/studies)
 """
 from __future__ import annotations
 
 import os
 import secrets
 import tempfile
+from pathlib import Path
 
 import dj_database_url
 
@@ -62,6 +64,9 @@ ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"] + [
 # so a request body up to that size can be read at all.
 IOWATCH_MAX_BUNDLE_BYTES = int(os.environ.get("IOWATCH_MAX_BUNDLE_BYTES", 64 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = IOWATCH_MAX_BUNDLE_BYTES
+# The studies' deciding metrics and minimum effects judge every stored verdict (iowatch.judging).
+IOWATCH_STUDIES = os.environ.get("IOWATCH_STUDIES") or str(
+    Path(__file__).resolve().parents[2] / "jobs" / "studies")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -17,6 +17,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from iowatch.metrics import DIRECTIONS
+from iowatch.stats.verdict import OUTCOMES
 from results.models import DEVICE_CLASSES, Device, Host, Kernel, Metric, Run, Study
 
 REASONS = {
@@ -25,7 +26,6 @@ REASONS = {
     "previous-run": "previous run of the same matrix on the host",
     "change-point": "nightly change point",
 }
-OUTCOMES = ("regression", "improvement", "no-change", "inconclusive")
 STATES = {
     "new": "new",
     "acknowledged": "acknowledged",
@@ -108,6 +108,12 @@ class CellVerdict(models.Model):
     ci_high = models.FloatField(null=True, blank=True)
     p_value = models.FloatField(null=True, blank=True)
     p_adjusted = models.FloatField(null=True, blank=True)
+    p_worse = models.FloatField(null=True, blank=True, help_text="one-sided: the candidate is worse")
+    level = models.FloatField(null=True, blank=True,
+                              help_text="the share of the false-discovery rate this look used")
+    hidden_pct = models.FloatField(null=True, blank=True,
+                                   help_text="the slowdown, in %, not ruled out at 80% confidence")
+    budget_spent = models.BooleanField(default=False, help_text="unsure at the repetition cap")
     cliffs_delta = models.FloatField(null=True, blank=True)
     outcome = models.CharField(max_length=12, choices=[(o, o) for o in OUTCOMES])
     needs_runs = models.PositiveIntegerField(null=True, blank=True,

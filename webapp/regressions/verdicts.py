@@ -2,8 +2,9 @@
 compared against, the A/B verdicts of its cells, and the change points in the
 history of the series keys it touched.
 
-The statistics are iowatch.stats (pure functions, the same the CLI calls);
-this module only picks the samples, calls them and stores what they decided.
+The verdict is iowatch.judging's, the same the CLI, the check and the
+dashboard give: this module reads the two sides through the store's adapter
+(results/sides.py), asks the policy, and stores what it decided.
 
 Pairing a measured run's kernel with a base (each side pools every run of
 its kernel on the same host with the same matrix):
@@ -25,9 +26,11 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 
 from iowatch import stats
-from iowatch.metrics import INFO, METRICS
+from iowatch.judging import compare_sides, deciding, min_effect
+from iowatch.metrics import METRICS
 from regressions.models import CellVerdict, ChangePoint, Comparison, Regression
 from results.models import Cell, Kernel, Run, Sample
+from results.sides import judging_studies, runs_side
 
 log = logging.getLogger(__name__)
 
@@ -108,38 +111,32 @@ def run_time(run: Run):
 
 def _group_samples(runs):
     """{(cell key, group, metric): [values]} of the runs' group-level samples
-    (job null) of metrics that decide (not information only)."""
-    deciding = [name for name, m in METRICS.items() if m.direction != INFO]
+    (job null) of the metrics that decide their study (iowatch.judging)."""
+    studies = judging_studies()
+    wanted = {(slug, group, metric) for slug, study in studies.items()
+              for group, metric in deciding(study)}
     rows = (Sample.objects.filter(cell__run__in=runs, cell__status="passed", job__isnull=True,
-                                  metric_id__in=deciding)
-            .values_list("cell__key", "group", "metric_id", "value"))
+                                  metric_id__in={m for _, _, m in wanted})
+            .values_list("cell__key", "cell__study__slug", "group", "metric_id", "value"))
     values = defaultdict(list)
-    for key, group, metric, value in rows.iterator(chunk_size=10_000):
-        values[key, group, metric].append(value)
+    for key, slug, group, metric, value in rows.iterator(chunk_size=10_000):
+        if (slug, group, metric) in wanted:
+            values[key, group, metric].append(value)
     return values
 
 
 def compare_kernels(pairing: Pairing, trigger: Run) -> Comparison:
     """Compute (or recompute, replacing its verdicts) one comparison."""
-    runs = _measured(trigger.host_id, trigger.matrix)
-    base_runs = list(runs.filter(kernel=pairing.base).values_list("pk", flat=True))
-    candidate_runs = list(runs.filter(kernel=pairing.candidate).values_list("pk", flat=True))
-    base = _group_samples(base_runs)
-    candidate = _group_samples(candidate_runs)
-    cells = {c.key: c for c in Cell.objects.filter(run__in=candidate_runs)
-             .select_related("study", "device").order_by("run_id")}
-    keys = sorted(k for k in candidate.keys() & base.keys() if k[0] in cells)
-    inputs = []
-    for cell_key, group, metric in keys:
-        cell = cells[cell_key]
-        inputs.append(stats.CellInput(
-            key=stats.CellKey(study=cell.study.slug, host=trigger.host.name,
-                              device_class=cell.device.device_class if cell.device else "",
-                              device=cell.device.name if cell.device else "",
-                              filesystem=cell.filesystem, group=group, metric=metric),
-            base=base[cell_key, group, metric], candidate=candidate[cell_key, group, metric],
-            direction=METRICS[metric].direction, min_effect_pct=cell.study.min_effect_pct))
-    verdicts = stats.compare_matrix(inputs, fdr=FDR)
+    runs = _measured(trigger.host_id, trigger.matrix).select_related("host", "kernel__series")
+    base_runs = list(runs.filter(kernel=pairing.base).order_by("at", "id"))
+    candidate_runs = list(runs.filter(kernel=pairing.candidate).order_by("at", "id"))
+    judged = compare_sides(runs_side(str(pairing.base), base_runs),
+                           runs_side(str(pairing.candidate), candidate_runs),
+                           studies=judging_studies(), fdr=FDR)
+    cells = {}
+    for c in (Cell.objects.filter(run__in=candidate_runs).select_related("study", "device")
+              .order_by("-run_id")):
+        cells[c.study.slug, c.device.name if c.device else "", c.filesystem] = c
 
     with transaction.atomic():
         comparison, _ = Comparison.objects.update_or_create(
@@ -148,11 +145,12 @@ def compare_kernels(pairing: Pairing, trigger: Run) -> Comparison:
             defaults={"trigger_run": trigger, "fdr": FDR})
         # Serialise recomputations of one comparison (two runs arriving together).
         Comparison.objects.select_for_update().filter(pk=comparison.pk).get()
-        comparison.base_runs.set(base_runs)
-        comparison.candidate_runs.set(candidate_runs)
+        comparison.base_runs.set([r.pk for r in base_runs])
+        comparison.candidate_runs.set([r.pk for r in candidate_runs])
         comparison.cells.all().delete()
         CellVerdict.objects.bulk_create(
-            _cell_verdict(comparison, cells[key[0]], v) for key, v in zip(keys, verdicts))
+            _cell_verdict(comparison, cells[v.key.study, v.key.device, v.key.filesystem], v)
+            for v in judged.verdicts)
         _update_regression(comparison)
     return comparison
 
@@ -167,7 +165,8 @@ def _cell_verdict(comparison: Comparison, cell: Cell, v) -> CellVerdict:
         candidate_n=v.candidate.n, candidate_mean=v.candidate.mean,
         candidate_median=v.candidate.median, candidate_sd=v.candidate.sd,
         change_pct=v.change_pct, ci_low=v.ci_low, ci_high=v.ci_high, p_value=v.p_value,
-        p_adjusted=v.p_adjusted, cliffs_delta=v.cliffs_delta, outcome=v.outcome,
+        p_adjusted=v.p_adjusted, p_worse=v.p_worse, level=v.level, hidden_pct=v.hidden_pct,
+        budget_spent=v.budget_spent, cliffs_delta=v.cliffs_delta, outcome=v.outcome,
         needs_runs=v.needs_runs, size_only=v.size_only, words=v.words)
 
 
@@ -219,7 +218,8 @@ def change_point_alerts(run: Run) -> list[Comparison]:
         kernels = [k for k in order if k in per_kernel]
         values = [statistics.median(per_kernel[k]) for k in kernels]
         found = stats.confirmed_change_points(
-            values, METRICS[metric].direction, cells[key].study.min_effect_pct)
+            values, METRICS[metric].direction,
+            min_effect(judging_studies().get(cells[key].study.slug)), fdr=FDR)
         regressions = [cp for cp in found if cp.verdict.outcome == "regression"]
         if not regressions:
             continue

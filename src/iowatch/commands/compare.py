@@ -10,9 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from iowatch.comparison import (DEFAULT_STUDIES, SideNotFound, compare_sides, load_side,
-                                published_side)
-from iowatch.report import FORMATS, RENDERERS
+from iowatch.comparison import DEFAULT_STUDIES, NeedsStore, SideNotFound, load_side, published_side
 from iowatch.studies import load_studies
 from iowatch.yamlfile import DataFileError
 
@@ -32,16 +30,14 @@ def register(sub):
     p.add_argument("--candidate", dest="candidate_label", metavar="LABEL",
                    help="with --published: the candidate label")
     p.add_argument("--device-class", default=None, help="only cells of this device class")
-    p.add_argument("--format", choices=FORMATS, default="text")
+    p.add_argument("--format", choices=("text", "json", "junit", "markdown"), default="text")
     p.add_argument("--fdr", type=float, default=0.05,
                    help="false-discovery rate for Benjamini-Hochberg across the cells (default 0.05)")
-    p.add_argument("--all-metrics", action="store_true",
-                   help="judge every metric, not only those the study declares")
     p.add_argument("--server", default=os.environ.get("IOWATCH_SERVER"),
                    help="read run ids and kernels from this server's API (env IOWATCH_SERVER)")
     p.add_argument("--studies", default=None, help=f"studies directory (default {DEFAULT_STUDIES})")
     p.add_argument("--output", "-o", default=None, help="write the report here instead of stdout")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, argv=None)
 
 
 def _fail(message: str) -> int:
@@ -49,7 +45,10 @@ def _fail(message: str) -> int:
     return 2
 
 
-def run(args) -> int:
+def run(args, store_side=None) -> int:
+    """`store_side(spec, role)` reads a side from this machine's store: the web
+    app's `compare` command passes it; without it a run id or kernel that is
+    not a directory hands the whole call to that command."""
     if not 0 < args.fdr < 1:
         return _fail(f"--fdr {args.fdr} must be between 0 and 1")
     studies_dir = Path(args.studies) if args.studies else (
@@ -58,6 +57,15 @@ def run(args) -> int:
         studies = load_studies(studies_dir)
     except DataFileError as e:
         return _fail(str(e))
+
+    def side(spec: str, role: str):
+        try:
+            return load_side(spec, server=args.server, role=role)
+        except NeedsStore:
+            if store_side is None:
+                raise
+            return store_side(spec, role)
+
     try:
         if args.published:
             if args.base or args.candidate or not (args.base_label and args.candidate_label):
@@ -73,15 +81,22 @@ def run(args) -> int:
             if not (args.base and args.candidate):
                 return _fail("name two sides: iowatch compare BASE CANDIDATE "
                              "(or --published STUDY --base LABEL --candidate LABEL)")
-            base = load_side(args.base, server=args.server, role="base")
-            candidate = load_side(args.candidate, server=args.server, role="candidate")
+            base = side(args.base, "base")
+            candidate = side(args.candidate, "candidate")
+    except NeedsStore:
+        # Only the web app reads this machine's store: it runs this same command.
+        from iowatch.local_store import call
+        return call("compare", *(args.argv if args.argv is not None else sys.argv[2:]))
     except SideNotFound as e:
         return _fail(str(e))
-    cmp = compare_sides(base, candidate, studies=studies, fdr=args.fdr,
-                        every_metric=args.all_metrics)
+    from iowatch.judging import compare_sides
+    from iowatch.report import RENDERERS
+
+    cmp = compare_sides(base, candidate, studies=studies, fdr=args.fdr)
     if args.device_class:
         cmp.verdicts = [v for v in cmp.verdicts if v.key.device_class == args.device_class]
-    if not cmp.verdicts:
+        cmp.diagnostics = [v for v in cmp.diagnostics if v.key.device_class == args.device_class]
+    if not cmp.verdicts and not cmp.diagnostics and not cmp.failed:
         return _fail(f"base {args.base or args.base_label!r} and candidate "
                      f"{args.candidate or args.candidate_label!r} share no cell with samples "
                      "(same study, device class, device, filesystem, group and metric)")

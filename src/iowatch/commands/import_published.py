@@ -14,7 +14,7 @@ from pathlib import Path
 
 from iowatch import paths
 from iowatch.bundle import BundleWriter
-from iowatch.commands.manage import store_bundles
+from iowatch.local_store import store_bundles
 from iowatch.studies import Study, load_studies
 from iowatch.yamlfile import DataFileError
 

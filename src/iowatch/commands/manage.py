@@ -6,31 +6,8 @@ own manage in a child process, such as `iowatch manage create_agent lab1`.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 
-SETTINGS = "iowatch_site.settings"
-
-
-def django_env() -> dict:
-    env = dict(os.environ)
-    env.setdefault("DJANGO_SETTINGS_MODULE", SETTINGS)
-    return env
-
-
-def django_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "django", *args]
-
-
-def store_bundles(bundle_dirs: list[str]) -> int:
-    """Store bundle directories in this machine's store (embedded SQLite or
-    DATABASE_URL), migrating it first so a fresh data directory just works."""
-    env = django_env()
-    rc = subprocess.call(django_command("migrate", "--noinput", "-v", "0"), env=env)
-    if rc:
-        return rc
-    return subprocess.call(django_command("ingest_bundle", *map(str, bundle_dirs)), env=env)
+from iowatch.local_store import call
 
 
 def register(sub):
@@ -42,6 +19,4 @@ def register(sub):
 
 
 def run(args) -> int:
-    if not args.args:
-        args.args = ["help"]
-    return subprocess.call(django_command(*args.args), env=django_env())
+    return call(*(args.args or ["help"]))

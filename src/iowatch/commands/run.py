@@ -10,6 +10,7 @@ from pathlib import Path
 from iowatch import bundle, inventory, paths
 from iowatch.runner import Cell, Interrupted, Progress, Runner, summary
 from iowatch.safety import DeviceRefused
+from iowatch.stats.sequential import DEFAULT_CAP, FIRST, MIN_REPS
 from iowatch.studies import load_matrix
 from iowatch.yamlfile import DataFileError
 
@@ -40,6 +41,13 @@ def register(sub):
     p.add_argument("--token", default=os.environ.get("IOWATCH_TOKEN"), help="agent token for --upload")
     p.add_argument("--store", action="store_true",
                    help="store the bundle in this machine's database (embedded SQLite or DATABASE_URL)")
+    p.add_argument("--cells", default=None, metavar="ID,ID",
+                   help="run only these cells (study/device/filesystem), comma-separated")
+    p.add_argument("--against", default=None, metavar="BUNDLE",
+                   help="judge each cell against this base bundle as it finishes, and add "
+                        "repetitions to the cells still unsure until each is decided or at --cap")
+    p.add_argument("--cap", type=int, default=DEFAULT_CAP,
+                   help=f"with --against: at most this many repetitions a cell (default {DEFAULT_CAP})")
     p.add_argument("--no-progress", action="store_true", help="plain lines instead of a live display")
     p.set_defaults(func=run)
 
@@ -81,6 +89,27 @@ def run(args) -> int:
     except KeyError as e:
         print(f"iowatch run: {e.args[0]}", file=sys.stderr)
         return 2
+    base = None
+    if args.against:
+        from iowatch.comparison import SideNotFound, load_side
+        try:
+            base = load_side(args.against, role="--against")
+        except SideNotFound as e:
+            print(f"iowatch run: {e}", file=sys.stderr)
+            return 2
+        if args.cap < FIRST:
+            print(f"iowatch run: --cap {args.cap} is below the first look of {FIRST} repetitions",
+                  file=sys.stderr)
+            return 2
+    reps = args.reps or matrix.reps
+    if reps < MIN_REPS:
+        print(f"iowatch run: --reps {reps}: a cell needs at least {MIN_REPS} repetitions to be "
+              "judged (its variance is what the verdict stands on)", file=sys.stderr)
+        return 2
+    if base is not None and reps < FIRST:
+        print(f"iowatch run: with --against, {reps} repetitions become {FIRST}: the first look "
+              "of the verdict's schedule", file=sys.stderr)
+        reps = FIRST
     if os.geteuid() != 0:
         print("iowatch run: needs root (loop devices, mkfs, mount, drop_caches)", file=sys.stderr)
         return 2
@@ -89,9 +118,10 @@ def run(args) -> int:
     progress, bar = _progress(args.no_progress)
     command = "iowatch run " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     try:
-        runner = Runner(matrix, host, out, profile=args.profile, reps=args.reps,
+        runner = Runner(matrix, host, out, profile=args.profile, reps=reps,
                         kernel_commit=args.kernel_commit, label=args.label, command=command,
-                        progress=progress, series=_series(args))
+                        progress=progress, series=_series(args),
+                        only=set(args.cells.split(",")) if args.cells else None)
     except FileExistsError as e:
         print(f"iowatch run: {e}", file=sys.stderr)
         return 2
@@ -99,8 +129,12 @@ def run(args) -> int:
         if bar:
             with bar:
                 doc = runner.run()
+                if base is not None:
+                    doc = _adaptive(runner, base, args.cap)
         else:
             doc = runner.run()
+            if base is not None:
+                doc = _adaptive(runner, base, args.cap)
     except (KeyboardInterrupt, Interrupted) as e:
         print(f"iowatch run: interrupted ({e or 'Ctrl-C'}); bundle {out} is marked incomplete; "
               f"rerun with --out {out} to finish it", file=sys.stderr)
@@ -114,6 +148,7 @@ def run(args) -> int:
     env = doc["environment"].get("runner", {})
     print(f"runner: wall {env.get('wall_s')} s, inside the tools {env.get('tool_s')} s, "
           f"overhead {env.get('overhead_pct')}%")
+    verdict = _against_report(base, out, args.cap) if base is not None else None
     if args.upload:
         from iowatch.upload import Spool, upload
         outcomes = upload([str(out)], args.upload, args.token or "", Spool(paths.spool_dir()))
@@ -122,7 +157,42 @@ def run(args) -> int:
         if not all(o.state in ("sent", "already-stored") for o in outcomes):
             return 1
     if args.store:
-        from iowatch.commands.manage import store_bundles
+        from iowatch.local_store import store_bundles
         if store_bundles([str(out)]):
             return 1
+    if verdict == "regression":
+        return 1
     return 1 if doc["status"] == "failed" else 0
+
+
+def _judge(base, out: Path, cap: int):
+    from iowatch.comparison import DEFAULT_STUDIES, Side
+    from iowatch.judging import compare_sides
+    from iowatch.studies import load_studies
+    return compare_sides(base, Side(str(out), str(out), [bundle.load(out)]),
+                         studies=load_studies(DEFAULT_STUDIES), cap=cap)
+
+
+def _adaptive(runner: Runner, base, cap: int) -> dict:
+    """Add repetitions to the cells whose verdict against the base is unsure,
+    a look at a time, until every deciding cell is decided or at the cap."""
+    from iowatch.judging import cell_id, more_runs
+    doc = runner.writer.doc
+    while True:
+        cmp = _judge(base, runner.out, cap)
+        targets = {cell_id(where): cand for where, (_, cand) in more_runs(cmp).items()}
+        targets = {cid: n for cid, n in targets.items()
+                   if runner.writer.find(cid) and len(runner.writer.find(cid)["repetitions"]) < n}
+        if not targets:
+            return doc
+        print("run: unsure against the base, adding repetitions: " + ", ".join(
+            f"{cid} to {n}" for cid, n in sorted(targets.items())), file=sys.stderr, flush=True)
+        doc = runner.add_repetitions(targets)
+
+
+def _against_report(base, out: Path, cap: int) -> str:
+    from iowatch.report import render_text
+    cmp = _judge(base, out, cap)
+    print()
+    print(render_text(cmp), end="")
+    return cmp.state

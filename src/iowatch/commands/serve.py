@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from iowatch.commands.manage import django_command, django_env
+from iowatch.local_store import django_command, django_env
 
 
 def register(sub):

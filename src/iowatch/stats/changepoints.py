@@ -141,8 +141,7 @@ def change_points(values: Sequence[float], *, min_magnitude_pct: float = 5.0,
 
 def confirmed_change_points(values: Sequence[float], direction: str, min_effect_pct: float = 5.0,
                             *, min_magnitude_pct: float | None = None, max_pvalue: float = 0.01,
-                            window: int = 30, alpha: float = 0.05,
-                            seed: int = 0) -> list[ConfirmedChangePoint]:
+                            window: int = 30, fdr: float = 0.05) -> list[ConfirmedChangePoint]:
     """The change points that the A/B compare of the segments either side
     (each bounded by the neighbouring change points and by `window`) calls a
     regression or an improvement."""
@@ -154,8 +153,7 @@ def confirmed_change_points(values: Sequence[float], direction: str, min_effect_
     for i, cp in enumerate(cps):
         before = x[max(bounds[i], cp.index - window):cp.index]
         after = x[cp.index:min(bounds[i + 2], cp.index + window)]
-        v = compare(before, after, direction=direction, min_effect_pct=min_effect_pct,
-                    alpha=alpha, seed=seed)
+        v = compare(before, after, direction=direction, min_effect_pct=min_effect_pct, fdr=fdr)
         if v.outcome in (REGRESSION, IMPROVEMENT):
             out.append(ConfirmedChangePoint(cp.index, cp.before_mean, cp.after_mean,
                                             cp.change_pct, cp.p_value, verdict=v))

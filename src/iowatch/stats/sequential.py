@@ -1,48 +1,63 @@
-"""When to stop adding repetitions: a group-sequential rule that keeps the false-alarm rate.
+"""How many repetitions a verdict rests on: the look schedule and when to add runs.
 
-A cell that is inconclusive after the first `first` repetitions per side gets
-`step` more per side, up to `max_runs`. Each look tests at a nominal level
-from Lan–DeMets alpha spending with the Pocock-type function
-α(t) = α·ln(1 + (e − 1)·t), t = runs so far / max_runs; the level at a look is
-what the function spends between the previous look and this one. The levels
-sum to α, so however many looks are taken the chance of ever calling an A/A
-cell a regression or an improvement stays at most α (a union bound; the exact
-boundaries would be a little less strict). Pocock's shape rather than
-O'Brien–Fleming's because Mann–Whitney at 5 runs per side cannot go below
-p = 0.008: O'Brien–Fleming would spend 0.00009 at the first look and waste it.
-Stopping for "no-change" (the effect that matters is ruled out) never raises
-the false-alarm rate.
+A cell is judged at looks of 5, 10, 15 and 20 repetitions a side (the cap,
+DEFAULT_CAP). Each look tests at a share of the false-discovery rate q from
+Lan–DeMets alpha spending with the Pocock-type function
+α(t) = q·ln(1 + (e − 1)·t), t = look / number of looks: 0.0179, 0.0131,
+0.0105 and 0.0085 of q = 0.05. The shares sum to q, so however many looks an
+adaptive run takes, the chance that a clean cell is ever confirmed a
+regression stays at most q (a union bound over the looks). Pocock's shape
+rather than O'Brien–Fleming's because a first look at 5 runs must be able to
+confirm a large slowdown; O'Brien–Fleming would spend 0.00009 there.
+
+The level depends only on the repetitions a side (`look_level(n)`), so a
+verdict is a function of the data alone: the adaptive loop, `iowatch
+compare` on its bundle afterwards and the server's stored verdict agree.
+A side that cannot grow (a fixed base bundle under `iowatch run --against`)
+makes the effective count n_eff = 2·nb·nc/(nb + nc) grow slowly, so a later
+look may repeat a level; bench/accuracy measures what that costs.
+
+Stopping for "no change" (the slowdown that matters is ruled out) or at the
+cap never raises the false-alarm rate.
 """
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
-from iowatch.stats.verdict import INCONCLUSIVE, compare
-
-
-def alpha_spent(t: float, alpha: float) -> float:
-    """Pocock-type spending function: the share of alpha usable by information fraction t."""
-    return alpha * math.log(1 + (math.e - 1) * min(max(t, 0.0), 1.0))
+FIRST = 5        # repetitions a side at the first look, and the default of a judged matrix
+STEP = 5         # repetitions added a side when a cell is still unsure
+DEFAULT_CAP = 20  # at most this many repetitions a side
+MIN_REPS = 2     # fewer a side and the t-test has no variance to stand on
 
 
-def look_level(n: int, *, alpha: float, first: int, step: int, max_runs: int) -> float:
-    """The nominal level of the look taken at n runs per side."""
-    previous = 0 if n <= first else n - step
-    return alpha_spent(n / max_runs, alpha) - alpha_spent(previous / max_runs, alpha)
+def alpha_spent(t: float, q: float) -> float:
+    """Pocock-type spending function: the share of q usable by information fraction t."""
+    return q * math.log(1 + (math.e - 1) * min(max(t, 0.0), 1.0))
 
 
-def next_step(base: Sequence[float], candidate: Sequence[float], *, direction: str,
-              min_effect_pct: float = 5.0, alpha: float = 0.05, first: int = 5, step: int = 5,
-              max_runs: int = 20, seed: int = 0) -> str:
-    """"decide" when the cell is decided (or the budget is spent), else "add N":
-    N more repetitions on each side."""
-    n = min(len(base), len(candidate))
+def effective_n(nb: int, nc: int) -> float:
+    """The equal count a side that gives the same standard error of the difference."""
+    return 2 * nb * nc / (nb + nc) if nb and nc else 0.0
+
+
+def look_index(n: float, *, first: int = FIRST, step: int = STEP, cap: int = DEFAULT_CAP) -> int:
+    """Which look (1-based) n repetitions a side belong to: 1..5 -> 1, 6..10 -> 2, ..."""
+    looks = 1 + math.ceil((cap - first) / step)
+    if n <= first:
+        return 1
+    return min(looks, 1 + math.ceil((n - first - 1e-9) / step))
+
+
+def look_level(n: float, q: float = 0.05, *, first: int = FIRST, step: int = STEP,
+               cap: int = DEFAULT_CAP) -> float:
+    """The share of q a test at n repetitions a side may use."""
+    looks = 1 + math.ceil((cap - first) / step)
+    k = look_index(n, first=first, step=step, cap=cap)
+    return alpha_spent(k / looks, q) - alpha_spent((k - 1) / looks, q)
+
+
+def next_target(n: int, *, first: int = FIRST, step: int = STEP, cap: int = DEFAULT_CAP) -> int:
+    """The repetitions a side of the next look after n (the cap at most)."""
     if n < first:
-        return f"add {first - n}"
-    level = look_level(n, alpha=alpha, first=first, step=step, max_runs=max_runs)
-    v = compare(base, candidate, direction=direction, min_effect_pct=min_effect_pct,
-                alpha=level, seed=seed)
-    if v.outcome != INCONCLUSIVE or n >= max_runs:
-        return "decide"
-    return f"add {min(step, max_runs - n)}"
+        return first
+    return min(cap, first + step * (1 + (n - first) // step))

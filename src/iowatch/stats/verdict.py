@@ -1,27 +1,39 @@
-"""A/B verdicts: one cell (compare) or a whole matrix at once (compare_matrix).
+"""A/B verdicts: one cell (compare) or a whole family of cells at once (compare_matrix).
 
-Per cell (DESIGN.md §4): n, mean, median, sd on each side; the % change of the
-mean with a bootstrap confidence interval; the Mann–Whitney U p-value; Cliff's
-delta; and across the matrix Benjamini–Hochberg adjusted p-values.
+Why these tests (issue 11; docs/verdicts.md has the measurements):
+- The change is judged on log values with a t-test (Student's pooled t when
+  the sides have equal counts, which is robust to unequal variances there;
+  Welch's otherwise). Throughput and time are ratios: on the log scale the
+  noise is symmetric and the test is free of scale, and the CI of the change
+  comes from the same statistic, so the point, the CI and the p-value never
+  disagree. Mann–Whitney, which iowatch used first, cannot go below
+  p = 2/252 at 5 runs a side or 0.1 at 3: after a correction for a
+  40-cell matrix it could never flag anything. Its p-value stays available
+  (mann_whitney_p) as evidence for the bisect report.
+- Regressions are tested one-sided in the metric's worse direction, and
+  Benjamini–Hochberg controls the false-discovery rate over the family of
+  the comparison's deciding cells; improvements are a second family, tested
+  the same way (they never open anything).
+- Each test uses the share of the rate that its look may spend
+  (iowatch.stats.sequential): 5 runs a side is the first look, 20 the last.
 
-The outcome of a cell with at least two samples on each side:
-- regression / improvement (by the metric's direction) when the adjusted
-  p-value is below the false-discovery rate, the CI excludes 0 and the change
-  is at least the study's minimum effect;
-- no-change when the whole CI lies inside ±minimum effect (an effect that
-  matters is ruled out);
-- inconclusive otherwise, with about how many more runs per side would
-  resolve the minimum effect at the observed noise.
+Outcomes of a cell with at least two samples a side:
+- regression: the adjusted one-sided p is within the look's level and the
+  slowdown is at least the study's minimum effect;
+- improvement: the same, the other way;
+- no-change: a slowdown beyond the minimum effect is ruled out (the 80%
+  one-sided bound of the change lies inside it), said with what was ruled out;
+- suspected: not confirmed, but either the cell alone is unlikely to be
+  clean (one-sided p <= SUSPECT_P with a slowdown beyond the minimum effect)
+  or the drop is over BIG_DROP times the minimum effect: rerun to confirm;
+- inconclusive: "unsure, rerun", with about how many more runs a side would
+  decide it at the observed noise.
 A side with one sample (published numbers) is judged by size only. Metrics
 whose direction is "info" are never a regression or an improvement.
-
-The matrix is computed in bulk (cells grouped by their sample counts), so a
-1,000-cell matrix with a 2,000-resample bootstrap takes well under a second.
 """
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
@@ -29,14 +41,21 @@ from typing import Sequence
 import numpy as np
 from scipy.special import comb
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
+from iowatch.stats.sequential import DEFAULT_CAP, effective_n, look_level
 from iowatch.stats.wording import sentence
 
-REGRESSION, IMPROVEMENT, NO_CHANGE, INCONCLUSIVE = "regression", "improvement", "no-change", "inconclusive"
-OUTCOMES = (REGRESSION, IMPROVEMENT, NO_CHANGE, INCONCLUSIVE)
-POWER = 0.8  # needs_runs: runs per side that detect the minimum effect 80% of the time
-MW_EFFICIENCY = 0.955  # Mann–Whitney's asymptotic efficiency against the t-test (3/π)
+REGRESSION, SUSPECTED, IMPROVEMENT = "regression", "suspected", "improvement"
+NO_CHANGE, INCONCLUSIVE = "no-change", "inconclusive"
+OUTCOMES = (REGRESSION, SUSPECTED, IMPROVEMENT, NO_CHANGE, INCONCLUSIVE)
+UNSURE = (SUSPECTED, INCONCLUSIVE)  # more runs would decide these
+FDR = 0.05
+SUSPECT_P = 0.02  # one-sided, per cell: at most 2% of clean cells are suspected
+BIG_DROP = 3.0  # a drop over 3x the minimum effect is suspected however few the runs
+SAME_CONFIDENCE = 0.8  # the one-sided bound that rules a slowdown out
+POWER = 0.8  # needs_runs: runs a side that confirm the minimum effect 80% of the time
 
 
 @dataclass(frozen=True)
@@ -53,20 +72,25 @@ class SideStats:
 class Verdict:
     base: SideStats
     candidate: SideStats
-    # Change of the mean, in % of the base mean: throughput numbers are totals
-    # over time (fio's aggrb is one), so the mean is what adds up and what
-    # published numbers report; the median is beside it in SideStats.
-    change_pct: float | None  # None when the base mean is 0 and the candidate's is not
-    ci_low: float | None
+    # Change of the candidate against the base, in %: of the geometric means
+    # when every value is positive (the log-scale test), else of the means.
+    change_pct: float | None  # None when the base is 0 and the candidate is not
+    ci_low: float | None  # 95% confidence interval of the change
     ci_high: float | None
-    p_value: float | None  # Mann–Whitney U, two-sided; None when a side has one sample
+    p_value: float | None  # two-sided t-test; None when a side has one sample
+    p_worse: float | None  # one-sided: the candidate is worse
     cliffs_delta: float  # P(candidate > base) - P(candidate < base)
     direction: str
     min_effect_pct: float
     outcome: str
-    needs_runs: int | None  # about this many more runs per side, when inconclusive
+    needs_runs: int | None  # about this many more runs a side, when unsure
     size_only: bool  # a side has one sample: judged by size only
     words: str
+    level: float | None = None  # the share of the false-discovery rate this look may use
+    # The largest slowdown (in % of the base, in the metric's worse direction)
+    # that the data cannot rule out at 80% confidence; <= 0 when none.
+    hidden_pct: float | None = None
+    budget_spent: bool = False  # unsure at the cap: no more runs will be added
 
 
 @dataclass(frozen=True)
@@ -91,11 +115,11 @@ class CellInput:
 
 @dataclass(frozen=True)
 class CellVerdict(Verdict):
-    key: CellKey
-    p_adjusted: float | None  # Benjamini–Hochberg across the compared matrix
+    key: CellKey = None  # type: ignore[assignment]
+    p_adjusted: float | None = None  # Benjamini–Hochberg over the family, in the tested direction
 
 
-# --- the tests, vectorized over cells of equal sample counts ----------------
+# --- Mann–Whitney, exact for small samples (evidence only) --------------------
 
 @lru_cache(maxsize=256)
 def _mw_counts(m: int, n: int) -> np.ndarray:
@@ -161,150 +185,181 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     return out.tolist()
 
 
-def _boot_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
-    """Resampling weights (n_boot × n, rows sum to 1): a bootstrap mean is one
-    matrix product, so a whole matrix of cells resamples at once."""
-    rng = np.random.default_rng([seed, n])
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot) / n
+def _side_stats(x: np.ndarray) -> SideStats:
+    sd = float(x.std(ddof=1)) if len(x) > 1 else 0.0
+    return SideStats(len(x), float(x.mean()), float(np.median(x)), sd, float(x.min()), float(x.max()))
 
 
-def _smallest_decidable_n(alpha: float) -> int:
-    """Fewest runs per side at which an exact two-sided Mann–Whitney can reach p < alpha."""
-    n = 2
-    while 2 / comb(2 * n, n) >= alpha:
-        n += 1
-    return n
+@dataclass
+class _Cell:
+    """One cell's statistics before the family decides."""
+    base: SideStats
+    candidate: SideStats
+    change: float | None
+    ci: tuple[float | None, float | None]
+    p_two: float | None
+    p_worse: float | None
+    p_better: float | None
+    cliffs: float
+    worse: float | None  # the change in the worse direction, % (positive: worse)
+    hidden: float | None
+    sd_log: float | None  # pooled sd on the test's scale (for needs_runs)
+    n_eff: float
+    size_only: bool
 
 
-def _needs_runs(b: SideStats, c: SideStats, min_effect_pct: float, alpha: float) -> int:
-    """Runs per side for 80% power at the minimum effect (two-sample normal
-    formula at the observed pooled sd, divided by Mann–Whitney's efficiency),
-    minus what each side already has."""
-    dof = b.n + c.n - 2
-    pooled = math.sqrt(((b.n - 1) * b.sd ** 2 + (c.n - 1) * c.sd ** 2) / dof) if dof > 0 else 0.0
-    delta = abs(b.mean) * min_effect_pct / 100
-    z = norm.ppf(1 - alpha / 2) + norm.ppf(POWER)
-    want = 2 * (z * pooled / delta) ** 2 / MW_EFFICIENCY if delta > 0 else 0.0
-    want = max(math.ceil(want), _smallest_decidable_n(alpha))
-    return max(1, want - min(b.n, c.n))
+def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str) -> _Cell:
+    nb, nc = len(b), len(c)
+    bs, cs = _side_stats(b), _side_stats(c)
+    cliffs = float(((c[None, :] > b[:, None]).sum() - (c[None, :] < b[:, None]).sum()) / (nb * nc))
+    sign = -1.0 if direction == HIGHER else 1.0  # worse = lower for "higher is better"
+    n_eff = effective_n(nb, nc)
+    if min(nb, nc) == 1:
+        if bs.mean == 0:
+            change = 0.0 if cs.mean == 0 else None
+        else:
+            change = (cs.mean - bs.mean) / abs(bs.mean) * 100
+        worse = None if change is None else sign * change
+        return _Cell(bs, cs, change, (None, None), None, None, None, cliffs, worse, None, None,
+                     n_eff, True)
+    if (b > 0).all() and (c > 0).all():
+        xb, xc = np.log(b), np.log(c)
+        to_pct = lambda v: math.expm1(v) * 100  # noqa: E731
+    elif bs.mean != 0:
+        xb, xc = b / abs(bs.mean), c / abs(bs.mean)
+        to_pct = lambda v: v * 100  # noqa: E731
+    else:
+        change = 0.0 if (c == 0).all() and (b == 0).all() else None
+        if change is None:
+            return _Cell(bs, cs, None, (None, None), None, None, None, cliffs, None, None, None,
+                         n_eff, False)
+        return _Cell(bs, cs, 0.0, (0.0, 0.0), 1.0, 1.0, 1.0, cliffs, 0.0, 0.0, 0.0, n_eff, False)
+    d = float(xc.mean() - xb.mean())
+    vb, vc = float(xb.var(ddof=1)), float(xc.var(ddof=1))
+    if nb == nc:
+        se, df = math.sqrt((vb + vc) / nb), 2 * nb - 2
+    else:
+        se = math.sqrt(vb / nb + vc / nc)
+        df = (vb / nb + vc / nc) ** 2 / ((vb / nb) ** 2 / (nb - 1) + (vc / nc) ** 2 / (nc - 1)) \
+            if se > 0 else nb + nc - 2
+    sd_pooled = math.sqrt(((nb - 1) * vb + (nc - 1) * vc) / (nb + nc - 2))
+    if se == 0:
+        tstat = 0.0 if d == 0 else math.copysign(math.inf, d)
+    else:
+        tstat = d / se
+    p_lower = float(student_t.cdf(tstat, df))  # the candidate is lower
+    p_higher = float(student_t.sf(tstat, df))
+    p_two = min(1.0, 2 * min(p_lower, p_higher))
+    half = float(student_t.ppf(0.975, df)) * se
+    bound = float(student_t.ppf(SAME_CONFIDENCE, df)) * se
+    change = to_pct(d)
+    ci = (to_pct(d - half), to_pct(d + half))
+    if direction == HIGHER:
+        p_worse, p_better = p_lower, p_higher
+        hidden = -to_pct(d - bound)  # the slowdown (a fall) not ruled out
+    else:
+        p_worse, p_better = p_higher, p_lower
+        hidden = to_pct(d + bound)  # the rise not ruled out
+    return _Cell(bs, cs, change, ci, p_two, p_worse, p_better, cliffs, sign * change, hidden,
+                 sd_pooled, n_eff, False)
 
 
-def _outcome(direction: str, change: float | None, ci: tuple[float | None, float | None],
-             p_adj: float | None, min_effect: float, size_only: bool, fdr: float) -> str:
+def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | None:
+    """Runs a side for 80% power to confirm the minimum effect at the last look's
+    level (normal formula at the observed sd), minus what the smaller side has."""
+    if s.sd_log is None or s.n_eff >= cap:
+        return None
+    delta = math.log1p(min_effect_pct / 100)
+    z = norm.isf(look_level(cap, q, cap=cap)) + norm.ppf(POWER)
+    want = math.ceil(2 * (z * s.sd_log / delta) ** 2) if delta > 0 else 0
+    return max(1, want - min(s.base.n, s.candidate.n))
+
+
+def _outcome(direction: str, s: _Cell, adj_worse: float | None, adj_better: float | None,
+             level: float, min_effect: float) -> str:
     if direction == INFO:
         return NO_CHANGE
-    if change is None:
+    if s.change is None or s.worse is None:
         return INCONCLUSIVE
-    worse = change < 0 if direction == HIGHER else change > 0
-    decided = REGRESSION if worse else IMPROVEMENT
-    big = abs(change) >= min_effect
-    if size_only:
-        return decided if big else NO_CHANGE
-    low, high = ci
-    if low is None or high is None:
-        return INCONCLUSIVE
-    if p_adj is not None and p_adj < fdr and big and (low > 0 or high < 0):
-        return decided
-    if -min_effect < low and high < min_effect:
+    if s.size_only:
+        if abs(s.change) < min_effect:
+            return NO_CHANGE
+        return REGRESSION if s.worse > 0 else IMPROVEMENT
+    if adj_worse is not None and adj_worse <= level and s.worse >= min_effect:
+        return REGRESSION
+    if adj_better is not None and adj_better <= level and -s.worse >= min_effect:
+        return IMPROVEMENT
+    if s.hidden is not None and s.hidden < min_effect:
         return NO_CHANGE
+    if (s.p_worse is not None and s.p_worse <= SUSPECT_P and s.worse >= min_effect) \
+            or s.worse >= BIG_DROP * min_effect:
+        return SUSPECTED
     return INCONCLUSIVE
 
 
-def _side_stats(x: np.ndarray) -> list[SideStats]:
-    n = x.shape[1]
-    sd = x.std(axis=1, ddof=1) if n > 1 else np.zeros(len(x))
-    return [SideStats(n, float(a), float(m), float(s), float(lo), float(hi)) for a, m, s, lo, hi in
-            zip(x.mean(axis=1), np.median(x, axis=1), sd, x.min(axis=1), x.max(axis=1))]
-
-
-def _group_stats(B: np.ndarray, C: np.ndarray, alpha: float, n_boot: int, seed: int) -> dict:
-    """Everything but the outcome for k cells with nb and nc samples (B: k×nb, C: k×nc)."""
-    nb, nc = B.shape[1], C.shape[1]
-    mb, mc = B.mean(axis=1), C.mean(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        change = np.where(mb != 0, (mc - mb) / np.abs(mb) * 100, np.where(mc == 0, 0.0, np.nan))
-        boot_b = B @ _boot_weights(nb, n_boot, seed).T
-        boot_c = C @ _boot_weights(nc, n_boot, seed + 1).T
-        boot = (boot_c - boot_b) / np.abs(boot_b) * 100
-        boot[(boot_b == 0) & (boot_c == 0)] = 0.0  # nothing on either side: no change
-        boot[np.isnan(boot)] = np.inf
-        ci = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=1)
-    gt = (C[:, None, :] > B[:, :, None]).sum(axis=(1, 2))
-    lt = (C[:, None, :] < B[:, :, None]).sum(axis=(1, 2))
-    cliffs = (gt - lt) / (nb * nc)
-    if nb > 1 and nc > 1:
-        u_base = lt + 0.5 * (nb * nc - gt - lt)  # scipy's U of the first sample
-        p = _mann_whitney(u_base, _tie_sums(np.hstack([B, C])), nb, nc)
-    else:
-        p = np.full(len(B), np.nan)
-    return {"base": _side_stats(B), "candidate": _side_stats(C), "change": change,
-            "ci_low": ci[0], "ci_high": ci[1], "cliffs": cliffs, "p": p}
-
-
-def _finite(v: float) -> float | None:
-    return float(v) if math.isfinite(v) else None
-
-
-def compare_matrix(cells: Sequence[CellInput], *, fdr: float = 0.05, alpha: float = 0.05,
-                   n_boot: int = 2000, seed: int = 0) -> list[CellVerdict]:
-    """Verdicts for every cell, p-values adjusted by Benjamini–Hochberg at `fdr`
-    across the cells that have a p-value. CIs are at level 1 - alpha."""
-    groups: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for i, cell in enumerate(cells):
+def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
+                   cap: int = DEFAULT_CAP) -> list[CellVerdict]:
+    """Verdicts for one family of cells: Benjamini–Hochberg at `fdr` over the
+    regression tests (and, apart, the improvement tests) of the cells that have
+    two samples a side, each held to its look's share of `fdr`."""
+    stats: list[_Cell] = []
+    for cell in cells:
         if cell.direction not in DIRECTIONS:
             raise ValueError(f"{cell.key}: direction {cell.direction!r} is not one of {DIRECTIONS}")
         if len(cell.base) == 0 or len(cell.candidate) == 0:
             raise ValueError(f"{cell.key}: a side has no samples")
-        groups[(len(cell.base), len(cell.candidate))].append(i)
-    per_cell: list[dict] = [{} for _ in cells]
-    for (nb, nc), idx in groups.items():
-        B = np.array([cells[i].base for i in idx], dtype=float).reshape(len(idx), nb)
-        C = np.array([cells[i].candidate for i in idx], dtype=float).reshape(len(idx), nc)
-        g = _group_stats(B, C, alpha, n_boot, seed)
-        for j, i in enumerate(idx):
-            per_cell[i] = {k: v[j] for k, v in g.items()}
-    with_p = [i for i, c in enumerate(per_cell) if not math.isnan(c["p"])]
-    adjusted = dict(zip(with_p, benjamini_hochberg([per_cell[i]["p"] for i in with_p])))
+        stats.append(_cell_stats(np.asarray(cell.base, dtype=float),
+                                 np.asarray(cell.candidate, dtype=float), cell.direction))
+    tested = [i for i, (cell, s) in enumerate(zip(cells, stats))
+              if cell.direction != INFO and s.p_worse is not None]
+    adj_worse = dict(zip(tested, benjamini_hochberg([stats[i].p_worse for i in tested])))
+    adj_better = dict(zip(tested, benjamini_hochberg([stats[i].p_better for i in tested])))
     out = []
-    for i, (cell, s) in enumerate(zip(cells, per_cell)):
-        size_only = min(len(cell.base), len(cell.candidate)) == 1
-        change = _finite(s["change"])
-        ci = (_finite(s["ci_low"]), _finite(s["ci_high"])) if change is not None else (None, None)
-        if None in ci:
-            ci = (None, None)  # the base resampled to 0: no finite interval
-        p_adj = adjusted.get(i)
-        outcome = _outcome(cell.direction, change, ci, p_adj, cell.min_effect_pct, size_only, fdr)
-        needs = (_needs_runs(s["base"], s["candidate"], cell.min_effect_pct, fdr)
-                 if outcome == INCONCLUSIVE and not size_only and change is not None else None)
-        words = sentence(cell.key.metric, cell.direction, s["base"].mean, s["candidate"].mean, change,
-                         outcome, size_only=size_only, min_effect_pct=cell.min_effect_pct,
-                         needs_runs=needs)
+    for i, (cell, s) in enumerate(zip(cells, stats)):
+        level = look_level(s.n_eff, fdr, cap=cap) if not s.size_only else None
+        outcome = _outcome(cell.direction, s, adj_worse.get(i), adj_better.get(i), level or 0.0,
+                           cell.min_effect_pct)
+        unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
+        budget_spent = unsure and s.n_eff >= cap
+        needs = _needs_runs(s, cell.min_effect_pct, fdr, cap) if unsure else None
+        p_adj = None
+        if i in adj_worse:
+            p_adj = adj_better[i] if outcome == IMPROVEMENT else adj_worse[i]
+        words = sentence(cell.key.metric, cell.direction, s.base.mean, s.candidate.mean, s.change,
+                         outcome, size_only=s.size_only, min_effect_pct=cell.min_effect_pct,
+                         needs_runs=needs, hidden_pct=s.hidden if cell.direction != INFO else None,
+                         runs=(s.base.n, s.candidate.n), budget_spent=budget_spent)
         out.append(CellVerdict(
-            base=s["base"], candidate=s["candidate"], change_pct=change, ci_low=ci[0], ci_high=ci[1],
-            p_value=None if math.isnan(s["p"]) else float(s["p"]), cliffs_delta=float(s["cliffs"]),
+            base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=s.ci[0],
+            ci_high=s.ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,
             direction=cell.direction, min_effect_pct=cell.min_effect_pct, outcome=outcome,
-            needs_runs=needs, size_only=size_only, words=words, key=cell.key, p_adjusted=p_adj))
+            needs_runs=needs, size_only=s.size_only, words=words, level=level,
+            hidden_pct=s.hidden, budget_spent=budget_spent, key=cell.key, p_adjusted=p_adj))
     return out
 
 
 def compare(base: Sequence[float], candidate: Sequence[float], *, direction: str,
-            min_effect_pct: float = 5.0, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0,
+            min_effect_pct: float = 5.0, fdr: float = FDR, cap: int = DEFAULT_CAP,
             metric: str | None = None) -> Verdict:
-    """The verdict on one cell: compare_matrix of a matrix of one (its adjusted
-    p-value is its p-value). `metric` only names the thing in `words`."""
+    """The verdict on one cell: compare_matrix of a family of one. `metric`
+    only names the thing in `words`."""
     key = CellKey("", "", "", "", "", "", metric or "")
     (v,) = compare_matrix([CellInput(key, base, candidate, direction, min_effect_pct)],
-                          fdr=alpha, alpha=alpha, n_boot=n_boot, seed=seed)
-    fields = {f: getattr(v, f) for f in Verdict.__dataclass_fields__}
-    return Verdict(**fields)
+                          fdr=fdr, cap=cap)
+    return Verdict(**{f: getattr(v, f) for f in Verdict.__dataclass_fields__})
 
 
 def mann_whitney_p(x: Sequence[float], y: Sequence[float]) -> float:
-    """Two-sided Mann–Whitney U p-value of two samples (at least 2 each)."""
+    """Two-sided Mann–Whitney U p-value of two samples (at least 2 each), as
+    scipy.stats.mannwhitneyu(method='auto') gives it: evidence for reports."""
     X, Y = np.asarray([x], dtype=float), np.asarray([y], dtype=float)
-    if X.shape[1] < 2 or Y.shape[1] < 2:
+    nb, nc = X.shape[1], Y.shape[1]
+    if nb < 2 or nc < 2:
         raise ValueError("Mann–Whitney needs at least two samples on each side")
-    return float(_group_stats(X, Y, 0.05, 1, 0)["p"][0])
+    gt = (Y[:, None, :] > X[:, :, None]).sum(axis=(1, 2))
+    lt = (Y[:, None, :] < X[:, :, None]).sum(axis=(1, 2))
+    u_base = lt + 0.5 * (nb * nc - gt - lt)  # scipy's U of the first sample
+    return float(_mann_whitney(u_base, _tie_sums(np.hstack([X, Y])), nb, nc)[0])
 
 
 def cliffs_delta(x: Sequence[float], y: Sequence[float]) -> float:

@@ -66,7 +66,8 @@ def amount(values: tuple[float, ...], unit: str, *,
 
 def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: float,
              change_pct: float | None, outcome: str, *, size_only: bool, min_effect_pct: float,
-             needs_runs: int | None) -> str:
+             needs_runs: int | None, hidden_pct: float | None = None,
+             runs: tuple[int, int] | None = None, budget_spent: bool = False) -> str:
     unit = METRICS[metric].unit if metric in METRICS else ""
     (b, c), unit = amount((base_mean, cand_mean), unit)
     what = metric_phrase(metric)
@@ -79,6 +80,7 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
         verb = "rose" if change_pct > 0 else "fell"
         moved = f"{what} {verb} {abs(change_pct):.1f}%, from {b} to {c}{unit_text}"
     better = "higher is better" if direction == HIGHER else "lower is better"
+    slowdown = "a fall" if direction == HIGHER else "a rise"
     if direction == INFO:
         meaning = "information only, not judged"
     elif outcome == "regression":
@@ -87,10 +89,19 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
         meaning = f"an improvement ({better})"
     elif outcome == "no-change":
         meaning = f"no change that matters (the minimum effect is {min_effect_pct:g}%)"
+        if hidden_pct is not None and not size_only:
+            meaning += (f"; rules out {slowdown} of more than {max(hidden_pct, 0):.1f}% "
+                        "(80% confidence)")
     else:
-        meaning = "inconclusive"
-        if needs_runs:
-            meaning += f": needs about {needs_runs} more runs per side"
+        meaning = ("a suspected regression, not confirmed" if outcome == "suspected"
+                   else "unsure")
+        if budget_spent:
+            meaning += (f"; the budget of {min(runs) if runs else '?'} runs a side is spent and "
+                        f"{slowdown} of up to {max(hidden_pct or 0, 0):.1f}% is not ruled out")
+        elif needs_runs:
+            meaning += f": rerun, needs about {needs_runs} more runs per side"
     if size_only and direction != INFO:
         meaning += "; one sample on a side, judged by size only"
+    elif runs and direction != INFO:
+        meaning += f" [{runs[0]} vs {runs[1]} runs]"
     return f"{moved}: {meaning}"

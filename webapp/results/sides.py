@@ -1,17 +1,18 @@
-"""manage.py export_runs SPEC...: print stored runs as bundle-shaped manifests (JSON).
+"""The Django store's adapter to the one side interface (iowatch.comparison.Side).
 
-For `iowatch compare` on this machine without a server: the runner side never
-imports Django, so it asks for the runs through this command. SPEC is a run id
-or a kernel (release, label, or commit prefix of at least 7 hex digits); the
-output is one JSON list of manifests with samples inline and no artifacts.
+A side read from the store is the same bundle-shaped manifests a bundle
+directory or the HTTP API gives, so iowatch.judging judges it like any
+other: the dashboard's compare, the verdicts stored when a run arrives and
+`iowatch compare` on this machine (through the `compare` management command)
+all read their sides here.
 """
-import json
 import re
 import uuid
+from pathlib import Path
 
-from django.core.management.base import BaseCommand
 from django.db.models import Q
 
+from iowatch.comparison import Side, SideNotFound, prefer_measured
 from results.models import Cell, Run, Sample
 
 
@@ -74,15 +75,36 @@ def manifests(runs: list[Run]) -> list[dict]:
     return out
 
 
-class Command(BaseCommand):
-    help = "Print the runs matching run ids or kernels as bundle-shaped JSON manifests."
+def runs_side(spec: str, runs, source: str = "the store") -> Side:
+    """A side of these stored runs (a list or queryset of Run)."""
+    return Side(spec, source, manifests(list(runs)))
 
-    def add_arguments(self, parser):
-        parser.add_argument("specs", nargs="+", metavar="SPEC")
 
-    def handle(self, specs, **options):
-        q = Q()
-        for spec in specs:
-            q |= spec_query(spec)
-        runs = Run.objects.filter(q).select_related("host", "kernel__series").order_by("received_at")
-        self.stdout.write(json.dumps(manifests(list(runs))))
+def store_side(spec: str, role: str) -> Side:
+    """A run id or a kernel (release, label or commit prefix) read from the store;
+    a kernel's measured runs, its published numbers only when nothing was measured."""
+    runs = list(Run.objects.filter(spec_query(spec)).select_related("host", "kernel__series")
+                .order_by("received_at", "id"))
+    chosen = prefer_measured([{"published": r.published, "run": r} for r in runs])
+    if not chosen:
+        raise SideNotFound(f"{role} {spec!r}: not a bundle directory, and this machine's store has "
+                           "no run with that id nor a kernel with that release, commit or label "
+                           "(pass --server URL to read another store)")
+    return runs_side(spec, [c["run"] for c in chosen], "the local store")
+
+
+def judging_studies() -> dict:
+    """The study files that judge (settings.IOWATCH_STUDIES), read again when one changes."""
+    from django.conf import settings
+
+    from iowatch.studies import load_studies
+
+    directory = Path(settings.IOWATCH_STUDIES)
+    stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in directory.glob("*.yml")))
+    key = (str(directory), stamp)
+    if _STUDIES.get("key") != key:
+        _STUDIES.update(key=key, studies=load_studies(directory))
+    return _STUDIES["studies"]
+
+
+_STUDIES: dict = {}

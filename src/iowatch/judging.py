@@ -1,0 +1,180 @@
+"""The judging policy: the one place that decides what a comparison of two sides says.
+
+Every verdict iowatch gives goes through `compare_sides`: `iowatch compare`,
+the `iowatch check` report, the bisect's choice of what to follow, the
+verdicts the server stores when a run arrives (webapp/regressions), the
+change points it confirms, the dashboard's compare, and every report format.
+The two sides arrive through one interface (iowatch.comparison.Side: a list
+of bundle-shaped manifests) from whichever adapter read them: a bundle
+directory, the HTTP API, a study's published numbers, or the Django store
+(webapp/results/sides.py). This module decides, and nothing else does:
+
+- Which metrics judge a cell: the study's deciding metrics (`decides: true`
+  in jobs/studies/*.yml), per job group. Every other metric is computed and
+  shown as a diagnostic, and never opens a regression. A study unknown here
+  has no deciding metric: its cells are all diagnostics.
+- The minimum effect: the study file's `min_effect_pct` (default 5%), on the
+  server too.
+- The family over which the false-discovery rate is controlled: all the
+  deciding cells of one comparison (one patch against its parent, one run
+  against the previous one). A check of k patches is k families: its false
+  alarm rate per patch is bounded by the rate, 5% by default.
+- Failed cells: a cell whose repetitions all failed on a side gives no
+  performance result. It is listed as failed, with the side, and a patch
+  with a failed cell is never "no change".
+- One-sample sides (published numbers) are judged by size only, and say so.
+- When to add repetitions (`more_runs`): a deciding cell that is suspected
+  or unsure gets more, up to the cap, at the look schedule of
+  iowatch.stats.sequential; a cell stops as decided, as "no change" once the
+  slowdown it could still hide is below the minimum effect, or at the cap.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from iowatch.comparison import CellContext, Side, series_of
+from iowatch.metrics import INFO, METRICS
+from iowatch.stats import (DEFAULT_CAP, FDR, UNSURE, CellInput, CellKey, CellVerdict, Confounder,
+                           compare_matrix, confounders, next_target)
+from iowatch.studies import Study
+
+DEFAULT_MIN_EFFECT = 5.0
+
+# What a comparison of two kernels says about one patch or run, worst first.
+PATCH_STATES = ("regression", "failed", "suspected", "unsure", "improvement", "no-change")
+
+
+def deciding(study: Study | None) -> set[tuple[str, str]]:
+    """(group, metric) pairs that judge a cell of this study."""
+    if study is None:
+        return set()
+    return {(m["group"], m["metric"]) for m in study.data["metrics"]
+            if m.get("decides") and m["direction"] != INFO}
+
+
+def min_effect(study: Study | None) -> float:
+    return study.min_effect_pct if study is not None else DEFAULT_MIN_EFFECT
+
+
+@dataclass(frozen=True)
+class FailedCell:
+    """A cell that ran on a side without a single passed repetition."""
+    study: str
+    device_class: str
+    device: str
+    filesystem: str
+    side: str  # "base", "candidate" or "both"
+    status: str
+
+
+@dataclass
+class Comparison:
+    base: Side
+    candidate: Side
+    fdr: float
+    verdicts: list[CellVerdict]  # the deciding cells, one family
+    confounders: list[Confounder]
+    context: dict[tuple[str, str, str], CellContext]  # by (study, device, filesystem)
+    studies: dict[str, Study]
+    diagnostics: list[CellVerdict] = field(default_factory=list)  # shown, never judged
+    failed: list[FailedCell] = field(default_factory=list)
+    cap: int = DEFAULT_CAP
+
+    @property
+    def regressions(self) -> list[CellVerdict]:
+        return [v for v in self.verdicts if v.outcome == "regression"]
+
+    @property
+    def suspected(self) -> list[CellVerdict]:
+        return [v for v in self.verdicts if v.outcome == "suspected"]
+
+    @property
+    def unsure(self) -> list[CellVerdict]:
+        return [v for v in self.verdicts if v.outcome in UNSURE]
+
+    @property
+    def state(self) -> str:
+        """The comparison in one word (PATCH_STATES): never "no-change" while a
+        deciding cell is unsure or failed."""
+        outcomes = {v.outcome for v in self.verdicts}
+        if "regression" in outcomes:
+            return "regression"
+        if self.failed:
+            return "failed"
+        if "suspected" in outcomes:
+            return "suspected"
+        if "inconclusive" in outcomes or not self.verdicts:
+            return "unsure"
+        if "improvement" in outcomes:
+            return "improvement"
+        return "no-change"
+
+
+def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr: float = FDR,
+                  cap: int = DEFAULT_CAP) -> Comparison:
+    """Pair the two sides' cells and judge the deciding ones as one family."""
+    bv, bcells, bmeta = series_of(base)
+    cv, ccells, cmeta = series_of(candidate)
+    host = cmeta["hosts"] if bmeta["hosts"] == cmeta["hosts"] else f"{bmeta['hosts']} -> {cmeta['hosts']}"
+    judged, shown = [], []
+    for key in sorted(set(bv) & set(cv)):
+        study_slug, cls, device, fs, group, metric = key
+        study = studies.get(study_slug)
+        cell_key = CellKey(study_slug, host, cls, device, fs, group, metric)
+        if (group, metric) in deciding(study):
+            judged.append(CellInput(cell_key, bv[key], cv[key], METRICS[metric].direction,
+                                    min_effect(study)))
+        elif METRICS[metric].direction != INFO:
+            shown.append(CellInput(cell_key, bv[key], cv[key], INFO, min_effect(study)))
+    verdicts = compare_matrix(judged, fdr=fdr, cap=cap)
+    diagnostics = compare_matrix(shown, fdr=fdr, cap=cap)
+    failed = []
+    for where in sorted(set(bcells) | set(ccells)):
+        sides = [role for role, cells in (("base", bcells), ("candidate", ccells))
+                 if where in cells and _failed(cells[where])]
+        present = where in bcells and where in ccells
+        if sides and present:
+            cell = (ccells if "candidate" in sides else bcells)[where]
+            failed.append(FailedCell(*where, side="both" if len(sides) == 2 else sides[0],
+                                     status=cell.get("status") or "failed"))
+    context = {}
+    for where in set(bcells) & set(ccells):
+        study_slug, _, device, fs = where
+        context[(study_slug, device, fs)] = CellContext(
+            device_model=cmeta.get(device) or bmeta.get(device),
+            base_cell=bcells[where], candidate_cell=ccells[where])
+    conf: list[Confounder] = []
+    if base.runs and candidate.runs:
+        # Pooled sides: compare the first run of each; pooled runs of one kernel share a setup.
+        conf = confounders(base.runs[0], candidate.runs[0])
+    return Comparison(base, candidate, fdr, verdicts, conf, context, studies, diagnostics,
+                      failed, cap)
+
+
+def _failed(cell: dict) -> bool:
+    reps = cell.get("repetitions") or []
+    return cell.get("status") in ("failed", "error") or (
+        bool(reps) and not any(r.get("status", "passed") == "passed" for r in reps))
+
+
+def more_runs(cmp: Comparison) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """Cells (study, device, filesystem) that need more repetitions, with the
+    count each side (base, candidate) should reach: the next look of the
+    schedule for each side, never past the cap. A cell whose sides are both at
+    the cap is left as it is: its verdict says the budget is spent."""
+    want: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for v in cmp.verdicts:
+        if v.outcome not in UNSURE or v.size_only or v.budget_spent:
+            continue
+        nb, nc = v.base.n, v.candidate.n
+        target = (next_target(nb, cap=cmp.cap), next_target(nc, cap=cmp.cap))
+        if target[0] > nb or target[1] > nc:
+            where = (v.key.study, v.key.device, v.key.filesystem)
+            old = want.get(where, (0, 0))
+            want[where] = (max(old[0], target[0]), max(old[1], target[1]))
+    return want
+
+
+def cell_id(where: tuple[str, str, str]) -> str:
+    """The bundle's id of the cell at (study, device, filesystem)."""
+    return "/".join(where)
