@@ -22,7 +22,7 @@ from typing import Callable
 from iowatch import bundle
 from iowatch.check import VariantRun, run_variant
 from iowatch.comparison import Side, cell_values
-from iowatch.judging import Comparison, compare_sides
+from iowatch.judging import Comparison, compare_sides, more_runs
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
 from iowatch.kernel.series import Series
@@ -60,6 +60,11 @@ class BisectResult:
     untestable: list[int] = field(default_factory=list)  # skipped between last_good and first_bad
     reason: str = ""
     phases: dict[str, float] = field(default_factory=dict)
+
+
+# Extra measurements of both ends while their comparison is unsure: looks at
+# 10, 15 and 20 repetitions a side with the default 5 a measurement.
+MAX_END_ATTEMPTS = 3
 
 
 def _key(v: CellVerdict) -> tuple:
@@ -111,7 +116,23 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
             raise NothingToBisect(f"{'good' if i == 0 else 'bad'} end (variant {i}) gave no "
                                   f"measurement: {runs[0].status}: {runs[0].reason[:300]}")
         ends[i] = runs
-    target = choose(compare_sides(_side(ends[0]), _side(ends[n]), studies=studies))
+    # The ends must differ by the policy's verdict; while the deciding cells are
+    # unsure, both ends are measured again (pooled), a look at a time up to the cap.
+    for attempt in range(1, MAX_END_ATTEMPTS + 2):
+        cmp = compare_sides(_side(ends[0]), _side(ends[n]), studies=studies)
+        try:
+            target = choose(cmp)
+            break
+        except NothingToBisect:
+            if attempt > MAX_END_ATTEMPTS or not more_runs(cmp):
+                raise
+            say(f"bisect: good and bad are {cmp.state} ("
+                + ", ".join(f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure)
+                + "); measuring both ends again")
+            for i in (0, n):
+                again = measure(i, attempt)
+                if _measured([again]):
+                    ends[i].append(again)
     key = _key(target)
 
     def values(runs: list[VariantRun]) -> list[float]:

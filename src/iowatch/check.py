@@ -17,7 +17,7 @@ from typing import Callable
 from iowatch import bundle, paths
 from iowatch.bundle import BundleWriter
 from iowatch.comparison import Side
-from iowatch.judging import Comparison, compare_sides
+from iowatch.judging import Comparison, cell_id, compare_sides, more_runs
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
@@ -36,6 +36,7 @@ class VariantRun:
     matrix_s: float | None = None
     vs_parent: Comparison | None = None
     vs_base: Comparison | None = None
+    extra: list[Path] = field(default_factory=list)  # bundles of the rounds that added repetitions
 
 
 @dataclass
@@ -48,6 +49,12 @@ class CheckResult:
     @property
     def regressing_patches(self) -> list[VariantRun]:
         return [r for r in self.runs if r.vs_parent and r.vs_parent.regressions]
+
+    @property
+    def unsure_patches(self) -> list[VariantRun]:
+        """Patches whose comparison with their parent is suspected, unsure or failed."""
+        return [r for r in self.runs if r.vs_parent and not r.vs_parent.regressions
+                and r.vs_parent.state in ("suspected", "unsure", "failed")]
 
 
 def _failure_bundle(out: Path, v: Variant, plan: Plan, host: Host, status: str,
@@ -88,15 +95,69 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
         result.runs.append(run_variant(plan, v, host, inventory, matrix, out, profile=profile,
                                        reps=reps, store=store, say=say, echo_console=echo_console,
                                        phases=result.phases))
-    result.phases["total"] = time.monotonic() - t_all
     _compare(result)
+    for round_no in range(1, MAX_ROUNDS + 1):
+        if not _add_repetitions(result, round_no, host, inventory, matrix, out, profile=profile,
+                                store=store, say=say, echo_console=echo_console):
+            break
+        _compare(result)
+    result.phases["total"] = time.monotonic() - t_all
     return result
+
+
+# Rounds that add repetitions to unsure cells: looks at 10, 15 and 20 a side.
+MAX_ROUNDS = 3
+
+
+def _add_repetitions(result: CheckResult, round_no: int, host: Host, inventory: Path, matrix: str,
+                     out: Path, **kw) -> bool:
+    """Boot the variants whose cells are unsure against their parent (both sides
+    of each such comparison) once more, running only those cells, as many
+    repetitions as the next look needs. False when nothing is unsure."""
+    wants: dict[int, dict[str, int]] = {}  # variant index -> cell id -> repetitions to add
+    by_index = {r.variant.index: r for r in result.runs}
+    for cur in result.runs:
+        cmp = cur.vs_parent
+        if cmp is None:
+            continue
+        parent = _parent(result, cur)
+        for where, (target_base, target_cand) in more_runs(cmp).items():
+            n = {v.key.metric: (v.base.n, v.candidate.n) for v in cmp.verdicts
+                 if (v.key.study, v.key.device, v.key.filesystem) == where}
+            have_base = min(b for b, _ in n.values())
+            have_cand = min(c for _, c in n.values())
+            for vr, add in ((parent, target_base - have_base), (cur, target_cand - have_cand)):
+                if vr is not None and add > 0:
+                    cells = wants.setdefault(vr.variant.index, {})
+                    cells[cell_id(where)] = max(cells.get(cell_id(where), 0), add)
+    if not wants:
+        return False
+    say = kw["say"]
+    for index, cells in sorted(wants.items()):
+        vr = by_index[index]
+        reps = max(cells.values())
+        say(f"variant {index}: unsure cells, {reps} more repetitions of "
+            f"{', '.join(sorted(cells))} (round {round_no})")
+        extra = run_variant(result.plan, vr.variant, host, inventory, matrix,
+                            out / f"variant-{index:02d}-round{round_no}", reps=reps,
+                            cells=sorted(cells), shared_name=f"guest-{index:02d}-round{round_no}",
+                            phases=result.phases, **kw)
+        if extra.status in ("passed", "failed") and extra.bundle:
+            vr.extra.append(extra.bundle)
+    return True
+
+
+def _parent(result: CheckResult, cur: VariantRun) -> VariantRun | None:
+    measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
+    earlier = [r for r in measured if r.variant.index < cur.variant.index]
+    return earlier[-1] if earlier else None
 
 
 def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str, out: Path, *,
                 profile: str | None = None, reps: int | None = None,
                 store: Callable[[Path], None] = lambda p: None, say: Callable[[str], None] = print,
-                echo_console: bool = False, phases: dict[str, float] | None = None) -> VariantRun:
+                echo_console: bool = False, phases: dict[str, float] | None = None,
+                cells: list[str] | None = None, shared_name: str | None = None) -> VariantRun:
     """Build one variant, boot it in the virtual lab and run the matrix: its bundle
     (a failure bundle when it does not build or boot) is stored either way."""
     phases = {} if phases is None else phases
@@ -104,8 +165,9 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
     vr = VariantRun(v)
     vdir = out / f"variant-{v.index:02d}"
     t0 = time.monotonic()
-    build_variant(plan, v)
-    phases[f"build {v.index}"] = time.monotonic() - t0
+    if not (v.status == "built" and v.artifacts and (Path(v.artifacts) / "bzImage").is_file()):
+        build_variant(plan, v)  # a variant measured again keeps the kernel it has
+        phases[f"build {v.index}"] = time.monotonic() - t0
     if v.status == "build-failed":
         vr.status, vr.reason = "build-failed", v.error or ""
         vr.bundle = _failure_bundle(vdir, v, plan, host, "build-failed", v.error or "",
@@ -115,10 +177,10 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
         return vr
     say(f"variant {v.index} ({v.label}): built {v.release} in {v.build_s} s"
         f"{' (incremental)' if v.incremental else ''}; booting")
-    shared = out / f"guest-{v.index:02d}"
+    shared = out / (shared_name or f"guest-{v.index:02d}")
     guest_out = shared / "bundle"
     cmd = guest_run_command(matrix, host, inventory, guest_out, profile=profile, reps=reps,
-                            kernel_commit=v.commit, label=v.label,
+                            kernel_commit=v.commit, label=v.label, cells=cells,
                             series={"name": series.name, "index": v.index,
                                     "subject": v.subject, "base": plan.base})
     t0 = time.monotonic()
@@ -147,7 +209,9 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
 
 
 def _side(vr: VariantRun) -> Side:
-    return Side(spec=vr.variant.label, source=str(vr.bundle), runs=[bundle.load(vr.bundle)])
+    """A variant's side: its first run pooled with the rounds that added repetitions."""
+    return Side(spec=vr.variant.label, source=str(vr.bundle),
+                runs=[bundle.load(p) for p in [vr.bundle, *vr.extra]])
 
 
 def _compare(result: CheckResult) -> None:
@@ -181,26 +245,44 @@ def report(result: CheckResult) -> str:
         if cmp is None:
             lines.append(f"{head}: not compared")
             continue
-        changed = [c for c in cmp.verdicts if c.outcome in ("regression", "improvement")]
-        verdict = ("REGRESSION" if cmp.regressions else "improvement" if changed else "no change")
         parent = f"vs its parent {cmp.base.title}" if cmp.base else ""
-        lines.append(f"{head}\n    {verdict} {parent}")
-        for c in changed:
-            stat = (f" (CI {c.ci_low:+.1f}%..{c.ci_high:+.1f}%, p {c.p_adjusted:.3g})"
-                    if c.ci_low is not None and c.p_adjusted is not None else "")
+        lines.append(f"{head}\n    {PATCH_WORDS[cmp.state]} {parent}")
+        for c in cmp.verdicts:
+            if c.outcome == "no-change":
+                continue
+            stat = (f" (CI {c.ci_low:+.1f}%..{c.ci_high:+.1f}%, p {c.p_adjusted:.3g} against "
+                    f"{c.level:.2g})" if c.ci_low is not None and c.p_adjusted is not None else "")
             k = c.key
-            lines.append(f"    - {c.outcome}: {k.study} {k.device} {k.filesystem} [{k.group}] "
+            label = {"inconclusive": "unsure, rerun", "suspected": "suspected"}.get(c.outcome, c.outcome)
+            lines.append(f"    - {label}: {k.study} {k.device} {k.filesystem} [{k.group}] "
                          f"{c.words}{stat}")
-        inconclusive = [c for c in cmp.verdicts if c.outcome == "inconclusive"]
-        if inconclusive:
-            lines.append(f"    ({len(inconclusive)} cells inconclusive: "
-                         + ", ".join(f"{c.key.group} {c.key.metric}" for c in inconclusive[:6]) + ")")
+        for f in cmp.failed:
+            lines.append(f"    - FAILED: {f.study} {f.device} {f.filesystem} on the {f.side} side")
+        same = [c for c in cmp.verdicts if c.outcome == "no-change"]
+        if same:
+            lines.append(f"    ({len(same)} deciding cells without change: "
+                         + ", ".join(f"{c.key.group} {c.key.metric} [{c.base.n} vs {c.candidate.n} runs]"
+                                     for c in same[:6]) + ")")
     lines.append("")
     slow = result.regressing_patches
     lines.append("regressing patches: " + (", ".join(
         f"patch {r.variant.index} ({r.variant.subject})" for r in slow) if slow else "none"))
+    unsure = result.unsure_patches
+    if unsure:
+        lines.append("not decided (rerun): " + ", ".join(
+            f"patch {r.variant.index} ({r.vs_parent.state})" for r in unsure))
     lines.append("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in result.phases.items()))
     return "\n".join(lines)
+
+
+PATCH_WORDS = {
+    "regression": "REGRESSION",
+    "failed": "FAILED CELLS (no performance result on a side)",
+    "suspected": "SUSPECTED REGRESSION (not confirmed at the repetition cap; rerun)",
+    "unsure": "UNSURE (a deciding cell is undecided at the repetition cap; rerun)",
+    "improvement": "improvement",
+    "no-change": "no change",
+}
 
 
 def store_locally(path: Path) -> None:
@@ -222,5 +304,8 @@ def summary(result: CheckResult) -> dict:
                           "build_s": r.variant.build_s, "incremental": r.variant.incremental,
                           "accel": r.accel, "boot_s": r.boot_s, "matrix_s": r.matrix_s,
                           "bundle": str(r.bundle) if r.bundle else None,
-                          "regressions": [c.words for c in (r.vs_parent.regressions if r.vs_parent else [])]}
+                          "state": r.vs_parent.state if r.vs_parent else None,
+                          "extra_bundles": [str(p) for p in r.extra],
+                          "regressions": [c.words for c in (r.vs_parent.regressions if r.vs_parent else [])],
+                          "unsure": [c.words for c in (r.vs_parent.unsure if r.vs_parent else [])]}
                          for r in result.runs]}

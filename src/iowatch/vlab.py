@@ -224,7 +224,7 @@ def _boot(bzimage: Path, host: Host, guest_command: list[str], shared: Path, con
 
 def guest_run_command(matrix: str, host: Host, inventory: Path, out: Path, *, profile: str | None,
                       reps: int | None, kernel_commit: str | None, label: str | None,
-                      series: dict | None = None) -> list[str]:
+                      series: dict | None = None, cells: list[str] | None = None) -> list[str]:
     """The `iowatch run` the guest executes (the host's iowatch, seen through virtme-ng)."""
     argv = ["env", "IOWATCH_DATA_DIR=/tmp/iowatch", str(Path(sys.executable).parent / "iowatch"),
             "run", str(Path(matrix).resolve()), "--target", host.name, "--inventory",
@@ -233,6 +233,8 @@ def guest_run_command(matrix: str, host: Host, inventory: Path, out: Path, *, pr
         argv += ["--profile", profile]
     if reps:
         argv += ["--reps", str(reps)]
+    if cells:
+        argv += ["--cells", ",".join(cells)]
     if kernel_commit:
         argv += ["--kernel-commit", kernel_commit]
     if label:

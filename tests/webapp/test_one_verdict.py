@@ -1,0 +1,185 @@
+"""One verdict everywhere (issue 11): every path that judges two sides says the
+same thing on the same data, because all of them go through iowatch.judging.
+
+The data is tests/fixtures/e2e-check: three real TCG-guest bundles of a
+two-patch series (patch 1 changes only a comment; patch 2 makes ext4 direct
+writes wait, so the writer's bandwidth falls about a third while the readers
+rise). The paths: `iowatch compare` (a child process), the `iowatch check`
+report, the verdicts the server stores when the bundles arrive (read through
+the API and the series page), and the dashboard's compare endpoint.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bundle_maker import planted_bundle
+from iowatch import bundle
+from iowatch.check import CheckResult, VariantRun, _compare, report
+from iowatch.comparison import Side
+from iowatch.judging import compare_sides
+from iowatch.kernel.build import Plan, Variant
+from iowatch.kernel.series import load_series
+from iowatch.studies import load_studies
+from regressions.models import CellVerdict, Comparison, Regression
+from results.models import Kernel, PatchSeries
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "e2e-check"
+BUNDLES = [FIXTURES / f"guest-{i:02d}" / "bundle" for i in range(3)]
+IOWATCH = str(Path(sys.executable).parent / "iowatch")
+NUMBERS = ("outcome", "change_pct", "ci_low", "ci_high", "p_value", "p_adjusted")
+
+
+def _cells(verdicts) -> dict:
+    """{(group, metric): the numbers that must agree} of judged cells."""
+    return {(v.key.group, v.key.metric): {f: getattr(v, f) for f in NUMBERS}
+            | {"base_n": v.base.n, "candidate_n": v.candidate.n, "base_mean": v.base.mean}
+            for v in verdicts}
+
+
+def _same(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        for field, value in a[key].items():
+            if isinstance(value, float):
+                assert b[key][field] == pytest.approx(value, rel=1e-9), (key, field)
+            else:
+                assert b[key][field] == value, (key, field)
+
+
+def _library(base: int, candidate: int):
+    side = lambda i: Side(str(BUNDLES[i]), str(BUNDLES[i]), [bundle.load(BUNDLES[i])])  # noqa: E731
+    return compare_sides(side(base), side(candidate), studies=load_studies(REPO / "jobs/studies"))
+
+
+@pytest.fixture
+def arrived(post, django_capture_on_commit_callbacks):
+    """The three bundles uploaded through the ingest API, verdicts computed on commit."""
+    for path in BUNDLES:
+        with django_capture_on_commit_callbacks(execute=True):
+            status, body = post(json.loads(bundle.to_wire(path)))
+        assert status == 201, body
+    series = PatchSeries.objects.get(name="e2e-slow-ext4-dio")
+    return series, [Kernel.objects.get(series=series, patch_index=i) for i in range(3)]
+
+
+def test_every_path_names_patch_2_with_the_same_cells_and_numbers(arrived, client):
+    series, kernels = arrived
+    expected = {1: _cells(_library(0, 1).verdicts), 2: _cells(_library(1, 2).verdicts)}
+    # The deciding cells only: the writer's and the readers' bandwidth (not IOPS, not CPU).
+    assert set(expected[2]) == {("writer", "write.bw_kib_s"), ("readers", "read.bw_kib_s")}
+    assert expected[2]["writer", "write.bw_kib_s"]["outcome"] == "regression"
+    assert "regression" not in {c["outcome"] for c in expected[1].values()}
+
+    # iowatch compare, as a maintainer runs it.
+    for patch in (1, 2):
+        r = subprocess.run([IOWATCH, "compare", str(BUNDLES[patch - 1]), str(BUNDLES[patch]),
+                            "--format", "json"], capture_output=True, text=True, cwd=REPO)
+        assert r.returncode == (1 if patch == 2 else 0), r.stderr
+        got = {(c["group"], c["metric"]): {"outcome": c["outcome"], "change_pct": c["change_pct"],
+                                           "ci_low": c["ci"]["low"], "ci_high": c["ci"]["high"],
+                                           "p_value": c["p_value"], "p_adjusted": c["p_adjusted"],
+                                           "base_n": c["base"]["n"], "candidate_n": c["candidate"]["n"],
+                                           "base_mean": c["base"]["mean"]}
+               for c in json.loads(r.stdout)["cells"]}
+        _same(expected[patch], got)
+
+    # The iowatch check report of the same three bundles.
+    check = _check_result()
+    for patch in (1, 2):
+        _same(expected[patch], _cells(check.runs[patch].vs_parent.verdicts))
+    text = report(check)
+    assert "regressing patches: patch 2 (ext4: yield" in text
+    assert "patch 1/2: xfs: say that statfs results must not be cached\n    REGRESSION" not in text
+
+    # The verdicts the server stored when the bundles arrived.
+    for patch in (1, 2):
+        comparison = Comparison.objects.get(reason="parent", candidate_kernel=kernels[patch])
+        stored = {(v.group, v.metric_id): {f: getattr(v, f) for f in NUMBERS}
+                  | {"base_n": v.base_n, "candidate_n": v.candidate_n, "base_mean": v.base_mean}
+                  for v in comparison.cells.all()}
+        _same(expected[patch], stored)
+    # Patch 2 against its parent and against the series base; nothing for patch 1.
+    assert {r.comparison.candidate_kernel for r in Regression.objects.all()} == {kernels[2]}
+    regression = Regression.objects.get(comparison__reason="parent")
+    detail = client.get(f"/api/v1/regressions/{regression.pk}").json()
+    assert [(c["group"], c["metric"]) for c in detail["cells"]] == [("writer", "write.bw_kib_s")]
+    cell = detail["cells"][0]
+    assert cell["change_pct"] == pytest.approx(expected[2]["writer", "write.bw_kib_s"]["change_pct"])
+    assert client.get("/api/v1/regressions").json()["count"] == 2
+
+    # The series page: a regression chip on patch 2's row only.
+    page = client.get(f"/series/{series.pk}/").content.decode()
+    rows = re.findall(r"<tr.*?</tr>", page, re.S)
+    chips = {i: re.findall(r'class="chip ([a-z-]+)"', row) for i, row in enumerate(rows)
+             if f"candidate=kernel:{kernels[1].pk}" in row or f"candidate=kernel:{kernels[2].pk}" in row}
+    by_patch = {1 if f"candidate=kernel:{kernels[1].pk}" in rows[i] else 2: c for i, c in chips.items()}
+    assert by_patch[2] == ["regression"] and "regression" not in by_patch[1]
+
+    # The dashboard's compare of the two kernels.
+    for patch in (1, 2):
+        got = client.get("/dashboard/api/compare", {"base": f"kernel:{kernels[patch - 1].pk}",
+                                                    "candidate": f"kernel:{kernels[patch].pk}"}).json()
+        judged = {(c["group"], c["metric"]): {"outcome": c["outcome"], "change_pct": c["change_pct"],
+                                              "ci_low": c["ci_low"], "ci_high": c["ci_high"],
+                                              "p_value": c["p_value"], "p_adjusted": c["p_adjusted"],
+                                              "base_n": c["base"]["n"], "candidate_n": c["candidate"]["n"],
+                                              "base_mean": c["base"]["mean"]}
+                  for c in got["cells"]}
+        _same(expected[patch], judged)
+        # The rest is shown as diagnostics, never judged: the device IOPS that rose 30%
+        # on patch 1 among them.
+        assert all(c["outcome"] == "diagnostic" for c in got["diagnostics"])
+        assert "device.write_iops" in {c["metric"] for c in got["diagnostics"]}
+
+
+def _check_result() -> CheckResult:
+    series = load_series(str(REPO / "kernels/series/e2e-slow-ext4-dio"))
+    docs = [bundle.load(b) for b in BUNDLES]
+    result = CheckResult(series, Plan(REPO, REPO, REPO, series, docs[0]["kernel"]["git_commit"], []))
+    for i, doc in enumerate(docs):
+        k = doc["kernel"]
+        v = Variant(i, k["git_commit"], k["patch"].get("subject"), status="built", release=k["release"])
+        result.runs.append(VariantRun(v, BUNDLES[i], status=doc["status"]))
+    _compare(result)
+    return result
+
+
+def test_the_study_files_minimum_effect_judges_on_the_server_too(post, settings, tmp_path,
+                                                                 django_capture_on_commit_callbacks):
+    """A study with a 30% minimum effect: a -20% change is no regression, on the
+    server as in the library; with the default 5% the same data is one."""
+    studies = tmp_path / "studies"
+    shutil.copytree(REPO / "jobs" / "studies", studies)
+    path = studies / "f2fs-dio-write.yml"
+    data = yaml.safe_load(path.read_text())
+    data["min_effect_pct"] = 30
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    settings.IOWATCH_STUDIES = str(studies)
+    noise = [-4, 2, 4, -2, 0]
+    docs = [planted_bundle({"write.bw_kib_s": [level + e for e in noise]}, started_at=f"2024-05-01T0{i}:00:00Z",
+                           kernel={"release": "6.12.0", "git_commit": f"{i + 1:012x}"})
+            for i, level in enumerate((1000, 800))]
+    for doc in docs:
+        with django_capture_on_commit_callbacks(execute=True):
+            status, body = post(doc)
+        assert status == 201, body
+    (stored,) = CellVerdict.objects.all()
+    assert stored.min_effect_pct == 30 and stored.change_pct == pytest.approx(-20, abs=0.5)
+    assert stored.outcome != "regression" and not Regression.objects.exists()
+    manifests = [json.loads(json.dumps(d)) for d in docs]
+    sides = [Side(str(i), "wire", [m]) for i, m in enumerate(manifests)]
+    strict = compare_sides(*sides, studies=load_studies(studies)).verdicts[0]
+    assert (strict.outcome, strict.min_effect_pct) == (stored.outcome, 30)
+    # The repository's study (5%): the same drop is a regression.
+    assert compare_sides(*sides, studies=load_studies(REPO / "jobs/studies")).verdicts[0].outcome == "regression"
