@@ -1,0 +1,109 @@
+"""iowatch run --against: repetitions are added to the cells whose verdict
+against the base is unsure, a look at a time, and stop when the cell is
+decided or at the cap. Real fio on the local target's loop devices.
+
+The base bundles are a real run of the same kernel whose deciding samples are
+rewritten: ten times faster (the candidate is clearly slower: decided at the
+first look), or scattered over a factor of ten (nothing can be decided: the
+candidate grows to the cap)."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from iowatch import bundle
+
+ROOT = Path(__file__).resolve().parents[2]
+IOWATCH = str(Path(sys.executable).parent / "iowatch")
+STUDY = ROOT / "jobs/studies/odirect-vs-readers.yml"
+CELL = "odirect-vs-readers/loop-hdd/ext4"
+DECIDING = {("writer", "write.bw_kib_s"), ("readers", "read.bw_kib_s")}
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="iowatch run needs root (losetup, mkfs, mount)"),
+    pytest.mark.skipif(not shutil.which("fio"), reason="fio is not installed"),
+]
+
+
+def _run(*args, env):
+    return subprocess.run([IOWATCH, *map(str, args)], capture_output=True, text=True,
+                          timeout=900, env=env, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("adaptive")
+    env = {**os.environ, "IOWATCH_DATA_DIR": str(tmp / "data")}
+    yield env
+    subprocess.run([IOWATCH, "device", "detach", "localhost", "--inventory",
+                    str(ROOT / "hardware-inventory.yml")], env=env, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def measured(env, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("base") / "bundle"
+    r = _run("run", STUDY, "--profile", "quick", "--target", "localhost", "--reps", 5,
+             "--out", out, "--no-progress", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out
+
+
+def _rewritten(src: Path, dst: Path, factors: list[float]) -> Path:
+    """A copy of a bundle whose deciding samples of repetition i are multiplied by factors[i]."""
+    shutil.copytree(src, dst)
+    doc = bundle.load(dst)
+    doc = copy.deepcopy(doc)
+    doc["run_id"] = doc["run_id"][:-4] + "beef"
+    for cell in doc["cells"]:
+        for i, rep in enumerate(cell["repetitions"]):
+            for s in rep["samples"]:
+                if (s["group"], s["metric"]) in DECIDING and s.get("job") is None:
+                    s["value"] *= factors[i % len(factors)]
+    bundle.write_manifest(dst, doc)
+    return dst
+
+
+def _reps(out: Path) -> int:
+    (cell,) = [c for c in bundle.load(out)["cells"] if c["id"] == CELL]
+    return len(cell["repetitions"])
+
+
+def test_a_clear_regression_is_decided_at_the_first_look(env, measured, tmp_path):
+    base = _rewritten(measured, tmp_path / "fast-base", [10.0])
+    out = tmp_path / "candidate"
+    r = _run("run", STUDY, "--profile", "quick", "--target", "localhost", "--reps", 5,
+             "--against", base, "--cap", 10, "--out", out, "--no-progress", env=env)
+    assert r.returncode == 1, r.stdout + r.stderr  # a regression against the base
+    assert "adding repetitions" not in r.stderr
+    assert _reps(out) == 5
+    assert "verdict: REGRESSION" in r.stdout and "[5 vs 5 runs]" in r.stdout
+
+
+def test_an_unsure_cell_gets_more_repetitions_up_to_the_cap(env, measured, tmp_path):
+    base = _rewritten(measured, tmp_path / "scattered-base", [0.2, 3.0, 0.4, 2.5, 1.0])
+    out = tmp_path / "candidate"
+    r = _run("run", STUDY, "--profile", "quick", "--target", "localhost", "--reps", 5,
+             "--against", base, "--cap", 10, "--out", out, "--no-progress", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"adding repetitions: {CELL} to 10" in r.stderr
+    assert _reps(out) == 10  # the cap: no more
+    doc = bundle.load(out)
+    assert doc["status"] == "passed"
+    (cell,) = [c for c in doc["cells"] if c["id"] == CELL]
+    assert [rep["index"] for rep in cell["repetitions"]] == list(range(1, 11))
+    # The report says the runs each cell took, and that nothing was decided.
+    assert "[5 vs 10 runs]" in r.stdout
+    assert "verdict: UNSURE" in r.stdout or "verdict: SUSPECTED" in r.stdout
+    cmp = subprocess.run([IOWATCH, "compare", str(base), str(out), "--format", "json"],
+                         capture_output=True, text=True, cwd=ROOT)
+    cells = json.loads(cmp.stdout)["cells"]
+    assert {c["candidate"]["n"] for c in cells} == {10}
+    assert {c["outcome"] for c in cells} <= {"inconclusive", "suspected"}
