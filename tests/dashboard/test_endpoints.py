@@ -17,7 +17,7 @@ def test_the_chart_endpoints_filter_and_page_in_the_database(store, client):
     assert {h["name"] for h in overview["hosts"]} >= {"lab-1", "lab-2"}
 
     key = {"study": store.study, "host": "lab-2", "device": "sd0", "filesystem": "f2fs",
-           "group": "0", "metric": "write.bw_kib_s"}
+           "group": "seqw", "metric": "write.bw_kib_s"}
     history = client.get("/dashboard/api/history", key).json()
     assert len(history["kernels"]) == 10 and len(history["points"]) == 50
     assert [c["x"] for c in history["change_points"]] == [7]

@@ -24,7 +24,7 @@ COUNT_INKED_PIXELS = """(canvas) => {
 def pages(store) -> dict[str, str]:
     base, patch1, patch2 = store.kernels
     history = {"study": store.study, "host": "lab-2", "device": "sd0", "filesystem": "f2fs",
-               "group": "0", "metric": "write.bw_kib_s"}
+               "group": "seqw", "metric": "write.bw_kib_s"}
     return {
         "overview": "/",
         "series-index": "/series/",

@@ -30,7 +30,11 @@ from results.models import Cell, Host, Kernel, Patch, PatchSeries, Run, Sample, 
 
 OPEN_STATES = ("new", "acknowledged", "bisecting")
 # Outcomes from the most to the least telling: a chip shows the first present.
-OUTCOME_ORDER = ("regression", "inconclusive", "improvement", "no-change")
+OUTCOME_ORDER = ("regression", "suspected", "inconclusive", "improvement", "no-change")
+# What a chip says for an outcome (iowatch.stats.verdict): unsure cells ask for a rerun.
+OUTCOME_LABELS = {"regression": "regression", "suspected": "suspected regression",
+                  "inconclusive": "unsure, rerun", "improvement": "improvement",
+                  "no-change": "no change", "diagnostic": "diagnostic"}
 # A side of a compare pools at most this many runs (the newest).
 MAX_SIDE_RUNS = 50
 MAX_HISTORY_KERNELS = 500
@@ -105,10 +109,32 @@ def hosts_with_last_run() -> list[dict]:
     return rows
 
 
+def suspected_rows(limit: int = 20) -> list[dict]:
+    """Cells judged "suspected" or "unsure" in the newest comparisons: a drop
+    seen with too few runs to confirm, and what rerunning would take."""
+    rows = list(CellVerdict.objects.filter(outcome__in=("suspected", "inconclusive"))
+                .order_by("-comparison__computed_at", "-id")
+                .values("outcome", "words", "change_pct", "ci_low", "ci_high", "base_n",
+                        "candidate_n", "needs_runs", "group", "metric_id", "device_class",
+                        "filesystem", "study__slug", "device__model", "comparison__host__name",
+                        "comparison__base_kernel_id", "comparison__candidate_kernel_id",
+                        "comparison__candidate_kernel__release",
+                        "comparison__candidate_kernel__git_commit",
+                        "comparison__candidate_kernel__patch_index",
+                        "comparison__candidate_kernel__series__name")[:limit * 4])
+    rows.sort(key=lambda r: (r["outcome"] != "suspected",))  # suspected first, newest first
+    for r in rows:
+        r["label"] = OUTCOME_LABELS[r["outcome"]]
+        r["kernel"] = kernel_label(r["comparison__candidate_kernel__release"],
+                                   r["comparison__candidate_kernel__git_commit"],
+                                   r["comparison__candidate_kernel__patch_index"])
+    return rows[:limit]
+
+
 def overview() -> dict:
     return {"runs": latest_runs(), "regressions_by_state": regressions_by_state(),
             "open_regressions": regression_rows(OPEN_STATES, limit=20),
-            "hosts": hosts_with_last_run()}
+            "suspected": suspected_rows(), "hosts": hosts_with_last_run()}
 
 
 # --- series check -------------------------------------------------------------------
@@ -127,12 +153,16 @@ def series_check(series: PatchSeries) -> dict:
     verdicts = (CellVerdict.objects.filter(comparison__reason="parent",
                                            comparison__candidate_kernel__series=series)
                 .values_list("comparison__candidate_kernel_id", "comparison__base_kernel_id",
-                             "study__slug", "device_class", "outcome"))
+                             "study__slug", "device_class", "outcome", "needs_runs"))
     outcomes: dict[int, dict[tuple, set]] = defaultdict(lambda: defaultdict(set))
+    needs: dict[tuple, int] = {}
     parents: dict[int, int] = {}
     columns = set()
-    for kernel_id, parent_id, study, device_class, outcome in verdicts:
+    for kernel_id, parent_id, study, device_class, outcome, needs_runs in verdicts:
         outcomes[kernel_id][study, device_class].add(outcome)
+        if needs_runs:
+            key = (kernel_id, study, device_class)
+            needs[key] = max(needs.get(key, 0), needs_runs)
         parents[kernel_id] = parent_id
         columns.add((study, device_class))
     columns = sorted(columns)
@@ -141,7 +171,11 @@ def series_check(series: PatchSeries) -> dict:
         chips = []
         for column in columns:
             found = outcomes[k["id"]].get(column, set())
-            chips.append(next((o for o in OUTCOME_ORDER if o in found), None))
+            outcome = next((o for o in OUTCOME_ORDER if o in found), None)
+            label = OUTCOME_LABELS.get(outcome, outcome)
+            if outcome in ("suspected", "inconclusive") and needs.get((k["id"], *column)):
+                label += f" (needs about {needs[k['id'], *column]} more runs a side)"
+            chips.append({"outcome": outcome, "label": label} if outcome else None)
         rows.append({**k, "subject": subjects.get(k["patch_index"], "") if k["patch_index"] else "",
                      "label": kernel_label(k["release"], k["git_commit"], k["patch_index"]),
                      "parent": parents.get(k["id"]), "chips": chips})
@@ -214,6 +248,7 @@ def _cell_row(v, *, deciding: bool) -> dict:
         "change_pct": v.change_pct, "ci_low": v.ci_low, "ci_high": v.ci_high,
         "p_value": v.p_value, "p_adjusted": v.p_adjusted,
         "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
+        "label": OUTCOME_LABELS[v.outcome if deciding else "diagnostic"],
         "size_only": v.size_only, "words": v.words}
 
 

@@ -14,6 +14,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
 from dashboard import queries
+from iowatch.report import STATE_WORDS
 from regressions.models import STATES, Regression
 from regressions.triage import UnknownState, triage
 from results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Sample, Study
@@ -48,6 +49,7 @@ def compare(request):
             cells = result["cells"]
             context.update(
                 result=result, cells=queries.filter_cells(cells, filters),
+                state_words=STATE_WORDS[result["state"]],
                 choices={f: sorted({c[f] for c in cells}) for f in queries.COMPARE_FILTERS},
                 data_url=reverse("dashboard:api-compare") + "?" + urlencode(
                     {"base": base, "candidate": candidate, **{k: v for k, v in filters.items() if v}}))
