@@ -39,9 +39,8 @@ from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-from scipy.special import comb
+from scipy.special import comb, stdtr, stdtrit
 from scipy.stats import norm
-from scipy.stats import t as student_t
 
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
 from iowatch.stats.sequential import DEFAULT_CAP, effective_n, look_level
@@ -186,8 +185,12 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
 
 
 def _side_stats(x: np.ndarray) -> SideStats:
-    sd = float(x.std(ddof=1)) if len(x) > 1 else 0.0
-    return SideStats(len(x), float(x.mean()), float(np.median(x)), sd, float(x.min()), float(x.max()))
+    v = sorted(x.tolist())
+    n = len(v)
+    mean = sum(v) / n
+    sd = math.sqrt(sum((a - mean) ** 2 for a in v) / (n - 1)) if n > 1 else 0.0
+    median = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    return SideStats(n, mean, median, sd, v[0], v[-1])
 
 
 @dataclass
@@ -247,11 +250,13 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str) -> _Cell:
         tstat = 0.0 if d == 0 else math.copysign(math.inf, d)
     else:
         tstat = d / se
-    p_lower = float(student_t.cdf(tstat, df))  # the candidate is lower
-    p_higher = float(student_t.sf(tstat, df))
+    # scipy.special's Student t functions: the same values as scipy.stats.t, at a
+    # hundredth of the cost (a 1,000-cell matrix is judged in milliseconds).
+    p_lower = float(stdtr(df, tstat))  # the candidate is lower
+    p_higher = float(stdtr(df, -tstat))
     p_two = min(1.0, 2 * min(p_lower, p_higher))
-    half = float(student_t.ppf(0.975, df)) * se
-    bound = float(student_t.ppf(SAME_CONFIDENCE, df)) * se
+    half = float(stdtrit(df, 0.975)) * se
+    bound = float(stdtrit(df, SAME_CONFIDENCE)) * se
     change = to_pct(d)
     ci = (to_pct(d - half), to_pct(d + half))
     if direction == HIGHER:

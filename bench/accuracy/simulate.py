@@ -1,0 +1,227 @@
+"""Matrices drawn from real samples, judged by iowatch and by the anchors' rules.
+
+The samples are tests/fixtures/accuracy/real-samples.json (bench/accuracy/
+collect.py: repeated real runs of one kernel on this machine's loop devices,
+and the same cells slowed by blkio throttling). A simulated check is a
+matrix of MATRIX_CELLS deciding cells, each one of the real cells, whose two
+sides are drawn with replacement from that cell's unthrottled repetitions;
+in a "slowed" check one throttled cell takes its candidate side from the
+repetitions measured under a throttle instead. Drawing with replacement lets
+20 + 20 repetitions a side come from 30 real ones; the duplicates it makes
+shrink the spread a little, which makes false alarms slightly likelier, not
+rarer.
+
+Rules on the same draws (DESIGN.md §7):
+- iowatch: iowatch.stats.compare_matrix over the family of the matrix, at a
+  fixed 5 a side, and adaptive (iowatch.judging.more_runs, up to 20 a side);
+- LKP: the sample ranges separate and the change is at least 1%;
+- Perfherder: Welch t >= 3 with a 2% floor; and its compare view's
+  Mann-Whitney p <= 0.05;
+- mmtests: the change exceeds the sum of both sides' 95% CI half-widths;
+- fsperf: the candidate's mean outside the base's mean +- 1.96 sd.
+The anchors judge each cell alone, at 5 a side: they have no family and no
+adaptive repetitions.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import stats as sps
+
+from iowatch.judging import Comparison, more_runs
+from iowatch.metrics import HIGHER
+from iowatch.stats import DEFAULT_CAP, FIRST, CellInput, CellKey, compare_matrix, mann_whitney_p
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "tests" / "fixtures" / "accuracy" / "real-samples.json"
+MATRIX_CELLS = 40
+CONDITIONS = ("slow10", "slow20", "slow50")
+
+
+@dataclass
+class RealCell:
+    name: str
+    direction: str
+    aa: np.ndarray
+    slowed: dict[str, np.ndarray]  # condition -> samples, for throttled cells
+    achieved: dict[str, float]
+
+
+def lognormal_cells(cv: float, n: int = 30, seed: int = 7) -> list[RealCell]:
+    """A model of the issue's noise: cells of lognormal samples at this CV, slowed
+    by exactly 10, 20 and 50%, with as many samples as the real collection."""
+    rng = np.random.default_rng(seed)
+    sigma = math.sqrt(math.log(1 + cv ** 2))
+    draw = lambda f: 1000 * f * rng.lognormal(-sigma ** 2 / 2, sigma, n)  # noqa: E731
+    return [RealCell(f"lognormal CV {cv:.0%} #{i}", HIGHER, draw(1.0),
+                     {c: draw(1 - int(c[4:]) / 100) for c in CONDITIONS},
+                     {c: -float(c[4:]) for c in CONDITIONS}) for i in range(8)]
+
+
+def load(path: Path = SAMPLES) -> list[RealCell]:
+    doc = json.loads(path.read_text())
+    cells = []
+    for c in doc["cells"]:
+        aa = np.asarray(c["samples"]["aa"], dtype=float)
+        if len(aa) < 5 or not (aa > 0).all():
+            continue
+        slowed = {k: np.asarray(v, dtype=float) for k, v in c["samples"].items()
+                  if k != "aa" and c.get("throttled") and len(v) >= 5}
+        cells.append(RealCell(f"{c['study']}/{c['filesystem']}/{c['group']} {c['metric']}",
+                              c["direction"], aa, slowed, c.get("achieved_change_pct") or {}))
+    return cells
+
+
+def _worse(direction: str, b: np.ndarray, c: np.ndarray) -> bool:
+    return c.mean() < b.mean() if direction == HIGHER else c.mean() > b.mean()
+
+
+# --- the anchors' rules, one cell at a time -------------------------------------
+
+def lkp(b, c, direction):
+    separate = c.max() < b.min() or c.min() > b.max()
+    return separate and abs(c.mean() / b.mean() - 1) >= 0.01 and _worse(direction, b, c)
+
+
+def perfherder_t(b, c, direction):
+    t = (c.mean() - b.mean()) / math.sqrt(b.var(ddof=1) / len(b) + c.var(ddof=1) / len(c))  # Welch
+    return abs(t) >= 3 and abs(c.mean() / b.mean() - 1) >= 0.02 and _worse(direction, b, c)
+
+
+def perfherder_mw(b, c, direction):
+    return mann_whitney_p(b, c) <= 0.05 and _worse(direction, b, c)
+
+
+def mmtests(b, c, direction):
+    half = lambda x: sps.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))  # noqa: E731
+    return abs(c.mean() - b.mean()) > half(b) + half(c) and _worse(direction, b, c)
+
+
+def fsperf(b, c, direction):
+    return abs(c.mean() - b.mean()) > 1.96 * b.std(ddof=1) and _worse(direction, b, c)
+
+
+ANCHORS = {"LKP (ranges separate, >= 1%)": lkp, "Perfherder (t >= 3, 2% floor)": perfherder_t,
+           "Perfherder compare (Mann-Whitney p <= 0.05)": perfherder_mw,
+           "mmtests (beyond summed 95% CI half-widths)": mmtests,
+           "fsperf (outside mean +- 1.96 sd)": fsperf}
+
+
+# --- drawing and judging matrices --------------------------------------------------
+
+@dataclass
+class Draw:
+    """One simulated check: per matrix cell, its real cell and its two pools."""
+    cells: list[RealCell]
+    base_pool: list[np.ndarray]
+    cand_pool: list[np.ndarray]
+    slowed: int | None  # the index of the slowed cell, if any
+
+
+def draw_matrix(real: list[RealCell], rng, condition: str | None, size: int = MATRIX_CELLS) -> Draw:
+    """`size` cells drawn from the real ones (each real cell about equally often);
+    with a condition, one throttled cell takes its candidate from that condition."""
+    picks = [real[j % len(real)] for j in rng.permutation(max(size, len(real)))[:size]]
+    slowed = None
+    if condition:
+        throttled = [c for c in real if condition in c.slowed]
+        slowed = int(rng.integers(size))
+        picks[slowed] = throttled[int(rng.integers(len(throttled)))]
+    base = [p.aa for p in picks]
+    cand = [p.slowed[condition] if i == slowed else p.aa for i, p in enumerate(picks)]
+    return Draw(picks, base, cand, slowed)
+
+
+def _sample(pool: np.ndarray, n: int, rng) -> np.ndarray:
+    return rng.choice(pool, size=n, replace=True)
+
+
+def _family(d: Draw, base: list, cand: list):
+    inputs = [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), base[i], cand[i],
+                        d.cells[i].direction) for i in range(len(d.cells))]
+    return compare_matrix(inputs)
+
+
+def iowatch_fixed(d: Draw, rng, n: int = FIRST):
+    base = [_sample(p, n, rng) for p in d.base_pool]
+    cand = [_sample(p, n, rng) for p in d.cand_pool]
+    return _family(d, base, cand), base, cand
+
+
+def iowatch_adaptive(d: Draw, rng, cap: int = DEFAULT_CAP):
+    """The loop of iowatch check: both sides of each unsure cell grow to the next look."""
+    base = [list(_sample(p, FIRST, rng)) for p in d.base_pool]
+    cand = [list(_sample(p, FIRST, rng)) for p in d.cand_pool]
+    while True:
+        verdicts = _family(d, base, cand)
+        cmp = Comparison(None, None, 0.05, verdicts, [], {}, {}, cap=cap)
+        want = more_runs(cmp)
+        if not want:
+            return verdicts, [len(b) for b in base]
+        for (_, device, _), (tb, tc) in want.items():
+            i = int(device[1:])
+            base[i] += list(_sample(d.base_pool[i], tb - len(base[i]), rng))
+            cand[i] += list(_sample(d.cand_pool[i], tc - len(cand[i]), rng))
+
+
+@dataclass
+class Tally:
+    checks: int = 0
+    check_false_alarm: int = 0  # a clean cell flagged somewhere in the check
+    clean_cells: int = 0
+    clean_flagged: int = 0
+    slowed: int = 0
+    detected: int = 0
+    runs: float = 0.0
+
+    def row(self) -> dict:
+        return {"false alarm per check": self.check_false_alarm / max(self.checks, 1),
+                "clean cells flagged": self.clean_flagged / max(self.clean_cells, 1),
+                "detected": self.detected / self.slowed if self.slowed else None,
+                "runs a side": self.runs / max(self.checks, 1)}
+
+
+def _count(t: Tally, flagged: list[bool], slowed: int | None, runs: float) -> None:
+    t.checks += 1
+    t.runs += runs
+    clean = [f for i, f in enumerate(flagged) if i != slowed]
+    t.clean_cells += len(clean)
+    t.clean_flagged += sum(clean)
+    t.check_false_alarm += any(clean)
+    if slowed is not None:
+        t.slowed += 1
+        t.detected += flagged[slowed]
+
+
+def run(real: list[RealCell], trials: int, seed: int, *, size: int = MATRIX_CELLS,
+        adaptive: bool = True, anchors: bool = True) -> dict[str, dict[str, Tally]]:
+    """{rule: {condition ("aa" or slowNN): Tally}} over `trials` checks each."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, dict[str, Tally]] = {}
+    for condition in ("aa", *CONDITIONS):
+        if condition != "aa" and not any(condition in c.slowed for c in real):
+            continue
+        for _ in range(trials):
+            d = draw_matrix(real, rng, None if condition == "aa" else condition, size)
+            verdicts, base, cand = iowatch_fixed(d, rng)
+            confirmed = [v.outcome == "regression" for v in verdicts]
+            flagged = [v.outcome in ("regression", "suspected") for v in verdicts]
+            _count(out.setdefault("iowatch, 5 a side: confirmed", {}).setdefault(condition, Tally()),
+                   confirmed, d.slowed, FIRST)
+            _count(out.setdefault("iowatch, 5 a side: suspected or confirmed", {})
+                   .setdefault(condition, Tally()), flagged, d.slowed, FIRST)
+            if anchors:
+                for name, rule in ANCHORS.items():
+                    _count(out.setdefault(name + ", 5 a side", {}).setdefault(condition, Tally()),
+                           [rule(b, c, cell.direction) for b, c, cell in zip(base, cand, d.cells)],
+                           d.slowed, FIRST)
+            if adaptive:
+                verdicts, runs = iowatch_adaptive(d, rng)
+                _count(out.setdefault("iowatch adaptive (5 to 20 a side): confirmed", {})
+                       .setdefault(condition, Tally()),
+                       [v.outcome == "regression" for v in verdicts], d.slowed, float(np.mean(runs)))
+    return out
