@@ -95,12 +95,15 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
         result.runs.append(run_variant(plan, v, host, inventory, matrix, out, profile=profile,
                                        reps=reps, store=store, say=say, echo_console=echo_console,
                                        phases=result.phases))
-    _compare(result)
-    for round_no in range(1, MAX_ROUNDS + 1):
-        if not _add_repetitions(result, round_no, host, inventory, matrix, out, profile=profile,
-                                store=store, say=say, echo_console=echo_console):
-            break
-        _compare(result)
+
+    def measure_more(vr: VariantRun, cells: list[str], reps: int, round_no: int) -> VariantRun:
+        return run_variant(plan, vr.variant, host, inventory, matrix,
+                           out / f"variant-{vr.variant.index:02d}-round{round_no}", profile=profile,
+                           reps=reps, cells=cells, store=store, say=say, echo_console=echo_console,
+                           shared_name=f"guest-{vr.variant.index:02d}-round{round_no}",
+                           phases=result.phases)
+
+    add_repetitions(result, measure_more, say)
     result.phases["total"] = time.monotonic() - t_all
     return result
 
@@ -109,42 +112,48 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
 MAX_ROUNDS = 3
 
 
-def _add_repetitions(result: CheckResult, round_no: int, host: Host, inventory: Path, matrix: str,
-                     out: Path, **kw) -> bool:
-    """Boot the variants whose cells are unsure against their parent (both sides
-    of each such comparison) once more, running only those cells, as many
-    repetitions as the next look needs. False when nothing is unsure."""
-    wants: dict[int, dict[str, int]] = {}  # variant index -> cell id -> repetitions to add
-    by_index = {r.variant.index: r for r in result.runs}
+def add_repetitions(result: CheckResult,
+                    measure_more: Callable[[VariantRun, list[str], int, int], VariantRun],
+                    say: Callable[[str], None] = print) -> int:
+    """Compare, then while a patch's comparison with its parent has unsure
+    deciding cells, measure both sides of it again (only those cells, as many
+    repetitions as the next look needs; measure_more(variant, cell ids,
+    repetitions, round) boots it) and compare again. Returns the rounds taken."""
+    _compare(result)
+    for round_no in range(1, MAX_ROUNDS + 1):
+        wants = _wanted_repetitions(result)
+        if not wants:
+            return round_no - 1
+        by_index = {r.variant.index: r for r in result.runs}
+        for index, cells in sorted(wants.items()):
+            reps = max(cells.values())
+            say(f"variant {index}: unsure cells, {reps} more repetitions of "
+                f"{', '.join(sorted(cells))} (round {round_no})")
+            extra = measure_more(by_index[index], sorted(cells), reps, round_no)
+            if extra.status in ("passed", "failed") and extra.bundle:
+                by_index[index].extra.append(extra.bundle)
+        _compare(result)
+    return MAX_ROUNDS
+
+
+def _wanted_repetitions(result: CheckResult) -> dict[int, dict[str, int]]:
+    """variant index -> cell id -> repetitions to add, for the next look of
+    every unsure comparison of a patch with its parent."""
+    wants: dict[int, dict[str, int]] = {}
     for cur in result.runs:
         cmp = cur.vs_parent
         if cmp is None:
             continue
         parent = _parent(result, cur)
         for where, (target_base, target_cand) in more_runs(cmp).items():
-            n = {v.key.metric: (v.base.n, v.candidate.n) for v in cmp.verdicts
-                 if (v.key.study, v.key.device, v.key.filesystem) == where}
-            have_base = min(b for b, _ in n.values())
-            have_cand = min(c for _, c in n.values())
+            n = [(v.base.n, v.candidate.n) for v in cmp.verdicts
+                 if (v.key.study, v.key.device, v.key.filesystem) == where]
+            have_base, have_cand = min(b for b, _ in n), min(c for _, c in n)
             for vr, add in ((parent, target_base - have_base), (cur, target_cand - have_cand)):
                 if vr is not None and add > 0:
                     cells = wants.setdefault(vr.variant.index, {})
                     cells[cell_id(where)] = max(cells.get(cell_id(where), 0), add)
-    if not wants:
-        return False
-    say = kw["say"]
-    for index, cells in sorted(wants.items()):
-        vr = by_index[index]
-        reps = max(cells.values())
-        say(f"variant {index}: unsure cells, {reps} more repetitions of "
-            f"{', '.join(sorted(cells))} (round {round_no})")
-        extra = run_variant(result.plan, vr.variant, host, inventory, matrix,
-                            out / f"variant-{index:02d}-round{round_no}", reps=reps,
-                            cells=sorted(cells), shared_name=f"guest-{index:02d}-round{round_no}",
-                            phases=result.phases, **kw)
-        if extra.status in ("passed", "failed") and extra.bundle:
-            vr.extra.append(extra.bundle)
-    return True
+    return wants
 
 
 def _parent(result: CheckResult, cur: VariantRun) -> VariantRun | None:

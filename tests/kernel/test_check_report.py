@@ -46,3 +46,56 @@ def test_the_slow_patch_is_named_and_the_harmless_one_is_not():
     assert "patch 2/2: ext4: yield to buffered readers before each direct write\n    REGRESSION" in text
     assert "patch 1/2: xfs: say that statfs results must not be cached\n    no change" in text
     assert "regressing patches: patch 2 (ext4: yield" in text
+
+
+def _scattered(src: Path, dst: Path, factors: list[float]) -> Path:
+    """A copy of a bundle whose deciding samples of repetition i are scaled by factors[i]."""
+    import copy
+    import shutil
+    shutil.copytree(src, dst)
+    doc = copy.deepcopy(bundle.load(dst))
+    for cell in doc["cells"]:
+        for i, rep in enumerate(cell["repetitions"]):
+            for s in rep["samples"]:
+                if s["metric"] in ("write.bw_kib_s", "read.bw_kib_s") and s.get("job") is None:
+                    s["value"] *= factors[i % len(factors)]
+    bundle.write_manifest(dst, doc)
+    return dst
+
+
+def test_a_decided_check_measures_nothing_again():
+    from iowatch.check import add_repetitions
+    result = result_from_fixtures()
+    asked = []
+    assert add_repetitions(result, lambda *a: asked.append(a), say=lambda s: None) == 0
+    assert asked == []
+
+
+def test_unsure_patches_are_measured_again_on_both_sides_only_for_their_cells(tmp_path):
+    """Patch 1's bundle scattered over a factor of five: both of its comparisons
+    are unsure. Each round measures variants 0, 1 and 2 again (replayed here from
+    the real bundles) for the one unsure cell, as many repetitions as the next
+    look needs, until decided or at 20 a side."""
+    from iowatch.check import add_repetitions
+    result = result_from_fixtures()
+    result.runs[1].bundle = _scattered(result.runs[1].bundle, tmp_path / "scattered",
+                                       [0.3, 1.5, 0.5, 1.4, 1.0])
+    asked = []
+
+    def measure_more(vr, cells, reps, round_no):
+        asked.append((round_no, vr.variant.index, tuple(cells), reps))
+        return VariantRun(vr.variant, FIXTURES / f"guest-{vr.variant.index:02d}" / "bundle",
+                          status="passed")
+
+    rounds = add_repetitions(result, measure_more, say=lambda s: None)
+    assert rounds >= 1
+    first = sorted(a for a in asked if a[0] == 1)
+    assert first == [(1, i, ("odirect-vs-readers/vhdd/ext4",), 5) for i in (0, 1, 2)]
+    # Each round's bundles pool into the variant's side.
+    p2 = result.runs[2].vs_parent
+    assert {(v.base.n, v.candidate.n) for v in p2.verdicts} == {(5 * (1 + len(result.runs[1].extra)),
+                                                                 5 * (1 + len(result.runs[2].extra)))}
+    assert max(v.candidate.n for v in p2.verdicts) <= 20
+    # Patch 2's writer, measured again from the real bundles, is confirmed slower.
+    assert summary(result)["regressing_patches"] == [2]
+    assert "[writer] write bandwidth fell" in report(result)

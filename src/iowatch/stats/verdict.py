@@ -209,6 +209,7 @@ class _Cell:
     sd_log: float | None  # pooled sd on the test's scale (for needs_runs)
     n_eff: float
     size_only: bool
+    centre: tuple[float, float] | None = None  # the values the change is between (words)
 
 
 def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str) -> _Cell:
@@ -228,9 +229,11 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str) -> _Cell:
     if (b > 0).all() and (c > 0).all():
         xb, xc = np.log(b), np.log(c)
         to_pct = lambda v: math.expm1(v) * 100  # noqa: E731
+        log_scale = True
     elif bs.mean != 0:
         xb, xc = b / abs(bs.mean), c / abs(bs.mean)
         to_pct = lambda v: v * 100  # noqa: E731
+        log_scale = False
     else:
         change = 0.0 if (c == 0).all() and (b == 0).all() else None
         if change is None:
@@ -265,8 +268,10 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str) -> _Cell:
     else:
         p_worse, p_better = p_higher, p_lower
         hidden = to_pct(d + bound)  # the rise not ruled out
+    centre = ((math.exp(float(xb.mean())), math.exp(float(xc.mean()))) if log_scale
+              else (bs.mean, cs.mean))  # geometric means on the log scale
     return _Cell(bs, cs, change, ci, p_two, p_worse, p_better, cliffs, sign * change, hidden,
-                 sd_pooled, n_eff, False)
+                 sd_pooled, n_eff, False, centre)
 
 
 def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | None:
@@ -330,7 +335,8 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
         p_adj = None
         if i in adj_worse:
             p_adj = adj_better[i] if outcome == IMPROVEMENT else adj_worse[i]
-        words = sentence(cell.key.metric, cell.direction, s.base.mean, s.candidate.mean, s.change,
+        centre = s.centre or (s.base.mean, s.candidate.mean)
+        words = sentence(cell.key.metric, cell.direction, centre[0], centre[1], s.change,
                          outcome, size_only=s.size_only, min_effect_pct=cell.min_effect_pct,
                          needs_runs=needs, hidden_pct=s.hidden if cell.direction != INFO else None,
                          runs=(s.base.n, s.candidate.n), budget_spent=budget_spent)
