@@ -173,6 +173,17 @@ def _text(value) -> str:
     return "" if value is None else value
 
 
+def _study_fields(slug: str) -> dict:
+    """A new study row as its study file describes it (title, seed, minimum
+    effect); the verdicts read the file itself (iowatch.judging)."""
+    from results.sides import judging_studies
+    study = judging_studies().get(slug)
+    if study is None:
+        return {"title": slug}
+    return {"title": study.title, "seed": study.data.get("seed", ""),
+            "min_effect_pct": study.min_effect_pct}
+
+
 def _kernel(k: dict) -> Kernel:
     series = None
     if s := k.get("series"):
@@ -207,7 +218,7 @@ def _insert(doc: dict, digest: str, agent: Agent | None,
     }
     kernel = _kernel(doc["kernel"])
     # Sorted, so two uploads creating the same studies take their locks in one order.
-    studies = {slug: Study.objects.get_or_create(slug=slug, defaults={"title": slug})[0]
+    studies = {slug: Study.objects.get_or_create(slug=slug, defaults=_study_fields(slug))[0]
                for slug in sorted({c["study"] for c in doc["cells"]})}
 
     run = Run.objects.create(
