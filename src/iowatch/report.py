@@ -90,17 +90,18 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
             out += _cell_header(cmp, v)
         unit = METRICS[k.metric].unit
         ci = "n/a" if v.ci_low is None or v.size_only else f"[{v.ci_low:+.1f}%, {v.ci_high:+.1f}%]"
-        if judged:
-            adj = "" if v.p_adjusted is None else f", adjusted {_p(v.p_adjusted)} against level {v.level:.2g}"
-            head = f"    {k.group} {k.metric}: {_OUTCOME_WORDS.get(v.outcome, v.outcome).upper()}"
-        else:
-            adj, head = "", f"    {k.group} {k.metric} (diagnostic, not judged)"
+        if not judged:  # one line: shown, never a verdict
+            (b, c), shown_unit = amount((v.base.mean, v.candidate.mean), unit)
+            out.append(f"    {k.group} {k.metric}: {_pct(v.change_pct)} (95% CI {ci}), {b} -> {c} "
+                       f"{shown_unit} [{v.base.n} vs {v.candidate.n} runs]".replace("  ", " "))
+            continue
+        adj = "" if v.p_adjusted is None else f", adjusted {_p(v.p_adjusted)} against level {v.level:.2g}"
+        head = f"    {k.group} {k.metric}: {_OUTCOME_WORDS.get(v.outcome, v.outcome).upper()}"
         out += [head,
                 f"      base {_mean_sd(v.base, unit)}; candidate {_mean_sd(v.candidate, unit)}",
                 f"      change {_pct(v.change_pct)}, 95% CI {ci}, t-test p {_p(v.p_value)}{adj}, "
-                f"Cliff's delta {v.cliffs_delta:+.2f}"]
-        if judged:
-            out.append(f"      {v.words}.")
+                f"Cliff's delta {v.cliffs_delta:+.2f}",
+                f"      {v.words}."]
     return current
 
 
