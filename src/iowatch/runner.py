@@ -115,6 +115,7 @@ class Runner:
         self.progress = progress or Progress()
         self.data_dir = data_dir or paths.data_dir()
         self.tool_s = 0.0
+        self.workload_writeback_s = 0.0  # see _run_rep: measured time, not overhead
         self.phase_s: dict[str, float] = {}
         t_setup = time.monotonic()
         env = environment.host_environment()
@@ -152,28 +153,32 @@ class Runner:
     # -- one repetition ---------------------------------------------------
 
     def _run_rep(self, cell: Cell, dev_path: str, index: int) -> tuple[Result, dict]:
-        safety.require(self.host, dev_path, self.data_dir)
-        queue = environment.device_queue(dev_path)
-        notes: dict = {"device_path": dev_path, "rotational": queue["rotational"],
-                       "scheduler": queue["scheduler"]}
-        if cell.device.is_image:
-            notes.update(loopdev.state(dev_path).environment())  # direct I/O on or not
-        elif self.host.kind == "qemu" and queue["rotational"] != cell.device.wants_rotational:
-            # virtio-blk reports rotational 1 in the guest: an ssd must say 0 (DESIGN.md §5).
-            environment.set_rotational(dev_path, cell.device.wants_rotational)
-            notes["rotational"] = environment.device_queue(dev_path)["rotational"]
-        scheduler = cell.study.data.get("scheduler")
-        if scheduler and queue["scheduler"] != scheduler:
-            try:
-                notes["scheduler"] = environment.set_scheduler(dev_path, scheduler)
-            except (RuntimeError, OSError) as e:
-                notes["scheduler_note"] = str(e)
-        workload = cell.study.workload(self.profile, cell.device.device_class)
-        work = Path(tempfile.mkdtemp(prefix="iowatch-rep-"))
+        with self._phase("prepare"):  # safety check, device queue, scratch directory
+            safety.require(self.host, dev_path, self.data_dir)
+            queue = environment.device_queue(dev_path)
+            notes: dict = {"device_path": dev_path, "rotational": queue["rotational"],
+                           "scheduler": queue["scheduler"]}
+            if cell.device.is_image:
+                notes.update(loopdev.state(dev_path).environment())  # direct I/O on or not
+            elif self.host.kind == "qemu" and queue["rotational"] != cell.device.wants_rotational:
+                # virtio-blk reports rotational 1 in the guest: an ssd must say 0 (DESIGN.md §5).
+                environment.set_rotational(dev_path, cell.device.wants_rotational)
+                notes["rotational"] = environment.device_queue(dev_path)["rotational"]
+            scheduler = cell.study.data.get("scheduler")
+            if scheduler and queue["scheduler"] != scheduler:
+                try:
+                    notes["scheduler"] = environment.set_scheduler(dev_path, scheduler)
+                except (RuntimeError, OSError) as e:
+                    notes["scheduler_note"] = str(e)
+            workload = cell.study.workload(self.profile, cell.device.device_class)
+            work = Path(tempfile.mkdtemp(prefix="iowatch-rep-"))
         mountpoint = None
         try:
             if cell.filesystem != "raw":
                 with self._phase("mkfs_mount"):
+                    # mkfs discards the whole device (the tools' default, kept on purpose):
+                    # on a loop device that punches the image back to holes, so every
+                    # repetition writes to the same fresh device, not over the last one's blocks.
                     mnt = filesystems.make_and_mount(dev_path, cell.filesystem,
                                                      filesystems.mount_root(self.data_dir) / cell.device.name)
                 mountpoint = mnt.mountpoint
@@ -181,10 +186,22 @@ class Runner:
             elif "fio" in workload:
                 # Never write to a raw device: the raw cells only read it.
                 workload["fio"]["readonly"] = True
+            # Once per repetition, just before the window: the device under test made
+            # clean (so nothing mkfs or mount left dirty is counted as the workload's
+            # writes), then every clean cache host-wide dropped. Only this device is
+            # synced: the global sync() it replaces also waited for every other
+            # filesystem's writeback (the host's, other runs' loop devices), which is
+            # not this repetition's state, and took seconds while they were busy.
+            with self._phase("sync_before"):
+                if mountpoint:
+                    filesystems.syncfs(mountpoint)
+                else:
+                    filesystems.sync_device(dev_path)
             with self._phase("drop_caches"):
                 filesystems.drop_caches()
             ctx = Context(device=dev_path, mountpoint=mountpoint, workdir=work)
             name = environment.block_name(dev_path)
+            # The measured window: /proc/diskstats and the clock from here ...
             before, t0 = diskstats.read(name), time.monotonic()
             if "fio" in workload:
                 res = run_fio(workload, ctx)
@@ -192,26 +209,46 @@ class Runner:
                 res = run_fs_mark(workload, ctx)
             else:
                 res = run_script(workload, ctx, filesystems.drop_caches)
+            # Writing the job file and parsing the tool's output, outside the tool's
+            # own time (res.tool_s) but inside the call: overhead, by its own name.
+            self.phase_s["tool_output"] = (self.phase_s.get("tool_output", 0.0)
+                                           + time.monotonic() - t0 - res.tool_s)
             if mountpoint:
-                # Count the writeback the workload caused, not only what it
-                # dispatched while running: buffered writes reach the device later.
+                # ... through the writeback of what the workload left dirty: buffered
+                # writes reach the device after the tool exits (fs_mark -S0 syncs
+                # nothing), and the xfs-smallfile-writeback study counts that
+                # writeback in its device writes (its quick profile says so). This
+                # sync of the filesystem under test is therefore the workload's own
+                # I/O inside the measured window, and is accounted as such
+                # (workload_writeback_s), not as runner overhead and not as tool time.
                 t_sync = time.monotonic()
-                with self._phase("writeback_sync"):
-                    filesystems.syncfs(mountpoint)
-                notes["sync_after_workload_s"] = round(time.monotonic() - t_sync, 3)
+                filesystems.syncfs(mountpoint)
+                wb = time.monotonic() - t_sync
+                self.workload_writeback_s += wb
+                notes["sync_after_workload_s"] = round(wb, 3)
             seconds = time.monotonic() - t0
             after = diskstats.read(name)
-            group = next(iter(workload["groups"].values()))
-            res.samples += diskstats.samples(before, after, seconds, group)
-            res.artifacts["diskstats.before"] = (" ".join(map(str, before.__dict__.values())) + "\n").encode()
-            res.artifacts["diskstats.after"] = (" ".join(map(str, after.__dict__.values())) + "\n").encode()
+            # ... to here. What follows (samples, unmount) is overhead.
+            with self._phase("record"):
+                group = next(iter(workload["groups"].values()))
+                res.samples += diskstats.samples(before, after, seconds, group)
+                res.artifacts["diskstats.before"] = (" ".join(map(str, before.__dict__.values())) + "\n").encode()
+                res.artifacts["diskstats.after"] = (" ".join(map(str, after.__dict__.values())) + "\n").encode()
             return res, notes
         finally:
+            # A normal unmount, outside the window as it always was: it writes in
+            # place the metadata that is only in the log so far (XFS pushes its AIL,
+            # up to ~100 MiB after fs_mark) and evicts the inodes. Not a shutdown
+            # (an error path of the kernel under test, and no faster here), not
+            # left running in the background: the next repetition's safety check
+            # and mkfs need the device free, and a teardown still writing must not
+            # overlap anything that is measured.
             if mountpoint:
                 with self._phase("unmount"):
                     filesystems.unmount(mountpoint)
                     filesystems.remove_mountpoint(mountpoint)
-            shutil.rmtree(work, ignore_errors=True)
+            with self._phase("prepare"):
+                shutil.rmtree(work, ignore_errors=True)
 
     def _record(self, cell: Cell, index: int, res: Result, notes: dict) -> None:
         self.tool_s += res.tool_s
@@ -358,9 +395,13 @@ class Runner:
 
     def _checkpoint(self, t_start: float, status: str = "incomplete") -> None:
         wall = time.monotonic() - t_start
+        # Measured time: inside the tools, plus the workload's own writeback synced
+        # inside the measured window (_run_rep). Overhead is the rest, by phase.
+        writeback = self.workload_writeback_s
         self.writer.doc["environment"]["runner"] = {
             "wall_s": round(wall, 3), "tool_s": round(self.tool_s, 3),
-            "overhead_pct": round(100 * (wall - self.tool_s) / wall, 2) if wall else None,
+            "workload_writeback_s": round(writeback, 3),
+            "overhead_pct": round(100 * (wall - self.tool_s - writeback) / wall, 2) if wall else None,
             "phases_s": {k: round(v, 3) for k, v in self.phase_s.items()}}
         fields = {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")} if status != "incomplete" else {}
         self.writer.close(status, **fields)

@@ -78,10 +78,15 @@ def test_xfs_smallfile_quick_gives_files_per_s_wall_and_device_write_iops_per_re
     assert cell["id"] == "xfs-smallfile-writeback/loop-ssd-raid0/xfs"
     assert cell["mkfs_options"] and cell["mount_options"] == "noatime"
     assert [r["index"] for r in cell["repetitions"]] == [1, 2]
+    fm = cell["params"]["workload"]["fs_mark"]
+    files = fm["options"]["n"] * fm["options"]["L"] * fm["dirs"]
     for rep in cell["repetitions"]:
         m = group_samples(rep, "fsmark")
         assert m["fsmark.files_per_s"] > 0 and m["wall_s"] > 0
         assert m["device.write_iops"] > 0 and m["device.write_bw_kib_s"] > 0
+        # fs_mark -S0 leaves its files dirty: the device counters include their
+        # writeback (the sync inside the measured window), not only what fs_mark dispatched.
+        assert m["device.write_kib"] >= files * fm["options"]["s"] / 1024
         assert m["cpu.sys_s"] >= 0
         names = {a["name"] for a in rep["artifacts"]}
         assert {"fs_mark.txt", "diskstats.before", "diskstats.after"} <= names
@@ -92,6 +97,14 @@ def test_xfs_smallfile_quick_gives_files_per_s_wall_and_device_write_iops_per_re
     assert env["host"]["release"] and "fio" in doc["tools"] and "fs_mark" in doc["tools"]
     assert env["devices"]["loop-ssd-raid0"]["rotational"] is False
     assert "runner" in env and env["runner"]["tool_s"] > 0
+    # The writeback inside the window is measured time, kept apart from the tools'
+    # time and from the overhead phases.
+    runner = env["runner"]
+    assert runner["workload_writeback_s"] > 0 and "writeback_sync" not in runner["phases_s"]
+    assert {"mkfs_mount", "sync_before", "drop_caches", "unmount"} <= set(runner["phases_s"])
+    assert runner["overhead_pct"] == pytest.approx(
+        100 * (runner["wall_s"] - runner["tool_s"] - runner["workload_writeback_s"]) / runner["wall_s"],
+        abs=0.05)
     no_leftovers(data_dir)
 
 

@@ -1,0 +1,94 @@
+"""The per-repetition steps of iowatch.filesystems on a real loop device: what
+each sync and drop writes, read from /proc/diskstats (counts, never times)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from iowatch import diskstats, environment, filesystems
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (losetup, mkfs, mount, drop_caches)"),
+    pytest.mark.skipif(not shutil.which("mkfs.ext4"), reason="mkfs.ext4 is not installed"),
+]
+
+
+@pytest.fixture
+def ext4(tmp_path):
+    """A fresh ext4 on a loop device over a 256 MiB sparse image (direct I/O,
+    as the runner attaches them), mounted with the runner's own helper."""
+    image = tmp_path / "fs.img"
+    with open(image, "wb") as f:
+        f.truncate(256 << 20)
+    loop = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(image)],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    mnt = None
+    try:
+        mnt = filesystems.make_and_mount(loop, "ext4", tmp_path / "mnt")
+        yield loop, mnt.mountpoint
+    finally:
+        if mnt:
+            filesystems.unmount(mnt.mountpoint)
+        subprocess.run(["losetup", "-d", loop], capture_output=True)
+
+
+def _written_kib(loop: str, step) -> float:
+    name = environment.block_name(loop)
+    before = diskstats.read(name)
+    step()
+    after = diskstats.read(name)
+    return (after.write_sectors - before.write_sectors) * diskstats.SECTOR_BYTES / 1024
+
+
+def test_drop_caches_leaves_dirty_data_for_the_sync_after_it(ext4):
+    """The f2fs checkpoint script drops caches with its NAT entries dirty and
+    times the sync after (its seed: `echo 3 > drop_caches`, then `sync`), so
+    the drop must not write anything back itself; the syncfs after it does."""
+    loop, mnt = ext4
+    filesystems.syncfs(mnt)
+    (mnt / "dirty").write_bytes(os.urandom(8 << 20))  # buffered: dirty in the page cache
+    assert _written_kib(loop, filesystems.drop_caches) < 1024
+    assert _written_kib(loop, lambda: filesystems.syncfs(mnt)) >= 8 * 1024
+
+
+def test_syncfs_writes_back_its_filesystem_only(ext4, tmp_path):
+    """The sync before the measured window is of the filesystem under test:
+    it leaves another filesystem's dirty data alone (a global sync would not)."""
+    loop, mnt = ext4
+    other = tmp_path / "other.img"
+    with open(other, "wb") as f:
+        f.truncate(256 << 20)
+    loop2 = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(other)],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    mnt2 = None
+    try:
+        mnt2 = filesystems.make_and_mount(loop2, "ext4", tmp_path / "mnt2")
+        filesystems.syncfs(mnt2.mountpoint)
+        (mnt2.mountpoint / "dirty").write_bytes(os.urandom(8 << 20))
+        (mnt / "dirty").write_bytes(os.urandom(8 << 20))
+        assert _written_kib(loop2, lambda: filesystems.syncfs(mnt)) < 1024
+        assert _written_kib(loop2, lambda: filesystems.syncfs(mnt2.mountpoint)) >= 8 * 1024
+    finally:
+        if mnt2:
+            filesystems.unmount(mnt2.mountpoint)
+        subprocess.run(["losetup", "-d", loop2], capture_output=True)
+
+
+def test_sync_device_on_a_raw_device(tmp_path):
+    """A raw cell has no filesystem to syncfs: the block device itself is synced."""
+    image = tmp_path / "raw.img"
+    with open(image, "wb") as f:
+        f.truncate(64 << 20)
+    loop = subprocess.run(["losetup", "-f", "--show", str(image)],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        # Kept open: the last close of a block device writes its dirty pages back.
+        with open(loop, "r+b", buffering=0) as dev:
+            dev.write(os.urandom(1 << 20))  # dirty in the device's page cache (no O_DIRECT)
+            assert _written_kib(loop, lambda: filesystems.sync_device(loop)) >= 1024
+    finally:
+        subprocess.run(["losetup", "-d", loop], capture_output=True)
