@@ -10,7 +10,6 @@ from pathlib import Path
 from iowatch import bundle, inventory, paths
 from iowatch.runner import Cell, Interrupted, Progress, Runner, summary
 from iowatch.safety import DeviceRefused
-from iowatch.stats.sequential import DEFAULT_CAP, FIRST, MIN_REPS
 from iowatch.studies import load_matrix
 from iowatch.yamlfile import DataFileError
 
@@ -46,8 +45,8 @@ def register(sub):
     p.add_argument("--against", default=None, metavar="BUNDLE",
                    help="judge each cell against this base bundle as it finishes, and add "
                         "repetitions to the cells still unsure until each is decided or at --cap")
-    p.add_argument("--cap", type=int, default=DEFAULT_CAP,
-                   help=f"with --against: at most this many repetitions a cell (default {DEFAULT_CAP})")
+    p.add_argument("--cap", type=int, default=None,
+                   help="with --against: at most this many repetitions a cell (default 20)")
     p.add_argument("--no-progress", action="store_true", help="plain lines instead of a live display")
     p.set_defaults(func=run)
 
@@ -89,6 +88,10 @@ def run(args) -> int:
     except KeyError as e:
         print(f"iowatch run: {e.args[0]}", file=sys.stderr)
         return 2
+    # Imported here: iowatch.stats loads scipy, about a second that a run without
+    # --against (and a guest under TCG) should not pay.
+    from iowatch.stats.sequential import DEFAULT_CAP, FIRST, MIN_REPS
+    args.cap = args.cap or DEFAULT_CAP
     base = None
     if args.against:
         from iowatch.comparison import SideNotFound, load_side

@@ -7,18 +7,36 @@ The CLI, the web app and the bisect reach them through one judging policy
 - look_level / next_target: the look schedule of adaptive repetitions.
 - change_points / confirmed_change_points: e-divisive means over a history.
 - confounders: differences between two runs that can explain a change.
-"""
-from iowatch.stats.changepoints import (ChangePoint, ConfirmedChangePoint, change_points,
-                                        confirmed_change_points)
-from iowatch.stats.confounders import Confounder, confounders
-from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP, look_level, next_target
-from iowatch.stats.verdict import (FDR, OUTCOMES, UNSURE, CellInput, CellKey, CellVerdict,
-                                   SideStats, Verdict, benjamini_hochberg, cliffs_delta, compare,
-                                   compare_matrix, mann_whitney_p)
 
-__all__ = [
-    "DEFAULT_CAP", "FDR", "FIRST", "OUTCOMES", "STEP", "UNSURE", "CellInput", "CellKey",
-    "CellVerdict", "ChangePoint", "ConfirmedChangePoint", "Confounder", "SideStats", "Verdict",
-    "benjamini_hochberg", "change_points", "cliffs_delta", "compare", "compare_matrix",
-    "confirmed_change_points", "confounders", "look_level", "mann_whitney_p", "next_target",
-]
+Names are loaded on first use (PEP 562): the look schedule is plain Python,
+and `iowatch run` should not pay scipy's import for it (about a second, more
+in a guest under TCG).
+"""
+from __future__ import annotations
+
+import importlib
+
+_WHERE = {
+    "ChangePoint": "changepoints", "ConfirmedChangePoint": "changepoints",
+    "change_points": "changepoints", "confirmed_change_points": "changepoints",
+    "Confounder": "confounders", "confounders": "confounders",
+    "DEFAULT_CAP": "sequential", "FIRST": "sequential", "STEP": "sequential",
+    "look_level": "sequential", "next_target": "sequential",
+    "FDR": "verdict", "OUTCOMES": "verdict", "UNSURE": "verdict", "CellInput": "verdict",
+    "CellKey": "verdict", "CellVerdict": "verdict", "SideStats": "verdict", "Verdict": "verdict",
+    "benjamini_hochberg": "verdict", "cliffs_delta": "verdict", "compare": "verdict",
+    "compare_matrix": "verdict", "mann_whitney_p": "verdict",
+}
+__all__ = sorted(_WHERE)
+
+# The function shares its module's name: bound now, so importing the module
+# later cannot shadow it (confounders.py is plain Python, no scipy).
+from iowatch.stats.confounders import Confounder, confounders  # noqa: E402
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'iowatch.stats' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"iowatch.stats.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
