@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,8 +148,18 @@ def _set_rotational(device: Device, kname: str) -> None:
                       stacklevel=3)
 
 
-def detach(path: str) -> None:
-    _losetup("--detach", path)
+def detach(path: str, tries: int = 6) -> None:
+    """Detach a loop device, waiting a little while it is still busy: after a
+    Ctrl-C or SIGTERM the lazily unmounted filesystem on it may take a moment
+    to let go, and a loop left attached would keep its image busy."""
+    for attempt in range(tries):
+        try:
+            _losetup("--detach", path)
+            return
+        except LoopError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.25 * (attempt + 1))
 
 
 @contextlib.contextmanager
