@@ -63,16 +63,28 @@ def lognormal_cells(cv: float, n: int = 30, seed: int = 7) -> list[RealCell]:
 
 
 def load(path: Path = SAMPLES) -> list[RealCell]:
+    """The real cells of the studies' deciding metrics (a check judges only
+    those); a throttle counts as a slowdown of a cell only where it made the
+    cell worse (a throttle of the raw device raises ext4's fs/raw ratio)."""
+    from iowatch.judging import deciding
+    from iowatch.studies import load_studies
+
+    studies = load_studies(ROOT / "jobs" / "studies")
     doc = json.loads(path.read_text())
     cells = []
     for c in doc["cells"]:
+        if (c["group"], c["metric"]) not in deciding(studies.get(c["study"])):
+            continue
         aa = np.asarray(c["samples"]["aa"], dtype=float)
         if len(aa) < 5 or not (aa > 0).all():
             continue
+        achieved = c.get("achieved_change_pct") or {}
+        sign = -1 if c["direction"] == HIGHER else 1
         slowed = {k: np.asarray(v, dtype=float) for k, v in c["samples"].items()
-                  if k != "aa" and c.get("throttled") and len(v) >= 5}
+                  if k != "aa" and c.get("throttled") and len(v) >= 5
+                  and sign * achieved.get(k, 0.0) > 0}
         cells.append(RealCell(f"{c['study']}/{c['filesystem']}/{c['group']} {c['metric']}",
-                              c["direction"], aa, slowed, c.get("achieved_change_pct") or {}))
+                              c["direction"], aa, slowed, achieved))
     return cells
 
 

@@ -1,0 +1,74 @@
+"""Simulated checks drawn from real samples, with a fixed seed: iowatch's false
+alarms and detection at the default repetitions, beside the anchors' rules.
+
+The samples are tests/fixtures/accuracy/real-samples.json (see its README);
+bench/accuracy/simulate.py draws 40-cell checks from them and
+bench/accuracy/run.py prints the full table. The draws are seeded, so each
+figure here is a fixed number that a change to the verdict can move."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "accuracy"))
+
+import simulate  # noqa: E402
+
+TRIALS = 150
+FIXED = "iowatch, 5 a side: suspected or confirmed"
+CONFIRMED = "iowatch, 5 a side: confirmed"
+ADAPTIVE = "iowatch adaptive (5 to 20 a side): confirmed"
+
+
+@pytest.fixture(scope="module")
+def real():
+    out = simulate.run(simulate.load(), TRIALS, seed=11)
+    return {rule: {c: t.row() for c, t in by.items()} for rule, by in out.items()}
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The noise the issue names: lognormal at a CV of 10%, slowdowns exact."""
+    out = simulate.run(simulate.lognormal_cells(0.10), TRIALS, seed=12, anchors=False)
+    return {rule: {c: t.row() for c, t in by.items()} for rule, by in out.items()}
+
+
+def test_the_samples_are_real_and_some_cells_were_slowed():
+    cells = simulate.load()
+    assert len(cells) >= 5 and all(len(c.aa) >= 20 for c in cells)
+    slowed = [c for c in cells if c.slowed]
+    assert slowed and all(len(v) >= 20 for c in slowed for v in c.slowed.values())
+
+
+def test_a_clean_patch_rarely_raises_a_false_alarm(real, model):
+    # Goal: at most 5% of clean 40-cell checks raise a confirmed regression.
+    for rows in (real, model):
+        assert rows[ADAPTIVE]["aa"]["false alarm per check"] <= 0.05
+        assert rows[CONFIRMED]["aa"]["false alarm per check"] <= 0.05
+
+
+def test_at_five_runs_few_clean_cells_are_even_suspected(real, model):
+    # Goal: at most 2% of unchanged cells flagged (suspected or confirmed).
+    for rows in (real, model):
+        assert rows[FIXED]["aa"]["clean cells flagged"] <= 0.02
+
+
+def test_iowatch_raises_fewer_false_alarms_per_check_than_every_anchor(real):
+    ours = real[ADAPTIVE]["aa"]["false alarm per check"]
+    anchors = {k: v["aa"]["false alarm per check"] for k, v in real.items()
+               if not k.startswith("iowatch")}
+    assert len(anchors) == 5
+    assert all(ours < theirs for theirs in anchors.values()), anchors
+
+
+def test_a_large_slowdown_is_confirmed(real, model):
+    assert real[ADAPTIVE]["slow50"]["detected"] >= 0.90
+    assert model[ADAPTIVE]["slow50"]["detected"] >= 0.99
+    assert model[ADAPTIVE]["slow20"]["detected"] >= 0.95
+
+
+def test_at_five_runs_a_20_percent_drop_is_mostly_flagged_on_the_model(model):
+    assert model[FIXED]["slow20"]["detected"] >= 0.80
