@@ -47,6 +47,7 @@ def table(title: str, out: dict) -> dict[str, dict]:
     print(f"\n{title}")
     print(f"  {'rule':<54} {'FA/check':>8} {'FA/cell':>8} {'-10%':>7} {'-20%':>7} {'-50%':>7} {'runs/side':>9}")
     rows = {}
+    by_cell = out.pop("_by_cell", None)
     for rule, by_condition in out.items():
         aa = by_condition["aa"].row()
         found = {c: by_condition[c].row()["detected"] if c in by_condition else None
@@ -57,6 +58,11 @@ def table(title: str, out: dict) -> dict[str, dict]:
         print(f"  {rule:<54} {_pct(aa['false alarm per check']):>8} {_pct(aa['clean cells flagged']):>8} "
               f"{_pct(found['slow10']):>7} {_pct(found['slow20']):>7} {_pct(found['slow50']):>7} "
               f"{runs:9.1f}")
+    if by_cell:
+        print("  iowatch adaptive, by the slowed cell and the slowdown its throttle achieved:")
+        for name, t in by_cell.items():
+            print(f"    {name:<66} confirmed {_pct(t.row()['detected'])} of {t.slowed}, "
+                  f"{t.runs / max(t.checks, 1):4.1f} runs a side on that cell")
     return rows
 
 
@@ -100,32 +106,35 @@ def speed() -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--trials", type=int, default=400, help="checks drawn per condition (default 400)")
-    p.add_argument("--samples", default=str(simulate.SAMPLES))
+    p.add_argument("--samples", nargs="*", default=[str(simulate.SAMPLES), str(
+        simulate.SAMPLES.with_name("real-samples-quiet.json"))],
+        help="real-sample files (default: the loaded and the quiet collection)")
     p.add_argument("--seed", type=int, default=2026)
     args = p.parse_args()
     t0 = time.monotonic()
-    real = simulate.load(Path(args.samples))
-    print(f"== 1. real cells ({args.samples})")
-    for c in real:
-        cv = c.aa.std(ddof=1) / c.aa.mean()
-        slow = ", ".join(f"{k} {c.achieved.get(k, float('nan')):+.1f}% (n={len(v)})"
-                         for k, v in sorted(c.slowed.items()))
-        print(f"  {c.name:<58} n={len(c.aa):<3} mean {c.aa.mean():12,.1f}  CV {100 * cv:5.1f}%"
-              + (f"  throttled: {slow}" if slow else "  (not throttled)"))
-    print("  FA = false alarm (a clean cell flagged a regression); -10/-20/-50% = the share of "
-          "throttled cells flagged, by the throttle's nominal size (achieved sizes above)")
-
-    print("\n== 2. real samples")
-    table("one cell", simulate.run(real, args.trials, args.seed, size=1))
-    rows = table(f"{simulate.MATRIX_CELLS}-cell check (one slowed cell)",
-                 simulate.run(real, args.trials, args.seed + 1))
-    goals(rows, "real samples")
+    for n, samples in enumerate(args.samples):
+        real = simulate.load(Path(samples))
+        print(f"== 1. real cells ({samples})")
+        for c in real:
+            cv = c.aa.std(ddof=1) / c.aa.mean()
+            slow = ", ".join(f"{k} {c.achieved.get(k, float('nan')):+.1f}% (n={len(v)})"
+                             for k, v in sorted(c.slowed.items()))
+            print(f"  {c.name:<58} n={len(c.aa):<3} mean {c.aa.mean():12,.1f}  CV {100 * cv:5.1f}%"
+                  + (f"  throttled: {slow}" if slow else "  (not throttled)"))
+        print("  FA = false alarm (a clean cell flagged a regression); -10/-20/-50% = the share of "
+              "throttled cells flagged, by the throttle's nominal size (achieved sizes above)")
+        print(f"\n== 2. real samples ({Path(samples).name})")
+        table("one cell", simulate.run(real, args.trials, args.seed + 10 * n, size=1))
+        rows = table(f"{simulate.MATRIX_CELLS}-cell check (one slowed cell)",
+                     simulate.run(real, args.trials, args.seed + 10 * n + 1))
+        goals(rows, Path(samples).name)
+        print()
 
     print("\n== 3. the noise model of the issue (lognormal, exact slowdowns)")
     for cv in (0.10, 0.05):
         model = simulate.lognormal_cells(cv)
         rows = table(f"{simulate.MATRIX_CELLS}-cell check, CV {cv:.0%}",
-                     simulate.run(model, args.trials, args.seed + 2))
+                     simulate.run(model, args.trials, args.seed + 2, anchors=True))
         goals(rows, f"lognormal CV {cv:.0%}")
 
     print(f"\n== 4. speed: compare_matrix of 1,000 cells x 10 runs a side: {speed():.3f} s")

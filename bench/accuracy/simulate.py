@@ -214,6 +214,7 @@ def run(real: list[RealCell], trials: int, seed: int, *, size: int = MATRIX_CELL
     """{rule: {condition ("aa" or slowNN): Tally}} over `trials` checks each."""
     rng = np.random.default_rng(seed)
     out: dict[str, dict[str, Tally]] = {}
+    by_cell: dict[str, Tally] = {}
     for condition in ("aa", *CONDITIONS):
         if condition != "aa" and not any(condition in c.slowed for c in real):
             continue
@@ -233,7 +234,13 @@ def run(real: list[RealCell], trials: int, seed: int, *, size: int = MATRIX_CELL
                            d.slowed, FIRST)
             if adaptive:
                 verdicts, runs = iowatch_adaptive(d, rng)
+                flagged = [v.outcome == "regression" for v in verdicts]
                 _count(out.setdefault("iowatch adaptive (5 to 20 a side): confirmed", {})
-                       .setdefault(condition, Tally()),
-                       [v.outcome == "regression" for v in verdicts], d.slowed, float(np.mean(runs)))
+                       .setdefault(condition, Tally()), flagged, d.slowed, float(np.mean(runs)))
+                if d.slowed is not None:  # by the slowed cell and the slowdown it really got
+                    cell = d.cells[d.slowed]
+                    key = f"{cell.name} {cell.achieved.get(condition, float('nan')):+.1f}%"
+                    _count(by_cell.setdefault(key, Tally()), flagged, d.slowed, runs[d.slowed])
+    if by_cell:
+        out["_by_cell"] = {k: by_cell[k] for k in sorted(by_cell)}
     return out

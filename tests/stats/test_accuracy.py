@@ -23,17 +23,28 @@ CONFIRMED = "iowatch, 5 a side: confirmed"
 ADAPTIVE = "iowatch adaptive (5 to 20 a side): confirmed"
 
 
+def _rows(out: dict) -> dict:
+    out.pop("_by_cell", None)
+    return {rule: {c: t.row() for c, t in by.items()} for rule, by in out.items()}
+
+
 @pytest.fixture(scope="module")
 def real():
-    out = simulate.run(simulate.load(), TRIALS, seed=11)
-    return {rule: {c: t.row() for c, t in by.items()} for rule, by in out.items()}
+    """The collection made while other benchmarks loaded the machine (CV 17-55%)."""
+    return _rows(simulate.run(simulate.load(), TRIALS, seed=11))
+
+
+@pytest.fixture(scope="module")
+def quiet():
+    """The collection made on a quiet machine (CV 9-26%)."""
+    return _rows(simulate.run(simulate.load(simulate.SAMPLES.with_name("real-samples-quiet.json")),
+                              TRIALS, seed=13, anchors=False))
 
 
 @pytest.fixture(scope="module")
 def model():
     """The noise the issue names: lognormal at a CV of 10%, slowdowns exact."""
-    out = simulate.run(simulate.lognormal_cells(0.10), TRIALS, seed=12, anchors=False)
-    return {rule: {c: t.row() for c, t in by.items()} for rule, by in out.items()}
+    return _rows(simulate.run(simulate.lognormal_cells(0.10), TRIALS, seed=12, anchors=False))
 
 
 def test_the_samples_are_real_and_some_cells_were_slowed():
@@ -43,16 +54,16 @@ def test_the_samples_are_real_and_some_cells_were_slowed():
     assert slowed and all(len(v) >= 20 for c in slowed for v in c.slowed.values())
 
 
-def test_a_clean_patch_rarely_raises_a_false_alarm(real, model):
+def test_a_clean_patch_rarely_raises_a_false_alarm(real, quiet, model):
     # Goal: at most 5% of clean 40-cell checks raise a confirmed regression.
-    for rows in (real, model):
+    for rows in (real, quiet, model):
         assert rows[ADAPTIVE]["aa"]["false alarm per check"] <= 0.05
         assert rows[CONFIRMED]["aa"]["false alarm per check"] <= 0.05
 
 
-def test_at_five_runs_few_clean_cells_are_even_suspected(real, model):
+def test_at_five_runs_few_clean_cells_are_even_suspected(real, quiet, model):
     # Goal: at most 2% of unchanged cells flagged (suspected or confirmed).
-    for rows in (real, model):
+    for rows in (real, quiet, model):
         assert rows[FIXED]["aa"]["clean cells flagged"] <= 0.02
 
 
@@ -72,3 +83,11 @@ def test_a_large_slowdown_is_confirmed(real, model):
 
 def test_at_five_runs_a_20_percent_drop_is_mostly_flagged_on_the_model(model):
     assert model[FIXED]["slow20"]["detected"] >= 0.80
+
+
+def test_on_the_quiet_machine_the_throttled_cells_are_found(quiet):
+    # The throttles cut more than their nominal size there (the writer 24.5, 30.9
+    # and 55%; see tests/fixtures/accuracy/README.md): these are those cells.
+    assert quiet[ADAPTIVE]["slow10"]["detected"] >= 0.80
+    assert quiet[ADAPTIVE]["slow20"]["detected"] >= 0.95
+    assert quiet[FIXED]["slow20"]["detected"] >= 0.90
