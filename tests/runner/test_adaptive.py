@@ -101,11 +101,16 @@ def test_an_unsure_cell_gets_more_repetitions_up_to_the_cap(env, measured, tmp_p
     assert doc["status"] == "passed"
     (cell,) = [c for c in doc["cells"] if c["id"] == CELL]
     assert [rep["index"] for rep in cell["repetitions"]] == list(range(1, 11))
-    # The report says the runs each cell took, and that nothing was decided.
-    assert "[5 vs 10 runs]" in r.stdout
-    assert "verdict: UNSURE" in r.stdout or "verdict: SUSPECTED" in r.stdout
+    # The report says the runs each cell took. The last look may still decide a
+    # cell (the readers' own noise here is 25-55%), so only the counts are fixed.
+    assert "[5 vs 10 runs]" in r.stdout and "verdict: " in r.stdout
     cmp = subprocess.run([IOWATCH, "compare", str(base), str(out), "--format", "json"],
                          capture_output=True, text=True, cwd=ROOT)
     cells = json.loads(cmp.stdout)["cells"]
-    assert {c["candidate"]["n"] for c in cells} == {10}
-    assert {c["outcome"] for c in cells} <= {"inconclusive", "suspected"}
+    assert {c["candidate"]["n"] for c in cells} == {10} and {c["base"]["n"] for c in cells} == {5}
+    assert {c["outcome"] for c in cells} <= {"inconclusive", "suspected", "no-change",
+                                            "improvement", "regression"}
+    # Nothing was decided at the first look: that is why it grew.
+    first = subprocess.run([IOWATCH, "compare", str(base), str(measured), "--format", "json"],
+                           capture_output=True, text=True, cwd=ROOT)
+    assert {c["outcome"] for c in json.loads(first.stdout)["cells"]} & {"inconclusive", "suspected"}
