@@ -11,7 +11,7 @@ repetitions measured under a throttle instead. Drawing with replacement lets
 shrink the spread a little, which makes false alarms slightly likelier, not
 rarer.
 
-Rules on the same draws (DESIGN.md §7):
+Rules on the same draws (the anchors in docs/verdicts.md):
 - iowatch: iowatch.stats.compare_matrix over the family of the matrix, at a
   fixed 5 a side, and adaptive (iowatch.judging.more_runs, up to 20 a side);
 - LKP: the sample ranges separate and the change is at least 1%;

@@ -1,6 +1,6 @@
 """The result bundle: the one contract between a lab runner and the server.
 
-A bundle is a directory per run of a matrix on one target (DESIGN.md §3):
+A bundle is a directory per run of a matrix on one target:
 
     bundle.json                       the manifest (schema: schemas/bundle-v1.json)
     cells/<cell id>/rep-<n>/<file>    raw tool output, diskstats, CPU, per repetition

@@ -3,7 +3,7 @@ each in the virtual lab, store the results, and say which patch changed what.
 
 Each variant is compared with its parent (which patch did it) and with the
 base (where the series ends up). Build and boot failures are recorded as such,
-never as performance results (DESIGN.md §6).
+never as performance results.
 """
 from __future__ import annotations
 

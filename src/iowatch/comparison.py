@@ -6,7 +6,7 @@ result set. Every side is a Side: a list of bundle-shaped manifests (samples
 inline), whatever it came from. The adapters here read a bundle directory,
 the HTTP read API (--server) and a study's published numbers; the Django
 store's adapter lives in the web app (webapp/results/sides.py), which the
-runner side never imports (DESIGN.md §2). Several runs on a side pool their
+runner side never imports. Several runs on a side pool their
 repetitions per cell. The verdict on two sides is iowatch.judging's.
 
 Cells pair by study, device class, device, filesystem, job group and metric,

@@ -1,7 +1,7 @@
 """Device counters from /proc/diskstats, sampled around a workload.
 
 Device-level counts show what the file system made of the work: the XFS
-writeback study's win is best seen as physical write IOPS (DESIGN.md §1).
+writeback study's win is best seen as physical write IOPS (jobs/studies/xfs-smallfile-writeback.yml).
 Counts are steadier than times under emulation, so every run records them.
 """
 from __future__ import annotations

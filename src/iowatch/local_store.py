@@ -1,7 +1,7 @@
 """This machine's store (embedded SQLite or DATABASE_URL), reached through the
 web app's own management commands in a child process.
 
-The runner side never imports Django (DESIGN.md §2): storing bundles, and
+The runner side never imports Django (README, "Layout"): storing bundles, and
 comparing runs that only the store holds, start `python -m django COMMAND`
 with the web app's settings.
 """

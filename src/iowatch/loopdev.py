@@ -3,7 +3,7 @@
 A device declared with `image` and `size` in hardware-inventory.yml becomes a
 sparse file $IOWATCH_DATA_DIR/images/<image> attached with direct I/O on: the
 backing file's page cache would otherwise stand in for the device and spread
-the results (DESIGN.md §4). Its rotational flag is set from the inventory so an
+the results. Its rotational flag is set from the inventory so an
 `hdd` looks rotational to the I/O scheduler and the others do not. state()
 says what a run got (direct I/O, rotational) for the bundle's environment.
 """

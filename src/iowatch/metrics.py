@@ -1,4 +1,4 @@
-"""The one table of metric names, units and directions (DESIGN.md §3 Names).
+"""The one table of metric names, units and directions.
 
 Every sample iowatch stores names a metric from this table. Names are dotted
 and end in their unit; the direction says whether a higher or a lower value is

@@ -1,6 +1,6 @@
 """The runner: expand a matrix into cells on one host and run them into a bundle.
 
-A cell is study × device × filesystem (DESIGN.md §3). Each repetition gets a
+A cell is study × device × filesystem. Each repetition gets a
 fresh filesystem, the study's I/O scheduler, dropped caches, and
 /proc/diskstats and CPU time sampled around the workload. Cells that cannot
 run here are skipped with the reason; a failing tool fails its cell only.
@@ -161,7 +161,7 @@ class Runner:
             if cell.device.is_image:
                 notes.update(loopdev.state(dev_path).environment())  # direct I/O on or not
             elif self.host.kind == "qemu" and queue["rotational"] != cell.device.wants_rotational:
-                # virtio-blk reports rotational 1 in the guest: an ssd must say 0 (DESIGN.md §5).
+                # virtio-blk reports rotational 1 in the guest: an ssd must say 0.
                 environment.set_rotational(dev_path, cell.device.wants_rotational)
                 notes["rotational"] = environment.device_queue(dev_path)["rotational"]
             scheduler = cell.study.data.get("scheduler")
@@ -253,7 +253,7 @@ class Runner:
     def _record(self, cell: Cell, index: int, res: Result, notes: dict) -> None:
         self.tool_s += res.tool_s
         if res.error:
-            # Never a performance result from a run that failed (DESIGN.md §6): its raw
+            # Never a performance result from a run that failed: its raw
             # output travels in the bundle, its numbers do not.
             res.samples = []
         fields = {"device": cell.device.name, "filesystem": cell.filesystem,

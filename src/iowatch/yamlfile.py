@@ -1,6 +1,6 @@
 """Read a YAML data file and check it against a JSON schema, with line numbers.
 
-Studies, matrices and the inventory are data (CONVENTIONS.md). A typo in one
+Studies, matrices and the inventory are data. A typo in one
 must never silently drop a job (LKP's weak spot), so every file is validated
 and a refusal names the file, the line, the key and what is allowed.
 """

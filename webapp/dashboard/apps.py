@@ -1,4 +1,4 @@
-"""The dashboard app: the pages people read (DESIGN.md §3) and their chart data."""
+"""The dashboard app: the pages people read and their chart data."""
 from django.apps import AppConfig
 
 

@@ -1,5 +1,5 @@
 """URL map: the dashboard's pages, the admin, the login, and the versioned API
-(DESIGN.md §3: the ingest API)."""
+(the ingest API)."""
 from django.contrib import admin
 from django.urls import include, path
 

@@ -3,7 +3,7 @@
 Reading is open to anyone, like the rest of the API. Triage changes state and
 needs a logged-in user (Django's session, with its CSRF token); every change is
 a TriageEvent naming the user. Everything goes out as JSON data: pages that
-show it escape it (untrusted text, DESIGN.md §6).
+show it escape it (untrusted text).
 """
 from __future__ import annotations
 

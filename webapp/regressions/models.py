@@ -1,5 +1,5 @@
 """What the verdicts decided, stored so pages read them instead of recomputing
-(DESIGN.md §4, the alert and summary triage of Perfherder in §7).
+(docs/verdicts.md; alert and summary triage as Perfherder has them).
 
 A Comparison pairs two kernels measured on one host with one matrix (each
 side pools the repetitions of every run of its kernel) and says why they were
@@ -80,7 +80,7 @@ class Comparison(models.Model):
 class CellVerdict(models.Model):
     """The A/B verdict of one cell, job group and metric of a comparison."""
     comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="cells")
-    # The series key (DESIGN.md §3), with the bundle's cell id that pairs the sides.
+    # The series key (study/host/device/filesystem/group/metric), with the bundle's cell id that pairs the sides.
     cell_key = models.CharField(max_length=300)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="+")
     host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="+")

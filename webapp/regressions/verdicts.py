@@ -1,4 +1,4 @@
-"""Verdicts stored when a run arrives (DESIGN.md §3, §4): what a new run is
+"""Verdicts stored when a run arrives (docs/verdicts.md): what a new run is
 compared against, the A/B verdicts of its cells, and the change points in the
 history of the series keys it touched.
 
@@ -35,7 +35,7 @@ from results.sides import judging_studies, runs_side
 log = logging.getLogger(__name__)
 
 FDR = 0.05
-# Runs that give no performance result (DESIGN.md §6).
+# Runs that give no performance result.
 NOT_MEASURED = ("build-failed", "boot-failed")
 # A stored change point this many kernels away from a new one is the same step
 # seen again (e-divisive may move a boundary by one as history grows).

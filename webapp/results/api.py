@@ -1,7 +1,7 @@
 """The versioned HTTP API at /api/v1/: bundle ingest for agents, reads for all.
 
-The runner and the web app talk only through the result bundle and this API
-(CONVENTIONS.md). POST /bundles checks the bundle with iowatch.bundle, the
+The runner and the web app talk only through the result bundle and this API.
+POST /bundles checks the bundle with iowatch.bundle, the
 same code the runner uses, and stores it through results.ingest; the reads
 page through the store with filters done in the database.
 """

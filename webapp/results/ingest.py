@@ -1,4 +1,4 @@
-"""Turning a validated result bundle into rows of the store (DESIGN.md §3, §6).
+"""Turning a validated result bundle into rows of the store.
 
 The API checks the bundle with iowatch.bundle (the same code the runner uses)
 and hands it here. A bundle is stored whole in one transaction or not at all.

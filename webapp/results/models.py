@@ -1,4 +1,4 @@
-"""The store of results: what a bundle becomes in the database (DESIGN.md §3).
+"""The store of results: what a bundle becomes in the database.
 
 A run is one bundle: a kernel on a host, a matrix of cells (study × device ×
 filesystem × parameters), each with repetitions, their samples, job failures

@@ -1,6 +1,6 @@
 """iowatch manage: run a Django management command of the web app.
 
-The runner side never imports Django (DESIGN.md §2): this starts the web app's
+The runner side never imports Django (README, "Layout"): this starts the web app's
 own manage in a child process, such as `iowatch manage create_agent lab1`.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The CLI, the web app and the bisect reach them through one judging policy
 (iowatch.judging), so a page, a report and a Jenkins job show the same verdict.
 
-- compare / compare_matrix: A/B of one cell or a family of cells (DESIGN.md §4).
+- compare / compare_matrix: A/B of one cell or a family of cells (docs/verdicts.md).
 - look_level / next_target: the look schedule of adaptive repetitions.
 - change_points / confirmed_change_points: e-divisive means over a history.
 - confounders: differences between two runs that can explain a change.

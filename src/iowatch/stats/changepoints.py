@@ -9,7 +9,7 @@ min_magnitude.
 
 Why our own ~100 lines and not the library: apache-otava pins numpy 2.2 and
 pulls BigQuery, gRPC and Slack clients (about 116 MB), and
-signal-processing-algorithms needs numpy < 2 (DESIGN.md §4). Otava stays the
+signal-processing-algorithms needs numpy < 2. Otava stays the
 reference: tests/stats/test_changepoints.py holds this module against
 otava.analysis.compute_change_points on planted steps when Otava is installed
 (the `otava` extra in pyproject.toml).

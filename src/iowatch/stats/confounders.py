@@ -1,4 +1,4 @@
-"""Differences between two runs that can explain a change (DESIGN.md §4, §7).
+"""Differences between two runs that can explain a change (docs/verdicts.md).
 
 Reported beside a verdict, never folded into it: kernel debug options and the
 preemption model, the command line, tool versions, the CPU governor, and per

@@ -1,4 +1,4 @@
-"""Verdicts in words that cannot be read two ways (DESIGN.md §7: no "-71.2% improvement").
+"""Verdicts in words that cannot be read two ways (never LKP's ambiguous "-71.2% improvement").
 
 A sentence says what moved, which way, by how much, from what to what, in the
 metric's unit, and what that means given the metric's direction.
