@@ -228,7 +228,7 @@ def series_of(side: Side) -> tuple[dict[tuple, list[float]], dict[tuple, dict], 
                 continue
             where = (cell["study"], classes.get(cell.get("device"), "?"), cell.get("device") or "",
                      cell.get("filesystem") or "")
-            if where not in cells or not _passed(cells[where]):
+            if where not in cells or not cell_passed(cells[where]):
                 cells[where] = cell  # pooled runs: a passed cell stands for the location
             for rep in cell.get("repetitions") or []:
                 if rep.get("status", "passed") != "passed":
@@ -239,7 +239,8 @@ def series_of(side: Side) -> tuple[dict[tuple, list[float]], dict[tuple, dict], 
     return values, cells, {"hosts": ", ".join(sorted(hosts)), **models}
 
 
-def _passed(cell: dict) -> bool:
+def cell_passed(cell: dict) -> bool:
+    """At least one repetition of the cell passed: it has a performance result."""
     return any(r.get("status", "passed") == "passed" for r in cell.get("repetitions") or [])
 
 

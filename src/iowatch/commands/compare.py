@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 from iowatch.comparison import DEFAULT_STUDIES, NeedsStore, SideNotFound, load_side, published_side
+from iowatch.judging import compare_sides
+from iowatch.report import FORMATS, RENDERERS
 from iowatch.studies import load_studies
 from iowatch.yamlfile import DataFileError
 
@@ -30,7 +32,7 @@ def register(sub):
     p.add_argument("--candidate", dest="candidate_label", metavar="LABEL",
                    help="with --published: the candidate label")
     p.add_argument("--device-class", default=None, help="only cells of this device class")
-    p.add_argument("--format", choices=("text", "json", "junit", "markdown"), default="text")
+    p.add_argument("--format", choices=FORMATS, default="text")
     p.add_argument("--fdr", type=float, default=0.05,
                    help="false-discovery rate for Benjamini-Hochberg across the cells (default 0.05)")
     p.add_argument("--server", default=os.environ.get("IOWATCH_SERVER"),
@@ -89,9 +91,6 @@ def run(args, store_side=None) -> int:
         return call("compare", *(args.argv if args.argv is not None else sys.argv[2:]))
     except SideNotFound as e:
         return _fail(str(e))
-    from iowatch.judging import compare_sides
-    from iowatch.report import RENDERERS
-
     cmp = compare_sides(base, candidate, studies=studies, fdr=args.fdr)
     if args.device_class:
         cmp.verdicts = [v for v in cmp.verdicts if v.key.device_class == args.device_class]

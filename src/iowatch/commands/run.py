@@ -1,6 +1,7 @@
 """iowatch run: run a matrix (or one study) on a host's devices into a result bundle."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -131,12 +132,7 @@ def run(args) -> int:
         print(f"iowatch run: {e}", file=sys.stderr)
         return 2
     try:
-        if bar:
-            with bar:
-                doc = runner.run()
-                if base is not None:
-                    doc = _adaptive(runner, base, args.cap)
-        else:
+        with bar or contextlib.nullcontext():
             doc = runner.run()
             if base is not None:
                 doc = _adaptive(runner, base, args.cap)
@@ -185,9 +181,11 @@ def _adaptive(runner: Runner, base, cap: int) -> dict:
     doc = runner.writer.doc
     while True:
         cmp = _judge(base, runner.out, cap)
-        targets = {cell_id(where): cand for where, (_, cand) in more_runs(cmp).items()}
-        targets = {cid: n for cid, n in targets.items()
-                   if runner.writer.find(cid) and len(runner.writer.find(cid)["repetitions"]) < n}
+        targets = {}
+        for where, (_, want) in more_runs(cmp).items():  # the base bundle cannot grow
+            cell = runner.writer.find(cell_id(where))
+            if cell and len(cell["repetitions"]) < want:
+                targets[cell_id(where)] = want
         if not targets:
             return doc
         print("run: unsure against the base, adding repetitions: " + ", ".join(
