@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from iowatch.comparison import CellContext, Side, series_of
+from iowatch.comparison import CellContext, Side, cell_passed, series_of
 from iowatch.metrics import INFO, METRICS
 from iowatch.stats import (DEFAULT_CAP, FDR, UNSURE, CellInput, CellKey, CellVerdict, Confounder,
                            compare_matrix, confounders, next_target)
@@ -131,7 +131,7 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr
     failed = []
     for where in sorted(set(bcells) | set(ccells)):
         sides = [role for role, cells in (("base", bcells), ("candidate", ccells))
-                 if where in cells and _failed(cells[where])]
+                 if where in cells and not cell_passed(cells[where])]
         present = where in bcells and where in ccells
         if sides and present:
             cell = (ccells if "candidate" in sides else bcells)[where]
@@ -149,12 +149,6 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr
         conf = confounders(base.runs[0], candidate.runs[0])
     return Comparison(base, candidate, fdr, verdicts, conf, context, studies, diagnostics,
                       failed, cap)
-
-
-def _failed(cell: dict) -> bool:
-    reps = cell.get("repetitions") or []
-    return cell.get("status") in ("failed", "error") or (
-        bool(reps) and not any(r.get("status", "passed") == "passed" for r in reps))
 
 
 def more_runs(cmp: Comparison) -> dict[tuple[str, str, str], tuple[int, int]]:

@@ -99,3 +99,36 @@ def test_unsure_patches_are_measured_again_on_both_sides_only_for_their_cells(tm
     # Patch 2's writer, measured again from the real bundles, is confirmed slower.
     assert summary(result)["regressing_patches"] == [2]
     assert "[writer] write bandwidth fell" in report(result)
+
+
+def test_a_cell_is_failed_only_when_no_repetition_passed(tmp_path):
+    """One failed repetition of five leaves four results: the cell is judged on
+    them; with every repetition failed, it is listed as failed, never judged."""
+    import copy
+    import shutil
+
+    from iowatch.comparison import Side
+    from iowatch.judging import compare_sides
+    from iowatch.studies import load_studies
+
+    def with_failed(src: Path, dst: Path, failed: set[int]) -> Side:
+        shutil.copytree(src, dst)
+        doc = copy.deepcopy(bundle.load(dst))
+        for cell in doc["cells"]:
+            for rep in cell["repetitions"]:
+                if rep["index"] in failed:
+                    rep.update(status="failed", samples=[], error="fio exited 1")
+                    cell["status"] = "failed"
+        bundle.write_manifest(dst, doc)
+        return Side(str(dst), str(dst), [bundle.load(dst)])
+
+    studies = load_studies(REPO / "jobs/studies")
+    base = Side("b", "b", [bundle.load(FIXTURES / "guest-01" / "bundle")])
+    one = compare_sides(base, with_failed(FIXTURES / "guest-02" / "bundle", tmp_path / "one", {3}),
+                        studies=studies)
+    assert one.failed == [] and one.state == "regression"
+    assert {v.candidate.n for v in one.verdicts} == {4}
+    every = compare_sides(base, with_failed(FIXTURES / "guest-02" / "bundle", tmp_path / "all",
+                                            {1, 2, 3, 4, 5}), studies=studies)
+    assert [f.side for f in every.failed] == ["candidate"] and every.state == "failed"
+    assert every.verdicts == []
