@@ -24,7 +24,7 @@ import os
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from iowatch.metrics import METRICS
 
@@ -196,24 +196,41 @@ def load(bundle_dir: str | os.PathLike) -> dict:
     return doc
 
 
-def _artifacts(doc: dict) -> Iterator[dict]:
-    for cell in doc["cells"]:
-        for rep in cell["repetitions"]:
-            yield from rep.get("artifacts", [])
-
-
 def to_wire(bundle_dir: str | os.PathLike) -> bytes:
-    """The upload body: the manifest with each artifact's bytes inline."""
+    """The upload body: the manifest with each artifact's bytes inline.
+
+    Each artifact keeps the sha256 the runner recorded when it wrote the file,
+    so the server checks the bytes against the run, not against the disk now.
+    A raw file that no longer matches it (cut short, edited) is refused here,
+    before anything is sent."""
     root = Path(bundle_dir)
     doc = load(root)
-    for art in _artifacts(doc):
-        raw = (root / art.pop("path")).read_bytes()
-        art["sha256"] = hashlib.sha256(raw).hexdigest()
-        try:
-            art["content"] = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            art["content_base64"] = base64.b64encode(raw).decode("ascii")
+    for cell in doc["cells"]:
+        for rep in cell["repetitions"]:
+            for art in rep.get("artifacts", []):
+                raw = (root / art["path"]).read_bytes()
+                _check_recorded_sha256(root, cell, rep, art, raw)
+                del art["path"]
+                try:
+                    art["content"] = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    art["content_base64"] = base64.b64encode(raw).decode("ascii")
     return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _check_recorded_sha256(root: Path, cell: dict, rep: dict, art: dict, raw: bytes) -> None:
+    """Refuse an artifact whose bytes differ from the sha256 in the manifest."""
+    digest = hashlib.sha256(raw).hexdigest()
+    recorded = art.setdefault("sha256", digest)  # a manifest without one: nothing to compare
+    if recorded == digest:
+        return
+    raise BundleError(
+        f"raw file {art['path']!r} ({len(raw)} bytes now) no longer matches the sha256 "
+        f"the runner recorded when it wrote the bundle ({recorded}): it was cut short or "
+        f"changed after the run. Re-run the matrix (iowatch run with a new --out), or "
+        f"remove cell {cell['id']!r} from {root / MANIFEST} to upload the other cells; "
+        "nothing of this bundle was sent",
+        f"{root}: cell {cell['id']!r} repetition {rep['index']} artifact {art['name']!r}")
 
 
 def artifact_bytes(art: dict) -> bytes:

@@ -1,59 +1,139 @@
 """Send result bundles to the server, and keep what could not be sent.
 
-Every bundle goes into the spool first (an atomic write), and leaves it only
-when the server has stored it (201) or already had it (200). A server that is
-down or answers 5xx keeps the bundle spooled; the next upload sends the spool
-first, oldest first. A bundle the server refuses for what it is (4xx) moves to
-spool/rejected/ with the server's reason, so it is neither lost nor retried
-forever. The run UUID makes a repeated send harmless.
+Every bundle is checked and turned into its wire form first: one whose raw
+files no longer match the sha256 the runner recorded, or that breaks the
+contract, is refused here ("refused-locally") and nothing of it is spooled.
+The others go into the spool (an atomic write) and leave it only when the
+server has stored them (201) or already had them (200). Each answer decides
+what happens to that one bundle:
+
+- 4xx that judge the bundle (400, 409, 413, 422, ...): the bundle is bad. It
+  moves to spool/rejected/ with the server's reason, neither lost nor retried.
+- 401, 403, 404, 405, 407, 415, 421, 426, 3xx: the call is wrong (token, URL),
+  not the bundle. Everything stays spooled; the rest is not tried.
+- 408, 425, 429, 503, a refused connection, or a server whose /api/v1/health
+  does not answer: the server is busy or down. Retry with exponential backoff
+  and jitter, honouring Retry-After; when the tries run out, everything stays
+  spooled for the next call (the rest is not tried: it would fail the same way).
+- 500 and the other 5xx, a timeout or a dropped connection while the server
+  is healthy: the server failed on this bundle. Each such failure is counted
+  in the bundle's .meta sidecar (so the count survives restarts); after
+  QUARANTINE_AFTER of them the bundle moves to spool/quarantine/ with the
+  reasons, and the bundles behind it go on either way. `iowatch upload
+  --retry-quarantined` puts them back once the server is fixed.
+
+The run UUID makes a repeated send harmless.
 """
 from __future__ import annotations
 
+import email.utils
+import fcntl
 import json
 import os
+import random
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from iowatch import bundle
 
-# Statuses worth trying again: the server may be busy, restarting or throttling.
-RETRYABLE_STATUS = {408, 425, 429, 500, 502, 503, 504}
-MAX_DELAY_S = 30.0
+# Timeout of each wait on the socket. The longest is for the answer while the
+# server validates and stores the bundle, which grows with its size: 30 s for
+# a small bundle plus 5 s per MiB (a floor of about 200 KiB/s end to end), so
+# the largest bundle the server takes by default (64 MiB) gets 350 s.
+TIMEOUT_BASE_S = 30.0
+TIMEOUT_PER_MIB_S = 5.0
+HEALTH_TIMEOUT_S = 10.0
+
+# Longest wait between two tries, whether from the backoff or from Retry-After.
+# A server that asks for longer is left alone until the next call.
+MAX_DELAY_S = 60.0
+# Failures of the server on one bundle (counted across calls) before it is set aside.
+QUARANTINE_AFTER = 3
+
+STORED_STATES = ("sent", "already-stored")
+# The server is busy and says so: never held against the bundle.
+TRY_LATER = {408, 425, 429, 503}
+# The call is wrong, not the bundle: the same answer would come for every bundle.
+CALL_REFUSED = {401: "the token was refused", 403: "the token was refused",
+                404: "no ingest API at this URL: check --server",
+                405: "no ingest API at this URL: check --server",
+                407: "a proxy wants credentials", 415: "the server is not an iowatch server",
+                421: "the server does not answer for this host name",
+                426: "the server wants another protocol (https?)"}
 
 
 @dataclass
 class Outcome:
     run_id: str
-    state: str          # "sent", "already-stored", "rejected", "kept"
+    # "sent", "already-stored", "rejected", "quarantined", "kept" (tried, stays
+    # spooled), "not-tried" (stays spooled), "refused-locally" (never spooled)
+    state: str
     detail: str
 
+    def line(self) -> str:
+        return f"{self.state}: run {self.run_id}: {self.detail}"
 
-class ServerUnreachable(Exception):
-    pass
+
+@dataclass
+class Answer:
+    status: int | None          # None: no HTTP answer (refused, dropped, timed out)
+    reply: dict = field(default_factory=dict)
+    retry_after: str | None = None
+
+    def __str__(self) -> str:
+        if self.status is None:
+            return self.reply["error"]
+        where = f" ({self.reply['where']})" if self.reply.get("where") else ""
+        return f"{self.status}: {self.reply.get('error', self.reply)}{where}"
 
 
 def _endpoint(server: str) -> str:
     return server.rstrip("/") + "/api/v1/bundles"
 
 
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 class Spool:
-    """A directory of <run_id>.json bodies with <run_id>.meta sidecars."""
+    """A directory of <run_id>.json bodies with <run_id>.meta sidecars, and
+    rejected/ and quarantine/ for what left it without being stored."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
         self.rejected = self.root / "rejected"
+        self.quarantine = self.root / "quarantine"
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """One uploader at a time moves files in this spool."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            yield
+
+    def _meta(self, path: Path) -> dict | None:
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
 
     def put(self, run_id: str, body: bytes, server: str) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        meta = {"run_id": run_id, "server": server.rstrip("/"), "queued_at": time.time()}
-        for name, data in ((f"{run_id}.json", body), (f"{run_id}.meta", json.dumps(meta).encode())):
-            tmp = self.root / f".{name}.tmp"
-            tmp.write_bytes(data)
-            os.replace(tmp, self.root / name)
+        # A bundle given again keeps its place in the queue and its failure count.
+        meta = self._meta(self.root / f"{run_id}.meta") or {
+            "run_id": run_id, "queued_at": time.time(), "failures": []}
+        meta["server"] = server.rstrip("/")
+        _write_atomic(self.root / f"{run_id}.json", body)
+        _write_atomic(self.root / f"{run_id}.meta", json.dumps(meta).encode())
 
     def pending(self, server: str) -> list[dict]:
         """Entries queued for this server, oldest first."""
@@ -61,11 +141,9 @@ class Spool:
             return []
         entries = []
         for meta_path in self.root.glob("*.meta"):
-            try:
-                meta = json.loads(meta_path.read_text())
-            except (OSError, ValueError):
-                continue
-            if meta.get("server") == server.rstrip("/") and (self.root / f"{meta['run_id']}.json").is_file():
+            meta = self._meta(meta_path)
+            if meta and meta.get("server") == server.rstrip("/") and \
+                    (self.root / f"{meta['run_id']}.json").is_file():
                 entries.append(meta)
         return sorted(entries, key=lambda m: m["queued_at"])
 
@@ -83,19 +161,75 @@ class Spool:
         (self.root / f"{run_id}.meta").unlink(missing_ok=True)
         return self.rejected / f"{run_id}.json"
 
+    def record_failure(self, run_id: str, reason: str) -> int:
+        """Count one failure of the server on this bundle; returns the count so far."""
+        path = self.root / f"{run_id}.meta"
+        meta = self._meta(path) or {"run_id": run_id, "queued_at": time.time()}
+        meta.setdefault("failures", []).append(
+            f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {reason}")
+        _write_atomic(path, json.dumps(meta).encode())
+        return len(meta["failures"])
 
-def post(server: str, token: str, body: bytes, timeout: float = 120.0) -> tuple[int, dict]:
+    def is_quarantined(self, run_id: str) -> bool:
+        return (self.quarantine / f"{run_id}.json").is_file()
+
+    def set_aside(self, run_id: str) -> Path:
+        """Move a bundle the server keeps failing on to quarantine/, reasons beside it."""
+        self.quarantine.mkdir(parents=True, exist_ok=True)
+        meta = self._meta(self.root / f"{run_id}.meta") or {}
+        (self.quarantine / f"{run_id}.reason").write_text(
+            "".join(f"{r}\n" for r in meta.get("failures", [])))
+        os.replace(self.root / f"{run_id}.meta", self.quarantine / f"{run_id}.meta")
+        os.replace(self.root / f"{run_id}.json", self.quarantine / f"{run_id}.json")
+        return self.quarantine / f"{run_id}.json"
+
+    def release(self, server: str) -> list[str]:
+        """Put this server's quarantined bundles back in the queue with no failures counted."""
+        released = []
+        for meta_path in sorted(self.quarantine.glob("*.meta")) if self.quarantine.is_dir() else []:
+            meta = self._meta(meta_path)
+            run_id = meta and meta.get("run_id")
+            if not run_id or meta.get("server") != server.rstrip("/"):
+                continue
+            meta["failures"] = []
+            os.replace(self.quarantine / f"{run_id}.json", self.root / f"{run_id}.json")
+            _write_atomic(self.root / f"{run_id}.meta", json.dumps(meta).encode())
+            meta_path.unlink()
+            (self.quarantine / f"{run_id}.reason").unlink(missing_ok=True)
+            released.append(run_id)
+        return released
+
+
+def timeout_for(size: int) -> float:
+    return TIMEOUT_BASE_S + TIMEOUT_PER_MIB_S * size / 2**20
+
+
+def post(server: str, token: str, body: bytes, timeout: float | None = None) -> Answer:
     req = urllib.request.Request(
         _endpoint(server), data=body, method="POST",
         headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, _json_or_text(resp.read())
+        with urllib.request.urlopen(req, timeout=timeout or timeout_for(len(body))) as resp:
+            return Answer(resp.status, _json_or_text(resp.read()))
     except urllib.error.HTTPError as e:
-        return e.code, _json_or_text(e.read())
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
+        return Answer(e.code, _json_or_text(e.read()),
+                      e.headers.get("Retry-After") if e.headers else None)
+    except OSError as e:  # URLError, refused, reset, timed out
         reason = getattr(e, "reason", e)
-        raise ServerUnreachable(f"{server}: {reason}") from None
+        return Answer(None, {"error": f"{server}: no answer ({str(reason) or type(reason).__name__})"})
+
+
+def healthy(server: str) -> bool:
+    """Whether the server answers its health check: a failure with a healthy
+    server is this bundle's, one with a sick server is the server's."""
+    try:
+        with urllib.request.urlopen(server.rstrip("/") + "/api/v1/health",
+                                    timeout=HEALTH_TIMEOUT_S) as resp:
+            return resp.status < 500
+    except urllib.error.HTTPError as e:
+        return e.code < 500
+    except OSError:
+        return False
 
 
 def _json_or_text(raw: bytes) -> dict:
@@ -106,69 +240,144 @@ def _json_or_text(raw: bytes) -> dict:
         return {"error": raw.decode("utf-8", "replace")[:500]}
 
 
-def send_one(server: str, token: str, body: bytes, retries: int, backoff: float,
-             sleep: Callable[[float], None] = time.sleep) -> tuple[int, dict]:
-    """POST with exponential backoff; raises ServerUnreachable when every try failed."""
-    last = ""
-    for attempt in range(retries + 1):
-        if attempt:
-            sleep(min(backoff * 2 ** (attempt - 1), MAX_DELAY_S))
-        try:
-            status, reply = post(server, token, body)
-        except ServerUnreachable as e:
-            last = str(e)
-            continue
-        if status not in RETRYABLE_STATUS:
-            return status, reply
-        last = f"{server} answered {status}: {reply.get('error', reply)}"
-    raise ServerUnreachable(f"{last} (after {retries + 1} tries)")
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """Retry-After as seconds from now: delay-seconds or an HTTP-date; None if absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def backoff_delay(attempt: int, base: float, rng: random.Random) -> float:
+    """Wait before try attempt + 1: base * 2^(attempt - 1) capped at MAX_DELAY_S,
+    drawn from its upper half so agents that failed together do not return together."""
+    ceiling = min(base * 2 ** (attempt - 1), MAX_DELAY_S)
+    return rng.uniform(ceiling / 2, ceiling)
+
+
+def retry_after_delay(seconds: float, rng: random.Random) -> float:
+    """At least what the server asked, and up to a tenth more (jitter)."""
+    return rng.uniform(seconds, seconds * 1.1)
+
+
+def _bundle_run_id(bundle_dir: str) -> str:
+    try:
+        return str(json.loads((Path(bundle_dir) / bundle.MANIFEST).read_text())["run_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"? (bundle {bundle_dir})"
+
+
+@dataclass
+class _Sender:
+    server: str
+    token: str
+    spool: Spool
+    retries: int
+    backoff: float
+    quarantine_after: int
+    sleep: Callable[[float], None]
+    rng: random.Random
+
+    def deliver(self, run_id: str) -> tuple[Outcome, str | None]:
+        """Send one spooled bundle; returns its outcome and, when the later
+        bundles should not be tried, why."""
+        body = self.spool.body(run_id)
+        down = failures = last = None
+        wait = 0.0
+        for attempt in range(1, self.retries + 2):
+            if attempt > 1:
+                self.sleep(wait)
+            answer = post(self.server, self.token, body)
+            status = answer.status
+            if status in (200, 201):
+                self.spool.remove(run_id)
+                state = "sent" if status == 201 else "already-stored"
+                return Outcome(run_id, state, f"{answer.reply.get('cells', '?')} cells, "
+                                              f"{answer.reply.get('samples', '?')} samples"), None
+            if status in CALL_REFUSED or (status is not None and status < 400):
+                why = f"{CALL_REFUSED.get(status, 'the server redirects elsewhere')} ({answer})"
+                return Outcome(run_id, "kept", f"stays in the spool: {why}"), why
+            if status is not None and status < 500 and status not in TRY_LATER:
+                kept_at = self.spool.reject(run_id, str(answer))
+                return Outcome(run_id, "rejected", f"the server refused it ({answer}); "
+                                                   f"the body is kept at {kept_at}"), None
+            delay = retry_after_s(answer.retry_after)
+            if status in TRY_LATER or not healthy(self.server):
+                down = f"the server is busy or unreachable ({answer})"
+                if delay is not None and delay > MAX_DELAY_S:
+                    why = f"{down}; it asked to wait {delay:.0f} s, more than {MAX_DELAY_S:.0f} s"
+                    return Outcome(run_id, "kept", f"stays in the spool: {why}"), why
+            else:
+                down = None
+                failures = self.spool.record_failure(run_id, str(answer))
+                if failures >= self.quarantine_after:
+                    where = self.spool.set_aside(run_id)
+                    return Outcome(run_id, "quarantined", (
+                        f"the server failed on it {failures} times, last {answer}; set aside "
+                        f"at {where} with the reasons; after fixing the server, `iowatch upload "
+                        "--retry-quarantined` sends it again")), None
+                last = answer
+            wait = (retry_after_delay(delay, self.rng) if delay is not None and delay <= MAX_DELAY_S
+                    else backoff_delay(attempt, self.backoff, self.rng))
+        if down:
+            why = f"{down} after {self.retries + 1} tries"
+            return Outcome(run_id, "kept", f"stays in the spool: {why}"), why
+        return Outcome(run_id, "kept", (
+            f"stays in the spool: the server failed on it ({last}), failure {failures} of "
+            f"{self.quarantine_after} before quarantine; the bundles behind it went on")), None
 
 
 def upload(bundle_dirs: list[str], server: str, token: str, spool: Spool,
            retries: int = 5, backoff: float = 1.0,
            sleep: Callable[[float], None] = time.sleep,
-           report: Callable[[Outcome], None] = lambda o: None) -> list[Outcome]:
+           report: Callable[[Outcome], None] = lambda o: None,
+           quarantine_after: int = QUARANTINE_AFTER,
+           rng: random.Random | None = None) -> list[Outcome]:
     """Spool the given bundles, then send everything spooled for this server.
 
-    Raises bundle.BundleError for a bundle directory that breaks the contract;
-    then nothing of that call is spooled."""
-    bodies = []
-    for d in bundle_dirs:
-        body = bundle.to_wire(d)
-        bodies.append((json.loads(body)["run_id"], body))
-    for run_id, body in bodies:
-        spool.put(run_id, body, server)
-
+    Returns one Outcome per bundle handled, in the order handled (each also
+    passed to report as it happens). A bundle directory that breaks the
+    contract or whose raw files changed since the run is "refused-locally"
+    and nothing of it is spooled; the others go on."""
     outcomes: list[Outcome] = []
-    pending = spool.pending(server)
-    for i, entry in enumerate(pending):
-        run_id = entry["run_id"]
-        try:
-            status, reply = send_one(server, token, spool.body(run_id), retries, backoff, sleep)
-        except ServerUnreachable as e:
-            # The server is down: keep this and every later entry for the next call.
-            for later in pending[i:]:
-                outcomes.append(Outcome(later["run_id"], "kept", str(e)))
-                report(outcomes[-1])
-            break
-        if status in (200, 201):
-            spool.remove(run_id)
-            state = "sent" if status == 201 else "already-stored"
-            detail = f"{reply.get('cells', '?')} cells, {reply.get('samples', '?')} samples"
-        elif status in (401, 403):
-            # A token problem is the caller's to fix, not the bundle's: keep it.
-            outcomes.append(Outcome(run_id, "kept", f"{server} refused the token ({status}): "
-                                    f"{reply.get('error', reply)}"))
-            report(outcomes[-1])
-            for later in pending[i + 1:]:
-                outcomes.append(Outcome(later["run_id"], "kept", "not tried: the token was refused"))
-                report(outcomes[-1])
-            break
-        else:
-            where = f" ({reply['where']})" if reply.get("where") else ""
-            reason = f"{status}: {reply.get('error', reply)}{where}"
-            kept_at = spool.reject(run_id, reason)
-            state, detail = "rejected", f"{reason}; the body is kept at {kept_at}"
-        outcomes.append(Outcome(run_id, state, detail))
-        report(outcomes[-1])
+
+    def emit(o: Outcome) -> None:
+        outcomes.append(o)
+        report(o)
+
+    sender = _Sender(server, token, spool, max(retries, 0), backoff, max(quarantine_after, 1),
+                     sleep, rng or random.Random())
+    with spool.locked():
+        for d in bundle_dirs:
+            try:
+                body = bundle.to_wire(d)
+            except (bundle.BundleError, OSError) as e:
+                emit(Outcome(_bundle_run_id(d), "refused-locally",
+                             f"{e}; nothing of it was spooled or sent"))
+                continue
+            run_id = json.loads(body)["run_id"]
+            if spool.is_quarantined(run_id):
+                emit(Outcome(run_id, "not-tried", (
+                    f"it is in quarantine ({spool.quarantine}): the server failed on it before; "
+                    "`iowatch upload --retry-quarantined` sends it again")))
+                continue
+            spool.put(run_id, body, server)
+
+        pending = spool.pending(server)
+        for i, entry in enumerate(pending):
+            outcome, stop = sender.deliver(entry["run_id"])
+            emit(outcome)
+            if stop:
+                for later in pending[i + 1:]:
+                    emit(Outcome(later["run_id"], "not-tried",
+                                 f"stays in the spool: {stop} (at run {entry['run_id']})"))
+                break
     return outcomes

@@ -129,8 +129,10 @@ def _artifact_contents(doc: dict) -> dict[tuple[int, int, str], bytes]:
                                       f"base64 ({e})", f"{where}.content_base64") from None
                 if "sha256" in art and hashlib.sha256(raw).hexdigest() != art["sha256"]:
                     raise BundleError(
-                        f"artifact {art['name']!r}: content does not match its sha256 "
-                        f"{art['sha256']} (truncated or altered on the way)", f"{where}.sha256")
+                        f"artifact {art['name']!r} of repetition {rep['index']}: content does "
+                        f"not match its sha256 {art['sha256']}, which the runner recorded when "
+                        "it wrote the file: cut short or altered after the run or on the way; "
+                        "nothing of this bundle was stored", f"{where}.sha256")
                 contents[ci, rep["index"], art["name"]] = raw
     return contents
 
