@@ -35,4 +35,8 @@ def store_bundles(bundle_dirs: list[str]) -> int:
     rc = call("migrate", "--noinput", "-v", "0")
     if rc:
         return rc
-    return call("ingest_bundle", *map(str, bundle_dirs))
+    rc = call("ingest_bundle", *map(str, bundle_dirs))
+    if rc:
+        return rc
+    # No worker may be running on this machine: make the new runs' verdicts here.
+    return call("verdicts", "--now")

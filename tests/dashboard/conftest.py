@@ -78,8 +78,9 @@ def store(transactional_db, tmp_path) -> Store:
     """Published numbers of every study, a three-kernel series whose last patch
     halves the write bandwidth (patch 1's subject holds a script tag), and a
     nightly history of ten kernels with a step down at the eighth. Everything
-    goes through the ingest API with an agent token; verdicts are computed as
-    each upload commits."""
+    goes through the ingest API with an agent token; each upload's verdict work
+    is then done by the queue's own task runner, as a worker beside the server
+    would."""
     from django.core.management import call_command
     from django.test import Client
 
@@ -87,6 +88,7 @@ def store(transactional_db, tmp_path) -> Store:
     from iowatch.commands.import_published import published_bundles
     from iowatch.studies import load_studies
     from regressions.models import Regression
+    from regressions.work import drain
     from results.models import Kernel, PatchSeries
 
     studies = load_studies(ROOT / "jobs" / "studies")
@@ -101,6 +103,7 @@ def store(transactional_db, tmp_path) -> Store:
         response = client.post("/api/v1/bundles", wire(doc), content_type="application/json",
                                HTTP_AUTHORIZATION=f"Bearer {token}")
         assert response.status_code == 201, response.content
+        drain()
 
     subjects = {1: f"f2fs: {SCRIPT} take the lock later", 2: "f2fs: drop the write lock"}
     for k, bw in enumerate([1000, 1010, 500]):

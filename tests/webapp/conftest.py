@@ -31,15 +31,22 @@ def agent_token(db) -> str:
 
 @pytest.fixture
 def post(client, agent_token):
-    """post(doc or bytes, token=…) → (status, JSON body) through the test client."""
+    """post(doc or bytes, token=…) → (status, JSON body) through the test client.
 
-    def post(body, token: str | None = agent_token, **headers):
+    A stored run's verdict work is then done at once by the queue's own worker
+    (regressions.work.drain), as a worker beside the server would; judge=False
+    leaves it queued."""
+
+    def post(body, token: str | None = agent_token, judge: bool = True, **headers):
         if isinstance(body, dict):
             body = wire(body)
         if token is not None:
             headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
         headers.setdefault("content_type", "application/json")
         response = client.post("/api/v1/bundles", body, **headers)
+        if judge and response.status_code == 201:
+            from regressions.work import drain
+            drain()
         return response.status_code, json.loads(response.content)
 
     return post

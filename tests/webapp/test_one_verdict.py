@@ -63,11 +63,10 @@ def _library(base: int, candidate: int):
 
 
 @pytest.fixture
-def arrived(post, django_capture_on_commit_callbacks):
-    """The three bundles uploaded through the ingest API, verdicts computed on commit."""
+def arrived(post):
+    """The three bundles uploaded through the ingest API, their verdicts made by the queue."""
     for path in BUNDLES:
-        with django_capture_on_commit_callbacks(execute=True):
-            status, body = post(json.loads(bundle.to_wire(path)))
+        status, body = post(json.loads(bundle.to_wire(path)))
         assert status == 201, body
     series = PatchSeries.objects.get(name="e2e-slow-ext4-dio")
     return series, [Kernel.objects.get(series=series, patch_index=i) for i in range(3)]
@@ -155,8 +154,7 @@ def _check_result() -> CheckResult:
     return result
 
 
-def test_the_study_files_minimum_effect_judges_on_the_server_too(post, settings, tmp_path,
-                                                                 django_capture_on_commit_callbacks):
+def test_the_study_files_minimum_effect_judges_on_the_server_too(post, settings, tmp_path):
     """A study with a 30% minimum effect: a -20% change is no regression, on the
     server as in the library; with the default 5% the same data is one."""
     studies = tmp_path / "studies"
@@ -171,8 +169,7 @@ def test_the_study_files_minimum_effect_judges_on_the_server_too(post, settings,
                            kernel={"release": "6.12.0", "git_commit": f"{i + 1:012x}"})
             for i, level in enumerate((1000, 800))]
     for doc in docs:
-        with django_capture_on_commit_callbacks(execute=True):
-            status, body = post(doc)
+        status, body = post(doc)
         assert status == 201, body
     (stored,) = CellVerdict.objects.all()
     assert stored.min_effect_pct == 30 and stored.change_pct == pytest.approx(-20, abs=0.5)

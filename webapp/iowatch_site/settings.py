@@ -10,6 +10,10 @@ IOWATCH_DEBUG           1/true/yes turns on Django's debug mode (default off)
 IOWATCH_ALLOWED_HOSTS   extra host names, comma-separated, beside localhost
 IOWATCH_MAX_BUNDLE_BYTES  the largest upload the ingest API accepts (default 64 MiB)
 IOWATCH_STUDIES         the study files that decide verdicts (default: the repository's jobs/studies)
+IOWATCH_VERDICT_ATTEMPTS  tries of a run's verdict work before it is marked failed (default 3)
+IOWATCH_VERDICT_RETRY_S   wait before the first retry, doubled each time (default 30)
+IOWATCH_VERDICT_STALL_S   a verdict task running this long on a worker that stopped
+                        answering is given to another worker (default 600)
 """
 from __future__ import annotations
 
@@ -68,6 +72,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = IOWATCH_MAX_BUNDLE_BYTES
 IOWATCH_STUDIES = os.environ.get("IOWATCH_STUDIES") or str(
     Path(__file__).resolve().parents[2] / "jobs" / "studies")
 
+# A stored run's verdicts and change points are work on a durable queue
+# (regressions/work.py), in the store's own database: django-tasks' database
+# backend runs on PostgreSQL and on the embedded SQLite alike.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["verdicts"]}}
+IOWATCH_VERDICT_ATTEMPTS = int(os.environ.get("IOWATCH_VERDICT_ATTEMPTS", 3))
+IOWATCH_VERDICT_RETRY_S = float(os.environ.get("IOWATCH_VERDICT_RETRY_S", 30))
+IOWATCH_VERDICT_STALL_S = float(os.environ.get("IOWATCH_VERDICT_STALL_S", 600))
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -76,6 +88,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "ninja",  # its Swagger UI files, served from here rather than a CDN
+    "django_tasks",
+    "django_tasks_db",
     "results",
     "regressions",
     "dashboard",

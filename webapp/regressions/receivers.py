@@ -1,8 +1,8 @@
-"""Signal receivers: a stored run gets its verdicts (the logic is in verdicts)."""
+"""Signal receivers: a stored run gets its verdict work queued (regressions/work.py)."""
 from __future__ import annotations
 
-from regressions.verdicts import verdicts_for_run
+from regressions import work
 
 
 def verdicts_for_stored_run(sender, run, **kwargs) -> None:
-    verdicts_for_run(run)
+    work.enqueue(run)

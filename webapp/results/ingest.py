@@ -12,7 +12,6 @@ from __future__ import annotations
 import binascii
 import hashlib
 import json
-import logging
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -27,8 +26,6 @@ from results.models import (
     Repetition, Run, Sample, Study,
 )
 from results.signals import run_stored
-
-log = logging.getLogger(__name__)
 
 # Rows per INSERT when COPY is not available (SQLite); Django splits further
 # if the backend limits query parameters.
@@ -81,9 +78,9 @@ def store_bundle(doc: dict, agent: Agent | None = None) -> Stored:
     try:
         with transaction.atomic():
             stored = _insert(doc, digest, agent, artifacts, times)
-            # After the commit: what readers of new runs compute (verdicts) holds
-            # no lock of the upload's transaction, and its failure cannot undo the store.
-            transaction.on_commit(lambda: _announce(stored.run))
+            # In the same transaction: the run's follow-up work (its verdicts) is
+            # queued with it, so no crash can leave a stored run without it.
+            run_stored.send(sender=Run, run=stored.run)
             return stored
     except IntegrityError:
         # Another request stored this run id first (it committed while we waited
@@ -92,13 +89,6 @@ def store_bundle(doc: dict, agent: Agent | None = None) -> Stored:
         if stored:
             return stored
         raise
-
-
-def _announce(run: Run) -> None:
-    for receiver, error in run_stored.send_robust(sender=Run, run=run):
-        if error is not None:
-            log.error("after storing run %s, %s failed", run.run_id, receiver.__qualname__,
-                      exc_info=error)
 
 
 def _stored_before(run_id: uuid.UUID, digest: str) -> Stored | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 
 from iowatch import metrics as metric_table
@@ -33,6 +33,9 @@ def _at_least(field: str, low: int, name: str) -> models.CheckConstraint:
 HOST_KINDS = ("bare-metal", "qemu", "local", "published")
 DEVICE_CLASSES = ("sdcard", "emmc", "ssd", "ssd-raid0", "hdd", "nvme")
 RUN_STATUSES = ("passed", "failed", "build-failed", "boot-failed", "incomplete")
+# Where a run's verdict work stands: queued (or waiting to retry), on a worker,
+# stored, or given up after its tries (verdict_error says why).
+VERDICT_STATES = ("pending", "running", "done", "failed")
 CELL_STATUSES = ("passed", "failed", "skipped")
 REPETITION_STATUSES = ("passed", "failed")
 
@@ -206,11 +209,31 @@ class Run(models.Model):
     bundle_sha256 = models.CharField(
         max_length=64, help_text="sha256 of the canonical manifest: tells an identical "
                                  "re-post from a different bundle reusing the run id")
+    # The derived work of a stored run (its verdicts and change points) runs on
+    # the queue (regressions/work.py); these say where it stands.
+    verdict_state = models.CharField(max_length=10, choices=_choices(VERDICT_STATES),
+                                     default="pending")
+    verdict_attempts = models.PositiveSmallIntegerField(default=0)
+    verdict_error = models.TextField(blank=True, default="",
+                                     help_text="why the last try failed (kept after a retry)")
+    verdict_done_at = models.DateTimeField(null=True, blank=True)
+    verdict_task = models.UUIDField(null=True, blank=True,
+                                    help_text="the queue entry (django_tasks_db) of the latest try")
 
     class Meta:
         ordering = ["-received_at", "-id"]
-        constraints = [_one_of("status", RUN_STATUSES, "run_status_known")]
-        indexes = [models.Index(fields=["received_at"], name="run_received_at")]
+        constraints = [_one_of("status", RUN_STATUSES, "run_status_known"),
+                       _one_of("verdict_state", VERDICT_STATES, "run_verdict_state_known")]
+        indexes = [
+            models.Index(fields=["received_at"], name="run_received_at"),
+            # The verdicts' reads: a host's runs of a matrix in time order (the
+            # pairings and the change-point window, regressions/verdicts.py).
+            models.Index(F("host"), F("matrix"), Coalesce("started_at", "received_at"),
+                         name="run_host_matrix_time"),
+            # The worker's sweep and the overview: runs whose verdict is not done.
+            models.Index(fields=["verdict_state"], name="run_verdict_open",
+                         condition=~Q(verdict_state="done")),
+        ]
 
     def __str__(self) -> str:
         return str(self.run_id)

@@ -1,24 +1,39 @@
-"""iowatch serve: run the web app (dashboard and ingest API).
+"""iowatch serve: run the web app (dashboard and ingest API) and its verdict worker.
 
 Migrates the database first (the embedded SQLite one is made on first use),
-collects static files, then replaces this process with gunicorn.
+collects static files, then runs gunicorn and the verdict worker
+(manage.py verdict_worker: the verdicts of stored runs are made there, not in
+the upload's request) as children, restarting the worker if it dies. A
+deployment with its own worker service (docker-compose.yml) passes
+--no-worker.
 """
 from __future__ import annotations
 
-import os
+import signal
 import subprocess
 import sys
+import time
 
 from iowatch.local_store import django_command, django_env
 
+# A worker that dies is started again after this wait, doubled each time it
+# dies within a minute of starting, up to the cap.
+RESTART_WAIT_S = 1.0
+RESTART_WAIT_MAX_S = 30.0
+
 
 def register(sub):
-    p = sub.add_parser("serve", help="run the web app and the ingest API",
-                       description="Run the iowatch web app. Without DATABASE_URL it uses the "
-                                   "embedded SQLite store in IOWATCH_DATA_DIR.")
+    p = sub.add_parser("serve", help="run the web app, the ingest API and the verdict worker",
+                       description="Run the iowatch web app and its verdict worker. Without "
+                                   "DATABASE_URL it uses the embedded SQLite store in "
+                                   "IOWATCH_DATA_DIR.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
+    p.add_argument("--verdict-workers", type=int, default=1, metavar="N",
+                   help="verdict worker processes (default 1)")
+    p.add_argument("--no-worker", action="store_true",
+                   help="start no verdict worker (another service runs manage.py verdict_worker)")
     p.add_argument("--no-migrate", action="store_true", help="do not migrate the database first")
     p.set_defaults(func=run)
 
@@ -33,10 +48,62 @@ def run(args) -> int:
             print(f"iowatch serve: `{' '.join(step[:1])}` failed (exit {rc})", file=sys.stderr)
             return rc
     where = f"http://{args.host if args.host not in ('0.0.0.0', '::') else '127.0.0.1'}:{args.port}/"
+    workers = 0 if args.no_worker else args.verdict_workers
     print(f"iowatch serve: listening on {args.host}:{args.port}: open {where} "
-          f"(API: {where}api/v1/, OpenAPI: {where}api/v1/openapi.json)", flush=True)
-    gunicorn = [sys.executable, "-m", "gunicorn", "iowatch_site.wsgi:application",
-                "--bind", f"{args.host}:{args.port}", "--workers", str(args.workers),
-                "--access-logfile", "-", "--timeout", "300"]
-    os.execve(sys.executable, gunicorn, env)
-    return 0  # not reached
+          f"(API: {where}api/v1/, OpenAPI: {where}api/v1/openapi.json); "
+          f"{workers} verdict worker(s)", flush=True)
+    gunicorn = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "iowatch_site.wsgi:application",
+         "--bind", f"{args.host}:{args.port}", "--workers", str(args.workers),
+         "--access-logfile", "-", "--timeout", "300"], env=env)
+    worker_cmd = django_command("verdict_worker", "--no-startup-delay")
+    verdict = [_Supervised(worker_cmd, env) for _ in range(workers)]
+
+    stopping = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stopping.append(signum))
+    try:
+        while not stopping:
+            if (rc := gunicorn.poll()) is not None:
+                print(f"iowatch serve: gunicorn exited with {rc}", file=sys.stderr)
+                return rc or 1
+            for w in verdict:
+                w.check()
+            time.sleep(0.5)
+        return 0
+    finally:
+        for p in [gunicorn, *(w.proc for w in verdict)]:
+            if p.poll() is None:
+                p.terminate()
+        for p in [gunicorn, *(w.proc for w in verdict)]:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+class _Supervised:
+    """A verdict worker process, started again when it dies."""
+
+    def __init__(self, cmd: list[str], env: dict):
+        self.cmd, self.env, self.wait = cmd, env, RESTART_WAIT_S
+        self.restart_at = 0.0
+        self._start()
+
+    def _start(self) -> None:
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(self.cmd, env=self.env)
+
+    def check(self) -> None:
+        if self.proc.poll() is None:
+            return
+        now = time.monotonic()
+        if not self.restart_at:
+            quick = now - self.started < 60
+            self.wait = min(self.wait * 2, RESTART_WAIT_MAX_S) if quick else RESTART_WAIT_S
+            self.restart_at = now + self.wait
+            print(f"iowatch serve: the verdict worker exited with {self.proc.returncode}; "
+                  f"starting another in {self.wait:.0f} s", file=sys.stderr, flush=True)
+        elif now >= self.restart_at:
+            self.restart_at = 0.0
+            self._start()

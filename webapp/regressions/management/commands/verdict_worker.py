@@ -1,0 +1,52 @@
+"""manage.py verdict_worker: the worker that makes stored runs' verdicts.
+
+django_tasks_db's db_worker on the verdicts queue, with this machine's host
+and pid as its id, plus a sweep (at start, then every --sweep seconds) that
+gives back the tasks of workers that died and queues open runs that lost their
+queue entry (regressions/work.py). Run one or more beside the web server;
+`iowatch serve` starts one by itself."""
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.db import close_old_connections
+from django.db.utils import DatabaseError
+from django_tasks_db.management.commands import db_worker
+
+from regressions import work
+
+log = logging.getLogger(__name__)
+
+
+class Command(db_worker.Command):
+    help = "Make the verdicts of stored runs (the verdicts queue)."
+
+    def add_arguments(self, parser):
+        super().add_arguments(parser)
+        parser.set_defaults(queue_name=work.QUEUE, worker_id=work.worker_id(), interval=0.5)
+        parser.add_argument("--sweep", type=float, default=30.0, metavar="SECONDS",
+                            help="how often to give back dead workers' tasks (default 30)")
+
+    def handle(self, *args, sweep: float = 30.0, **options):
+        stop = threading.Event()
+        thread = threading.Thread(target=self._sweeping, args=(sweep, stop), daemon=True,
+                                  name="verdict-sweep")
+        thread.start()
+        try:
+            super().handle(*args, **options)
+        finally:
+            stop.set()
+
+    @staticmethod
+    def _sweeping(every: float, stop: threading.Event) -> None:
+        while True:
+            try:
+                if n := work.sweep():
+                    log.warning("verdict sweep: %d run(s) queued again", n)
+            except DatabaseError as e:  # the store restarting: the next sweep tries again
+                log.warning("verdict sweep: %s", e)
+            finally:
+                close_old_connections()
+            if stop.wait(every):
+                return
