@@ -74,3 +74,32 @@ def test_writer_round_trip_carries_raw_files_on_the_wire(tmp_path):
     (tmp_path / "cells/ext4/sdb/c0/rep-1/fio.json").unlink()
     with pytest.raises(BundleError, match="missing from the bundle"):
         bundle.load(tmp_path)
+
+
+def _bundle_with_raw_file(tmp_path, raw: bytes):
+    doc = good()
+    w = BundleWriter(tmp_path, run_id=doc["run_id"], kernel=doc["kernel"], host=doc["host"],
+                     devices=doc["devices"])
+    w.add_repetition("ext4/sdb/c0", "odirect-vs-readers", 2,
+                     doc["cells"][0]["repetitions"][0]["samples"], {"fio.json": raw}, device="sdb")
+    w.close()
+    return tmp_path / "cells/ext4/sdb/c0/rep-2/fio.json"
+
+
+def test_to_wire_carries_the_sha256_the_runner_recorded(tmp_path):
+    _bundle_with_raw_file(tmp_path, b'{"fio version": "fio-3.33", "jobs": []}\n')
+    recorded = bundle.load(tmp_path)["cells"][0]["repetitions"][0]["artifacts"][0]["sha256"]
+    wire = bundle.loads(bundle.to_wire(tmp_path))
+    assert wire["cells"][0]["repetitions"][0]["artifacts"][0]["sha256"] == recorded
+
+
+def test_to_wire_refuses_a_raw_file_cut_short_after_the_run(tmp_path):
+    raw = b'{"fio version": "fio-3.33", "jobs": [{"jobname": "seqw", "write": {}}]}\n'
+    path = _bundle_with_raw_file(tmp_path, raw)
+    path.write_bytes(raw[:len(raw) // 2])
+    with pytest.raises(BundleError) as e:
+        bundle.to_wire(tmp_path)
+    assert e.value.where == f"{tmp_path}: cell 'ext4/sdb/c0' repetition 2 artifact 'fio.json'"
+    message = str(e.value)
+    assert "cells/ext4/sdb/c0/rep-2/fio.json" in message and f"{len(raw) // 2} bytes now" in message
+    assert "Re-run" in message and "remove cell 'ext4/sdb/c0'" in message

@@ -228,8 +228,7 @@ def _check_recorded_sha256(root: Path, cell: dict, rep: dict, art: dict, raw: by
         f"raw file {art['path']!r} ({len(raw)} bytes now) no longer matches the sha256 "
         f"the runner recorded when it wrote the bundle ({recorded}): it was cut short or "
         f"changed after the run. Re-run the matrix (iowatch run with a new --out), or "
-        f"remove cell {cell['id']!r} from {root / MANIFEST} to upload the other cells; "
-        "nothing of this bundle was sent",
+        f"remove cell {cell['id']!r} from {root / MANIFEST} to upload the other cells",
         f"{root}: cell {cell['id']!r} repetition {rep['index']} artifact {art['name']!r}")
 
 

@@ -31,6 +31,7 @@ import fcntl
 import json
 import os
 import random
+import re
 import time
 import urllib.error
 import urllib.request
@@ -237,7 +238,9 @@ def _json_or_text(raw: bytes) -> dict:
         data = json.loads(raw)
         return data if isinstance(data, dict) else {"body": data}
     except ValueError:
-        return {"error": raw.decode("utf-8", "replace")[:500]}
+        # An HTML error page (a proxy's, Django's 500) on one line, tags dropped.
+        text = " ".join(re.sub(r"<[^>]*>", " ", raw.decode("utf-8", "replace")).split())
+        return {"error": text[:300]}
 
 
 def retry_after_s(value: str | None, now: float | None = None) -> float | None:
@@ -311,7 +314,9 @@ class _Sender:
                                                    f"the body is kept at {kept_at}"), None
             delay = retry_after_s(answer.retry_after)
             if status in TRY_LATER or not healthy(self.server):
-                down = f"the server is busy or unreachable ({answer})"
+                down = (f"the server is busy ({answer})" if status in TRY_LATER else
+                        f"the server is unreachable ({answer})" if status is None else
+                        f"the server fails its health check ({answer})")
                 if delay is not None and delay > MAX_DELAY_S:
                     why = f"{down}; it asked to wait {delay:.0f} s, more than {MAX_DELAY_S:.0f} s"
                     return Outcome(run_id, "kept", f"stays in the spool: {why}"), why
@@ -332,7 +337,7 @@ class _Sender:
             return Outcome(run_id, "kept", f"stays in the spool: {why}"), why
         return Outcome(run_id, "kept", (
             f"stays in the spool: the server failed on it ({last}), failure {failures} of "
-            f"{self.quarantine_after} before quarantine; the bundles behind it went on")), None
+            f"{self.quarantine_after} before quarantine; it does not hold up the others")), None
 
 
 def upload(bundle_dirs: list[str], server: str, token: str, spool: Spool,
@@ -378,6 +383,7 @@ def upload(bundle_dirs: list[str], server: str, token: str, spool: Spool,
             if stop:
                 for later in pending[i + 1:]:
                     emit(Outcome(later["run_id"], "not-tried",
-                                 f"stays in the spool: {stop} (at run {entry['run_id']})"))
+                                 f"stays in the spool, not tried: while sending run "
+                                 f"{entry['run_id']}, {stop}"))
                 break
     return outcomes
