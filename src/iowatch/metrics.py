@@ -35,7 +35,9 @@ FIO_PERCENTILES = (
     (99.9, "p99_9"), (99.95, "p99_95"), (99.99, "p99_99"),
 )
 
-FIO_DIRECTIONS = ("read", "write", "trim")
+# "mixed": fio's unified_rw_reporting, reads and writes reported as one direction;
+# its metrics are named and judged like the others.
+FIO_DIRECTIONS = ("read", "write", "trim", "mixed")
 LATENCY_KINDS = ("slat", "clat", "lat")
 
 

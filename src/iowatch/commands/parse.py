@@ -26,7 +26,9 @@ def register(sub) -> None:
 def run(args) -> int:
     try:
         if args.file == "-":
-            result = parse_text(sys.stdin.read(), args.format, "<stdin>")
+            # Bytes, decoded as parse_file does: a stray byte must not stop a parse.
+            result = parse_text(sys.stdin.buffer.read().decode("utf-8", "replace"), args.format,
+                                "<stdin>")
         else:
             result = parse_file(args.file, args.format)
     except ParseError as e:

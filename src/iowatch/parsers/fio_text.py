@@ -15,6 +15,14 @@ Figures are what fio printed, so they carry its display rounding. fio 2's
 decimals are not decimal fractions: its num2str printed the remainder in
 1/1024ths, shortened by rounding up (1684 MiB + 215/1024 prints "1684.3MB/s"),
 so such a figure is only good to one unit of its prefix.
+
+fio's unified_rw_reporting prints a "mixed" direction (`MIXED:` group lines,
+`mixed:` job lines) that is read like the others. With unified_rw_reporting=both
+fio 3.33 prints the job's mixed line as zeros (`mixed: IOPS=0, BW=0 (0)(0B/41msec)`):
+such a line gives no job samples, only its group line does.
+
+A line of a known kind that does not read as such, or a figure no tool prints
+(past 2^64), is a ParseError naming the line.
 """
 
 from __future__ import annotations
@@ -22,11 +30,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from iowatch.metrics import FIO_DIRECTIONS
 from iowatch.parsers.fio_run import (DirectionStats, GroupStats, disk_samples,
                                      group_samples, job_labels, job_samples,
                                      members_label)
-from iowatch.samples import JobFailure, ParseError, ParseResult
+from iowatch.samples import JobFailure, ParseError, ParseResult, plausible, storable_name
 
 # Multipliers to KiB. Old fio's KB/MB/GB/TB are binary; fio 3's IEC units are
 # KiB/MiB/GiB/TiB and its lowercase "kB" (SI) is 1000 bytes.
@@ -49,9 +56,9 @@ _NEW_GROUP_FIELDS = re.compile(
 _JOB_HEADER = re.compile(
     r"^(?P<name>.+?): \(groupid=(?P<group>\d+), jobs=\d+\): err=\s*(?P<err>\d+)"
     r"(?: \((?P<msg>.*)\))?: pid=(?P<pid>\d+)")
-_OLD_JOB_LINE = re.compile(r"^\s+(read|write|trim)\s*: (io=.*)$")
+_OLD_JOB_LINE = re.compile(r"^\s+(read|write|trim|mixed)\s*: (io=.*)$")
 _NEW_JOB_LINE = re.compile(
-    r"^\s+(read|write|trim): IOPS=(\S+), BW=(\S+) \([^)]*\)\((\S+)/(\d+)msec\)")
+    r"^\s+(read|write|trim|mixed): IOPS=(\S+), BW=(\S+) \([^)]*\)\((\S+)/(\d+)msec\)")
 _LATENCY = re.compile(
     # fio pads small figures ("stdev= 9.24"): %5.02f
     r"^\s+(slat|clat|lat) \((nsec|usec|msec)\): "
@@ -59,13 +66,35 @@ _LATENCY = re.compile(
 _PERCENTILE_HEADER = re.compile(r"^\s+clat percentiles \((nsec|usec|msec)\):")
 _PERCENTILE = re.compile(r"(\d+\.\d+)th=\[\s*(\S+?)\]")
 _CPU = re.compile(r"^\s+cpu\s+: usr=([\d.]+)%, sys=([\d.]+)%, ctx=(\d+), majf=(\d+), minf=(\d+)")
+_EXPECTED_CPU = "a fio cpu line: 'cpu : usr=P%, sys=P%, ctx=N, majf=N, minf=N'"
 _DISK = re.compile(r"^\s*(\S+): (ios=\d+/\d+,.*)$")
 _PID_ERROR = re.compile(r"^fio: pid=(\d+), err=(\d+)/(.*)$")
 _VERSION = re.compile(r"^fio-(\d+\.\d+\S*)\s*$")
 
 
+_NUMBER_RE = re.compile(rf"^(?:{_NUMBER})$")
+
+
 def _number(s: str) -> float:
-    return float(s.replace(",", ""))
+    """A decimal figure as fio prints it; ValueError for anything else or one past 2^64."""
+    if not _NUMBER_RE.match(s):
+        raise ValueError(s)
+    value = float(s.replace(",", ""))
+    if not plausible(value):
+        raise ValueError(s)
+    return value
+
+
+def _message(s: str) -> str:
+    """fio's error text, kept as a failure's message: what a store cannot hold is replaced, and cut."""
+    return re.sub("[\x00\ud800-\udfff]", "\ufffd", s)[:1000]
+
+
+def _small_int(s: str) -> int:
+    """An error number or a pid: ValueError past what either can be."""
+    if len(s) > 10 or int(s) >= 2**31:
+        raise ValueError(s)
+    return int(s)
 
 
 def size_kib(s: str) -> float:
@@ -81,6 +110,8 @@ def size_kib(s: str) -> float:
 def rate_kib_s(s: str) -> float:
     """'5125KB/s', '1684.3MB/s', '26.5MiB/s', '2,968KB/s' -> KiB/s."""
     s = s.strip()
+    if s == "0":
+        return 0.0  # fio prints a zero rate bare: 'BW=0 (0)'
     if not s.endswith("/s"):
         raise ValueError(s)
     return size_kib(s[:-2])
@@ -98,7 +129,7 @@ def msec(s: str) -> float:
     m = _MSEC_RE.match(s)
     if not m:
         raise ValueError(s)
-    return float(m.group(1))
+    return _number(m.group(1))
 
 
 def _fields(s: str) -> dict[str, str]:
@@ -150,7 +181,7 @@ class _Reader:
     def line(self, lineno: int, line: str) -> None:
         if self.percentile_scale is not None:
             if line.lstrip().startswith("|"):
-                self.percentiles(line)
+                self.percentiles(lineno, line)
                 return
             self.percentile_scale = None
 
@@ -162,15 +193,27 @@ class _Reader:
             self.group = None
             return
         if m := _GROUP_HEADER.match(line):
+            if not storable_name(m.group(1)):
+                self.fail(lineno, "a fio group header: 'Run status group N (all jobs):'", line)
             self.group, self.job = m.group(1), None
         elif m := _JOB_HEADER.match(line):
-            self.job = _Job(m["group"], m["name"], int(m["err"]), m["msg"] or "", int(m["pid"]))
+            try:
+                if not (storable_name(m["name"]) and storable_name(m["group"])):
+                    raise ValueError(m["name"])
+                self.job = _Job(m["group"], m["name"], _small_int(m["err"]), _message(m["msg"] or ""),
+                                _small_int(m["pid"]))
+            except ValueError:
+                self.fail(lineno, "a fio job header: 'NAME: (groupid=N, jobs=N): err= N: pid=N'", line)
             self.jobs.append(self.job)
             self.ddir = None
         elif m := _VERSION.match(line):
             self.version = m.group(1)
         elif m := _PID_ERROR.match(line):
-            self.pid_errors.append((int(m.group(1)), int(m.group(2)), m.group(3)))
+            try:
+                self.pid_errors.append((_small_int(m.group(1)), _small_int(m.group(2)),
+                                        _message(m.group(3))))
+            except ValueError:
+                self.fail(lineno, "a fio error line: 'fio: pid=N, err=N/MESSAGE'", line)
         elif m := _DISK.match(line):
             self.disk(lineno, m.group(1), m.group(2))
         elif self.job is not None:
@@ -191,7 +234,7 @@ class _Reader:
                     raise ValueError(rest)
                 g = GroupStats(io_kib=size_kib(m.group(4)), bw_kib_s=rate_kib_s(m.group(1)),
                                bw_min_kib_s=rate_kib_s(m.group(2)), bw_max_kib_s=rate_kib_s(m.group(3)),
-                               runtime_min_ms=float(m.group(5)), runtime_max_ms=float(m.group(6)))
+                               runtime_min_ms=_number(m.group(5)), runtime_max_ms=_number(m.group(6)))
         except (KeyError, ValueError):
             self.fail(lineno, expected, f"{ddir.upper()}: {rest}")
         if self.group is not None:
@@ -204,8 +247,7 @@ class _Reader:
                 self.next_bare += 1
             self.bare_group.append(ddir)
             group = str(self.next_bare - 1)
-        if ddir in FIO_DIRECTIONS:   # "MIXED" (unified_rw_reporting) has no metrics of its own
-            self.groups.append((group, ddir, g))
+        self.groups.append((group, ddir, g))
 
     def job_line(self, lineno: int, line: str) -> None:
         job = self.job
@@ -223,7 +265,7 @@ class _Reader:
             try:
                 job.directions[self.ddir] = DirectionStats(
                     io_kib=size_kib(m.group(4)), bw_kib_s=rate_kib_s(m.group(3)),
-                    iops=count(m.group(2)), runtime_ms=float(m.group(5)))
+                    iops=count(m.group(2)), runtime_ms=_number(m.group(5)))
             except ValueError:
                 self.fail(lineno, "a fio job line: 'DIR: IOPS=N, BW=RATE (…)(SIZE/Nmsec)'", line)
         elif (m := _LATENCY.match(line)) and self.ddir in job.directions:
@@ -236,17 +278,25 @@ class _Reader:
         elif (m := _PERCENTILE_HEADER.match(line)) and self.ddir in job.directions:
             self.percentile_scale = _TIME_US[m.group(1)]
         elif m := _CPU.match(line):
-            job.cpu = dict(zip(("usr_pct", "sys_pct", "ctx", "majf", "minf"),
-                               map(float, m.groups())))
+            try:
+                job.cpu = dict(zip(("usr_pct", "sys_pct", "ctx", "majf", "minf"),
+                                   map(_number, m.groups())))
+            except ValueError:
+                self.fail(lineno, _EXPECTED_CPU, line)
 
-    def percentiles(self, line: str) -> None:
+    def percentiles(self, lineno: int, line: str) -> None:
         target = self.job.directions[self.ddir].clat_percentiles_us
-        for p, value in _PERCENTILE.findall(line):
-            target[float(p)] = count(value) * self.percentile_scale
+        try:
+            for p, value in _PERCENTILE.findall(line):
+                target[_number(p)] = count(value) * self.percentile_scale
+        except ValueError:
+            self.fail(lineno, "a fio percentile line: '| P.PPth=[N], P.PPth=[N], …'", line)
 
     def disk(self, lineno: int, device: str, rest: str) -> None:
         """`vda: ios=0/0, merge=0/0, ticks=0/0, in_queue=0, util=0.00%` and md's aggr* figures."""
         try:
+            if not storable_name(device):
+                raise ValueError(device)
             f = _fields(rest)
             own, members = {}, {}
             for prefix, target in (("", own), ("aggr", members)):
@@ -254,9 +304,9 @@ class _Reader:
                     continue
                 for key, name in (("ios", "ios"), ("merge", "merges"), ("ticks", "ticks")):
                     read, write = f[f"{prefix}{key}"].split("/")
-                    target[f"read_{name}"], target[f"write_{name}"] = float(read), float(write)
-                target["in_queue"] = float(f[f"{prefix}in_queue"])
-                target["util"] = float(f[f"{prefix}util"].rstrip("%"))
+                    target[f"read_{name}"], target[f"write_{name}"] = _number(read), _number(write)
+                target["in_queue"] = _number(f[f"{prefix}in_queue"])
+                target["util"] = _number(f[f"{prefix}util"].removesuffix("%"))
         except (KeyError, ValueError):
             self.fail(lineno, "a fio disk line: 'DEV: ios=R/W, merge=R/W, ticks=R/W, "
                               "in_queue=N, util=P%'", f"{device}: {rest}")
@@ -290,7 +340,8 @@ def parse(text: str, path: str = "<stdin>") -> ParseResult:
             continue
         result.samples += job_samples(job.group, label, job.directions, job.cpu)
         for ddir, d in job.directions.items():
-            iops[job.group, ddir] = iops.get((job.group, ddir), 0) + d.iops
+            if d.io_kib > 0 or d.iops > 0:  # fio's zero mixed line (unified_rw_reporting=both) is no count
+                iops[job.group, ddir] = iops.get((job.group, ddir), 0) + d.iops
     # A job that failed before it started has no section, only fio's pid line.
     reported = {j.pid for j in reader.jobs}
     for pid, error, message in reader.pid_errors:

@@ -6,14 +6,19 @@ second and its application overhead; with -v, min/avg/max microseconds of each
 system call. Several -d directories or -t threads change only the counts. Each
 row becomes samples of job "iteration N" in group "fsmark"; the whole run gets
 a group-level files/s (total files over total time) and mean app overhead.
+
+Every figure in a row must read as fs_mark prints it (digits, a decimal point):
+`inf`, `nan`, a negative number, a figure past 2^64 or a Count below the row
+before is a ParseError naming the line.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 from iowatch.metrics import FSMARK_SYSCALLS
-from iowatch.samples import ParseError, ParseResult, Sample
+from iowatch.samples import ParseError, ParseResult, Sample, plausible
 
 GROUP = "fsmark"
 
@@ -21,6 +26,7 @@ _HEADER = re.compile(r"^\s*FSUse%\s+Count\s+Size\s+Files/sec\s+App Overhead(.*)$
 _SYSCALL_COLUMN = re.compile(r"(\w+) \(Min/Avg/Max\)")
 _VERSION = re.compile(r"^#\s*Version ([\d.]+),")
 _ROW_START = re.compile(r"^\s*\d")
+_FIGURE = re.compile(r"^\d+(?:\.\d+)?$")
 
 
 def _header_syscalls(rest: str, path: str, lineno: int) -> list[str]:
@@ -51,14 +57,18 @@ def parse(text: str, path: str = "<stdin>") -> ParseResult:
             columns += [f"{call}_{stat}_us" for call in calls for stat in ("min", "avg", "max")]
             expected = f"an fs_mark row of {len(columns)} numbers ({', '.join(columns[:5])}"
             expected += ", then min/avg/max per system call)" if calls else ")"
-            try:
-                values = [float(v) for v in line.split()]
-            except ValueError:
-                raise ParseError(path, lineno, expected, line.strip()) from None
-            if len(values) != len(columns):
+            figures = line.split()
+            # float() would also take 'inf', 'nan', '1_0': fs_mark prints digits only.
+            if len(figures) != len(columns) or not all(_FIGURE.match(v) for v in figures):
                 raise ParseError(path, lineno, expected, line.strip())
+            values = [float(v) for v in figures]
+            if not all(map(plausible, values)):
+                raise ParseError(path, lineno, expected + " below 2^64", line.strip())
             iteration += 1
             row = dict(zip(columns, values))
+            if row["files"] < previous_count:
+                raise ParseError(path, lineno, f"a Count of at least {previous_count:.0f} "
+                                 "(fs_mark's Count is cumulative)", line.strip())
             job = f"iteration {iteration}"
             result.samples += [Sample.of(f"fsmark.{name}", value, GROUP, job)
                                for name, value in row.items()]
@@ -75,6 +85,9 @@ def parse(text: str, path: str = "<stdin>") -> ParseResult:
     # Files over time, i.e. the files-weighted harmonic mean of the rows' rates.
     total_files = sum(files for files, _ in files_and_rates)
     total_seconds = sum(files / rate for files, rate in files_and_rates if rate > 0)
+    if not math.isfinite(total_seconds):
+        raise ParseError(path, None, "fs_mark rates whose files take a finite time "
+                         "(Count over Files/sec)", f"{total_files:.0f} files")
     if total_seconds > 0:
         result.samples.append(Sample.of("fsmark.files_per_s", total_files / total_seconds, GROUP))
     result.samples.append(Sample.of("fsmark.app_overhead_us", sum(overheads) / len(overheads), GROUP))
