@@ -1,0 +1,189 @@
+"""A stored run's verdict work is on a durable queue (regressions/work.py).
+
+- storing a run queues its work in the same transaction; the run says
+  "pending" in the API and on its page until a worker has done it;
+- a try that fails is retried, then marked failed with the reason, and
+  `manage.py verdicts --retry-failed` queues it again once the cause is fixed;
+- a server killed (-9) right after the commit loses nothing: the verdict
+  arrives when a server with its worker is back;
+- a verdict worker killed (-9) in the middle of a task: its task is given back
+  and done by the next worker.
+The last two run real server and worker processes on a scratch database."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django_tasks_db.models import DBTaskResult
+
+from bundle_maker import planted_bundle, wire
+from live_server import (create_agent, free_port, get_json, manage, running_server,
+                         scratch_database)
+from regressions.models import CellVerdict, Comparison, Regression
+from regressions.work import drain
+from results.models import Run
+
+REPO = Path(__file__).resolve().parents[2]
+NOISE = [-4, 2, 4, -2, 0]
+
+
+def pair() -> list[dict]:
+    """Two nights of one host: the second 30% slower (a regression)."""
+    return [planted_bundle({"write.bw_kib_s": [level + e for e in NOISE]},
+                           started_at=f"2024-05-0{i + 1}T02:00:00Z",
+                           kernel={"release": "6.12.0", "git_commit": f"{i + 1:012x}"})
+            for i, level in enumerate((1000, 700))]
+
+
+def test_a_stored_run_is_pending_until_the_worker_makes_its_verdict(post, client):
+    base, slow = pair()
+    for doc in (base, slow):
+        status, body = post(doc, judge=False)
+        assert status == 201, body
+    run = Run.objects.get(run_id=slow["run_id"])
+    assert run.verdict_state == "pending" and not Comparison.objects.exists()
+    # One queue entry per run, stored with it.
+    queued = DBTaskResult.objects.filter(status="READY")
+    assert sorted(e.args_kwargs["args"][0] for e in queued) == sorted(
+        Run.objects.values_list("pk", flat=True))
+    api = json.loads(client.get(f"/api/v1/runs/{slow['run_id']}").content)
+    assert api["verdict"]["state"] == "pending"
+    assert "pending: queued for the verdict worker" in client.get(
+        f"/runs/{slow['run_id']}/").content.decode()
+
+    assert drain() == 2
+    run.refresh_from_db()
+    assert run.verdict_state == "done" and run.verdict_attempts == 1
+    assert Regression.objects.count() == 1
+    assert CellVerdict.objects.get().outcome == "regression"
+    api = json.loads(client.get(f"/api/v1/runs/{slow['run_id']}").content)
+    assert api["verdict"]["state"] == "done" and api["verdict"]["done_at"]
+    health = json.loads(client.get("/api/v1/health").content)
+    assert health["verdicts_open"] == 0
+
+    # Idempotent: the work done again replaces what it stored, no duplicates.
+    verdicts = sorted(CellVerdict.objects.values_list("metric_id", "outcome", "change_pct"))
+    call_command("verdicts", "--now", stdout=open(os.devnull, "w"))
+    from regressions.work import judge_run
+    judge_run.call(run.pk)  # a done run: nothing to do
+    Run.objects.filter(pk=run.pk).update(verdict_state="pending")
+    judge_run.call(run.pk)
+    assert sorted(CellVerdict.objects.values_list("metric_id", "outcome", "change_pct")) == verdicts
+    assert Regression.objects.count() == 1
+
+
+def test_a_failing_try_is_retried_then_marked_failed_with_why(post, client, settings, tmp_path):
+    base, slow = pair()
+    for doc in (base, slow):
+        status, body = post(doc, judge=False)
+        assert status == 201, body
+    # The study files the verdicts read are broken after the runs were stored.
+    broken = tmp_path / "studies"
+    broken.mkdir()
+    (broken / "f2fs-dio-write.yml").write_text("study: f2fs-dio-write\nmetrics: [oops\n")
+    settings.IOWATCH_STUDIES = str(broken)
+    settings.IOWATCH_VERDICT_RETRY_S = 0
+    settings.IOWATCH_VERDICT_ATTEMPTS = 3
+    drain()
+    run = Run.objects.get(run_id=slow["run_id"])
+    assert run.verdict_state == "failed" and run.verdict_attempts == 3
+    assert "all 3 tries failed" in run.verdict_error and "f2fs-dio-write.yml" in run.verdict_error
+    assert DBTaskResult.objects.filter(status="FAILED").count() == 6  # 3 tries × 2 runs
+    api = json.loads(client.get(f"/api/v1/runs/{slow['run_id']}").content)
+    assert api["verdict"]["state"] == "failed" and "f2fs-dio-write.yml" in api["verdict"]["error"]
+    page = client.get(f"/runs/{slow['run_id']}/").content.decode()
+    assert "failed" in page and "--retry-failed" in page
+
+    settings.IOWATCH_STUDIES = str(REPO / "jobs" / "studies")
+    call_command("verdicts", "--retry-failed", "--now", stdout=open(os.devnull, "w"))
+    run.refresh_from_db()
+    assert run.verdict_state == "done" and run.verdict_error == ""
+    assert Regression.objects.count() == 1
+
+
+def _post(url: str, token: str, doc: dict) -> int:
+    req = urllib.request.Request(f"{url}/api/v1/bundles", data=wire(doc), method="POST",
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return r.status
+
+
+def _wait_done(url: str, run_id: str, timeout: float = 90) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        run = get_json(f"{url}/api/v1/runs/{run_id}")
+        if run["verdict"]["state"] in ("done", "failed") or time.monotonic() > deadline:
+            return run
+        time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_a_server_killed_right_after_the_commit_loses_no_verdict():
+    base, slow = pair()
+    with scratch_database() as env:
+        manage(env, "migrate", "--noinput", "-v", "0")
+        token = create_agent(env, "lab")
+        port = free_port()
+        with running_server(env, port=port, args=("--no-worker",)) as (url, proc):
+            assert _post(url, token, base) == 201
+            assert _post(url, token, slow) == 201
+            os.killpg(proc.pid, signal.SIGKILL)  # the whole server, at once
+            proc.wait()
+        # What the dead server left: both runs stored, their work queued.
+        states = manage(env, "verdicts")
+        assert "2 pending" in states, states
+        with running_server(env, port=port) as (url, _):
+            run = _wait_done(url, slow["run_id"])
+            assert run["verdict"]["state"] == "done", run
+            regressions = get_json(f"{url}/api/v1/regressions")
+            assert regressions["count"] == 1, regressions
+
+
+HANG = """
+import sys, time
+import regressions.verdicts as v
+from regressions import work
+def hang(run):
+    print("working", flush=True)
+    time.sleep(600)
+v.verdicts_for_run = hang  # judge_run imports it at call time
+work.drain()
+"""
+
+
+@pytest.mark.slow
+def test_a_worker_killed_in_the_middle_of_a_task_gives_it_back():
+    base, slow = pair()
+    with scratch_database() as env:
+        manage(env, "migrate", "--noinput", "-v", "0")
+        token = create_agent(env, "lab")
+        with running_server(env, args=("--no-worker",)) as (url, _):
+            assert _post(url, token, base) == 201
+            manage(env, "verdicts", "--now")  # the base's own work, done
+            assert _post(url, token, slow) == 201
+        denv = {**env, "DJANGO_SETTINGS_MODULE": "iowatch_site.settings"}
+        worker = subprocess.Popen([sys.executable, "-m", "django", "shell", "-c", HANG],
+                                  env=denv, stdout=subprocess.PIPE, text=True)
+        try:
+            lines = iter(worker.stdout.readline, "")  # the shell prints its own lines first
+            assert "working" in (line.strip() for line in lines)
+            assert "1 running" in manage(env, "verdicts")
+        finally:
+            worker.kill()  # SIGKILL: no chance to clean up
+            worker.wait()
+        out = manage(env, "verdicts", "--now")
+        assert "given back by dead workers" in out and "0 pending, 0 running" in out, out
+        assert "1 failed" not in out
+        with running_server(env, args=("--no-worker",)) as (url, _):
+            run = get_json(f"{url}/api/v1/runs/{slow['run_id']}")
+            assert run["verdict"]["state"] == "done" and run["verdict"]["attempts"] == 2, run
+            assert get_json(f"{url}/api/v1/regressions")["count"] == 1
