@@ -187,3 +187,24 @@ def test_a_worker_killed_in_the_middle_of_a_task_gives_it_back():
             run = get_json(f"{url}/api/v1/runs/{slow['run_id']}")
             assert run["verdict"]["state"] == "done" and run["verdict"]["attempts"] == 2, run
             assert get_json(f"{url}/api/v1/regressions")["count"] == 1
+
+
+@pytest.mark.parametrize("window, steps", [(6, 0), (60, 1)])
+def test_change_points_read_a_bounded_window_of_the_history(post, monkeypatch, window, steps):
+    """Ten nightly kernels, a step down at the fourth; only the last night is
+    judged. Its window of 6 kernels is all after the step (nothing to find);
+    a window of 60 holds the whole history and finds the step."""
+    import regressions.verdicts as verdicts
+    monkeypatch.setattr(verdicts, "CHANGE_POINT_WINDOW", window)
+    for night in range(10):
+        level = 1000 if night < 3 else 700
+        doc = planted_bundle({"write.bw_kib_s": [level + e for e in NOISE]},
+                             started_at=f"2024-05-{night + 1:02d}T02:00:00Z", matrix="nightly",
+                             kernel={"release": "6.12.0", "git_commit": f"{night + 1:012x}"})
+        status, body = post(doc, judge=False)
+        assert status == 201, body
+    last = Run.objects.get(run_id=doc["run_id"])
+    Run.objects.exclude(pk=last.pk).update(verdict_state="done")
+    DBTaskResult.objects.exclude(args_kwargs__args=[last.pk]).delete()
+    assert drain() == 1
+    assert Comparison.objects.filter(reason="change-point").count() == steps

@@ -22,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Min, Q
 from django.db.models.functions import Coalesce
 
 from iowatch import stats
@@ -40,6 +40,9 @@ NOT_MEASURED = ("build-failed", "boot-failed")
 # A stored change point this many kernels away from a new one is the same step
 # seen again (e-divisive may move a boundary by one as history grows).
 SAME_STEP_KERNELS = 1
+# Kernels of a history the change-point search reads: two months of nightlies.
+# A step older than that was raised when it was new.
+CHANGE_POINT_WINDOW = 60
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,13 @@ def change_point_alerts(run: Run) -> list[Comparison]:
     at = run_time(run)
     history = (_measured(run.host_id, run.matrix).filter(kernel__series__isnull=True)
                .filter(Q(at__lt=at) | Q(at=at, id__lte=run.id)))
+    # A bounded window: the latest CHANGE_POINT_WINDOW kernels by their first
+    # run (index run_host_matrix_time), so the work per run stays flat as the
+    # history grows.
+    window = [k for k, _ in history.values("kernel_id").annotate(first=Min("at"))
+              .order_by("-first", "-kernel_id").values_list("kernel_id", "first")
+              [:CHANGE_POINT_WINDOW]]
+    history = history.filter(kernel_id__in=window)
     first_runs = {}
     for r in history.order_by("at", "id").only("id", "kernel_id", "started_at", "received_at"):
         first_runs.setdefault(r.kernel_id, r)

@@ -32,12 +32,16 @@ def manifest(run: Run) -> dict:
     return manifests([run])[0]
 
 
-def manifests(runs: list[Run]) -> list[dict]:
-    """The runs' manifests, read with a fixed number of queries whatever their count."""
+def manifests(runs: list[Run], job_samples: bool = True) -> list[dict]:
+    """The runs' manifests, read with a fixed number of queries whatever their count.
+    Without job_samples, only the group-level samples (all that a verdict reads)."""
     ids = [r.pk for r in runs]
     samples: dict[tuple[int, int], list] = {}
+    rows = Sample.objects.filter(cell__run_id__in=ids)
+    if not job_samples:
+        rows = rows.filter(job__isnull=True)
     for cell_id, rep, metric, value, group, job in (
-            Sample.objects.filter(cell__run_id__in=ids).order_by("cell_id", "repetition", "id")
+            rows.order_by("cell_id", "repetition", "id")
             .values_list("cell_id", "repetition", "metric_id", "value", "group", "job")):
         samples.setdefault((cell_id, rep), []).append(
             {"metric": metric, "value": value, "group": group, "job": job})
@@ -76,8 +80,9 @@ def manifests(runs: list[Run]) -> list[dict]:
 
 
 def runs_side(spec: str, runs, source: str = "the store") -> Side:
-    """A side of these stored runs (a list or queryset of Run)."""
-    return Side(spec, source, manifests(list(runs)))
+    """A side of these stored runs (a list or queryset of Run), for judging:
+    cells pair on group-level samples only (iowatch.comparison)."""
+    return Side(spec, source, manifests(list(runs), job_samples=False))
 
 
 def store_side(spec: str, role: str) -> Side:
