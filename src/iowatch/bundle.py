@@ -19,8 +19,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import math
 import os
+import re
+import sys
+from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -54,20 +56,92 @@ def _validator():
     return fastjsonschema.compile(schema())
 
 
+# Bounds the schema cannot state (its description repeats them). Each keeps a
+# bad value out of the store with a 400 instead of a database error.
+MAX_DEPTH = 20  # levels of objects and arrays; the fixed structure uses 7
+MAX_TEXT = 65536  # characters in any string but an artifact's content
+MAX_KEY = 200  # characters in an object's key
+MAX_ENVIRONMENT = 1 << 20  # characters of keys and strings in the environment
+_DOUBLE_MAX = sys.float_info.max
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# A JSON string or a structural character: enough to follow the nesting of a
+# text too deep for the parser.
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[][{},:]', re.S)
+
+
 def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
 def loads(data: bytes | str, source: str = "bundle") -> Any:
-    """Strict JSON: NaN and Infinity are refused (Python's json takes them)."""
+    """Strict JSON: UTF-8 only (no encoded surrogates), NaN and Infinity refused
+    (Python's json takes them), and a text nested deeper than the parser can go
+    refused naming where, not raised as RecursionError."""
     try:
-        return json.loads(data, parse_constant=_reject_constant)
+        text = data if isinstance(data, str) else str(data, "utf-8")
     except UnicodeDecodeError as e:
         raise BundleError(f"not UTF-8 text ({e.reason} at byte {e.start})", source) from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        path = _deep_path(text)
+        raise BundleError(f"nested more than {MAX_DEPTH} levels deep",
+                          _where({}, path) if path else source) from None
     except json.JSONDecodeError as e:
         raise BundleError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", source) from None
     except ValueError as e:
         raise BundleError(f"not valid JSON: {e}", source) from None
+
+
+def _deep_path(text: str) -> list:
+    """The JSON path of the first container nested deeper than MAX_DEPTH, read
+    from the text itself (the parser could not build the document)."""
+    stack: list[list] = []  # per open container: [is an object, its current key or index]
+    key = None
+    for m in _JSON_TOKEN.finditer(text):
+        t = m.group()
+        if t in "{[":
+            if len(stack) == MAX_DEPTH:
+                return [entry[1] for entry in stack]
+            stack.append([t == "{", None if t == "{" else 0])
+        elif t in "}]":
+            if stack:
+                stack.pop()
+        elif t == ",":
+            if stack and not stack[-1][0]:
+                stack[-1][1] += 1
+        elif t == ":":
+            if stack:
+                stack[-1][1] = key
+        else:
+            key = t[1:-1]
+    return []
+
+
+def _shown(value: Any) -> str:
+    """A value as an error message quotes it: short, and never an error itself
+    (a deep list or a 5,000-digit integer cannot always be repr'd)."""
+    try:
+        return f"{value!r:.80}"
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__}"
+
+
+def _text_problem(text: str, nul_ok: bool = False) -> str | None:
+    """Why a string cannot be stored as text, or None: PostgreSQL keeps no NUL
+    in text or jsonb, and a lone surrogate has no UTF-8 form."""
+    if not nul_ok and "\x00" in text:
+        return "holds a NUL character (\\u0000), which the store cannot keep as text"
+    if not text.isascii() and _SURROGATE.search(text):
+        return "holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text"
+    return None
+
+
+def _number_problem(value: int | float) -> str | None:
+    # A comparison with the largest double is exact for ints of any size and false for NaN.
+    if -_DOUBLE_MAX <= value <= _DOUBLE_MAX:
+        return None
+    return f"{_shown(value)} is not a finite number that fits a double"
 
 
 def _cell_label(doc: dict, index: int) -> str:
@@ -80,7 +154,7 @@ def _cell_label(doc: dict, index: int) -> str:
     return f"cell #{index}"
 
 
-def _where(doc: dict, path: list) -> str:
+def _where(doc: dict, path: list | tuple) -> str:
     """Turn a JSON path such as [cells, 3, repetitions, 0, samples, 5, value]
     into "cell 'ext4/ssd' repetitions[0].samples[5].value"."""
     if len(path) >= 2 and path[0] == "cells" and isinstance(path[1], int):
@@ -106,19 +180,102 @@ def validate(doc: Any) -> dict:
             "bundle field schema_version")
     import fastjsonschema
 
+    _check_values(doc)
     try:
         _validator()(doc)
     except fastjsonschema.JsonSchemaValueException as e:
         path = [int(p) if p.isdigit() else p for p in e.path[1:]]  # e.path[0] is "data"
         message = e.message.removeprefix(e.name).strip()
-        raise BundleError(f"{message} (found {e.value!r:.80})", _where(doc, path)) from None
+        raise BundleError(f"{message} (found {_shown(e.value)})", _where(doc, path)) from None
     _check_semantics(doc)
+    _check_times(doc)
     return doc
+
+
+def _is_sample_list(path: tuple) -> bool:
+    return len(path) == 5 and path[0] == "cells" and path[2] == "repetitions" and path[4] == "samples"
+
+
+def _is_artifact_content(path: tuple) -> bool:
+    return len(path) == 7 and path[4] == "artifacts" and path[6] in ("content", "content_base64")
+
+
+def _check_values(doc: dict) -> None:
+    """Every value but the samples (the sample loop checks theirs): text the
+    store can keep, finite numbers, bounded nesting and sizes. It walks the
+    cells and their repetitions, not the samples, so it costs little."""
+    stack: list[tuple[Any, tuple, int]] = [(doc, (), 1)]
+    environment_text = 0
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, str):
+            content = _is_artifact_content(path)
+            problem = _text_problem(value, nul_ok=content)
+            if problem is None and len(value) > MAX_TEXT and not content:
+                problem = f"holds {len(value)} characters; a string holds at most {MAX_TEXT}"
+            if problem is None and content and path[6] == "content_base64" and not value.isascii():
+                # The decoder's own check (at ingest) names any other character that is not base64.
+                problem = "is not base64: it holds characters beyond ASCII"
+            if problem:
+                raise BundleError(problem, _where(doc, path))
+            if path[:1] == ("environment",):
+                environment_text += len(value)
+        elif isinstance(value, (dict, list, tuple)):
+            if depth > MAX_DEPTH:
+                raise BundleError(f"nested more than {MAX_DEPTH} levels deep", _where(doc, path))
+            if isinstance(value, dict):
+                for key in value:
+                    if problem := _key_problem(key):
+                        raise BundleError(problem, _where(doc, path))
+                    if path[:1] == ("environment",):
+                        environment_text += len(key)
+                children = value.items()
+            else:
+                if _is_sample_list(path):
+                    continue
+                children = enumerate(value)
+            stack.extend((child, (*path, key), depth + 1) for key, child in children)
+        elif isinstance(value, (int, float)):
+            if problem := _number_problem(value):
+                raise BundleError(problem, _where(doc, path))
+        elif value is not None:
+            raise BundleError(f"a {type(value).__name__} is not a JSON value", _where(doc, path))
+    if environment_text > MAX_ENVIRONMENT:
+        raise BundleError(f"holds {environment_text} characters of text; the environment holds "
+                          f"at most {MAX_ENVIRONMENT}", "bundle field environment")
+
+
+def _key_problem(key: Any) -> str | None:
+    if not isinstance(key, str):
+        return f"key {_shown(key)} is not a string"
+    if problem := _text_problem(key):
+        return f"key {_shown(key)} {problem}"
+    if len(key) > MAX_KEY:
+        return f"key of {len(key)} characters; a key holds at most {MAX_KEY}"
+    return None
+
+
+def _check_times(doc: dict) -> None:
+    # The schema checks the form; this checks the date exists and, taken to
+    # UTC as the store keeps it, is still a year from 1 to 9999.
+    for key in ("started_at", "finished_at"):
+        text = doc.get(key)
+        if text is None:
+            continue
+        try:
+            value = datetime.fromisoformat(text)
+            if value.tzinfo:
+                value.astimezone(timezone.utc)
+        except (ValueError, OverflowError) as e:
+            raise BundleError(f"{text!r} is not a date and time the store can keep ({e})",
+                              f"bundle field {key}") from None
 
 
 def _check_semantics(doc: dict) -> None:
     devices = {d["name"] for d in doc.get("devices", [])}
     seen_cells: set[str] = set()
+    # Group and job names repeat across samples: each distinct one is checked once.
+    storable: set[str] = set()
     for ci, cell in enumerate(doc["cells"]):
         label = _cell_label(doc, ci)
         if cell["id"] in seen_cells:
@@ -134,29 +291,42 @@ def _check_semantics(doc: dict) -> None:
                                   f"{label} field repetitions[{ri}].index")
             seen_reps.add(rep["index"])
             for si, s in enumerate(rep["samples"]):
-                _check_sample(s, f"{label} field repetitions[{ri}].samples[{si}]")
+                if problem := _sample_problem(s, storable):
+                    field, message = problem
+                    raise BundleError(message, f"{label} field repetitions[{ri}].samples[{si}].{field}")
             names = [a["name"] for a in rep.get("artifacts", [])]
             if len(names) != len(set(names)):
                 raise BundleError("two artifacts share a name",
                                   f"{label} field repetitions[{ri}].artifacts")
 
 
-def _check_sample(s: dict, where: str) -> None:
+def _sample_problem(s: dict, storable: set[str]) -> tuple[str, str] | None:
+    """(field, what is wrong) for a sample the schema passed, or None. It runs
+    once per sample: the where is only formatted for a sample that fails."""
     m = METRICS.get(s["metric"])
     if m is None:
-        raise BundleError(f"unknown metric {s['metric']!r}: not in iowatch's metric table "
-                          "(iowatch.metrics); add it there or fix the parser", f"{where}.metric")
+        return "metric", (f"unknown metric {_shown(s['metric'])}: not in iowatch's metric table "
+                          "(iowatch.metrics); add it there or fix the parser")
     value = s["value"]
-    if isinstance(value, bool) or not math.isfinite(value):
-        raise BundleError(f"value {value!r} is not a finite number", f"{where}.value")
+    if isinstance(value, bool) or not -_DOUBLE_MAX <= value <= _DOUBLE_MAX:
+        return "value", f"value {_shown(value)} is not a finite number"
     if m.nonnegative and value < 0:
-        raise BundleError(f"value {value!r} is negative; {m.name} cannot be", f"{where}.value")
+        return "value", f"value {value!r} is negative; {m.name} cannot be"
     if "unit" in s and s["unit"] != m.unit:
-        raise BundleError(f"unit {s['unit']!r} does not match {m.name}'s unit {m.unit!r}",
-                          f"{where}.unit")
+        return "unit", f"unit {_shown(s['unit'])} does not match {m.name}'s unit {m.unit!r}"
     if "direction" in s and s["direction"] != m.direction:
-        raise BundleError(f"direction {s['direction']!r} does not match {m.name}'s "
-                          f"direction {m.direction!r}", f"{where}.direction")
+        return "direction", (f"direction {s['direction']!r} does not match {m.name}'s "
+                             f"direction {m.direction!r}")
+    group, job = s["group"], s.get("job")
+    if group not in storable:
+        if problem := _text_problem(group):
+            return "group", problem
+        storable.add(group)
+    if job is not None and job not in storable:
+        if problem := _text_problem(job):
+            return "job", problem
+        storable.add(job)
+    return None
 
 
 # --- on disk ---------------------------------------------------------------

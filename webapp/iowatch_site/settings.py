@@ -65,7 +65,9 @@ ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"] + [
     h.strip() for h in os.environ.get("IOWATCH_ALLOWED_HOSTS", "").split(",") if h.strip()]
 
 # The ingest API refuses larger bundles with 413; Django's own limit follows it
-# so a request body up to that size can be read at all.
+# so a request body up to that size can be read at all. A chunked upload (no
+# Content-Length) is read by results/api.py under the same limit: Django alone
+# would read it as empty.
 IOWATCH_MAX_BUNDLE_BYTES = int(os.environ.get("IOWATCH_MAX_BUNDLE_BYTES", 64 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = IOWATCH_MAX_BUNDLE_BYTES
 # The studies' deciding metrics and minimum effects judge every stored verdict (iowatch.judging).
@@ -97,6 +99,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A database that is down answers 503 (JSON with Retry-After under /api/), not a
+    # 500; a client gone mid-body and a NUL in the query answer 400.
+    "iowatch_site.middleware.StoreGuardMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -266,8 +266,10 @@ def _regressions():
             summary="Regressions, newest first; filter by state, study, host, kind "
                     "(ab or change-point)")
 def list_regressions(request, filters: Query[RegressionFilters]):
-    if filters.limit < 1 or filters.offset < 0 or filters.limit > MAX_PAGE:
-        return _bad_request(f"limit must be 1 to {MAX_PAGE} and offset at least 0", "query")
+    # Imported here: results.api imports this module for its router.
+    from results.api import page_problem
+    if error := page_problem(filters.limit, filters.offset, MAX_PAGE):
+        return error
     if filters.state is not None and filters.state not in STATES:
         return _bad_request(f"state {filters.state!r} is not one of {', '.join(STATES)}",
                             "query field state")

@@ -4,6 +4,12 @@ The runner and the web app talk only through the result bundle and this API.
 POST /bundles checks the bundle with iowatch.bundle, the
 same code the runner uses, and stores it through results.ingest; the reads
 page through the store with filters done in the database.
+
+Every malformed input is a 4xx naming the field ({"error", "where"}) and
+stores nothing: a parameter that does not parse is a 400 here, not ninja's
+422. A database that cannot be reached is a 503 with Retry-After
+(iowatch_site/middleware.py). The OpenAPI description at
+/api/v1/openapi.json lists these answers for every operation.
 """
 from __future__ import annotations
 
@@ -15,23 +21,50 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import Count, Exists, OuterRef
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Schema
-from ninja.errors import AuthenticationError
+from ninja.errors import AuthenticationError, ValidationError
 from ninja.security import HttpBearer
 
 from iowatch import bundle
+from iowatch_site.middleware import RETRY_AFTER_S, client_went_away, store_unavailable
 from regressions.api import router as regressions_router
 from results import ingest
 from results.models import Agent, Artifact, Cell, Metric, Run, Sample
 
 log = logging.getLogger(__name__)
 
-api = NinjaAPI(
+def _error_answer(description: str) -> dict:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+class IowatchAPI(NinjaAPI):
+    """A NinjaAPI whose OpenAPI description also names the answers any
+    operation can give: 400 for a parameter or body that does not parse, 503
+    when the database cannot be reached."""
+
+    def get_openapi_schema(self, *args, **kwargs):
+        schema = super().get_openapi_schema(*args, **kwargs)
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                if operation.get("parameters") or operation.get("requestBody"):
+                    responses.setdefault(400, _error_answer(
+                        "a parameter or the body is malformed; where names it"))
+                unavailable = responses.setdefault(503, _error_answer(
+                    "the database cannot be reached; try again after Retry-After seconds"))
+                unavailable["headers"] = {"Retry-After": {
+                    "description": "seconds to wait before trying again",
+                    "schema": {"type": "integer"}}}
+        return schema
+
+
+api = IowatchAPI(
     title="iowatch API", version="1",
     description="Result bundles in (agents, with a token); runs, cells, samples, "
                 "artifacts and the metric table out (anyone).")
@@ -79,6 +112,25 @@ def _not_found(request, exc):
     return _error(404, str(exc) or "not found")
 
 
+@api.exception_handler(ValidationError)
+def _malformed(request, exc):
+    """A parameter or body that does not parse: 400 naming the first field
+    (ninja says 422 in a shape of its own)."""
+    first = exc.errors[0] if exc.errors else {}
+    loc = [str(p) for p in first.get("loc", ())]
+    # ninja puts the parameter group's own name between the place and the field.
+    where = f"{loc[0]} field {loc[-1]}" if len(loc) > 1 else "request"
+    more = f" (and {len(exc.errors) - 1} more)" if len(exc.errors) > 1 else ""
+    return _error(400, f"{first.get('msg', 'malformed')}{more}", where)
+
+
+# The same answers the middleware gives, here too so they do not depend on
+# ninja re-raising (it shows a traceback instead under DEBUG).
+api.add_exception_handler(OperationalError, store_unavailable)
+api.add_exception_handler(InterfaceError, store_unavailable)
+api.add_exception_handler(UnreadablePostError, client_went_away)
+
+
 # --- ingest -----------------------------------------------------------------
 
 class Error(Schema):
@@ -103,6 +155,30 @@ def _too_big(limit: int) -> JsonResponse:
                        "(setting IOWATCH_MAX_BUNDLE_BYTES)", "bundle")
 
 
+def _read_body(request: HttpRequest, limit: int) -> bytes | None:
+    """The request body, or None when it is over the limit.
+
+    A chunked upload (Transfer-Encoding: chunked, no Content-Length) is read
+    from the WSGI input, which gunicorn (iowatch serve) takes apart chunk by
+    chunk: Django alone would read it as empty. At most limit + 1 bytes are
+    read. A body that ends early or breaks off is UnreadablePostError: a 400."""
+    if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+        try:
+            body = request.META["wsgi.input"].read(limit + 1)
+        except Exception as e:  # a malformed chunk or a dropped connection: the client's doing
+            raise UnreadablePostError(f"chunked body: {e or type(e).__name__}") from e
+    else:
+        try:
+            body = request.body
+        except RequestDataTooBig:
+            return None
+        announced = int(request.META.get("CONTENT_LENGTH") or 0)
+        if len(body) < announced:
+            raise UnreadablePostError(f"the body ended after {len(body)} of the {announced} "
+                                      "bytes its Content-Length announced")
+    return None if len(body) > limit else body
+
+
 @api.post("/bundles", auth=AgentToken(), tags=["ingest"],
           response={200: BundleStored, 201: BundleStored, 400: Error, 401: Error,
                     409: Error, 413: Error, 415: Error},
@@ -111,7 +187,11 @@ def _too_big(limit: int) -> JsonResponse:
 def post_bundle(request: HttpRequest):
     """Stores the run in one transaction. 201 for a new run; 200 with
     created=false when the same bundle was stored before (idempotent); 409 when
-    the run id is stored from a different bundle. Nothing is stored on any error."""
+    the run id is stored from a different bundle; 400 naming the field for a
+    malformed bundle, 413 over the size limit, 503 with Retry-After when the
+    database cannot be reached. Nothing is stored on any error. The body comes
+    with Content-Length or chunked (Transfer-Encoding: chunked), under the same
+    size limit either way."""
     limit = settings.IOWATCH_MAX_BUNDLE_BYTES
     # Refuse by the announced length before reading a byte of the body.
     try:
@@ -124,11 +204,8 @@ def post_bundle(request: HttpRequest):
     if content_type != "application/json":
         return _error(415, f"a bundle is sent as application/json, not {content_type or 'nothing'!r}",
                       "request")
-    try:
-        body = request.body
-    except RequestDataTooBig:
-        return _too_big(limit)
-    if len(body) > limit:
+    body = _read_body(request, limit)
+    if body is None:
         return _too_big(limit)
     try:
         doc = bundle.validate(bundle.loads(body))
@@ -150,6 +227,9 @@ def post_bundle(request: HttpRequest):
 MAX_PAGE = 1000
 MAX_SAMPLES_UNFILTERED = 10_000
 MAX_SAMPLES_FILTERED = 100_000
+# Past the end of any table here: a deeper offset would only make the database
+# count rows to skip (and past 2**63 it cannot even say OFFSET).
+MAX_OFFSET = 1_000_000_000
 
 
 class Page(Schema):
@@ -158,12 +238,19 @@ class Page(Schema):
     offset: int
 
 
+def page_problem(limit: int, offset: int, most: int) -> JsonResponse | None:
+    """The 400 for a limit or an offset out of range, or None (regressions/api.py uses it too)."""
+    if not 1 <= limit <= most:
+        return _error(400, f"limit must be from 1 to {most}, the most this endpoint returns",
+                      "query field limit")
+    if not 0 <= offset <= MAX_OFFSET:
+        return _error(400, f"offset must be from 0 to {MAX_OFFSET}", "query field offset")
+    return None
+
+
 def _page(queryset, limit: int, offset: int, most: int):
-    if limit < 1 or offset < 0:
-        return None, _error(400, "limit must be at least 1 and offset at least 0", "query")
-    if limit > most:
-        return None, _error(400, f"limit {limit} is over the most this endpoint returns ({most})",
-                            "query field limit")
+    if error := page_problem(limit, offset, most):
+        return None, error
     return {"count": queryset.count(), "limit": limit, "offset": offset,
             "items": list(queryset[offset:offset + limit])}, None
 
@@ -472,6 +559,8 @@ def health(request):
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
     except Exception as e:  # any failure to reach the store is what this reports
-        return JsonResponse({"status": "error", "database": connection.vendor, "error": str(e)},
-                            status=503)
+        response = JsonResponse({"status": "error", "database": connection.vendor, "error": str(e)},
+                                status=503)
+        response["Retry-After"] = str(RETRY_AFTER_S)
+        return response
     return {"status": "ok", "database": connection.vendor}

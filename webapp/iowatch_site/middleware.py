@@ -1,0 +1,100 @@
+"""Answers for a store that cannot be reached, for a client that went away,
+and for a query string the store cannot search with.
+
+A PostgreSQL that is down or restarting makes whatever view touches it raise
+OperationalError or InterfaceError. The API then answers JSON 503 in its error
+shape ({"error", "where"}) with Retry-After, so an uploader waits and retries;
+a page answers a plain 503 page. A client that disconnects in the middle of
+its body (UnreadablePostError) gets a 400 and one log line, not a 500 with a
+traceback. A NUL in a query parameter (PostgreSQL refuses it in any text it
+is given) is a 400 naming the parameter, before any view runs. The API's own
+exception handlers (results/api.py) answer with the
+same functions, so the answer does not depend on DEBUG.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
+
+log = logging.getLogger(__name__)
+
+# A restart of PostgreSQL takes seconds; an uploader's spool retries later anyway.
+RETRY_AFTER_S = 30
+
+UNAVAILABLE_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>iowatch: unavailable</title></head>
+<body><h1>iowatch is unavailable</h1>
+<p>The results database cannot be reached. Try again in a minute.</p></body></html>
+"""
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def _one_line(exc: Exception) -> str:
+    # psycopg's messages run over several lines; a log line is one.
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _logged(response: HttpResponse) -> HttpResponse:
+    # The line logged here is the record: Django would add its own
+    # "Service Unavailable"/"Bad Request" warning otherwise.
+    response._has_been_logged = True
+    return response
+
+
+def store_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    log.warning("%s %s: database unavailable: %s", request.method, request.path, _one_line(exc))
+    if _is_api(request):
+        response = JsonResponse({"error": "the database is unavailable; try again later",
+                                 "where": "database"}, status=503)
+    else:
+        response = HttpResponse(UNAVAILABLE_PAGE, status=503, content_type="text/html; charset=utf-8")
+    response["Retry-After"] = str(RETRY_AFTER_S)
+    return _logged(response)
+
+
+def client_went_away(request: HttpRequest, exc: Exception) -> HttpResponse:
+    detail = _one_line(exc) if str(exc) else "the connection closed"
+    log.info("%s %s: request body unreadable, the client went away: %s",
+             request.method, request.path, detail)
+    message = f"the request body could not be read whole ({detail})"
+    if _is_api(request):
+        response = JsonResponse({"error": message, "where": "request"}, status=400)
+    else:
+        response = HttpResponse(message + "\n", status=400, content_type="text/plain; charset=utf-8")
+    return _logged(response)
+
+
+def bad_query(request: HttpRequest) -> HttpResponse | None:
+    """The 400 for a query parameter holding a NUL, or None. (Django decodes
+    the query string with replacement, so no lone surrogate gets this far.)"""
+    for name, values in request.GET.lists():
+        if "\x00" in name or any("\x00" in v for v in values):
+            message = "a query parameter holds a NUL character (%00), which the store cannot search for"
+            if _is_api(request):
+                return JsonResponse({"error": message, "where": f"query field {name!r:.60}"},
+                                    status=400)
+            return HttpResponse(message + "\n", status=400, content_type="text/plain; charset=utf-8")
+    return None
+
+
+class StoreGuardMiddleware:
+    """Turns a database that cannot be reached into 503, an unreadable body
+    and a query the store cannot take into 400."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return bad_query(request) or self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, (OperationalError, InterfaceError)):
+            return store_unavailable(request, exception)
+        if isinstance(exception, UnreadablePostError):
+            return client_went_away(request, exception)
+        return None
