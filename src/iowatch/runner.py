@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 from iowatch import diskstats, environment, filesystems, loopdev, mdraid, paths, safety
 from iowatch.bundle import MANIFEST, BundleWriter, loads
 from iowatch.inventory import Device, Host
-from iowatch.samples import Sample
+from iowatch.samples import ParseError, Sample
 from iowatch.studies import Matrix, Study
 from iowatch.workloads import Context, Result, run_fio, run_fs_mark, run_script
 
@@ -352,7 +352,8 @@ class Runner:
                 res, notes = self._run_rep(cell, dev_path, index)
             except safety.DeviceRefused:
                 raise  # a safety refusal stops the run: the lab description is wrong
-            except (filesystems.FilesystemError, RuntimeError, OSError) as e:
+            except (filesystems.FilesystemError, RuntimeError, OSError, ParseError) as e:
+                # An unreadable tool output fails this repetition, with its reason, not the matrix.
                 res, notes = Result(error=str(e)), {}
             with self._phase("record"):
                 self._record(cell, index, res, notes)
