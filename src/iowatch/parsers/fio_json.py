@@ -126,7 +126,7 @@ class _Reader:
         """A job's or a device's name: it labels samples, so it must be storable."""
         value = self.string(d, key, where, "?")
         if not storable_name(value):
-            self.fail(f"{where}.{key}", "a name of at most 256 characters without NUL", value)
+            self.fail(f"{where}.{key}", "a name of at most 256 characters, without NUL or lone surrogates", value)
         return value
 
 
