@@ -76,7 +76,8 @@ def bad_query(request: HttpRequest) -> HttpResponse | None:
         if "\x00" in name or any("\x00" in v for v in values):
             message = "a query parameter holds a NUL character (%00), which the store cannot search for"
             if _is_api(request):
-                return JsonResponse({"error": message, "where": f"query field {name!r:.60}"},
+                where = "query field " + name.replace("\x00", "%00")[:60]
+                return JsonResponse({"error": message, "where": where},
                                     status=400)
             return HttpResponse(message + "\n", status=400, content_type="text/plain; charset=utf-8")
     return None

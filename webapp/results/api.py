@@ -19,6 +19,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+import pydantic_core
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError, connection
@@ -129,6 +130,18 @@ def _malformed(request, exc):
 api.add_exception_handler(OperationalError, store_unavailable)
 api.add_exception_handler(InterfaceError, store_unavailable)
 api.add_exception_handler(UnreadablePostError, client_went_away)
+
+
+@api.exception_handler(pydantic_core.ValidationError)
+def _answer_not_built(request, exc):
+    """A query a resolver makes while the answer is built fails inside
+    pydantic, which keeps only the error's name: a database lost there is a
+    503 too. Anything else is a bug of ours and stays a 500."""
+    lost = ("OperationalError:", "InterfaceError:")
+    if all(e["type"] == "get_attribute_error" and str(e.get("ctx", {}).get("error")).startswith(lost)
+           for e in exc.errors()):
+        return store_unavailable(request, exc)
+    raise exc
 
 
 # --- ingest -----------------------------------------------------------------
@@ -544,7 +557,8 @@ class MetricOut(Schema):
 
 @api.get("/metrics", response=list[MetricOut], tags=["reads"], summary="The metric table")
 def list_metrics(request):
-    return Metric.objects.all()
+    # Read here, not while the answer is built: a database that is down is then a plain OperationalError.
+    return list(Metric.objects.all())
 
 
 class Health(Schema):
