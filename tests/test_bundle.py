@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +105,125 @@ def test_to_wire_refuses_a_raw_file_cut_short_after_the_run(tmp_path):
     message = str(e.value)
     assert "cells/ext4/sdb/c0/rep-2/fio.json" in message and f"{len(raw) // 2} bytes now" in message
     assert "Re-run" in message and "remove cell 'ext4/sdb/c0'" in message
+
+
+# --- bounds: what the store can keep (webapp/results/models.py) -------------------
+
+def _sample0(doc):
+    return doc["cells"][0]["repetitions"][0]["samples"][0]
+
+
+@pytest.mark.parametrize("mutate, where, words", [
+    (lambda d: _sample0(d).update(group="0\x00"),
+     "cell 'ext4/sdb/c0' field repetitions[0].samples[0].group", "NUL"),
+    (lambda d: d.update(environment={"uname": "Linux \udc80"}), "bundle field environment.uname",
+     "lone surrogate"),
+    (lambda d: d.update(environment={"nested": {1: "an int key"}}), "bundle field environment.nested",
+     "is not a string"),
+    (lambda d: d.update(environment={"path": Path("/dev/sdb")}),
+     "bundle field environment.path", "not a JSON value"),
+    (lambda d: _sample0(d).update(value=float("nan")),
+     "cell 'ext4/sdb/c0' field repetitions[0].samples[0].value", "not a finite number"),
+    (lambda d: d["cells"][0].update(params={"numjobs": float("inf")}),
+     "cell 'ext4/sdb/c0' field params.numjobs", "fits a double"),
+    (lambda d: _sample0(d).update(value=10 ** 5000),
+     "cell 'ext4/sdb/c0' field repetitions[0].samples[0].value", "int too large to show"),
+])
+def test_values_a_runner_builds_are_held_to_what_the_store_can_keep(mutate, where, words):
+    # The runner validates its own dicts before it writes bundle.json: these
+    # never reach a file, let alone the server.
+    doc = copy.deepcopy(good())
+    mutate(doc)
+    with pytest.raises(BundleError) as e:
+        bundle.validate(doc)
+    assert e.value.where == where
+    assert words in str(e.value)
+
+
+def _nested(depth: int):
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_nesting_is_bounded_without_recursing():
+    doc = good()
+    # The lists start at level 3 (the document, environment, x): 18 of them reach the bound.
+    doc["environment"] = {"x": _nested(bundle.MAX_DEPTH - 2)}
+    bundle.validate(doc)
+    doc["environment"] = {"x": _nested(bundle.MAX_DEPTH - 1)}
+    with pytest.raises(BundleError, match=f"nested more than {bundle.MAX_DEPTH} levels"):
+        bundle.validate(doc)
+    # Deeper than Python's recursion limit: refused all the same, not a RecursionError.
+    doc["environment"] = {"x": _nested(100_000)}
+    with pytest.raises(BundleError) as e:
+        bundle.validate(doc)
+    assert e.value.where.startswith("bundle field environment.x[0][0]")
+
+
+def test_a_text_too_deep_for_the_parser_is_refused_naming_the_path():
+    text = json.dumps(good()).replace('"lab1"', '"lab1", "inventory": {"racks": ' + "[" * 100_000
+                                      + "]" * 100_000 + "}", 1)
+    with pytest.raises(BundleError) as e:
+        bundle.loads(text)
+    assert e.value.where.startswith("bundle field host.inventory.racks[0]")
+    assert "nested more than" in str(e.value)
+
+
+@pytest.mark.parametrize("data, words", [
+    (b'{"a": "\xed\xa0\x80"}', "not UTF-8"),  # a surrogate encoded in UTF-8 bytes
+    (b'{"a": ' + b"1" * 5000 + b"}", "digits"),
+    (b'{"a": -Infinity}', "-Infinity is not a number JSON allows"),
+])
+def test_loads_refuses_what_python_s_json_would_take(data, words):
+    with pytest.raises(BundleError, match=words):
+        bundle.loads(data)
+
+
+@pytest.mark.parametrize("field, most, mutate", [
+    ("repetitions[0].index", 2 ** 31 - 1, lambda d, v: d["cells"][0]["repetitions"][0].update(index=v)),
+    ("size_bytes", 2 ** 63 - 1, lambda d, v: d["devices"][0].update(size_bytes=v)),
+    ("patch.index", 2 ** 31 - 1, lambda d, v: d["kernel"].update(patch={"index": v})),
+    ("environment string", bundle.MAX_TEXT, lambda d, v: d.update(environment={"log": "x" * v})),
+    ("artifact name", 200, lambda d, v: d["cells"][0]["repetitions"][0].update(
+        artifacts=[{"name": "a" * v, "content": ""}])),
+])
+def test_each_bound_takes_its_most_and_refuses_one_more(field, most, mutate):
+    doc = copy.deepcopy(good())
+    mutate(doc, most)
+    bundle.validate(doc)
+    mutate(doc, most + 1)
+    with pytest.raises(BundleError):
+        bundle.validate(doc)
+
+
+def test_the_largest_double_is_a_sample_value():
+    doc = good()
+    _sample0(doc)["value"] = sys.float_info.max
+    bundle.validate(doc)
+
+
+def test_every_study_file_s_slug_is_a_study_name_a_bundle_takes():
+    from iowatch.studies import load_studies
+    slugs = list(load_studies(Path(__file__).parents[1] / "jobs" / "studies"))
+    assert slugs
+    for slug in slugs:
+        doc = good()
+        for cell in doc["cells"]:
+            cell["study"] = slug
+        bundle.validate(doc)
+
+
+@pytest.mark.parametrize("name", ["..", ".", "a/b", "", "fio.json\n", "fio\x00.json"])
+def test_an_artifact_name_that_is_not_a_plain_file_name_is_refused(name, tmp_path):
+    doc = good()
+    w = BundleWriter(tmp_path / "b", run_id=doc["run_id"], kernel=doc["kernel"], host=doc["host"],
+                     devices=doc["devices"])
+    w.doc["cells"].append({"id": "ext4/sdb/c0", "study": "odirect-vs-readers", "status": "passed",
+                           "repetitions": [{"index": 1, "status": "passed", "samples": [],
+                                            "artifacts": [{"name": name, "path": "x"}]}]})
+    with pytest.raises(BundleError) as e:
+        w.close()
+    assert e.value.where == "cell 'ext4/sdb/c0' field repetitions[0].artifacts[0].name"
+    assert not (tmp_path / "b" / "bundle.json").exists()

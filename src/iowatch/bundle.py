@@ -124,7 +124,7 @@ def _shown(value: Any) -> str:
     try:
         return f"{value!r:.80}"
     except (RecursionError, ValueError):
-        return f"a {type(value).__name__}"
+        return f"<{type(value).__name__} too large to show>"
 
 
 def _text_problem(text: str, nul_ok: bool = False) -> str | None:
