@@ -160,7 +160,7 @@ FOUND = [
                                        "[" * 100_000 + "1" + "]" * 100_000),
      "nested too deep"),
     ("5000-digit integer", lambda: _raw_json("fio-2.16/two-groups.json", ["jobs", 1, "groupid"], "9" * 5000),
-     "an integer from 0 to 2147483647 at jobs[1].groupid"),
+     "an integer from 0 to 2^31 at jobs[1].groupid"),
     # fio_json: non-dicts where objects are, wrong types, missing and impossible figures
     ("job not an object", lambda: _edit_json("fio-2.16/seqw-group.json", _set(["jobs", 0], 7)),
      "a JSON object at jobs[0]"),
@@ -169,13 +169,13 @@ FOUND = [
     ("jobname an object", lambda: _edit_json("fio-2.16/two-groups.json", _set(["jobs", 0, "jobname"], {})),
      "a string at jobs[0].jobname"),
     ("error a float", lambda: _edit_json("fio-2.16/two-groups.json", _set(["jobs", 0, "error"], 2.5)),
-     "an integer from 0 to"),
+     "an integer from 0 to 2^31 at jobs[0].error"),
     ("io_bytes null", lambda: _edit_json("fio-2.16/seqw-group.json", _set(["jobs", 0, "write", "io_bytes"], None)),
-     "a number from 0 to 2^64 at jobs[0].write.io_bytes"),
+     "an integer from 0 to 2^64 at jobs[0].write.io_bytes"),
     ("direction a string", lambda: _edit_json("fio-2.16/writer-vs-readers.json", _set(["jobs", 0, "read"], "x")),
      "a JSON object at jobs[0].read"),
     ("runtime a list", lambda: _edit_json("fio-2.16/two-groups.json", _set(["jobs", 0, "read", "runtime"], [1])),
-     "a number from 0 to 2^64 at jobs[0].read.runtime"),
+     "an integer from 0 to 2^64 at jobs[0].read.runtime"),
     ("fio 3 without io_bytes", lambda: _edit_json("fio-3.33/md-raid0.json", _drop(["jobs", 0, "write", "io_kbytes"])),
      None),
     ("latency null", lambda: _edit_json("fio-2.16/two-groups.json", _set(["jobs", 0, "read", "clat"], None)),
@@ -197,6 +197,10 @@ FOUND = [
      "a JSON object at disk_util[0]"),
     ("NaN figure", lambda: _raw_json("fio-3.33/md-raid0.json", ["jobs", 0, "write", "bw"], "NaN"),
      "at jobs[0].write.bw, found 'nan'"),
+    # fio_json group line: a runtime of a denormal's milliseconds divided bytes to inf
+    ("runtime a tiny float", lambda: _edit_json("fio-2.16/writer-vs-readers.json", _set(
+        ["jobs", 0, "write", "runtime"], 5e-324)),
+     "an integer from 0 to 2^64 at jobs[0].write.runtime"),
     # fio_text: a percentile, a cpu figure and an error number that do not read
     ("percentile NaN", lambda: _text("fio-2.16/two-groups.txt", "99.00th=[  346]", "99.00th=[NaN]"),
      "a fio percentile line"),

@@ -88,7 +88,7 @@ def test_unparsable_outputs_fail_their_repetitions_and_the_run_goes_on(lab, tmp_
     assert doc["cells"][0]["id"] == cell["id"] == "odirect-vs-readers/loop-hdd/ext4"
     first, second, third = cell["repetitions"]
     assert first["status"] == second["status"] == "failed"
-    assert "expected a number from 0 to 2^64 at jobs[0].write.bw, found 'nan'" in first["error"]
+    assert "expected an integer from 0 to 2^64 at jobs[0].write.bw, found 'nan'" in first["error"]
     assert "fio.json:" in second["error"] and "expected fio JSON" in second["error"]
     # Never a performance result from an unreadable output; its raw output still travels.
     assert first["samples"] == [] and second["samples"] == []

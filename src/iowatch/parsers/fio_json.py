@@ -110,10 +110,14 @@ class _Reader:
             self.fail(f"{where}.{key}", "a number from 0 to 2^64", value)
         return value
 
-    def integer(self, d: dict, key: str, where: str, default: int, limit: int = 2**31) -> int:
+    def integer(self, d: dict, key: str, where: str, default=_REQUIRED, bits: int = 31) -> int:
+        """d[key] as fio prints a count (%llu): whole, 0 <= value < 2^bits; a float here
+        would make the group line's integer arithmetic overflow."""
         value = d.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
-            self.fail(f"{where}.{key}", f"an integer from 0 to {limit - 1}", value)
+        if value is _REQUIRED:
+            self.fail(f"{where}.{key}", "an integer")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**bits:
+            self.fail(f"{where}.{key}", f"an integer from 0 to 2^{bits}", value)
         return value
 
     def string(self, d: dict, key: str, where: str, default: str | None) -> str | None:
@@ -134,8 +138,8 @@ class _Reader:
 class _Ddir:
     """One job's numbers for one direction, as read: what the samples and the group line need."""
     stats: DirectionStats
-    io_bytes: int | float   # as fio wrote it: KiB in fio 2, bytes in fio 3
-    total_ios: int | float
+    io_bytes: int   # as fio wrote it: KiB in fio 2, bytes in fio 3
+    total_ios: int
     fio3: bool
 
     @property
@@ -145,12 +149,12 @@ class _Ddir:
 
 def _direction(r: _Reader, d: dict, where: str) -> _Ddir:
     fio3 = "io_kbytes" in d
-    io_bytes = r.number(d, "io_bytes", where, 0)
+    io_bytes = r.integer(d, "io_bytes", where, 0, bits=64)
     # fio 3: io_bytes are bytes and io_kbytes KiB; fio 2: io_bytes are KiB.
-    io_kib = r.number(d, "io_kbytes", where) if fio3 else io_bytes
-    stats = DirectionStats(io_kib=io_kib, bw_kib_s=r.number(d, "bw", where, 0),
+    io_kib = r.integer(d, "io_kbytes", where, bits=64) if fio3 else io_bytes
+    stats = DirectionStats(io_kib=io_kib, bw_kib_s=r.integer(d, "bw", where, 0, bits=64),
                            iops=r.number(d, "iops", where, 0),
-                           runtime_ms=r.number(d, "runtime", where, 0))
+                           runtime_ms=r.integer(d, "runtime", where, 0, bits=64))
     for kind in LATENCY_KINDS:
         if f"{kind}_ns" in d:
             key, scale = f"{kind}_ns", 1000.0
@@ -173,7 +177,7 @@ def _direction(r: _Reader, d: dict, where: str) -> _Ddir:
                 # fio 2 adds a "0.00": 0 entry after the real ones.
                 if percentile > 0:
                     stats.clat_percentiles_us[percentile] = r.number(lat["percentile"], p, at) / scale
-    return _Ddir(stats, io_bytes, r.number(d, "total_ios", where, 0), fio3)
+    return _Ddir(stats, io_bytes, r.integer(d, "total_ios", where, 0, bits=64), fio3)
 
 
 def _group_stats(ddirs: list[_Ddir]) -> GroupStats | None:
