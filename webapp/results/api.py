@@ -299,6 +299,15 @@ class KernelOut(Schema):
     patch_index: int | None
 
 
+class VerdictWork(Schema):
+    """Where the run's verdict work stands (regressions/work.py): pending (queued,
+    or waiting to retry), running, done, or failed after its tries (error says why)."""
+    state: str
+    attempts: int
+    error: str
+    done_at: datetime | None
+
+
 class RunOut(Schema):
     run_id: uuid.UUID
     status: str
@@ -311,10 +320,16 @@ class RunOut(Schema):
     started_at: datetime | None
     finished_at: datetime | None
     received_at: datetime
+    verdict: VerdictWork
 
     @staticmethod
     def resolve_agent(run: Run) -> str | None:
         return run.agent.name if run.agent_id else None
+
+    @staticmethod
+    def resolve_verdict(run: Run) -> dict:
+        return {"state": run.verdict_state, "attempts": run.verdict_attempts,
+                "error": run.verdict_error, "done_at": run.verdict_done_at}
 
 
 class RunDetail(RunOut):
@@ -565,6 +580,8 @@ class Health(Schema):
     status: str
     database: str
     error: str | None = None
+    verdicts_open: int | None = None
+    oldest_open_s: float | None = None
 
 
 @api.get("/health", response={200: Health, 503: Health}, tags=["reads"])
@@ -577,4 +594,9 @@ def health(request):
                                 status=503)
         response["Retry-After"] = str(RETRY_AFTER_S)
         return response
-    return {"status": "ok", "database": connection.vendor}
+    # The verdict queue's backlog: a growing age means no worker is keeping up.
+    oldest = (Run.objects.filter(verdict_state__in=("pending", "running"))
+              .order_by("received_at").values_list("received_at", flat=True).first())
+    return {"status": "ok", "database": connection.vendor,
+            "verdicts_open": Run.objects.filter(verdict_state__in=("pending", "running")).count(),
+            "oldest_open_s": (timezone.now() - oldest).total_seconds() if oldest else None}
