@@ -125,7 +125,9 @@ def run_fio(workload: dict, ctx: Context) -> Result:
     try:
         parsed = parse_text(raw.decode("utf-8", "replace"), "fio-json", path=str(json_path))
     except ParseError as e:
-        res.error = f"fio exited {rc}: {stderr.strip()[-400:] or e}"
+        # Both: the parser's reason, and what fio said on stderr when it said anything.
+        said = stderr.strip()[-400:]
+        res.error = f"fio exited {rc}: output unreadable: {e}" + (f"; stderr: {said}" if said else "")
         return res
     res.samples = _regroup(parsed.samples, workload["groups"])
     res.failures = [f.to_dict() for f in parsed.failures]
