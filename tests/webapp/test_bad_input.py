@@ -311,6 +311,23 @@ def test_a_chunked_upload_over_the_limit_is_a_413_and_stores_nothing(server):
     assert target.counts() == before
 
 
+def test_a_malformed_chunk_is_a_400_naming_the_request(server):
+    target, _ = server
+    before = target.counts()
+    parts = urlsplit(target.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=60) as sock:
+        sock.sendall(b"POST /api/v1/bundles HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+                     + f"Authorization: Bearer {target.token}\r\n\r\n".encode()
+                     + b"zz\r\n{}\r\n0\r\n\r\n")  # "zz" is no chunk size
+        answer = http.client.HTTPResponse(sock)
+        answer.begin()
+        reply = json.loads(answer.read())
+    assert answer.status == 400, reply
+    assert reply["where"] == "request" and "chunked body" in reply["error"]
+    assert target.counts() == before
+
+
 def _raw_upload(url: str, token: str, announced: int, sent: bytes, reset: bool) -> socket.socket:
     """Announces `announced` bytes of body, sends `sent`, then stops writing:
     a half-close (the client still reads the answer) or a reset (it is gone).
