@@ -126,30 +126,36 @@ def _wait_done(url: str, run_id: str, timeout: float = 90) -> dict:
         time.sleep(0.5)
 
 
-@pytest.mark.slow
-def test_a_server_killed_right_after_the_commit_loses_no_verdict():
-    base, slow = pair()
+@pytest.fixture
+def scratch_store():
+    """(environment, agent token) of a migrated scratch database for real processes."""
     with scratch_database() as env:
         manage(env, "migrate", "--noinput", "-v", "0")
-        token = create_agent(env, "lab")
-        port = free_port()
-        with running_server(env, port=port, args=("--no-worker",)) as (url, proc):
-            assert _post(url, token, base) == 201
-            assert _post(url, token, slow) == 201
-            os.killpg(proc.pid, signal.SIGKILL)  # the whole server, at once
-            proc.wait()
-        # What the dead server left: both runs stored, their work queued.
-        states = manage(env, "verdicts")
-        assert "2 pending" in states, states
-        with running_server(env, port=port) as (url, _):
-            run = _wait_done(url, slow["run_id"])
-            assert run["verdict"]["state"] == "done", run
-            regressions = get_json(f"{url}/api/v1/regressions")
-            assert regressions["count"] == 1, regressions
+        yield env, create_agent(env, "lab")
+
+
+@pytest.mark.slow
+def test_a_server_killed_right_after_the_commit_loses_no_verdict(scratch_store):
+    base, slow = pair()
+    env, token = scratch_store
+    port = free_port()
+    with running_server(env, port=port, args=("--no-worker",)) as (url, proc):
+        assert _post(url, token, base) == 201
+        assert _post(url, token, slow) == 201
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole server, at once
+        proc.wait()
+    # What the dead server left: both runs stored, their work queued.
+    states = manage(env, "verdicts")
+    assert "2 pending" in states, states
+    with running_server(env, port=port) as (url, _):
+        run = _wait_done(url, slow["run_id"])
+        assert run["verdict"]["state"] == "done", run
+        regressions = get_json(f"{url}/api/v1/regressions")
+        assert regressions["count"] == 1, regressions
 
 
 HANG = """
-import sys, time
+import time
 import regressions.verdicts as v
 from regressions import work
 def hang(run):
@@ -161,32 +167,30 @@ work.drain()
 
 
 @pytest.mark.slow
-def test_a_worker_killed_in_the_middle_of_a_task_gives_it_back():
+def test_a_worker_killed_in_the_middle_of_a_task_gives_it_back(scratch_store):
     base, slow = pair()
-    with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
-        token = create_agent(env, "lab")
-        with running_server(env, args=("--no-worker",)) as (url, _):
-            assert _post(url, token, base) == 201
-            manage(env, "verdicts", "--now")  # the base's own work, done
-            assert _post(url, token, slow) == 201
-        denv = {**env, "DJANGO_SETTINGS_MODULE": "iowatch_site.settings"}
-        worker = subprocess.Popen([sys.executable, "-m", "django", "shell", "-c", HANG],
-                                  env=denv, stdout=subprocess.PIPE, text=True)
-        try:
-            lines = iter(worker.stdout.readline, "")  # the shell prints its own lines first
-            assert "working" in (line.strip() for line in lines)
-            assert "1 running" in manage(env, "verdicts")
-        finally:
-            worker.kill()  # SIGKILL: no chance to clean up
-            worker.wait()
-        out = manage(env, "verdicts", "--now")
-        assert "given back by dead workers" in out and "0 pending, 0 running" in out, out
-        assert "1 failed" not in out
-        with running_server(env, args=("--no-worker",)) as (url, _):
-            run = get_json(f"{url}/api/v1/runs/{slow['run_id']}")
-            assert run["verdict"]["state"] == "done" and run["verdict"]["attempts"] == 2, run
-            assert get_json(f"{url}/api/v1/regressions")["count"] == 1
+    env, token = scratch_store
+    with running_server(env, args=("--no-worker",)) as (url, _):
+        assert _post(url, token, base) == 201
+        manage(env, "verdicts", "--now")  # the base's own work, done
+        assert _post(url, token, slow) == 201
+    denv = {**env, "DJANGO_SETTINGS_MODULE": "iowatch_site.settings"}
+    worker = subprocess.Popen([sys.executable, "-m", "django", "shell", "-c", HANG],
+                              env=denv, stdout=subprocess.PIPE, text=True)
+    try:
+        lines = iter(worker.stdout.readline, "")  # the shell prints its own lines first
+        assert "working" in (line.strip() for line in lines)
+        assert "1 running" in manage(env, "verdicts")
+    finally:
+        worker.kill()  # SIGKILL: no chance to clean up
+        worker.wait()
+    out = manage(env, "verdicts", "--now")
+    assert "given back by dead workers" in out and "0 pending, 0 running" in out, out
+    assert "1 failed" not in out
+    with running_server(env, args=("--no-worker",)) as (url, _):
+        run = get_json(f"{url}/api/v1/runs/{slow['run_id']}")
+        assert run["verdict"]["state"] == "done" and run["verdict"]["attempts"] == 2, run
+        assert get_json(f"{url}/api/v1/regressions")["count"] == 1
 
 
 @pytest.mark.parametrize("window, steps", [(6, 0), (60, 1)])
