@@ -65,6 +65,9 @@ def test_a_good_bundle_passes():
      "cell 'ext4/sdb/c0' field params.numjobs", "fits a double"),
     (lambda d: _sample0(d).update(value=10 ** 5000),
      "cell 'ext4/sdb/c0' field repetitions[0].samples[0].value", "int too large to show"),
+    # Only an artifact's content may hold a NUL (it is stored as bytes), not a look-alike path.
+    (lambda d: d.update(environment={"a": {"b": {"c": {"artifacts": {"x": {"content": "\x00"}}}}}}),
+     "bundle field environment.a.b.c.artifacts.x.content", "NUL"),
 ])
 def test_a_bad_bundle_is_refused_naming_cell_and_field(mutate, where, words):
     doc = copy.deepcopy(good())

@@ -192,12 +192,17 @@ def validate(doc: Any) -> dict:
     return doc
 
 
+def _in_repetition(path: tuple, field: str) -> bool:
+    # cells[i].repetitions[j].<field>: the fixed place, not a free-form object's look-alike.
+    return len(path) >= 5 and path[0] == "cells" and path[2] == "repetitions" and path[4] == field
+
+
 def _is_sample_list(path: tuple) -> bool:
-    return len(path) == 5 and path[0] == "cells" and path[2] == "repetitions" and path[4] == "samples"
+    return len(path) == 5 and _in_repetition(path, "samples")
 
 
 def _is_artifact_content(path: tuple) -> bool:
-    return len(path) == 7 and path[4] == "artifacts" and path[6] in ("content", "content_base64")
+    return len(path) == 7 and _in_repetition(path, "artifacts") and path[6] in ("content", "content_base64")
 
 
 def _check_values(doc: dict) -> None:
