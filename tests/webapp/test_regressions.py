@@ -236,6 +236,17 @@ def test_an_unknown_state_is_refused(regression, maintainer):
     assert not TriageEvent.objects.exists()
 
 
+@pytest.mark.parametrize("note, says", [("a\x00b", "NUL"), ("\ud800", "lone surrogate"),
+                                         ("x" * 10_001, "at most 10,000")])
+def test_a_note_the_store_cannot_keep_is_refused(regression, maintainer, note, says):
+    c, token = csrf_client(maintainer)
+    response = triage(c, regression, "acknowledged", note=note, **token)
+    assert response.status_code == 400, response.content
+    assert says in response.json()["error"] and response.json()["where"] == "body field note"
+    regression.refresh_from_db()
+    assert regression.state == "new" and not TriageEvent.objects.exists()
+
+
 def test_the_list_filters_by_state_study_host_and_kind(regression, maintainer, client):
     def ids(query):
         response = client.get(f"/api/v1/regressions?{query}")

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 from dashboard import queries
 from iowatch.report import STATE_WORDS
 from regressions.models import STATES, Regression
-from regressions.triage import UnknownState, triage
+from regressions.triage import TriageRefused, triage
 from results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Sample, Study
 
 
@@ -85,7 +85,7 @@ def regression_detail(request, regression_id: int):
         try:
             triage(regression.pk, request.user, request.POST.get("state", ""),
                    request.POST.get("note", "").strip())
-        except UnknownState as e:
+        except TriageRefused as e:
             messages.error(request, str(e))
         else:
             messages.success(request, "triage saved")

@@ -18,7 +18,7 @@ from ninja.errors import HttpError
 from ninja.security import SessionAuth
 
 from regressions.models import STATES, CellVerdict, ChangePoint, Regression, TriageEvent
-from regressions.triage import UnknownState
+from regressions.triage import TriageRefused
 from regressions.triage import triage as apply_triage
 
 router = Router(tags=["regressions"])
@@ -307,6 +307,6 @@ def triage(request, regression_id: int, body: TriageIn):
     (won't fix). The change and its note are logged with the user."""
     try:
         apply_triage(regression_id, request.auth, body.state, body.note)
-    except UnknownState as e:
-        return _bad_request(str(e), "body field state")
+    except TriageRefused as e:
+        return _bad_request(str(e), e.where)
     return get_object_or_404(_regressions(), pk=regression_id)
