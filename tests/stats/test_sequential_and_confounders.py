@@ -1,9 +1,12 @@
 """The look schedule of adaptive repetitions, and confounders."""
 import copy
+import json
+from pathlib import Path
 
 import pytest
 
 from iowatch.stats import confounders
+from iowatch.stats.confounders import kernel_flags
 from iowatch.stats.sequential import (alpha_spent, effective_n, look_index, look_level,
                                       next_target)
 
@@ -63,3 +66,40 @@ def test_every_kind_of_difference_is_named_with_why():
 def test_what_one_side_does_not_record_is_not_a_confounder():
     published = {"kernel": {"release": "2.6.32-rc7"}, "devices": [{"name": "sd0", "class": "sdcard"}]}
     assert confounders(BASE, published) == []
+
+
+def _guest_bundle(n: int) -> dict:
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "e2e-check"
+    return json.loads((root / f"guest-{n:02d}" / "bundle" / "bundle.json").read_text())
+
+
+def test_the_virtual_labs_per_run_boot_parameters_are_no_confounder():
+    # Two real guests of one check: their command lines differ only in virtme.exec
+    # (base64 of each guest's own `iowatch run`) and the host directory it mounts.
+    base, cand = _guest_bundle(1), _guest_bundle(2)
+    assert base["kernel"]["cmdline"] != cand["kernel"]["cmdline"]
+    assert "virtme_initmount0=tmp/iowatch-e2e-final/guest-01" in base["kernel"]["cmdline"]
+    assert confounders(base, cand) == []
+
+    # What does change the kernel's behaviour still is one, on the same manifests.
+    for doc in (cand["kernel"], cand["environment"]["host"]):
+        doc["cmdline"] += " mitigations=off"
+    cand["kernel"]["config"]["CONFIG_EXT4_DEBUG"] = "y"
+    cand["environment"]["devices"]["vhdd"]["scheduler"] = "mq-deadline"
+    found = {c.name: c for c in confounders(base, cand)}
+    assert set(found) == {"kernel cmdline", "kernel CONFIG_EXT4_DEBUG", "vhdd scheduler"}
+    assert found["kernel cmdline"].candidate.endswith("mitigations=off")
+    assert "virtme.exec" not in found["kernel cmdline"].candidate
+    assert "ext4 debug" in found["kernel CONFIG_EXT4_DEBUG"].why
+    assert (found["vhdd scheduler"].base, found["vhdd scheduler"].candidate) == ("bfq", "mq-deadline")
+
+
+def test_kernel_flags_name_the_debug_and_preemption_options_in_force():
+    config = _guest_bundle(2)["kernel"]["config"]
+    assert [(f.option, f.kind) for f in kernel_flags(config)] == [
+        ("CONFIG_PREEMPT_DYNAMIC", "preemption"), ("CONFIG_PREEMPT_VOLUNTARY", "preemption")]
+    flags = kernel_flags({**config, "CONFIG_EXT4_DEBUG": "y", "CONFIG_DEBUG_ATOMIC_SLEEP": "y",
+                          "CONFIG_KASAN": "y", "CONFIG_HZ": "1000", "CONFIG_EXT4_FS": "y"})
+    debug = {f.option: f.why for f in flags if f.kind == "debug"}
+    assert set(debug) == {"CONFIG_EXT4_DEBUG", "CONFIG_DEBUG_ATOMIC_SLEEP", "CONFIG_KASAN"}
+    assert "KASAN" in debug["CONFIG_KASAN"]

@@ -5,10 +5,14 @@ preemption model, the command line, tool versions, the CPU governor, and per
 device the I/O scheduler, model, rotational flag and loop direct I/O, and per
 cell the mkfs and mount options. Input: two bundle manifests, or the same
 shape rebuilt from the read API. A value one side does not record is not a
-confounder (a published run records almost nothing).
+confounder (a published run records almost nothing). The command line is
+compared without the boot parameters the virtual lab sets anew for each run.
+kernel_flags names the debug and preemption options one kernel has on, for
+a page that shows a single run.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +41,52 @@ _KERNEL_OPTIONS = {
     "CONFIG_HZ": "the timer frequency changes scheduling and timer granularity",
 }
 _PREEMPT_WHY = "the preemption model changes latency and throughput of I/O-bound work"
+_DEBUG_WHY = "kernel debugging code adds checks to the paths under test"
+# Boot parameters the virtual lab's harness sets anew for every guest: virtme-ng's
+# command to run (base64 of the guest's `iowatch run`, which names the run's own
+# output directory and label) and the host directory the guest mounts. They name
+# the run, not how the kernel behaves, so they are no confounder.
+_PER_RUN_PARAMETERS = re.compile(r"(virtme\.exec|virtme_initmount\d+)=")
+# A boot parameter: quoted values (virtme-ng quotes with backticks) stay one token.
+_PARAMETER = re.compile(r'(?:"[^"]*"|`[^`]*`|\S)+')
+
+
+def option_why(option: str) -> str | None:
+    """Why a kernel option biases storage numbers, or None for one that does not."""
+    if option in _KERNEL_OPTIONS:
+        return _KERNEL_OPTIONS[option]
+    if option.startswith("CONFIG_PREEMPT"):
+        return _PREEMPT_WHY
+    if option.startswith("CONFIG_DEBUG_") or option.endswith(("_DEBUG", "_CHECK_FS")) \
+            or option in ("CONFIG_LOCKDEP", "CONFIG_KMEMLEAK"):
+        return _DEBUG_WHY
+    return None
+
+
+@dataclass(frozen=True)
+class KernelFlag:
+    option: str
+    value: str
+    why: str
+    kind: str  # "debug" (slows what is measured) or "preemption" (the model in force)
+
+
+def kernel_flags(config: dict) -> list[KernelFlag]:
+    """The debug and preemption options a kernel has on (=y or =m), with why they matter."""
+    out = []
+    for option, value in sorted((config or {}).items()):
+        why = option_why(option)
+        if why and value in ("y", "m") and option != "CONFIG_HZ":
+            out.append(KernelFlag(option, value, why,
+                                  "preemption" if why == _PREEMPT_WHY else "debug"))
+    return out
+
+
+def normalised_cmdline(cmdline: str | None) -> str | None:
+    """The command line without the parameters the harness varies per run."""
+    if not cmdline:
+        return cmdline
+    return " ".join(p for p in _PARAMETER.findall(cmdline) if not _PER_RUN_PARAMETERS.match(p))
 
 
 def _kernel_config(doc: dict) -> dict:
@@ -47,8 +97,8 @@ def _kernel_config(doc: dict) -> dict:
 
 def _cmdline(doc: dict) -> str | None:
     kernel = doc.get("kernel") or {}
-    return (kernel.get("cmdline") or doc.get("cmdline")
-            or (doc.get("environment") or {}).get("host", {}).get("cmdline"))
+    return normalised_cmdline(kernel.get("cmdline") or doc.get("cmdline")
+                              or (doc.get("environment") or {}).get("host", {}).get("cmdline"))
 
 
 def _differs(a: Any, b: Any) -> bool:
@@ -77,8 +127,7 @@ def confounders(base_env: dict, candidate_env: dict) -> list[Confounder]:
 
     base_cfg, cand_cfg = _kernel_config(base_env), _kernel_config(candidate_env)
     for option in sorted(set(base_cfg) | set(cand_cfg)):
-        why = _KERNEL_OPTIONS.get(option) or (_PREEMPT_WHY if option.startswith("CONFIG_PREEMPT")
-                                              else "a kernel option recorded for confounders")
+        why = option_why(option) or "a kernel option recorded for confounders"
         check(f"kernel {option}", base_cfg.get(option), cand_cfg.get(option), why)
     check("kernel cmdline", _cmdline(base_env), _cmdline(candidate_env),
           "boot parameters (mitigations, schedulers, memory) change I/O performance")
