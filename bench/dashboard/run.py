@@ -1,7 +1,8 @@
 """Dashboard load figures: fill a scratch PostgreSQL database with 10,000 runs
 and 1,000,000 samples (bulk COPY, not the ingest API), serve it with
-`iowatch serve`, and load the overview, compare and history endpoints and
-pages with concurrent clients on 127.0.0.1. Prints p50 and p95 per page
+`iowatch serve`, and load every page and chart endpoint of the dashboard
+(overview, series, compare, history, regressions, runs, run detail, published
+results) with concurrent clients on 127.0.0.1. Prints p50 and p95 per page
 (goal: p95 under 150 ms). Not a test: it prints figures.
 
     DATABASE_URL=postgres://iowatch:iowatch@127.0.0.1:5432/iowatch \\
@@ -34,6 +35,11 @@ REPS = 5
 # Five group-level metrics and five job-level ones: 100 samples per run.
 METRICS = ["write.bw_kib_s", "write.iops", "write.clat_p99_us", "cpu.sys_s", "wall_s"]
 STUDY = "f2fs-dio-write"
+# Ten patch series of three kernels (base, patch 1, patch 2) among the first kernels.
+SERIES = 10
+# The published numbers of STUDY, as import-published stores them (n = 1 each),
+# and the lab's runs labelled like them (kernels 1 and 2 on every host).
+PUBLISHED = {"before": 5125.0, "patched": 10424.0}
 
 
 def fill(url: str, runs: int) -> dict:
@@ -54,23 +60,36 @@ def fill(url: str, runs: int) -> dict:
                       "inventory) FROM STDIN") as cp:
             for h in range(HOSTS):
                 cp.write_row((h + 1, h + 1, "sd0", "sdcard", "/dev/mmcblk0", "SD", "{}"))
-        with cur.copy("COPY results_kernel (id, release, git_commit, config_hash, config) "
-                      "FROM STDIN") as cp:
+        with cur.copy("COPY results_patchseries (id, name, base, patch_count) FROM STDIN") as cp:
+            for s in range(SERIES):
+                cp.write_row((s + 1, f"f2fs: series {s}", "v6.12", 2))
+        with cur.copy("COPY results_patch (series_id, index, subject, commit) FROM STDIN") as cp:
+            for s in range(SERIES):
+                for i in (1, 2):
+                    cp.write_row((s + 1, i, f"f2fs: patch {i} of series {s}", f"{s:05x}{i:02x}"))
+        with cur.copy("COPY results_kernel (id, release, git_commit, config_hash, config, "
+                      "series_id, patch_index) FROM STDIN") as cp:
             for k in range(kernels):
-                cp.write_row((k + 1, "6.12.0-nightly", f"{k + 1:012x}", "c0ffee", "{}"))
+                in_series = k < SERIES * 3
+                cp.write_row((k + 1, "6.12.0-nightly", f"{k + 1:012x}", "c0ffee", "{}",
+                              k // 3 + 1 if in_series else None, k % 3 if in_series else None))
+            cp.write_row((kernels + 1, "4.4-rc4", None, None, "{}", None, None))
         run_rows, cell_rows, rep_rows = [], [], []
         cell_id = rep_id = 0
         with cur.copy("COPY results_run (id, run_id, host_id, kernel_id, status, published, "
                       "label, matrix, command, cmdline, tools, environment, started_at, "
-                      "finished_at, received_at, bundle_sha256) FROM STDIN") as cp:
+                      "finished_at, received_at, bundle_sha256, verdict_state, verdict_attempts, "
+                      "verdict_error, verdict_done_at) FROM STDIN") as cp:
             for k in range(kernels):
                 for h in range(HOSTS):
                     run_id = k * HOSTS + h + 1
                     at = start + timedelta(hours=k, minutes=h)
+                    label = {0: "before", 1: "patched"}.get(k, "nightly")
                     cp.write_row((run_id, str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                                  h + 1, k + 1, "passed", False, "nightly", "nightly",
+                                  h + 1, k + 1, "passed", False, label, "nightly",
                                   "iowatch run jobs/smoke.yml", "quiet", "{}",
-                                  json.dumps({"scheduler": "mq-deadline"}), at, at, at, "0" * 64))
+                                  json.dumps({"scheduler": "mq-deadline"}), at, at, at, "0" * 64,
+                                  "done", 1, "", at))
         with cur.copy("COPY results_run_devices (run_id, device_id) FROM STDIN") as cp:
             for r in range(runs):
                 cp.write_row((r + 1, r % HOSTS + 1))
@@ -98,7 +117,36 @@ def fill(url: str, runs: int) -> dict:
                         cp.write_row((c + 1, rep, metric, value, "0", None))
                         cp.write_row((c + 1, rep, metric, value / 10, "0", "job1"))
                         samples += 2
-        for table in ("results_study", "results_host", "results_device", "results_kernel",
+        # The published runs: host "published", one cell and one sample each.
+        cur.execute("INSERT INTO results_host (id, name, kind, inventory) VALUES (%s, 'published', "
+                    "'published', '{}')", (HOSTS + 1,))
+        cur.execute("INSERT INTO results_device (id, host_id, name, device_class, path, model, "
+                    "inventory) VALUES (%s, %s, 'published-sdcard', 'sdcard', '', '', '{}')",
+                    (HOSTS + 1, HOSTS + 1))
+        for i, (label, value) in enumerate(PUBLISHED.items()):
+            run_id, cell_id = runs + 1 + i, cell_id + 1
+            at = start - timedelta(days=1, minutes=-i)
+            cur.execute("INSERT INTO results_run (id, run_id, host_id, kernel_id, status, published, "
+                        "label, matrix, command, cmdline, tools, environment, started_at, "
+                        "finished_at, received_at, bundle_sha256, verdict_state, verdict_attempts, "
+                        "verdict_error) VALUES (%s, %s, %s, %s, 'passed', true, %s, '', '', '', '{}', "
+                        "'{}', %s, %s, %s, %s, 'done', 0, '')",
+                        (run_id, str(uuid.UUID(int=rng.getrandbits(128), version=4)), HOSTS + 1,
+                         kernels + 1, label, at, at, at, "1" * 64))
+            cur.execute("INSERT INTO results_run_devices (run_id, device_id) VALUES (%s, %s)",
+                        (run_id, HOSTS + 1))
+            cur.execute("INSERT INTO results_cell (id, run_id, key, study_id, device_id, filesystem, "
+                        "mkfs_options, mount_options, params, status, reason) VALUES (%s, %s, %s, 1, "
+                        "%s, 'f2fs', '', '', '{}', 'passed', '')",
+                        (cell_id, run_id, f"{STUDY}/published-sdcard/f2fs", HOSTS + 1))
+            rep_id += 1
+            cur.execute("INSERT INTO results_repetition (id, cell_id, index, status, error) VALUES "
+                        "(%s, %s, 1, 'passed', '')", (rep_id, cell_id))
+            cur.execute("INSERT INTO results_sample (cell_id, repetition, metric_id, value, "
+                        "\"group\", job) VALUES (%s, 1, 'write.bw_kib_s', %s, '0', NULL)",
+                        (cell_id, value))
+            samples += 1
+        for table in ("results_study", "results_host", "results_patchseries", "results_patch", "results_device", "results_kernel",
                       "results_run", "results_run_devices", "results_cell", "results_repetition",
                       "results_sample"):
             cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
@@ -109,12 +157,14 @@ def fill(url: str, runs: int) -> dict:
         with cur.copy("COPY regressions_comparison (id, reason, host_id, matrix, base_kernel_id, "
                       "candidate_kernel_id, fdr, computed_at) FROM STDIN") as cp:
             for k in range(comparisons):
-                cp.write_row((k + 1, "previous-run", 1, "nightly", k + 1, k + 2, 0.05,
+                # Within a series, a patch is compared with its parent.
+                reason = "parent" if k + 1 < SERIES * 3 and (k + 1) % 3 else "previous-run"
+                cp.write_row((k + 1, reason, 1, "nightly", k + 1, k + 2, 0.05,
                               start + timedelta(hours=k + 1)))
         with cur.copy("COPY regressions_cellverdict (comparison_id, cell_key, study_id, host_id, "
                       "device_class, device_id, filesystem, \"group\", metric_id, direction, "
                       "min_effect_pct, base_n, base_mean, base_median, candidate_n, candidate_mean, "
-                      "candidate_median, change_pct, outcome, size_only, words) FROM STDIN") as cp:
+                      "candidate_median, change_pct, outcome, size_only, words, budget_spent) FROM STDIN") as cp:
             for k in range(comparisons):
                 for c in range(CELLS_PER_RUN):
                     outcome = "regression" if k % 10 == 0 else "no-change"
@@ -122,7 +172,8 @@ def fill(url: str, runs: int) -> dict:
                                   "write.bw_kib_s", "higher", 5, 5, 1000, 1000, 5,
                                   900 if outcome == "regression" else 1000,
                                   900 if outcome == "regression" else 1000,
-                                  -10 if outcome == "regression" else 0, outcome, False, ""))
+                                  -10 if outcome == "regression" else 0, outcome, False, "",
+                                  False))
         states = ["new", "acknowledged", "invalid", "fixed", "bisecting"]
         with cur.copy("COPY regressions_regression (comparison_id, state, notes, created, updated) "
                       "FROM STDIN") as cp:
@@ -134,8 +185,13 @@ def fill(url: str, runs: int) -> dict:
                         f"(SELECT max(id) FROM {table}))")
         conn.commit()
         cur.execute("ANALYZE")
+        cur.execute("SELECT run_id FROM results_run WHERE NOT published ORDER BY id DESC LIMIT 20")
+        run_ids = [str(r[0]) for r in cur.fetchall()]
+        cur.execute("SELECT id FROM regressions_regression ORDER BY id DESC LIMIT 20")
+        regression_ids = [r[0] for r in cur.fetchall()]
     return {"runs": runs, "kernels": kernels, "samples": samples,
-            "seconds": time.monotonic() - t0}
+            "seconds": time.monotonic() - t0, "run_ids": run_ids,
+            "regression_ids": regression_ids}
 
 
 def load(base: str, paths: list[str], clients: int, seconds: float) -> list[float]:
@@ -181,6 +237,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=8.0, help="per page")
+    parser.add_argument("--only", default="", help="only the pages whose name holds this text")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         raise SystemExit("bench: set DATABASE_URL to a PostgreSQL server (a scratch database is made on it)")
@@ -204,11 +261,23 @@ def main() -> None:
                 [f"/dashboard/api/compare{q}" for q in compare_paths],
             "compare page /compare (same pairs)": [f"/compare{q}" for q in compare_paths],
             "runs page /runs/": ["/runs/", "/runs/?host=lab-3", "/runs/?page=50"],
+            "run page /runs/<id>/ (20 runs)": [f"/runs/{r}/" for r in filled["run_ids"]],
+            "series pages /series/, /series/<id>/":
+                ["/series/"] + [f"/series/{s + 1}/" for s in range(SERIES)],
+            "regressions page /regressions/": ["/regressions/", "/regressions/?state=new"],
+            "regression page /regressions/<id>/ (20)":
+                [f"/regressions/{r}/" for r in filled["regression_ids"]],
+            "published results page /studies/": ["/studies/"],
+            f"published study page /studies/{STUDY}/": [f"/studies/{STUDY}/"],
+            "published endpoint /dashboard/api/published/<slug>":
+                [f"/dashboard/api/published/{STUDY}"],
         }
         print(f"load: {args.clients} concurrent clients, {args.seconds:g} s per page, "
               f"gunicorn with {args.workers} workers, {os.cpu_count()} CPUs")
         print(f"{'page':62} {'requests':>8} {'p50 ms':>8} {'p95 ms':>8}")
         for name, paths in pages.items():
+            if args.only not in name:
+                continue
             load(base, paths[:2], 1, 0.5)  # warm the workers' connections
             times = load(base, paths, args.clients, args.seconds)
             print(f"{name:62} {len(times):8d} {percentile(times, 50):8.1f} {percentile(times, 95):8.1f}")

@@ -36,9 +36,10 @@ def test_the_chart_endpoints_filter_and_page_in_the_database(store, client):
     missing = client.get("/dashboard/api/compare", {"base": "no-such-kernel", "candidate": "x"})
     assert missing.status_code == 404 and "no-such-kernel" in missing.json()["error"]
 
+    # The post's claims, each with the lab's numbers beside it (test_published.py checks the verdicts).
     published = client.get(f"/dashboard/api/published/{store.study}").json()
-    assert published["published_columns"] and published["rows"]
-    assert any(v is not None for row in published["rows"] for v in row["measured"]), published
+    assert published["study"]["title"] and published["claims"]
+    assert any(b["kind"] == "newest" for c in published["claims"] for b in c["bars"]), published
 
 
 def test_untrusted_text_is_escaped_in_pages_and_plain_data_in_json(store, client):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 
+from dashboard import published as claims
 from dashboard import queries
 from results.models import Study
 
@@ -50,4 +51,4 @@ def history(request):
 
 def published(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
-    return JsonResponse(queries.published_vs_measured(study, kernels=_int(request, "kernels", 10, 50)))
+    return JsonResponse(claims.claim_check(study))

@@ -1,0 +1,80 @@
+"""Every page of the dashboard at 1,400 and 1,000 px wide (Debian's chromium):
+no horizontal overflow (the widest element past the window is named), no
+console error or uncaught exception, and no failed request (a request that
+failed, or an answer of 400 or more). Every page's failures are listed in one
+message; a full-page screenshot of each is kept as
+test-artifacts/screenshots/<page>-<width>.png."""
+from __future__ import annotations
+
+import pytest
+from dashboard_browser import screenshot
+from test_pages import pages
+from test_published import claims  # noqa: F401 (the fixture: lab runs that check the posts' claims)
+
+from results.models import Run
+
+WIDTHS = (1400, 1000)
+
+# The element past the window's right edge that is widest, as "tag#id.class (N px): text".
+WIDEST_PAST_THE_EDGE = """() => {
+    const edge = window.innerWidth;
+    let widest = null;
+    for (const el of document.body.querySelectorAll("*")) {
+        const r = el.getBoundingClientRect();
+        if (r.right <= edge + 1 || r.width === 0) continue;
+        if (!widest || r.width > widest.width) widest = {el, width: r.width, right: r.right};
+    }
+    if (!widest) return null;
+    const el = widest.el;
+    const name = el.tagName.toLowerCase() + (el.id ? "#" + el.id : "")
+        + [...el.classList].map((c) => "." + c).join("");
+    const text = (el.innerText || "").trim().replace(/\\s+/g, " ").slice(0, 60);
+    return `${name} (${Math.round(widest.width)} px wide, right edge at ${Math.round(widest.right)} px): ${text}`;
+}"""
+
+
+def every_page(store) -> dict[str, str]:
+    """test_pages' pages, every study's published results and a published run."""
+    found = pages(store)
+    for slug in ("odirect-vs-readers", "ext4-dio-randread", "f2fs-nat-flush",
+                 "xfs-smallfile-writeback"):
+        found[f"study-{slug}"] = f"/studies/{slug}/"
+    found["run-published"] = f"/runs/{Run.objects.filter(published=True, label='for-2.6.33').get().run_id}/"
+    return found
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_page_fits_the_window_without_errors(claims, browser, live_server, width):  # noqa: F811
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    problems: dict[str, list[str]] = {}
+    current = {"name": ""}
+
+    def problem(text: str) -> None:
+        problems.setdefault(current["name"], []).append(text)
+
+    page.on("console", lambda m: problem(f"console error: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problem(f"uncaught: {e}"))
+    page.on("requestfailed", lambda r: problem(f"request failed: {r.url} ({r.failure})"))
+    page.on("response", lambda r: problem(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    try:
+        for name, path in every_page(claims).items():
+            current["name"] = name
+            page.goto(live_server.url + path)
+            page.wait_for_load_state("networkidle")
+            try:
+                page.wait_for_function("() => [...document.querySelectorAll('canvas[data-chart]')]"
+                                       ".every(c => c.dataset.drawn)", timeout=10_000)
+            except Exception:  # a chart that never draws is a problem of this page, not the run
+                problem("a chart did not draw within 10 s")
+            scroll, inner = page.evaluate(
+                "() => [document.documentElement.scrollWidth, window.innerWidth]")
+            if scroll > inner:
+                problem(f"horizontal overflow: {scroll} px of content in a {inner} px window; "
+                        f"widest past the edge: {page.evaluate(WIDEST_PAST_THE_EDGE)}")
+            screenshot(page, f"{name}-{width}")
+    finally:
+        context.close()
+    assert not problems, f"at {width} px:\n" + "\n".join(
+        f"  {name}: " + "; ".join(found) for name, found in problems.items())

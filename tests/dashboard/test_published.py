@@ -1,0 +1,174 @@
+"""Published results as a claim check, on data uploaded through the ingest API:
+each study's title, seed post, source and question; every claim of a post (a
+metric between two of its result sets) beside what the lab measured per host
+and device, with a verdict (reproduced, not reproduced, unsure, not
+comparable and why); a log axis where the numbers differ more than tenfold;
+and the published run's own values."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dashboard_browser import screenshot
+from django.template import Context, Template
+from django.test import Client
+
+from iowatch import bundle
+from results.models import Run
+
+
+def kernel(commit: int) -> dict:
+    return {"release": "6.12.0-iowatch", "git_commit": f"{commit:012x}", "config_hash": "c0ffee",
+            "config": {"CONFIG_EXT4_DEBUG": "n"}, "cmdline": "console=ttyS0 quiet"}
+
+ROOT = Path(__file__).resolve().parents[2]
+E2E = [ROOT / "tests" / "fixtures" / "e2e-check" / f"guest-{i:02d}" / "bundle" for i in range(3)]
+NOISE = [-10, 4, 10, -4, 0]
+LOOP = {"name": "loop0", "class": "hdd", "path": "/dev/loop0", "rotational": True,
+        "model": "loop device backed by a file on the local disk"}
+
+
+@pytest.fixture
+def claims(store):
+    """On top of the dashboard's store: lab-3 ran f2fs-dio-write labelled as the
+    post's sides (before: 5,000 KiB/s, patched: 10,000, on an SD card); local-1
+    ran odirect-vs-readers on a loop device labelled as the post's 2.6.32-rc7
+    and for-2.6.33 and measured no change (17,480 KiB/s both); the virtual lab
+    sent the e2e-check series' three real bundles (QEMU's hdd)."""
+    from io import StringIO
+
+    from bundle_maker import planted_bundle, wire
+    from django.core.management import call_command
+
+    from regressions.work import drain
+
+    out = StringIO()
+    call_command("create_agent", "claims-agent", stdout=out)
+    token = out.getvalue().strip().split()[-1]
+    client = Client()
+
+    def post(doc: dict) -> None:
+        response = client.post("/api/v1/bundles", wire(doc), content_type="application/json",
+                               HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert response.status_code == 201, response.content
+        drain()
+
+    for i, (label, bw) in enumerate([("before", 5000), ("patched", 10000)]):
+        doc = planted_bundle({"write.bw_kib_s": [bw + e for e in NOISE]}, kernel=kernel(300 + i),
+                             started_at=f"2024-06-01T0{i}:00:00Z", host="lab-3", matrix="claims")
+        doc["label"] = label
+        post(doc)
+    for i, label in enumerate(["2.6.32-rc7", "for-2.6.33"]):
+        doc = planted_bundle({"write.bw_kib_s": [17480 + e for e in NOISE],
+                              "read.bw_kib_s": [90000 + 10 * e for e in NOISE]},
+                             kernel=kernel(400 + i), started_at=f"2024-06-02T0{i}:00:00Z",
+                             host="local-1", study="odirect-vs-readers", matrix="odirect")
+        doc.update(label=label, host={"name": "local-1", "kind": "local"}, devices=[LOOP])
+        cell = doc["cells"][0]
+        cell.update(id="odirect-vs-readers/loop0/ext4", device="loop0", filesystem="ext4")
+        for rep in cell["repetitions"]:
+            for sample in rep["samples"]:
+                sample["group"] = "writer" if sample["metric"].startswith("write") else "readers"
+        post(doc)
+    for path in E2E:
+        post(json.loads(bundle.to_wire(path)))
+    return store
+
+
+def _claim(check: dict, metric: str, device_class: str, before: str) -> dict:
+    found = [c for c in check["claims"] if (c["metric"], c["device_class"], c["before"]["label"])
+             == (metric, device_class, before)]
+    assert len(found) == 1, [(c["metric"], c["device_class"], c["before"]["label"])
+                             for c in check["claims"]]
+    return found[0]
+
+
+def test_each_claim_has_the_labs_verdict_and_says_why(claims, client):
+    f2fs = client.get("/dashboard/api/published/f2fs-dio-write").json()
+    assert f2fs["study"]["title"] == "f2fs multi-thread direct-I/O write"
+    assert f2fs["study"]["seed"] == "000_6a601ae0651ac377.txt"
+
+    sd = _claim(f2fs, "write.bw_kib_s", "sdcard", "before")
+    assert sd["after"]["label"] == "patched" and sd["change"] == "+103.4%"  # 5,125 -> 10,424
+    assert sd["verdict"] == "reproduced", sd["why"]
+    [lab] = [r for r in sd["lab"] if r["verdict"] != "not-comparable"]
+    assert (lab["host"], lab["device"], lab["device_class"]) == ("lab-3", "sd0", "sdcard")
+    assert lab["change_pct"] == pytest.approx(100, abs=1) and lab["outcome"] == "improvement"
+    assert lab["compare_url"] == "/compare?base=before&candidate=patched"
+    # The post's eMMC numbers: the lab's runs of those labels are on an SD card.
+    emmc = _claim(f2fs, "write.bw_kib_s", "emmc", "before")
+    assert emmc["verdict"] == "not-comparable"
+    assert "measured on sdcard; the post's numbers are from emmc" in emmc["why"]
+    # A metric that does not decide in the study is shown, never judged.
+    spread = _claim(f2fs, "write.bw_min_kib_s", "sdcard", "before")
+    assert not spread["deciding"] and spread["verdict"] == "not-comparable"
+
+    odirect = client.get("/dashboard/api/published/odirect-vs-readers").json()
+    writer = _claim(odirect, "write.bw_kib_s", "hdd", "2.6.32-rc7")
+    assert (writer["change"], writer["expected"]) == ("-99.4%", "regression")  # 2,968 -> 19
+    assert writer["verdict"] == "not-reproduced"
+    assert writer["why"] == ("not reproduced on local-1 loop0 (the post: -99.4% (regression), "
+                             "the lab: +0.0% (no-change))")
+    assert writer["lab"][0]["outcome"] == "no-change"
+    # 19 KiB/s beside 17,480: a log axis.
+    assert writer["log_scale"]
+    assert {round(b["value"]) for b in writer["bars"]} == {2968, 19, 17480}
+    # The fix's claim: the lab never ran for-2.6.33+fix. What it measures now is
+    # shown per host and device: the loop device and QEMU's disk apart.
+    fix = _claim(odirect, "write.bw_kib_s", "hdd", "for-2.6.33")
+    assert fix["verdict"] == "not-comparable"
+    assert "none labelled 'for-2.6.33+fix' or of kernel 'for-2.6.33 + fix'" in fix["why"]
+    labels = [b["label"] for b in fix["bars"]]
+    assert ["local-1 loop0 (hdd)", "now: 6.12.0-iowatch"] in labels
+    assert ["vlab vhdd (hdd)", "now: 6.12.117+"] in labels
+
+    nat = client.get("/dashboard/api/published/f2fs-nat-flush").json()
+    assert {c["verdict"] for c in nat["claims"]} == {"not-comparable"}
+    assert all("no lab run labelled 'Before change'" in c["why"] for c in nat["claims"])
+
+
+def test_the_pages_show_title_seed_claims_and_the_rule(claims, client):
+    index = client.get("/studies/").content.decode()
+    assert "f2fs multi-thread direct-I/O write" in index
+    assert "001_b768a95fc8ad6eae.txt" in index  # the seed column is filled
+    assert "Do many threads with many AIOs reading one file" in index  # the question
+    assert "1 reproduced" in index and "not reproduced" in index
+    page = client.get("/studies/odirect-vs-readers/").content.decode()
+    assert "<h1>One direct writer beside two sequential readers on a rotational disk</h1>" in page
+    assert "Vivek Goyal" in page and "003_19c316252e130d8a.txt" in page
+    assert "How a claim is checked." in page and "minimum effect of 5%" in page
+    assert "local-1 loop0</strong> (hdd, ext4): 17,480 → 17,480 KiB/s" in page
+    assert "2.6.32-rc7: 2,968 KiB/s" in page and "for-2.6.33: 19 KiB/s" in page
+
+
+def test_the_published_run_shows_its_values(claims):
+    run = Run.objects.get(published=True, label="for-2.6.33")
+    html = Template("{% load published_values %}{% published_values run %}").render(
+        Context({"run": run}))
+    assert "<td class=\"num\">19 KiB/s</td>" in html and "direct write: aggrb=19KB/s" in html
+    assert "140,288 KiB/s" in html  # the readers' 137 MB/s in the table's unit
+    assert 'href="/studies/odirect-vs-readers/"' in html
+    measured = Run.objects.filter(published=False).first()
+    assert Template("{% load published_values %}{% published_values run %}").render(
+        Context({"run": measured})).strip() == ""
+
+
+def test_the_19_kib_bar_is_visible_beside_17480(claims, watched, live_server):
+    page = watched.page
+    page.goto(f"{live_server.url}/studies/odirect-vs-readers/")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('canvas[data-chart]')].every(c => c.dataset.drawn)")
+    row = page.locator("tr.claim", has_text="write.bw_kib_s").filter(has_text="2.6.32-rc7").first
+    claim_id = row.get_attribute("id").split("-")[1]
+    lengths = page.locator(f"#claim-chart-{claim_id}").evaluate("""(c) => {
+        const chart = Chart.getChart(c), meta = chart.getDatasetMeta(0);
+        return chart.data.labels.map((label, i) => [label, chart.data.datasets[0].data[i],
+            Math.abs(meta.data[i].x - meta.data[i].base), chart.scales.x.type]); }""")
+    tiny = [bar for bar in lengths if bar[1] == pytest.approx(19)]
+    big = [bar for bar in lengths if bar[1] == pytest.approx(17480)]
+    assert tiny and big and tiny[0][3] == "logarithmic", lengths
+    assert tiny[0][2] >= 20, f"the 19 KiB/s bar is {tiny[0][2]:.1f} px long: {lengths}"
+    assert page.locator(f"#claim-{claim_id} .verdict-cell .chip").text_content() == "not reproduced"
+    screenshot(page, "study-claims-odirect")
+    assert not watched.errors, watched.errors
