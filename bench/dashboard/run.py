@@ -205,8 +205,10 @@ def load(base: str, paths: list[str], clients: int, seconds: float) -> list[floa
     def client(i: int) -> None:
         n = i
         while time.monotonic() < deadline and not failures:
+            # Client i takes paths i, i + clients, ...: no two clients ask the same
+            # path at once, so a list of paths asked once each stays uncached.
             path = paths[n % len(paths)]
-            n += 1
+            n += clients
             t = time.perf_counter()
             try:
                 with urllib.request.urlopen(base + path, timeout=30) as r:
@@ -260,6 +262,10 @@ def main() -> None:
             "compare endpoint /dashboard/api/compare (40 kernel pairs)":
                 [f"/dashboard/api/compare{q}" for q in compare_paths],
             "compare page /compare (same pairs)": [f"/compare{q}" for q in compare_paths],
+            # Every request a pair not asked before: the judging itself, never the cache.
+            "compare endpoint, uncached (each pair once)":
+                [f"/dashboard/api/compare?base=kernel:{a}&candidate=kernel:{a + 1}"
+                 for a in rng.sample(range(SERIES * 3 + 1, k), k - SERIES * 3 - 1)],
             "runs page /runs/": ["/runs/", "/runs/?host=lab-3", "/runs/?page=50"],
             "run page /runs/<id>/ (20 runs)": [f"/runs/{r}/" for r in filled["run_ids"]],
             "series pages /series/, /series/<id>/":

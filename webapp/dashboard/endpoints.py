@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404
 
 from dashboard import published as claims
 from dashboard import queries
+from dashboard.freshness import cached
 from results.models import Study
 
 
@@ -46,7 +47,10 @@ def history(request):
     if missing:
         return _error(f"the series key needs {', '.join(missing)}")
     limit = _int(request, "limit", 100, queries.MAX_HISTORY_KERNELS) or 1
-    return JsonResponse(queries.history(key, limit=limit, offset=_int(request, "offset", 0, 10**9)))
+    offset = _int(request, "offset", 0, 10**9)
+    # Read again only after the store changed (a run, a verdict): see dashboard.freshness.
+    return JsonResponse(cached("history", (sorted(key.items()), limit, offset),
+                               lambda: queries.history(key, limit=limit, offset=offset)))
 
 
 def published(request, slug: str):

@@ -19,19 +19,19 @@ and each device's verdict is set beside the claim:
 """
 from __future__ import annotations
 
-import hashlib
 import statistics
 from collections import defaultdict
 from urllib.parse import urlencode
 
-from django.core.cache import cache
-from django.db.models import Count, Max, Q
+from django.db.models import Exists, OuterRef, Q, Subquery
 from django.urls import reverse
 
+from dashboard.freshness import cached
+from iowatch.comparison import Side
 from iowatch.judging import compare_sides, deciding
 from iowatch.metrics import HIGHER, METRICS
-from results.models import Run, Sample, Study
-from results.sides import judging_studies, runs_side
+from results.models import Cell, Host, Kernel, Run, Sample, Study
+from results.sides import judging_studies, manifests
 
 VERDICTS = {"reproduced": "reproduced", "not-reproduced": "not reproduced",
             "unsure": "unsure, rerun", "not-comparable": "not comparable"}
@@ -71,25 +71,13 @@ def _expected(metric: str, change_pct: float | None, min_effect: float) -> str:
     return "improvement" if better else "regression"
 
 
-def _stamp(study: Study) -> str:
-    """The data's last change: runs only arrive or go, and the study files' stamp."""
-    runs = Run.objects.aggregate(last=Max("id"), n=Count("id"))
-    files = judging_studies()
-    slug = study.slug
-    path = files[slug].path if slug in files else None
-    mtime = path.stat().st_mtime_ns if path is not None and path.exists() else 0
-    return f"{slug}|{study.pk}|{runs['last']}|{runs['n']}|{mtime}"
-
-
 def claim_check(study: Study) -> dict:
-    """The claims of one study with the lab's verdicts, cached until a run
-    arrives or goes or the study file changes."""
-    key = "dashboard-claims-" + hashlib.sha256(_stamp(study).encode()).hexdigest()
-    if (found := cache.get(key)) is not None:
-        return found
-    out = _claim_check(study)
-    cache.set(key, out, 3600)
-    return out
+    """The claims of one study with the lab's verdicts, made again when the
+    store changes (dashboard.freshness) or the study file does."""
+    files = judging_studies()
+    path = files[study.slug].path if study.slug in files else None
+    mtime = path.stat().st_mtime_ns if path is not None and path.exists() else 0
+    return cached("claims", (study.slug, study.pk), lambda: _claim_check(study), also=str(mtime))
 
 
 def _published_sides(study: Study, spec) -> list[dict]:
@@ -152,15 +140,21 @@ def _compare_url(base: str, candidate: str) -> str:
 
 
 def _lab_runs(study: Study, sides: list[dict]) -> list[Run]:
-    """The measured runs of the study that stand for a published side."""
+    """The measured runs of the study that stand for a published side: by label
+    (the run_label index) and by kernel release, as two indexed reads."""
     labels = {s["label"] for s in sides}
     releases = {s["kernel"] for s in sides}
     if not labels:
         return []
-    return list(Run.objects.filter(Q(label__in=labels) | Q(kernel__release__in=releases),
-                                   published=False, cells__study=study, cells__status="passed")
-                .distinct().select_related("host", "kernel__series")
-                .order_by("-received_at", "-id")[:MAX_LAB_RUNS])
+    of_study = Exists(Cell.objects.filter(run=OuterRef("pk"), study=study, status="passed"))
+    kernels = list(Kernel.objects.filter(release__in=releases).values_list("pk", flat=True))
+    found = {}
+    for which in (Q(label__in=labels), Q(kernel_id__in=kernels)):
+        for run in (Run.objects.filter(which, of_study, published=False)
+                    .select_related("host", "kernel__series")
+                    .order_by("-received_at", "-id")[:MAX_LAB_RUNS]):
+            found[run.pk] = run
+    return sorted(found.values(), key=lambda r: (r.received_at, r.pk), reverse=True)
 
 
 def _stands_for(run: Run, side: dict, other: dict) -> bool:
@@ -172,9 +166,9 @@ def _stands_for(run: Run, side: dict, other: dict) -> bool:
 
 
 def _judge(claims: list[dict], runs: list[Run], study: Study, spec) -> None:
-    """Per claim and host: the lab's before runs against its after runs, judged."""
-    studies = judging_studies()
-    done: dict[tuple, object] = {}
+    """Per claim and host: the lab's before runs against its after runs, judged.
+    Every run's manifest is read once, in one batch of queries for all hosts."""
+    plans = []
     for claim in claims:
         before, after = claim["before"], claim["after"]
         per_host: dict[str, dict[str, list[Run]]] = defaultdict(lambda: {"before": [], "after": []})
@@ -184,30 +178,37 @@ def _judge(claims: list[dict], runs: list[Run], study: Study, spec) -> None:
                     per_host[run.host.name][role].append(run)
         claim["missing"] = []
         for host, found in sorted(per_host.items()):
-            if not (found["before"] and found["after"]):
-                have = "before" if found["before"] else "after"
-                lack = after if have == "before" else before
-                claim["missing"].append(
-                    f"{host} has {len(found[have])} run(s) of the {have} side "
-                    f"({(before if have == 'before' else after)['label']}) but none labelled "
-                    f"{lack['label']!r} or of kernel {lack['kernel']!r}")
+            if found["before"] and found["after"]:
+                plans.append((claim, host, found))
                 continue
-            key = (host, tuple(r.pk for r in found["before"]), tuple(r.pk for r in found["after"]))
-            if key not in done:
-                done[key] = compare_sides(runs_side(before["label"], found["before"]),
-                                          runs_side(after["label"], found["after"]),
-                                          studies=studies)
-            result = done[key]
-            matched = False
-            for v, judged in [(v, True) for v in result.verdicts] + [(v, False) for v in result.diagnostics]:
-                k = v.key
-                if (k.study, k.group, k.metric) != (study.slug, claim["group"], claim["metric"]):
-                    continue
-                matched = True
-                claim["lab"].append(_lab_row(claim, v, judged, host, found))
-            if not matched:
-                claim["missing"].append(f"{host}'s runs of both sides have no {claim['metric']} "
-                                        f"sample in group {claim['group']}")
+            have = "before" if found["before"] else "after"
+            lack = after if have == "before" else before
+            claim["missing"].append(
+                f"{host} has {len(found[have])} run(s) of the {have} side "
+                f"({(before if have == 'before' else after)['label']}) but none labelled "
+                f"{lack['label']!r} or of kernel {lack['kernel']!r}")
+    needed = {r.pk: r for _, _, found in plans for r in found["before"] + found["after"]}
+    read = dict(zip(needed, manifests(list(needed.values()), job_samples=False)))
+    studies = judging_studies()
+    done: dict[tuple, object] = {}
+    for claim, host, found in plans:
+        key = (host, tuple(r.pk for r in found["before"]), tuple(r.pk for r in found["after"]))
+        if key not in done:
+            done[key] = compare_sides(
+                Side(claim["before"]["label"], "the store", [read[r.pk] for r in found["before"]]),
+                Side(claim["after"]["label"], "the store", [read[r.pk] for r in found["after"]]),
+                studies=studies)
+        result = done[key]
+        matched = False
+        for v, judged in [(v, True) for v in result.verdicts] + [(v, False) for v in result.diagnostics]:
+            k = v.key
+            if (k.study, k.group, k.metric) != (study.slug, claim["group"], claim["metric"]):
+                continue
+            matched = True
+            claim["lab"].append(_lab_row(claim, v, judged, host, found))
+        if not matched:
+            claim["missing"].append(f"{host}'s runs of both sides have no {claim['metric']} "
+                                    f"sample in group {claim['group']}")
 
 
 def _lab_row(claim: dict, v, judged: bool, host: str, found: dict) -> dict:
@@ -271,9 +272,15 @@ def _newest_medians(study: Study, claims: list[dict]) -> dict[tuple, list[dict]]
     wanted = {(c["group"], c["metric"]) for c in claims}
     if not wanted:
         return {}
-    newest = dict(Run.objects.filter(published=False, cells__study=study, cells__status="passed")
-                  .values_list("host_id").annotate(last=Max("id")).order_by())
-    kernels = dict(Run.objects.filter(pk__in=newest.values()).values_list("host_id", "kernel_id"))
+    # Per host, its newest run of the study: a walk down the host's runs, not a
+    # scan of every cell of the study.
+    newest = (Run.objects.filter(host=OuterRef("pk"), published=False)
+              .filter(Exists(Cell.objects.filter(run=OuterRef("pk"), study=study, status="passed")))
+              .order_by("-id"))
+    kernels = {host_id: kernel_id for host_id, kernel_id in
+               Host.objects.exclude(kind="published")
+               .annotate(kernel=Subquery(newest.values("kernel_id")[:1]))
+               .values_list("id", "kernel") if kernel_id is not None}
     if not kernels:
         return {}
     runs = Q()

@@ -71,7 +71,10 @@ class Comparison(models.Model):
                                    name="comparison_two_kernels"),
             models.CheckConstraint(condition=Q(fdr__gt=0, fdr__lt=1), name="comparison_fdr_rate"),
         ]
-        indexes = [models.Index(fields=["candidate_kernel", "host"], name="comparison_candidate")]
+        indexes = [models.Index(fields=["candidate_kernel", "host"], name="comparison_candidate"),
+                   # The newest comparisons first (overview), and the dashboard's
+                   # cache stamp: the last computed_at (dashboard/freshness.py).
+                   models.Index(fields=["computed_at"], name="comparison_computed_at")]
 
     def __str__(self) -> str:
         return f"{self.candidate_kernel} vs {self.base_kernel} on {self.host} ({self.reason})"

@@ -233,6 +233,8 @@ class Run(models.Model):
             # The worker's sweep and the overview: runs whose verdict is not done.
             models.Index(fields=["verdict_state"], name="run_verdict_open",
                          condition=~Q(verdict_state="done")),
+            # The published results page: the lab's runs labelled as a post's result set.
+            models.Index(fields=["label"], name="run_label"),
         ]
 
     def __str__(self) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from django.db.models import Q
 
 from iowatch.comparison import Side, SideNotFound, prefer_measured
-from results.models import Cell, Run, Sample
+from results.models import Cell, Repetition, Run, Sample
 
 
 def spec_query(spec: str) -> Q:
@@ -45,16 +45,23 @@ def manifests(runs: list[Run], job_samples: bool = True) -> list[dict]:
             .values_list("cell_id", "repetition", "metric_id", "value", "group", "job")):
         samples.setdefault((cell_id, rep), []).append(
             {"metric": metric, "value": value, "group": group, "job": job})
+    # Repetitions as plain rows in (cell, index) order: the model's default order
+    # would join cells and runs to sort by the run's time, for the same rows.
+    repetitions: dict[int, list] = {}
+    for cell_id, index, status in (Repetition.objects.filter(cell__run_id__in=ids)
+                                   .order_by("cell_id", "index")
+                                   .values_list("cell_id", "index", "status")):
+        repetitions.setdefault(cell_id, []).append((index, status))
     cells: dict[int, list] = {r.pk: [] for r in runs}
     for c in (Cell.objects.filter(run_id__in=ids).select_related("study", "device")
-              .prefetch_related("repetitions").order_by("run_id", "key")):
+              .order_by("run_id", "key")):
         cells[c.run_id].append({
             "id": c.key, "study": c.study.slug, "device": c.device.name if c.device else None,
             "filesystem": c.filesystem, "mkfs_options": c.mkfs_options,
             "mount_options": c.mount_options, "params": c.params, "status": c.status,
-            "repetitions": [{"index": r.index, "status": r.status,
-                             "samples": samples.get((c.id, r.index), [])}
-                            for r in c.repetitions.all()]})
+            "repetitions": [{"index": index, "status": status,
+                             "samples": samples.get((c.id, index), [])}
+                            for index, status in repetitions.get(c.id, [])]})
     devices: dict[int, list] = {r.pk: [] for r in runs}
     for link in Run.devices.through.objects.filter(run_id__in=ids).select_related("device"):
         d = link.device
