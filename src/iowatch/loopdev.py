@@ -148,6 +148,10 @@ def _set_rotational(device: Device, kname: str) -> None:
                       stacklevel=3)
 
 
+# How long detach waits for a busy device's deferred clear.
+RELEASE_WAIT_S = 15.0
+
+
 def detach(path: str, tries: int = 6) -> None:
     """Detach a loop device, waiting a little while it is still busy: after a
     Ctrl-C or SIGTERM the lazily unmounted filesystem on it may take a moment
@@ -155,11 +159,18 @@ def detach(path: str, tries: int = 6) -> None:
     for attempt in range(tries):
         try:
             _losetup("--detach", path)
-            return
+            break
         except LoopError:
             if attempt == tries - 1:
                 raise
             time.sleep(0.25 * (attempt + 1))
+    # On a device still held (a lazily unmounted filesystem, a tool exiting) the
+    # kernel only marks it to be cleared on its last close: wait for that, so
+    # whoever runs next finds the device free, not "left attached".
+    backing = Path("/sys/block") / os.path.basename(path) / "loop" / "backing_file"
+    deadline = time.monotonic() + RELEASE_WAIT_S
+    while backing.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager
