@@ -1,0 +1,53 @@
+"""What the compare page shows of a judged comparison (iowatch.judging's, never
+its own): the counts of the deciding cells' outcomes, the cells worst first,
+their numbers in a readable unit, and which cells share a chart."""
+from __future__ import annotations
+
+from collections import Counter
+
+from iowatch.stats.wording import amount
+
+# Outcomes from the most to the least telling (a deciding cell's, then a diagnostic).
+WORST_FIRST = ("regression", "suspected", "inconclusive", "improvement", "no-change", "diagnostic")
+# The summary's counts, in the order a maintainer reads them, with their words.
+SUMMARY = (("regression", "regression", "regressions"), ("improvement", "improvement", "improvements"),
+           ("suspected", "suspected", "suspected"), ("inconclusive", "unsure", "unsure"),
+           ("no-change", "no change", "no change"))
+
+
+def worst_first(rows: list[dict]) -> list[dict]:
+    """Rows by outcome (regressions first), then by the size of the change."""
+    return sorted(rows, key=lambda r: (WORST_FIRST.index(r["outcome"]), -abs(r["change_pct"] or 0),
+                                       r["study"], r["device_class"], r["device"], r["group"],
+                                       r["metric"]))
+
+
+def summary(cells: list[dict], failed: list) -> list[dict]:
+    """How many deciding cells came out each way (the failed ones too, when any)."""
+    counts = Counter(c["outcome"] for c in cells)
+    out = [{"outcome": outcome, "n": counts[outcome], "words": one if counts[outcome] == 1 else many}
+           for outcome, one, many in SUMMARY]
+    if failed:
+        out.append({"outcome": "failed", "n": len(failed), "words": "failed"})
+    return out
+
+
+def shown(base, candidate, unit: str) -> dict:
+    """Both sides' mean and standard deviation in one readable unit (KiB/s above 10 MiB/s as MiB/s)."""
+    (bm, cm, bsd, csd), shown_unit = amount(
+        (base.mean, candidate.mean, base.sd or 0.0, candidate.sd or 0.0), unit,
+        decide_on=(base.mean, candidate.mean))
+    return {"base": bm, "candidate": cm, "base_sd": bsd, "candidate_sd": csd, "unit": shown_unit}
+
+
+def charts(cells: list[dict]) -> list[dict]:
+    """One chart per study and job group (and unit, when a group's deciding metrics
+    differ in theirs: one axis never mixes units)."""
+    out: dict[tuple, dict] = {}
+    for c in cells:
+        key = (c["study"], c["group"], c["unit"])
+        out.setdefault(key, {"study": c["study"], "group": c["group"], "unit": c["unit"],
+                             "metrics": []})
+        if c["metric"] not in out[key]["metrics"]:
+            out[key]["metrics"].append(c["metric"])
+    return sorted(out.values(), key=lambda g: (g["study"], g["group"], g["unit"]))

@@ -1,0 +1,100 @@
+"""What the run page shows of one run: each cell's measured numbers per
+group-level metric (median, spread and n, in the metric's unit, the study's
+deciding metrics first), its environment as rows, and the kernel options that
+bias storage numbers (iowatch.stats.confounders decides which)."""
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from iowatch.judging import deciding
+from iowatch.metrics import METRICS
+from iowatch.stats.confounders import kernel_flags
+from iowatch.stats.wording import amount
+from results.models import Repetition, Run, Sample
+from results.sides import judging_studies
+
+# Nested environment entries are shown down to this depth; deeper ones as their JSON text.
+ENV_DEPTH = 4
+
+
+def _spread(values: list[float]) -> dict:
+    values = sorted(values)
+    if len(values) >= 4:
+        q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    else:
+        q1 = q3 = None
+    return {"median": statistics.median(values), "low": values[0], "high": values[-1],
+            "q1": q1, "q3": q3, "n": len(values)}
+
+
+def cell_numbers(run: Run, cells: list) -> dict[int, list[dict]]:
+    """Per cell id: a row per (group, metric) of its group-level samples from
+    passed repetitions, deciding ones first, each with a link to its history."""
+    failed = set(Repetition.objects.filter(cell__run=run).exclude(status="passed")
+                 .values_list("cell_id", "index"))
+    values: dict[tuple, list[float]] = defaultdict(list)
+    for cell_id, rep, group, metric, value in (
+            Sample.objects.filter(cell__run=run, job__isnull=True).order_by()
+            .values_list("cell_id", "repetition", "group", "metric_id", "value")):
+        if (cell_id, rep) not in failed:
+            values[cell_id, group, metric].append(value)
+    studies = judging_studies()
+    by_cell = {c.pk: c for c in cells}
+    out: dict[int, list[dict]] = defaultdict(list)
+    for (cell_id, group, metric), vs in values.items():
+        cell = by_cell[cell_id]
+        unit = METRICS[metric].unit if metric in METRICS else ""
+        s = _spread(vs)
+        quartiles = (s["q1"], s["q3"]) if s["q1"] is not None else ()
+        (median, low, high, *iqr), shown_unit = amount(
+            (s["median"], s["low"], s["high"], *quartiles), unit, decide_on=(s["median"],))
+        out[cell_id].append({
+            **s, "group": group, "metric": metric, "unit": shown_unit,
+            "shown": {"median": median, "low": low, "high": high, "iqr": iqr},
+            "deciding": (group, metric) in deciding(studies.get(cell.study.slug)),
+            "history": reverse("dashboard:history") + "?" + urlencode({
+                "study": cell.study.slug, "host": run.host.name,
+                "device": cell.device.name if cell.device else "", "filesystem": cell.filesystem,
+                "group": group, "metric": metric})})
+    for rows in out.values():
+        rows.sort(key=lambda r: (not r["deciding"], r["group"], r["metric"]))
+    return out
+
+
+def environment_rows(run: Run) -> list[tuple[str, str]]:
+    """The run's environment as (dotted name, value) rows, nested dicts flattened;
+    without the kernel's options and command line, which the page shows on their own."""
+    environment = run.environment or {}
+    skip = {"host.kernel_config"}
+    if ((environment.get("host") or {}).get("cmdline") or "") == run.cmdline:
+        skip.add("host.cmdline")
+    rows: list[tuple[str, str]] = []
+
+    def walk(prefix: str, value, depth: int) -> None:
+        if prefix in skip:
+            return
+        if isinstance(value, dict) and value and depth < ENV_DEPTH:
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v, depth + 1)
+        elif isinstance(value, list) and not any(isinstance(v, (dict, list)) for v in value):
+            rows.append((prefix, ", ".join(str(v) for v in value)))
+        elif isinstance(value, (dict, list)):
+            rows.append((prefix, json.dumps(value, sort_keys=True)))
+        else:
+            rows.append((prefix, "" if value is None else str(value)))
+
+    walk("", environment, 0)
+    return rows
+
+
+def kernel_options(run: Run) -> dict:
+    """The run's recorded kernel options, and the debug and preemption ones it has on."""
+    config = run.kernel.config or ((run.environment or {}).get("host") or {}).get("kernel_config") or {}
+    flags = kernel_flags(config)
+    return {"options": sorted(config.items()), "flags": flags,
+            "debug": [f for f in flags if f.kind == "debug"]}

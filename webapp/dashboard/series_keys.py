@@ -1,0 +1,79 @@
+"""The history page's choosers: the values each part of a series key (study,
+host, device, filesystem, group, metric) takes in the store, narrowed by the
+parts already chosen, and a key to start from when none is given. Each list is
+one small query: groups and metrics are read from the newest cells of the key
+only, never from every sample."""
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef
+
+from iowatch.judging import deciding
+from results.models import Cell, Device, Host, Run, Sample, Study
+from results.sides import judging_studies
+
+# Groups and metrics are those of this many of the key's newest cells.
+NEWEST_CELLS = 20
+
+
+def _cells(key: dict, upto: str):
+    """The measured, passed cells of the key's parts before `upto`."""
+    cells = Cell.objects.filter(run__published=False, status="passed")
+    for part, lookup in (("study", "study__slug"), ("host", "run__host__name"),
+                         ("device", "device__name"), ("filesystem", "filesystem")):
+        if part == upto:
+            break
+        if key.get(part):
+            cells = cells.filter(**{lookup: key[part]})
+    return cells
+
+
+def choices(key: dict) -> dict[str, list[str]]:
+    """Per part of the key, the values to choose from (the chosen one always among them)."""
+    measured = Cell.objects.filter(run__published=False)
+    out = {
+        "study": list(Study.objects.filter(Exists(measured.filter(study=OuterRef("pk"))))
+                      .order_by("slug").values_list("slug", flat=True)),
+        "host": list(Host.objects.filter(Exists(Run.objects.filter(host=OuterRef("pk"),
+                                                                   published=False)))
+                     .order_by("name").values_list("name", flat=True)),
+        "device": list(Device.objects.filter(host__name=key.get("host") or "")
+                       .order_by("name").values_list("name", flat=True)),
+        "filesystem": sorted(set(_cells(key, "filesystem").order_by()
+                                 .values_list("filesystem", flat=True).distinct())),
+    }
+    newest = list(_cells(key, "group").order_by("-id").values_list("id", flat=True)[:NEWEST_CELLS])
+    pairs = set(Sample.objects.filter(cell_id__in=newest, job__isnull=True).order_by()
+                .values_list("group", "metric_id").distinct())
+    out["group"] = sorted({g for g, _ in pairs})
+    out["metric"] = sorted({m for g, m in pairs if not key.get("group") or g == key["group"]})
+    for part, values in out.items():
+        if key.get(part) and key[part] not in values:
+            values.insert(0, key[part])
+    return out
+
+
+def starting_key(key: dict) -> dict:
+    """The key with its empty parts filled from the newest measured cell that
+    matches the chosen ones, its study's first deciding metric by default. A
+    key with a device keeps an empty filesystem: the device's raw cells."""
+    if all(key.get(p) for p in ("study", "host", "device", "group", "metric")):
+        return key
+    cell = (_cells(key, "group").select_related("study", "device", "run__host")
+            .order_by("-id").first())
+    if cell is None:
+        return key
+    filled = {**key, "study": key.get("study") or cell.study.slug,
+              "host": key.get("host") or cell.run.host.name,
+              "device": key.get("device") or (cell.device.name if cell.device else ""),
+              "filesystem": key.get("filesystem") or cell.filesystem}
+    if key.get("group") and key.get("metric"):
+        return filled
+    measured = set(Sample.objects.filter(cell=cell, job__isnull=True).order_by()
+                   .values_list("group", "metric_id").distinct())
+    fits = sorted(p for p in measured if (not key.get("group") or p[0] == key["group"])
+                  and (not key.get("metric") or p[1] == key["metric"]))
+    decides = [p for p in sorted(deciding(judging_studies().get(filled["study"]))) if p in fits]
+    group, metric = (decides or fits or [("", "")])[0]
+    filled["group"] = key.get("group") or group
+    filled["metric"] = key.get("metric") or metric
+    return filled
