@@ -1,0 +1,538 @@
+"""What a maintainer reads first, taken from the stored verdicts
+(regressions.models, made by the verdict worker) and never judged again here.
+
+- lines(): the open regressions and the suspected comparisons, one line each
+  that can be pasted into a reply ("<subject> (patch 2/2 of <series>) —
+  <study>, <class> (<model>): <group> <metric> −33.1% [−36.0, −30.1] 5 vs 5
+  runs"), worst first;
+- checks(), nightlies(), hosts(): the newest series checks, nightly runs and
+  each host's latest run, with the verdict in one word (iowatch.judging's
+  PATCH_STATES) and the cell that decided it;
+- series_rows(): the series page's chips; regression_list() and
+  regression_cells(): the regressions page and one regression's cells.
+
+Severity is a change in the worse direction counted in the study's minimum
+effects (2.0: twice the smallest change that counts); it orders every list here.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from types import SimpleNamespace
+
+from django.db.models import Case, Exists, F, FloatField, Max, OuterRef, Subquery, Value, When
+from django.db.models.functions import Coalesce, NullIf
+from django.urls import reverse
+
+from dashboard.queries import OPEN_STATES, kernel_label
+from iowatch.judging import PATCH_STATES
+from iowatch.judging import Comparison as Judged
+from iowatch.metrics import HIGHER, LOWER, METRICS
+from regressions.models import REASONS, STATES, CellVerdict, ChangePoint, Comparison, Regression
+from regressions.verdicts import NOT_MEASURED
+from results.models import Cell, Host, Patch, PatchSeries, Repetition, Run
+
+# The words of a state on a chip; "unsure" is the outcome "inconclusive".
+STATE_LABELS = {"regression": "regression", "failed": "failed", "suspected": "suspected",
+                "unsure": "unsure", "improvement": "improvement", "no-change": "no change"}
+OUTCOME_STATE = {"regression": "regression", "suspected": "suspected",
+                 "inconclusive": "unsure", "improvement": "improvement", "no-change": "no-change"}
+# Of two comparisons of one kernel on one host, the line keeps the first of these.
+REASON_RANK = {"parent": 0, "previous-run": 1, "change-point": 2, "series-base": 3}
+# Where a run's verdict work stands when it is not done (Run.verdict_state).
+WORK_LABELS = {"pending": "verdict pending", "running": "verdict running",
+               "failed": "verdict work failed"}
+MINUS = "\u2212"
+
+
+# --- numbers as a maintainer reads them ----------------------------------------------
+
+def signed(x: float, digits: int = 1) -> str:
+    return f"{x:+.{digits}f}".replace("-", MINUS)
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    return "n/a" if x is None else signed(x, digits) + "%"
+
+
+def number(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return (f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}").replace("-", MINUS)
+
+
+def short_metric(group: str, metric: str) -> str:
+    """"writer bw" for write.bw_kib_s of the group writer: the unit goes, and
+    the direction too when the group's name already says it."""
+    unit_free = metric
+    for suffix in ("_kib_s", "_kib", "_ms", "_us", "_ns", "_s"):
+        if unit_free.endswith(suffix):
+            unit_free = unit_free[:-len(suffix)]
+            break
+    direction, _, rest = unit_free.partition(".")
+    if rest and group.startswith(direction):
+        unit_free = rest
+    return f"{group} {unit_free}"
+
+
+# --- severity, in the database and on rows -----------------------------------------------
+
+def severity_of(change: str, direction: str, min_effect: str):
+    """The severity of a row whose change, direction and minimum effect are these
+    fields (null for an information-only metric)."""
+    worse = Case(When(**{direction: HIGHER}, then=-F(change)),
+                 When(**{direction: LOWER}, then=F(change)), output_field=FloatField())
+    return Coalesce(worse / NullIf(F(min_effect), Value(0.0)), worse)
+
+
+def cell_severity():
+    return severity_of("change_pct", "direction", "min_effect_pct")
+
+
+def point_severity():
+    return severity_of("change_pct", "metric__direction", "study__min_effect_pct")
+
+
+def regression_severity():
+    """A regression's severity: its worst regressed cell, else its worst change point."""
+    def worst(rows, severity):
+        return Subquery(rows.annotate(s=severity).order_by(F("s").desc(nulls_last=True))
+                        .values("s")[:1], output_field=FloatField())
+    return Coalesce(
+        worst(CellVerdict.objects.filter(comparison=OuterRef("comparison"), outcome="regression"),
+              cell_severity()),
+        worst(ChangePoint.objects.filter(comparison=OuterRef("comparison")), point_severity()))
+
+
+def _rank(cell: dict) -> float:
+    return cell["severity"] if cell["severity"] is not None else float("-inf")
+
+
+# --- the stored verdicts as rows -----------------------------------------------------------
+
+CELL_FIELDS = ("id", "comparison_id", "cell_key", "outcome", "study__slug", "device_class",
+               "device__name", "device__model", "filesystem", "group", "metric_id", "base_n",
+               "base_mean", "candidate_n", "candidate_mean", "change_pct", "ci_low", "ci_high",
+               "p_adjusted", "needs_runs", "words", "severity")
+POINT_FIELDS = ("id", "comparison_id", "cell_key", "study__slug", "device__device_class",
+                "device__name", "device__model", "filesystem", "group", "metric_id",
+                "before_mean", "after_mean", "change_pct", "p_value", "severity",
+                "run__run_id", "kernel__release", "kernel__git_commit", "kernel__patch_index")
+
+
+def _cell(row: dict) -> dict:
+    """A CellVerdict or ChangePoint row in one shape (a change point is a
+    regression with the means of the segments before and after it)."""
+    point = "before_mean" in row
+    metric = row["metric_id"]
+    return _words({**row, "point": point, "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"), "study": row["study__slug"],
+            "device_class": row["device__device_class"] if point else row["device_class"],
+            "device": row["device__name"] or "", "model": row["device__model"] or "",
+            "metric": metric, "unit": METRICS[metric].unit if metric in METRICS else "",
+            "outcome": "regression" if point else row["outcome"],
+            "base_mean": row["before_mean"] if point else row["base_mean"],
+            "candidate_mean": row["after_mean"] if point else row["candidate_mean"],
+            "short": short_metric(row["group"], metric)})
+
+
+def _words(cell: dict) -> dict:
+    """The change with its 95% CI and the means with their unit, as the pages print them."""
+    ci = ""
+    if cell["ci_low"] is not None and cell["ci_high"] is not None:
+        ci = f"[{signed(cell['ci_low'])}, {signed(cell['ci_high'])}]"
+    change = pct(cell["change_pct"])
+    means = f"{number(cell['base_mean'])} → {number(cell['candidate_mean'])} {cell['unit']}"
+    return {**cell, "change_pct_text": change, "ci_text": ci,
+            "change_text": f"{change} {ci}".strip(), "means_text": means.strip()}
+
+
+def cells_of(comparison_ids, outcomes=None) -> dict[int, list[dict]]:
+    """The stored deciding cells and change points of these comparisons, worst first."""
+    found = defaultdict(list)
+    verdicts = CellVerdict.objects.filter(comparison_id__in=list(comparison_ids))
+    if outcomes:
+        verdicts = verdicts.filter(outcome__in=outcomes)
+    for row in verdicts.annotate(severity=cell_severity()).values(*CELL_FIELDS):
+        found[row["comparison_id"]].append(_cell(row))
+    if not outcomes or "regression" in outcomes:
+        for row in (ChangePoint.objects.filter(comparison_id__in=list(comparison_ids))
+                    .annotate(severity=point_severity()).values(*POINT_FIELDS)):
+            found[row["comparison_id"]].append(_cell(row))
+    for cells in found.values():
+        cells.sort(key=_rank, reverse=True)
+    return found
+
+
+def failed_cells(comparison_ids) -> dict[int, list[dict]]:
+    """Cells of a comparison that ran on both sides but without one passed
+    repetition on a side (pooled over the side's runs, as iowatch.judging
+    lists them as failed)."""
+    passed = Exists(Repetition.objects.filter(cell=OuterRef("pk"), status="passed"))
+    ids = list(comparison_ids)
+    sides: dict[int, dict[str, dict[tuple, bool]]] = defaultdict(lambda: defaultdict(dict))
+    for side, runs in (("base", "run__base_of_comparisons"),
+                       ("candidate", "run__candidate_of_comparisons")):
+        for cid, *where, ok in (Cell.objects.filter(**{f"{runs}__in": ids}).annotate(ok=passed)
+                                .values_list(runs, "study__slug", "device__device_class",
+                                             "device__name", "filesystem", "ok")):
+            seen = sides[cid][side]
+            seen[tuple(where)] = seen.get(tuple(where), False) or ok
+    found = defaultdict(list)
+    for cid, by_side in sides.items():
+        for where in sorted(set(by_side["base"]) & set(by_side["candidate"])):
+            bad = [s for s in ("base", "candidate") if not by_side[s][where]]
+            if bad:
+                study, device_class, device, fs = where
+                found[cid].append({"study": study, "device_class": device_class or "",
+                                   "device": device or "", "filesystem": fs,
+                                   "side": "both" if len(bad) == 2 else bad[0]})
+    return found
+
+
+def state_of(cells: list[dict], failed: list) -> dict:
+    """The state of stored cells in one word, by iowatch.judging's own rule (a
+    comparison is never "no change" while a cell is unsure or failed), with the
+    cell that decided it: the worst of that outcome (the best improvement)."""
+    judged = SimpleNamespace(verdicts=[SimpleNamespace(outcome=c["outcome"]) for c in cells],
+                             failed=failed)
+    state = Judged.state.fget(judged)
+    of_state = [c for c in cells if OUTCOME_STATE[c["outcome"]] == state]
+    cell = (min if state == "improvement" else max)(of_state, key=_rank) if of_state else None
+    needs = max((c["needs_runs"] or 0 for c in cells if c["outcome"] in ("suspected",
+                                                                        "inconclusive")),
+                default=0)
+    return {"state": state, "label": STATE_LABELS[state], "cell": cell,
+            "failed": failed[0] if state == "failed" else None, "needs_runs": needs or None}
+
+
+def worst_state(states: list[dict]) -> dict | None:
+    return min(states, key=lambda s: PATCH_STATES.index(s["state"]), default=None)
+
+
+def comparison_states(comparison_ids) -> dict[int, dict]:
+    ids = list(comparison_ids)
+    cells, failed = cells_of(ids), failed_cells(ids)
+    return {cid: state_of(cells.get(cid, []), failed.get(cid, [])) for cid in ids}
+
+
+# --- who, where, what: the words of a line -------------------------------------------------
+
+COMPARISON_FIELDS = ("id", "reason", "host__name", "matrix", "computed_at", "base_kernel_id",
+                     "candidate_kernel_id", "candidate_kernel__release",
+                     "candidate_kernel__git_commit", "candidate_kernel__patch_index",
+                     "candidate_kernel__series_id", "candidate_kernel__series__name",
+                     "candidate_kernel__series__patch_count", "base_kernel__release",
+                     "base_kernel__git_commit", "base_kernel__patch_index")
+
+
+def comparisons(ids) -> dict[int, dict]:
+    """The comparisons with their kernels' words: `who` names the patch (its
+    subject, place and series) or the kernel, `compare_url` opens it."""
+    rows = {c["id"]: c for c in Comparison.objects.filter(pk__in=list(ids))
+            .values(*COMPARISON_FIELDS)}
+    series_ids = {c["candidate_kernel__series_id"] for c in rows.values()} - {None}
+    subjects, last = {}, defaultdict(int)
+    for series_id, index, subject in (Patch.objects.filter(series_id__in=series_ids)
+                                      .values_list("series_id", "index", "subject")):
+        subjects[series_id, index] = subject
+        last[series_id] = max(last[series_id], index)
+    for c in rows.values():
+        c.update(_who(c, subjects, last))
+        c["reason_label"] = REASONS.get(c["reason"], c["reason"])
+        c["compare_url"] = compare_url(c["base_kernel_id"], c["candidate_kernel_id"])
+    return rows
+
+
+def _who(c: dict, subjects: dict, last: dict) -> dict:
+    candidate = kernel_label(c["candidate_kernel__release"], c["candidate_kernel__git_commit"],
+                             c["candidate_kernel__patch_index"])
+    base = kernel_label(c["base_kernel__release"], c["base_kernel__git_commit"],
+                        c["base_kernel__patch_index"])
+    series, index = c["candidate_kernel__series_id"], c["candidate_kernel__patch_index"]
+    if series is not None and index:
+        total = c["candidate_kernel__series__patch_count"] or last.get(series) or index
+        subject = subjects.get((series, index)) or candidate
+        name = c["candidate_kernel__series__name"]
+        place = (f"patches 1–{index}/{total} of {name}, against its base"
+                 if c["reason"] == "series-base" else f"patch {index}/{total} of {name}")
+        return {"who": f"{subject} ({place})",
+                "subject": subject, "kernel": candidate, "base": base}
+    after = base.removeprefix(c["candidate_kernel__release"] + " ")
+    what = "a step after" if c["reason"] == "change-point" else "after"
+    return {"who": f"{candidate} (on {c['host__name']}, {what} {after})", "subject": "",
+            "kernel": candidate, "base": base}
+
+
+def where(cell: dict) -> str:
+    model = cell["model"].split(", ")[0]  # the model's first words; the page shows all of it
+    device = f"{cell['device_class']} ({model})" if model else cell["device_class"]
+    return f"{cell['study']}, {device}" if device else cell["study"]
+
+
+def what(cell: dict) -> str:
+    text = f"{cell['group']} {cell['metric']} {cell['change_text']}"
+    if cell["point"]:
+        return text + f" (a step in the history: {cell['means_text']})"
+    return text + f" {cell['base_n']} vs {cell['candidate_n']} runs"
+
+
+def line(comparison: dict, cell: dict | None) -> str:
+    if cell is None:
+        return f"{comparison['who']}: no regressed cell remains"
+    return f"{comparison['who']} — {where(cell)}: {what(cell)}"
+
+
+def compare_url(base_kernel_id: int, candidate_kernel_id: int) -> str:
+    # kernel:ID as the compare page's own links write it (a colon needs no escape in a query).
+    return reverse("dashboard:compare") + (f"?base=kernel:{base_kernel_id}"
+                                           f"&candidate=kernel:{candidate_kernel_id}")
+
+
+# --- the overview -----------------------------------------------------------------------
+
+# Suspected comparisons the overview looks at: the newest, as older ones were
+# rerun or superseded by the next night's.
+SUSPECTED_LOOKED_AT = 50
+
+
+def lines(limit: int = 8) -> dict:
+    """The open regressions, then the suspected comparisons that opened none,
+    worst first; one line per kernel on a host (its other comparisons are
+    named beside it: a patch against its parent and against the series base,
+    a nightly against the night before and as a step in its history)."""
+    entries = [{"kind": "regression", "regression": r["id"], "triage": r["state"],
+                "comparison_id": r["comparison_id"], "severity": r["severity"],
+                "host": r["comparison__host_id"], "kernel": r["comparison__candidate_kernel_id"],
+                "reason": r["comparison__reason"]}
+               for r in Regression.objects.filter(state__in=OPEN_STATES)
+               .annotate(severity=regression_severity())
+               .values("id", "state", "comparison_id", "severity", "comparison__host_id",
+                       "comparison__candidate_kernel_id", "comparison__reason")]
+    suspected = (Comparison.objects.filter(
+        Exists(CellVerdict.objects.filter(comparison=OuterRef("pk"), outcome="suspected")))
+        .exclude(Exists(Regression.objects.filter(comparison=OuterRef("pk"))))
+        .order_by("-computed_at", "-id")[:SUSPECTED_LOOKED_AT])
+    worst_suspected = cells_of([c.pk for c in suspected], ["suspected"])
+    entries += [{"kind": "suspected", "regression": None, "triage": None, "comparison_id": c.pk,
+                 "severity": worst_suspected[c.pk][0]["severity"], "host": c.host_id,
+                 "kernel": c.candidate_kernel_id, "reason": c.reason} for c in suspected]
+    groups: dict[tuple, list] = defaultdict(list)
+    for e in entries:
+        groups[e["host"], e["kernel"]].append(e)
+    heads = []
+    for group in groups.values():
+        group.sort(key=lambda e: (e["kind"] != "regression", REASON_RANK[e["reason"]]))
+        heads.append({**group[0], "also": group[1:], "severity": max(
+            (e["severity"] for e in group if e["kind"] == group[0]["kind"]
+             and e["severity"] is not None), default=None)})
+    heads.sort(key=lambda e: (e["kind"] != "regression",
+                              -(e["severity"] if e["severity"] is not None else float("-inf"))))
+    shown = heads[:limit]
+    ids = {e["comparison_id"] for e in shown} | {a["comparison_id"] for e in shown for a in e["also"]}
+    context = comparisons(ids)
+    cells = cells_of([e["comparison_id"] for e in shown], ["regression", "suspected"])
+    out = []
+    for e in shown:
+        c = context[e["comparison_id"]]
+        of_kind = [x for x in cells.get(e["comparison_id"], []) if x["outcome"] == e["kind"]]
+        cell = of_kind[0] if of_kind else None
+        out.append({
+            **e, "text": line(c, cell), "cell": cell, "more": max(len(of_kind) - 1, 0),
+            "host_name": c["host__name"], "triage_label": STATES.get(e["triage"], ""),
+            "url": (reverse("dashboard:regression", args=[e["regression"]]) if e["regression"]
+                    else c["compare_url"]),
+            "compare_url": c["compare_url"],
+            "also": [{"regression": a["regression"], "kind": a["kind"],
+                      "reason": REASONS[a["reason"]],
+                      "url": (reverse("dashboard:regression", args=[a["regression"]])
+                              if a["regression"] else context[a["comparison_id"]]["compare_url"])}
+                     for a in e["also"]]})
+    return {"lines": out, "more": len(heads) - len(shown),
+            "open": sum(1 for e in entries if e["kind"] == "regression")}
+
+
+def run_states(runs: list[Run]) -> dict[int, dict]:
+    """The verdict of each run's kernel on its host: the worst state of the
+    stored comparisons it is the candidate of (against its parent patch, the
+    previous run, or as a step in the history), or where its verdict work stands."""
+    found = (Comparison.objects.filter(candidate_kernel_id__in={r.kernel_id for r in runs},
+                                       host_id__in={r.host_id for r in runs})
+             .exclude(reason="series-base").values_list("id", "host_id", "matrix",
+                                                        "candidate_kernel_id"))
+    by_run = defaultdict(list)
+    for cid, host_id, matrix, kernel_id in found:
+        by_run[host_id, matrix, kernel_id].append(cid)
+    states = comparison_states({cid for ids in by_run.values() for cid in ids})
+    out = {}
+    for r in runs:
+        worst = worst_state([states[i] for i in by_run[r.host_id, r.matrix, r.kernel_id]])
+        if r.status in NOT_MEASURED:  # no performance result: no verdict to wait for
+            out[r.pk] = {"state": "failed", "label": r.status, "cell": None}
+        elif r.verdict_state != "done":
+            out[r.pk] = {"state": "work-" + r.verdict_state, "label": WORK_LABELS[r.verdict_state],
+                         "error": r.verdict_error, "cell": None}
+        elif worst is None:
+            first = "series base" if r.kernel.patch_index == 0 else "nothing to compare with yet"
+            out[r.pk] = {"state": "none", "label": first, "cell": None}
+        else:
+            out[r.pk] = worst
+    return out
+
+
+def _run_row(run: Run, state: dict) -> dict:
+    kernel = run.kernel
+    who = kernel_label(kernel.release, kernel.git_commit, kernel.patch_index)
+    if kernel.series_id:
+        who = f"{kernel.series.name}: {who}"
+    return {"run": run, "kernel": who, "verdict": state,
+            "summary": summary(state)}
+
+
+def summary(state: dict) -> str:
+    """What decided a state, in a few words ("seqw write.bw −50.5%", "needs about 10 runs")."""
+    cell, failed = state.get("cell"), state.get("failed")
+    if failed:
+        return (f"{failed['study']} {failed['device_class']} {failed['device']}: no result on "
+                f"the {failed['side']} side")
+    if cell is None:
+        return state.get("error") or ""
+    text = f"{cell['short']} {pct(cell['change_pct'])}"
+    if state.get("needs_runs") and state["state"] in ("suspected", "unsure"):
+        text += f", needs about {state['needs_runs']} more runs a side"
+    return text
+
+
+def nightlies(limit: int = 5) -> list[dict]:
+    """The newest measured runs of kernels outside any series."""
+    runs = list(Run.objects.filter(published=False, kernel__series__isnull=True)
+                .select_related("host", "kernel").order_by("-received_at", "-id")[:limit])
+    states = run_states(runs)
+    return [_run_row(r, states[r.pk]) for r in runs]
+
+
+def hosts() -> list[dict]:
+    """Each lab host's latest run and its verdict."""
+    last = Run.objects.filter(host=OuterRef("pk")).order_by("-received_at", "-id").values("pk")[:1]
+    ids = [pk for pk in Host.objects.exclude(kind="published").annotate(last=Subquery(last))
+           .values_list("last", flat=True) if pk is not None]
+    runs = list(Run.objects.filter(pk__in=ids).select_related("host", "kernel__series")
+                .order_by("host__name"))
+    states = run_states(runs)
+    rows = [_run_row(r, states[r.pk]) for r in runs]
+    idle = Host.objects.exclude(kind="published").filter(runs__isnull=True).values("name", "kind")
+    return rows + [{"run": None, "host": h} for h in idle]
+
+
+def checks(limit: int = 5) -> list[dict]:
+    """The newest series checks: each series' worst patch against its parent."""
+    series = list(PatchSeries.objects.annotate(last=Max("kernels__runs__received_at"))
+                  .filter(last__isnull=False).order_by("-last", "-id")[:limit])
+    parents = list(Comparison.objects.filter(reason="parent",
+                                             candidate_kernel__series__in=series)
+                   .values_list("id", "candidate_kernel__series_id"))
+    states = comparison_states([cid for cid, _ in parents])
+    context = comparisons(states)
+    pending = set(Run.objects.filter(kernel__series__in=series).exclude(verdict_state="done")
+                  .values_list("kernel__series_id", flat=True))
+    out = []
+    for s in series:
+        worst = worst_state([{**states[cid], "comparison": context[cid]}
+                             for cid, series_id in parents if series_id == s.pk])
+        if worst is None:
+            worst = {"state": "none", "label": "no patch compared yet", "cell": None}
+        where = ""
+        if worst.get("comparison"):
+            c = worst["comparison"]
+            total = c["candidate_kernel__series__patch_count"]
+            index = c["candidate_kernel__patch_index"]
+            where = f"patch {index}/{total}" if total else f"patch {index}"
+            where += f" on {c['host__name']}"
+        out.append({"series": s, "verdict": worst, "where": where, "summary": summary(worst),
+                    "pending": s.pk in pending})
+    return out
+
+
+# --- the series page -------------------------------------------------------------------------
+
+def series_rows(series: PatchSeries) -> dict:
+    """One row per kernel of the series (patch 0 is the base), one chip per
+    (study, device class): the state of the stored cells of the patch against
+    its parent in that column, its deciding metric and change."""
+    kernels = list(series.kernels.order_by("patch_index", "id")
+                   .values("id", "release", "git_commit", "patch_index"))
+    subjects = dict(Patch.objects.filter(series=series).values_list("index", "subject"))
+    total = series.patch_count or max(subjects, default=0)
+    parents = list(Comparison.objects.filter(reason="parent", candidate_kernel__series=series)
+                   .values_list("id", "candidate_kernel_id", "base_kernel_id"))
+    cells, failed = cells_of([p[0] for p in parents]), failed_cells([p[0] for p in parents])
+    by_kernel = defaultdict(lambda: defaultdict(lambda: ([], [])))
+    parent_of = {}
+    for cid, kernel_id, base_id in parents:
+        parent_of[kernel_id] = base_id
+        for cell in cells.get(cid, []):
+            by_kernel[kernel_id][cell["study"], cell["device_class"]][0].append(cell)
+        for f in failed.get(cid, []):
+            by_kernel[kernel_id][f["study"], f["device_class"]][1].append(f)
+    columns = sorted({column for per in by_kernel.values() for column in per})
+    rows = []
+    for k in kernels:
+        chips = []
+        for column in columns:
+            found, bad = by_kernel[k["id"]].get(column, ([], []))
+            chips.append(_chip(state_of(found, bad)) if found or bad else None)
+        states = [c for c in chips if c]
+        rows.append({**k, "subject": subjects.get(k["patch_index"], "") if k["patch_index"] else "",
+                     "place": f"{k['patch_index']}/{total}" if k["patch_index"] else "base",
+                     "label": kernel_label(k["release"], k["git_commit"], k["patch_index"]),
+                     "verdict": worst_state(states),
+                     "compare_url": compare_url(parent_of[k["id"]], k["id"])
+                     if k["id"] in parent_of else "",
+                     "chips": chips})
+    return {"columns": columns, "rows": rows}
+
+
+def _chip(state: dict) -> dict:
+    """A chip's words: the deciding metric and its change ("writer bw −33%"),
+    what an unsure cell needs, or where a cell failed; its title the verdict's words."""
+    cell = state["cell"]
+    if state["failed"]:
+        text = f"failed on the {state['failed']['side']} side"
+        title = f"{state['failed']['device']} {state['failed']['filesystem']}: no passed repetition"
+    else:
+        text = f"{cell['short']} {pct(cell['change_pct'], 0)}"
+        title = cell["words"] or what(cell)
+        if state["state"] in ("unsure", "suspected") and state["needs_runs"]:
+            text += f" · needs about {state['needs_runs']} more runs"
+    return {**state, "text": text, "title": title}
+
+
+# --- the regressions ------------------------------------------------------------------------
+
+def regression_list(states=None, limit: int = 200) -> list[dict]:
+    """Regressions by severity, worst first, each with its worst cell."""
+    found = Regression.objects.all()
+    if states:
+        found = found.filter(state__in=states)
+    rows = list(found.annotate(severity=regression_severity())
+                .order_by(F("severity").desc(nulls_last=True), "-created", "-id")
+                .values("id", "state", "created", "notes", "comparison_id", "severity")[:limit])
+    context = comparisons({r["comparison_id"] for r in rows})
+    cells = cells_of(context, ["regression"])
+    for r in rows:
+        c, of = context[r["comparison_id"]], cells.get(r["comparison_id"], [])
+        r.update(comparison=c, cell=of[0] if of else None, more=max(len(of) - 1, 0),
+                 state_label=STATES[r["state"]], text=line(c, of[0] if of else None))
+    return rows
+
+
+def regression_cells(regression: Regression) -> dict:
+    """One regression's cells: its regressed cells and change points worst
+    first, then the other deciding cells of its comparison."""
+    cid = regression.comparison_id
+    cells = cells_of([cid]).get(cid, [])
+    comparison = comparisons([cid])[cid]
+    regressed = [c for c in cells if c["outcome"] == "regression"]
+    return {"comparison_row": comparison,
+            "line": line(comparison, regressed[0] if regressed else None),
+            "regressed": [c for c in regressed if not c["point"]],
+            "points": [c for c in regressed if c["point"]],
+            "others": [c for c in cells if c["outcome"] != "regression"]}
