@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard_browser import SCRIPT
+from dashboard_browser import SCRIPT, uploader
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "webapp"))  # bundle_maker
@@ -82,28 +82,17 @@ def store(transactional_db, tmp_path) -> Store:
     is then done by the queue's own task runner, as a worker beside the server
     would."""
     from django.core.management import call_command
-    from django.test import Client
 
-    from bundle_maker import planted_bundle, wire
+    from bundle_maker import planted_bundle
     from iowatch.commands.import_published import published_bundles
     from iowatch.studies import load_studies
     from regressions.models import Regression
-    from regressions.work import drain
     from results.models import Kernel, PatchSeries
 
     studies = load_studies(ROOT / "jobs" / "studies")
     call_command("ingest_bundle", *[str(d) for s in studies.values()
                                     for d in published_bundles(s, tmp_path)], stdout=StringIO())
-    out = StringIO()
-    call_command("create_agent", "lab-agent", stdout=out)
-    token = out.getvalue().strip().split()[-1]
-    client = Client()
-
-    def post(doc: dict) -> None:
-        response = client.post("/api/v1/bundles", wire(doc), content_type="application/json",
-                               HTTP_AUTHORIZATION=f"Bearer {token}")
-        assert response.status_code == 201, response.content
-        drain()
+    post = uploader("lab-agent")
 
     subjects = {1: f"f2fs: {SCRIPT} take the lock later", 2: "f2fs: drop the write lock"}
     for k, bw in enumerate([1000, 1010, 500]):

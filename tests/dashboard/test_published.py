@@ -10,9 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from dashboard_browser import screenshot
+from dashboard_browser import screenshot, uploader
 from django.template import Context, Template
-from django.test import Client
 
 from iowatch import bundle
 from results.models import Run
@@ -36,24 +35,9 @@ def claims(store):
     ran odirect-vs-readers on a loop device labelled as the post's 2.6.32-rc7
     and for-2.6.33 and measured no change (17,480 KiB/s both); the virtual lab
     sent the e2e-check series' three real bundles (QEMU's hdd)."""
-    from io import StringIO
+    from bundle_maker import planted_bundle
 
-    from bundle_maker import planted_bundle, wire
-    from django.core.management import call_command
-
-    from regressions.work import drain
-
-    out = StringIO()
-    call_command("create_agent", "claims-agent", stdout=out)
-    token = out.getvalue().strip().split()[-1]
-    client = Client()
-
-    def post(doc: dict) -> None:
-        response = client.post("/api/v1/bundles", wire(doc), content_type="application/json",
-                               HTTP_AUTHORIZATION=f"Bearer {token}")
-        assert response.status_code == 201, response.content
-        drain()
-
+    post = uploader("claims-agent")
     for i, (label, bw) in enumerate([("before", 5000), ("patched", 10000)]):
         doc = planted_bundle({"write.bw_kib_s": [bw + e for e in NOISE]}, kernel=kernel(300 + i),
                              started_at=f"2024-06-01T0{i}:00:00Z", host="lab-3", matrix="claims")

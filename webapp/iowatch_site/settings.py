@@ -17,6 +17,7 @@ IOWATCH_VERDICT_STALL_S   a verdict task running this long on a worker that stop
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import tempfile
@@ -168,6 +169,18 @@ USE_TZ = True
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
+
+# The dashboard's answers, keyed on the store's last change (dashboard/freshness.py),
+# in files every server worker shares: one worker's answer serves the others.
+# The files outlive the processes that wrote them, so every key starts with the
+# code's own hash: another release of the server or the judging answers anew.
+_CODE = hashlib.sha256()
+for _source in sorted([*Path(__file__).resolve().parents[1].rglob("*.py"),
+                       *Path(__import__("iowatch").__file__).parent.rglob("*.py")]):
+    _CODE.update(_source.read_bytes())
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                      "LOCATION": str(DATA_DIR / "cache"), "KEY_PREFIX": _CODE.hexdigest()[:16],
+                      "OPTIONS": {"MAX_ENTRIES": 2000}}}
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
