@@ -126,8 +126,10 @@ def test_the_pages_show_title_seed_claims_and_the_rule(claims, client):
     assert "2.6.32-rc7: 2,968 KiB/s" in page and "for-2.6.33: 19 KiB/s" in page
 
 
-def test_the_published_run_shows_its_values(claims):
+def test_the_published_run_shows_its_values(claims, client):
     run = Run.objects.get(published=True, label="for-2.6.33")
+    page = client.get(f"/runs/{run.run_id}/").content.decode()
+    assert 'id="published-values"' in page and "direct write: aggrb=19KB/s" in page
     html = Template("{% load published_values %}{% published_values run %}").render(
         Context({"run": run}))
     assert "<td class=\"num\">19 KiB/s</td>" in html and "direct write: aggrb=19KB/s" in html
