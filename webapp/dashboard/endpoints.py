@@ -49,7 +49,8 @@ def history(request):
     limit = _int(request, "limit", 100, queries.MAX_HISTORY_KERNELS) or 1
     offset = _int(request, "offset", 0, 10**9)
     # Read again only after the store changed (a run, a verdict): see dashboard.freshness.
-    return JsonResponse(cached("history", (sorted(key.items()), limit, offset),
+    # "-2": the answer names each kernel's patch subject (a new name, so no older answer is read).
+    return JsonResponse(cached("history-2", (sorted(key.items()), limit, offset),
                                lambda: queries.history(key, limit=limit, offset=offset)))
 
 

@@ -15,11 +15,21 @@ from iowatch.judging import deciding
 from iowatch.metrics import METRICS
 from iowatch.stats.confounders import kernel_flags
 from iowatch.stats.wording import amount
+from iowatch.yamlfile import DataFileError
 from results.models import Repetition, Run, Sample
 from results.sides import judging_studies
 
 # Nested environment entries are shown down to this depth; deeper ones as their JSON text.
 ENV_DEPTH = 4
+
+
+def deciding_of(study: str) -> set[tuple[str, str]]:
+    """The study's deciding (group, metric) pairs; none while its files cannot be
+    read (a broken study file fails the verdicts, which say so, not these pages)."""
+    try:
+        return deciding(judging_studies().get(study))
+    except DataFileError:
+        return set()
 
 
 def _spread(values: list[float]) -> dict:
@@ -43,8 +53,8 @@ def cell_numbers(run: Run, cells: list) -> dict[int, list[dict]]:
             .values_list("cell_id", "repetition", "group", "metric_id", "value")):
         if (cell_id, rep) not in failed:
             values[cell_id, group, metric].append(value)
-    studies = judging_studies()
     by_cell = {c.pk: c for c in cells}
+    decides = {slug: deciding_of(slug) for slug in {c.study.slug for c in cells}}
     out: dict[int, list[dict]] = defaultdict(list)
     for (cell_id, group, metric), vs in values.items():
         cell = by_cell[cell_id]
@@ -56,7 +66,7 @@ def cell_numbers(run: Run, cells: list) -> dict[int, list[dict]]:
         out[cell_id].append({
             **s, "group": group, "metric": metric, "unit": shown_unit,
             "shown": {"median": median, "low": low, "high": high, "iqr": iqr},
-            "deciding": (group, metric) in deciding(studies.get(cell.study.slug)),
+            "deciding": (group, metric) in decides[cell.study.slug],
             "history": reverse("dashboard:history") + "?" + urlencode({
                 "study": cell.study.slug, "host": run.host.name,
                 "device": cell.device.name if cell.device else "", "filesystem": cell.filesystem,

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef
 
-from iowatch.judging import deciding
+from dashboard.run_numbers import deciding_of
 from results.models import Cell, Device, Host, Run, Sample, Study
-from results.sides import judging_studies
 
 # Groups and metrics are those of this many of the key's newest cells.
 NEWEST_CELLS = 20
@@ -72,7 +71,7 @@ def starting_key(key: dict) -> dict:
                    .values_list("group", "metric_id").distinct())
     fits = sorted(p for p in measured if (not key.get("group") or p[0] == key["group"])
                   and (not key.get("metric") or p[1] == key["metric"]))
-    decides = [p for p in sorted(deciding(judging_studies().get(filled["study"]))) if p in fits]
+    decides = [p for p in sorted(deciding_of(filled["study"])) if p in fits]
     group, metric = (decides or fits or [("", "")])[0]
     filled["group"] = key.get("group") or group
     filled["metric"] = key.get("metric") or metric
