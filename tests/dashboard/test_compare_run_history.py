@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from io import StringIO
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from dashboard_browser import screenshot
+from dashboard_browser import screenshot, uploader
 from test_pages import wait_for_charts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,25 +41,16 @@ def guests(store):
     """The e2e check's three guest bundles, through the ingest API like a lab's;
     patch 2's kernel built with CONFIG_EXT4_DEBUG=y (planted, so the run page has
     a debug option to flag and a confounder that is not the harness's)."""
-    from django.core.management import call_command
-    from django.test import Client
-
     from iowatch import bundle
-    from regressions.work import drain
     from results.models import Run
 
-    out = StringIO()
-    call_command("create_agent", "e2e-lab", stdout=out)
-    token = out.getvalue().strip().split()[-1]
+    post = uploader("e2e-lab")
     runs = []
     for i, path in enumerate(GUESTS):
         doc = json.loads(bundle.to_wire(path))
         if i == 2:
             doc["kernel"]["config"]["CONFIG_EXT4_DEBUG"] = "y"
-        response = Client().post("/api/v1/bundles", json.dumps(doc), content_type="application/json",
-                                 HTTP_AUTHORIZATION=f"Bearer {token}")
-        assert response.status_code == 201, response.content
-        drain()
+        post(doc)
         runs.append(Run.objects.get(run_id=doc["run_id"]))
     return runs
 
