@@ -42,12 +42,18 @@ def shown(base, candidate, unit: str) -> dict:
 
 def charts(cells: list[dict]) -> list[dict]:
     """One chart per study and job group (and unit, when a group's deciding metrics
-    differ in theirs: one axis never mixes units)."""
+    differ in theirs: one axis never mixes units), drawn in the unit the table
+    shows its numbers in (MiB/s rather than KiB/s past 10 MiB/s): `per` is how
+    many of the metric's unit make one of the chart's."""
     out: dict[tuple, dict] = {}
     for c in cells:
         key = (c["study"], c["group"], c["unit"])
         out.setdefault(key, {"study": c["study"], "group": c["group"], "unit": c["unit"],
-                             "metrics": []})
+                             "metrics": [], "means": []})
         if c["metric"] not in out[key]["metrics"]:
             out[key]["metrics"].append(c["metric"])
+        out[key]["means"] += [c["base"]["mean"], c["candidate"]["mean"]]
+    for chart in out.values():
+        _, chart["shown_unit"] = amount(tuple(chart.pop("means")), chart["unit"])
+        chart["per"] = 1024 if chart["shown_unit"] != chart["unit"] else 1
     return sorted(out.values(), key=lambda g: (g["study"], g["group"], g["unit"]))
