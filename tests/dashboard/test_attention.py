@@ -5,10 +5,9 @@ change and outcome; the regressions by severity with units and the triage log.""
 from __future__ import annotations
 
 import re
-from io import StringIO
 
 import pytest
-from dashboard_browser import screenshot
+from dashboard_browser import screenshot, uploader
 
 from regressions.models import CellVerdict, ChangePoint, Regression
 
@@ -21,12 +20,10 @@ def signed(x: float) -> str:
     return f"{x:+.1f}".replace("-", MINUS)
 
 
-def stored(reason: str, cell_key: str = "") -> CellVerdict:
+def stored(reason: str) -> CellVerdict:
     """The worst stored regressed cell of the comparison of that reason."""
-    cells = CellVerdict.objects.filter(comparison__reason=reason, outcome="regression")
-    if cell_key:
-        cells = cells.filter(cell_key=cell_key)
-    return min(cells, key=lambda v: v.change_pct)
+    return min(CellVerdict.objects.filter(comparison__reason=reason, outcome="regression"),
+               key=lambda v: v.change_pct)
 
 
 def fits(page, width: int, name: str) -> None:
@@ -48,22 +45,9 @@ def kernel(commit: int, series: str | None = None, patch: int = 0, subject: str 
 
 
 def upload(docs) -> None:
-    """Bundles through the ingest API with an agent of the test's own, each
-    judged by the queue's task runner as the store fixture does."""
-    from django.core.management import call_command
-    from django.test import Client
-
-    from bundle_maker import wire
-    from regressions.work import drain
-
-    out = StringIO()
-    call_command("create_agent", "attention-agent", stdout=out)
-    token = out.getvalue().strip().split()[-1]
+    post = uploader("attention-agent")
     for doc in docs:
-        response = Client().post("/api/v1/bundles", wire(doc), content_type="application/json",
-                                 HTTP_AUTHORIZATION=f"Bearer {token}")
-        assert response.status_code == 201, response.content
-        drain()
+        post(doc)
 
 
 def test_the_overview_says_which_patch_regressed_what_by_how_much_above_the_fold(

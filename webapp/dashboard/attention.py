@@ -23,7 +23,8 @@ from django.db.models import Case, Exists, F, FloatField, Max, OuterRef, Subquer
 from django.db.models.functions import Coalesce, NullIf
 from django.urls import reverse
 
-from dashboard.queries import OPEN_STATES, kernel_label
+from dashboard import freshness
+from dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
 from iowatch.judging import PATCH_STATES
 from iowatch.judging import Comparison as Judged
 from iowatch.metrics import HIGHER, LOWER, METRICS
@@ -172,8 +173,8 @@ def failed_cells(comparison_ids) -> dict[int, list[dict]]:
     for side, runs in (("base", "run__base_of_comparisons"),
                        ("candidate", "run__candidate_of_comparisons")):
         for cid, *where, ok in (Cell.objects.filter(**{f"{runs}__in": ids}).annotate(ok=passed)
-                                .values_list(runs, "study__slug", "device__device_class",
-                                             "device__name", "filesystem", "ok")):
+                                .order_by().values_list(runs, "study__slug", "device__device_class",
+                                                        "device__name", "filesystem", "ok")):
             seen = sides[cid][side]
             seen[tuple(where)] = seen.get(tuple(where), False) or ok
     found = defaultdict(list)
@@ -205,7 +206,9 @@ def state_of(cells: list[dict], failed: list) -> dict:
 
 
 def worst_state(states: list[dict]) -> dict | None:
-    return min(states, key=lambda s: PATCH_STATES.index(s["state"]), default=None)
+    """The worst of several states; of two alike, the one whose cell is worse."""
+    return min(states, default=None, key=lambda s: (
+        PATCH_STATES.index(s["state"]), -_rank(s["cell"]) if s["cell"] else float("inf")))
 
 
 def comparison_states(comparison_ids) -> dict[int, dict]:
@@ -254,12 +257,12 @@ def _who(c: dict, subjects: dict, last: dict) -> dict:
         name = c["candidate_kernel__series__name"]
         place = (f"patches 1–{index}/{total} of {name}, against its base"
                  if c["reason"] == "series-base" else f"patch {index}/{total} of {name}")
-        return {"who": f"{subject} ({place})",
+        return {"who": f"{subject} ({place})", "place": f"patch {index}/{total}",
                 "subject": subject, "kernel": candidate, "base": base}
     after = base.removeprefix(c["candidate_kernel__release"] + " ")
     what = "a step after" if c["reason"] == "change-point" else "after"
     return {"who": f"{candidate} (on {c['host__name']}, {what} {after})", "subject": "",
-            "kernel": candidate, "base": base}
+            "place": candidate, "kernel": candidate, "base": base}
 
 
 def where(cell: dict) -> str:
@@ -401,25 +404,33 @@ def summary(state: dict) -> str:
     return text
 
 
-def nightlies(limit: int = 5) -> list[dict]:
-    """The newest measured runs of kernels outside any series."""
-    runs = list(Run.objects.filter(published=False, kernel__series__isnull=True)
-                .select_related("host", "kernel").order_by("-received_at", "-id")[:limit])
-    states = run_states(runs)
-    return [_run_row(r, states[r.pk]) for r in runs]
+def overview() -> dict:
+    """All the overview shows: made again after a run, a verdict or a triage."""
+    return freshness.cached("overview", 1, _overview, also=freshness.work_stamp())
 
 
-def hosts() -> list[dict]:
-    """Each lab host's latest run and its verdict."""
+def _overview() -> dict:
+    # The newest measured runs of kernels outside any series, and each lab
+    # host's latest run: their verdicts read together.
+    nightly = list(Run.objects.filter(published=False, kernel__series__isnull=True)
+                   .select_related("host", "kernel").order_by("-received_at", "-id")[:5])
     last = Run.objects.filter(host=OuterRef("pk")).order_by("-received_at", "-id").values("pk")[:1]
-    ids = [pk for pk in Host.objects.exclude(kind="published").annotate(last=Subquery(last))
-           .values_list("last", flat=True) if pk is not None]
-    runs = list(Run.objects.filter(pk__in=ids).select_related("host", "kernel__series")
-                .order_by("host__name"))
-    states = run_states(runs)
-    rows = [_run_row(r, states[r.pk]) for r in runs]
-    idle = Host.objects.exclude(kind="published").filter(runs__isnull=True).values("name", "kind")
-    return rows + [{"run": None, "host": h} for h in idle]
+    hosts = list(Host.objects.exclude(kind="published").annotate(last=Subquery(last))
+                 .values("name", "kind", "last"))
+    latest = {r.pk: r for r in Run.objects.filter(pk__in=[h["last"] for h in hosts if h["last"]])
+              .select_related("host", "kernel__series")}
+    states = run_states(nightly + list(latest.values()))
+    return {**lines(), "checks": checks(),
+            "nightlies": [_run_row(r, states[r.pk]) for r in nightly],
+            "hosts": [_run_row(latest[h["last"]], states[h["last"]]) if h["last"]
+                      else {"run": None, "host": h} for h in hosts],
+            "unsure": [s for s in suspected_rows() if s["outcome"] == "inconclusive"],
+            "regressions_by_state": regressions_by_state()}
+
+
+def series_index() -> list[dict]:
+    return freshness.cached("series-index", 1, lambda: checks(limit=200),
+                            also=freshness.work_stamp())
 
 
 def checks(limit: int = 5) -> list[dict]:
@@ -439,13 +450,8 @@ def checks(limit: int = 5) -> list[dict]:
                              for cid, series_id in parents if series_id == s.pk])
         if worst is None:
             worst = {"state": "none", "label": "no patch compared yet", "cell": None}
-        where = ""
-        if worst.get("comparison"):
-            c = worst["comparison"]
-            total = c["candidate_kernel__series__patch_count"]
-            index = c["candidate_kernel__patch_index"]
-            where = f"patch {index}/{total}" if total else f"patch {index}"
-            where += f" on {c['host__name']}"
+        c = worst.get("comparison")
+        where = f"{c['place']} on {c['host__name']}" if c else ""
         out.append({"series": s, "verdict": worst, "where": where, "summary": summary(worst),
                     "pending": s.pk in pending})
     return out
@@ -457,6 +463,10 @@ def series_rows(series: PatchSeries) -> dict:
     """One row per kernel of the series (patch 0 is the base), one chip per
     (study, device class): the state of the stored cells of the patch against
     its parent in that column, its deciding metric and change."""
+    return freshness.cached("series", series.pk, lambda: _series_rows(series))
+
+
+def _series_rows(series: PatchSeries) -> dict:
     kernels = list(series.kernels.order_by("patch_index", "id")
                    .values("id", "release", "git_commit", "patch_index"))
     subjects = dict(Patch.objects.filter(series=series).values_list("index", "subject"))
@@ -509,6 +519,11 @@ def _chip(state: dict) -> dict:
 
 def regression_list(states=None, limit: int = 200) -> list[dict]:
     """Regressions by severity, worst first, each with its worst cell."""
+    return freshness.cached("regressions", (states, limit), lambda: _regression_list(states, limit),
+                            also=freshness.work_stamp())
+
+
+def _regression_list(states, limit: int) -> list[dict]:
     found = Regression.objects.all()
     if states:
         found = found.filter(state__in=states)
