@@ -22,6 +22,7 @@ from types import SimpleNamespace
 from django.db.models import Case, Exists, F, FloatField, Max, OuterRef, Subquery, Value, When
 from django.db.models.functions import Coalesce, NullIf
 from django.urls import reverse
+from django.utils.timezone import localtime
 
 from dashboard import freshness
 from dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
@@ -143,7 +144,8 @@ def _words(cell: dict) -> dict:
     change = pct(cell["change_pct"])
     means = f"{number(cell['base_mean'])} → {number(cell['candidate_mean'])} {cell['unit']}"
     return {**cell, "change_pct_text": change, "ci_text": ci,
-            "change_text": f"{change} {ci}".strip(), "means_text": means.strip()}
+            "change_text": f"{change} {ci}".strip(), "means_text": means.strip(),
+            "runs_text": "step" if cell["point"] else f"{cell['base_n']} vs {cell['candidate_n']}"}
 
 
 def cells_of(comparison_ids, outcomes=None) -> dict[int, list[dict]]:
@@ -535,6 +537,9 @@ def _regression_list(states, limit: int) -> list[dict]:
     for r in rows:
         c, of = context[r["comparison_id"]], cells.get(r["comparison_id"], [])
         r.update(comparison=c, cell=of[0] if of else None, more=max(len(of) - 1, 0),
+                 url=reverse("dashboard:regression", args=[r["id"]]),
+                 # Words made once for the cached list (the template's filters cost per row).
+                 opened=localtime(r["created"]).strftime("%Y-%m-%d %H:%M"),
                  state_label=STATES[r["state"]], text=line(c, of[0] if of else None))
     return rows
 
