@@ -22,7 +22,7 @@ import json
 import os
 import re
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -260,6 +260,9 @@ def _key_problem(key: Any) -> str | None:
     return None
 
 
+MAX_UTC_OFFSET = timedelta(hours=14)
+
+
 def _check_times(doc: dict) -> None:
     # The schema checks the form; this checks the date exists and, taken to
     # UTC as the store keeps it, is still a year from 1 to 9999.
@@ -274,6 +277,11 @@ def _check_times(doc: dict) -> None:
         except (ValueError, OverflowError) as e:
             raise BundleError(f"{text!r} is not a date and time the store can keep ({e})",
                               f"bundle field {key}") from None
+        # No zone is further than 14 hours from UTC (PostgreSQL refuses past 15:59).
+        offset = value.utcoffset()
+        if offset is not None and abs(offset) > MAX_UTC_OFFSET:
+            raise BundleError(f"{text!r}: a UTC offset of {offset} is no time zone's "
+                              "(at most ±14:00); write the time in UTC", f"bundle field {key}")
 
 
 def _check_semantics(doc: dict) -> None:
