@@ -6,58 +6,12 @@ comparable and why); a log axis where the numbers differ more than tenfold;
 and the published run's own values."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from dashboard_browser import screenshot, uploader
+from dashboard_browser import screenshot
 from django.template import Context, Template
 
-from iowatch import bundle
 from results.models import Run
 
-
-def kernel(commit: int) -> dict:
-    return {"release": "6.12.0-iowatch", "git_commit": f"{commit:012x}", "config_hash": "c0ffee",
-            "config": {"CONFIG_EXT4_DEBUG": "n"}, "cmdline": "console=ttyS0 quiet"}
-
-ROOT = Path(__file__).resolve().parents[2]
-E2E = [ROOT / "tests" / "fixtures" / "e2e-check" / f"guest-{i:02d}" / "bundle" for i in range(3)]
-NOISE = [-10, 4, 10, -4, 0]
-LOOP = {"name": "loop0", "class": "hdd", "path": "/dev/loop0", "rotational": True,
-        "model": "loop device backed by a file on the local disk"}
-
-
-@pytest.fixture
-def claims(store):
-    """On top of the dashboard's store: lab-3 ran f2fs-dio-write labelled as the
-    post's sides (before: 5,000 KiB/s, patched: 10,000, on an SD card); local-1
-    ran odirect-vs-readers on a loop device labelled as the post's 2.6.32-rc7
-    and for-2.6.33 and measured no change (17,480 KiB/s both); the virtual lab
-    sent the e2e-check series' three real bundles (QEMU's hdd)."""
-    from bundle_maker import planted_bundle
-
-    post = uploader("claims-agent")
-    for i, (label, bw) in enumerate([("before", 5000), ("patched", 10000)]):
-        doc = planted_bundle({"write.bw_kib_s": [bw + e for e in NOISE]}, kernel=kernel(300 + i),
-                             started_at=f"2024-06-01T0{i}:00:00Z", host="lab-3", matrix="claims")
-        doc["label"] = label
-        post(doc)
-    for i, label in enumerate(["2.6.32-rc7", "for-2.6.33"]):
-        doc = planted_bundle({"write.bw_kib_s": [17480 + e for e in NOISE],
-                              "read.bw_kib_s": [90000 + 10 * e for e in NOISE]},
-                             kernel=kernel(400 + i), started_at=f"2024-06-02T0{i}:00:00Z",
-                             host="local-1", study="odirect-vs-readers", matrix="odirect")
-        doc.update(label=label, host={"name": "local-1", "kind": "local"}, devices=[LOOP])
-        cell = doc["cells"][0]
-        cell.update(id="odirect-vs-readers/loop0/ext4", device="loop0", filesystem="ext4")
-        for rep in cell["repetitions"]:
-            for sample in rep["samples"]:
-                sample["group"] = "writer" if sample["metric"].startswith("write") else "readers"
-        post(doc)
-    for path in E2E:
-        post(json.loads(bundle.to_wire(path)))
-    return store
 
 
 def _claim(check: dict, metric: str, device_class: str, before: str) -> dict:

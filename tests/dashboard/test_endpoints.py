@@ -36,7 +36,7 @@ def test_the_chart_endpoints_filter_and_page_in_the_database(store, client):
     missing = client.get("/dashboard/api/compare", {"base": "no-such-kernel", "candidate": "x"})
     assert missing.status_code == 404 and "no-such-kernel" in missing.json()["error"]
 
-    # The post's claims, each with the lab's numbers beside it (test_published.py checks the verdicts).
+    # The post's claims, each with the lab's numbers beside it (test_claim_check.py checks the verdicts).
     published = client.get(f"/dashboard/api/published/{store.study}").json()
     assert published["study"]["title"] and published["claims"]
     assert any(b["kind"] == "newest" for c in published["claims"] for b in c["bars"]), published

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 from dashboard_browser import screenshot
 from test_pages import pages
-from test_published import claims  # noqa: F401 (the fixture: lab runs that check the posts' claims)
 
 from results.models import Run
 

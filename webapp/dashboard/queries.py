@@ -15,9 +15,10 @@ import statistics
 from collections import defaultdict
 
 from django.core.cache import cache
-from django.db.models import Count, Exists, Max, Min, OuterRef, Q, Subquery
+from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from dashboard import comparing
 from iowatch import comparison as compare_lib
 from iowatch.judging import compare_sides
 from iowatch.metrics import METRICS
@@ -26,11 +27,9 @@ from iowatch.stats import confounders as find_confounders
 from iowatch.studies import load_studies
 from regressions.models import STATES, CellVerdict, ChangePoint, Regression
 from results.sides import judging_studies, manifest, runs_side, spec_query
-from results.models import Cell, Host, Kernel, Patch, PatchSeries, Run, Sample, Study
+from results.models import Cell, Host, Kernel, Patch, Run, Sample
 
 OPEN_STATES = ("new", "acknowledged", "bisecting")
-# Outcomes from the most to the least telling: a chip shows the first present.
-OUTCOME_ORDER = ("regression", "suspected", "inconclusive", "improvement", "no-change")
 # What a chip says for an outcome (iowatch.stats.verdict): unsure cells ask for a rerun.
 OUTCOME_LABELS = {"regression": "regression", "suspected": "suspected regression",
                   "inconclusive": "unsure, rerun", "improvement": "improvement",
@@ -137,51 +136,6 @@ def overview() -> dict:
             "suspected": suspected_rows(), "hosts": hosts_with_last_run()}
 
 
-# --- series check -------------------------------------------------------------------
-
-def series_list() -> list[dict]:
-    return list(PatchSeries.objects.annotate(n_kernels=Count("kernels", distinct=True))
-                .values("id", "name", "base", "patch_count", "n_kernels"))
-
-
-def series_check(series: PatchSeries) -> dict:
-    """One row per kernel of the series (patch 0 is the base), one chip per
-    (study, device class) column: the outcome of the stored 'parent' verdicts."""
-    kernels = list(Kernel.objects.filter(series=series).order_by("patch_index", "id")
-                   .values("id", "release", "git_commit", "patch_index"))
-    subjects = dict(Patch.objects.filter(series=series).values_list("index", "subject"))
-    verdicts = (CellVerdict.objects.filter(comparison__reason="parent",
-                                           comparison__candidate_kernel__series=series)
-                .values_list("comparison__candidate_kernel_id", "comparison__base_kernel_id",
-                             "study__slug", "device_class", "outcome", "needs_runs"))
-    outcomes: dict[int, dict[tuple, set]] = defaultdict(lambda: defaultdict(set))
-    needs: dict[tuple, int] = {}
-    parents: dict[int, int] = {}
-    columns = set()
-    for kernel_id, parent_id, study, device_class, outcome, needs_runs in verdicts:
-        outcomes[kernel_id][study, device_class].add(outcome)
-        if needs_runs:
-            key = (kernel_id, study, device_class)
-            needs[key] = max(needs.get(key, 0), needs_runs)
-        parents[kernel_id] = parent_id
-        columns.add((study, device_class))
-    columns = sorted(columns)
-    rows = []
-    for k in kernels:
-        chips = []
-        for column in columns:
-            found = outcomes[k["id"]].get(column, set())
-            outcome = next((o for o in OUTCOME_ORDER if o in found), None)
-            label = OUTCOME_LABELS.get(outcome, outcome)
-            if outcome in ("suspected", "inconclusive") and needs.get((k["id"], *column)):
-                label += f" (needs about {needs[k['id'], *column]} more runs a side)"
-            chips.append({"outcome": outcome, "label": label} if outcome else None)
-        rows.append({**k, "subject": subjects.get(k["patch_index"], "") if k["patch_index"] else "",
-                     "label": kernel_label(k["release"], k["git_commit"], k["patch_index"]),
-                     "parent": parents.get(k["id"]), "chips": chips})
-    return {"columns": columns, "rows": rows}
-
-
 # --- compare A vs B -------------------------------------------------------------------
 
 class SideNotFound(LookupError):
@@ -213,7 +167,7 @@ def compare(base_spec: str, candidate_spec: str) -> dict:
     base_runs = side_runs(base_spec, "base")
     candidate_runs = side_runs(candidate_spec, "candidate")
     ids = ",".join(str(r.pk) for r in base_runs) + "|" + ",".join(str(r.pk) for r in candidate_runs)
-    key = "dashboard-compare-" + hashlib.sha256(f"{base_spec}|{candidate_spec}|{ids}".encode()).hexdigest()
+    key = "dashboard-compare-2-" + hashlib.sha256(f"{base_spec}|{candidate_spec}|{ids}".encode()).hexdigest()
     if (found := cache.get(key)) is not None:
         return found
     base = runs_side(base_spec, base_runs)
@@ -221,13 +175,14 @@ def compare(base_spec: str, candidate_spec: str) -> dict:
     # The deciding cells as every other path judges them (iowatch.judging);
     # the other metrics beside them as diagnostics, never a verdict.
     result = compare_sides(base, candidate, studies=studies())
-    cells = [_cell_row(v, deciding=True) for v in result.verdicts]
-    diagnostics = [_cell_row(v, deciding=False) for v in result.diagnostics]
+    cells = comparing.worst_first([_cell_row(v, deciding=True) for v in result.verdicts])
+    diagnostics = comparing.worst_first([_cell_row(v, deciding=False) for v in result.diagnostics])
     out = {"base": {"spec": base_spec, "title": base.title,
                     "runs": [str(r.run_id) for r in base_runs]},
            "candidate": {"spec": candidate_spec, "title": candidate.title,
                          "runs": [str(r.run_id) for r in candidate_runs]},
            "cells": cells, "diagnostics": diagnostics, "state": result.state,
+           "summary": comparing.summary(cells, result.failed),
            "failed": [vars(f) for f in result.failed], "report": render_text(result),
            "confounders": [{"name": c.name, "base": str(c.base), "candidate": str(c.candidate),
                             "why": c.why} for c in result.confounders]}
@@ -249,7 +204,8 @@ def _cell_row(v, *, deciding: bool) -> dict:
         "p_value": v.p_value, "p_adjusted": v.p_adjusted,
         "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
         "label": OUTCOME_LABELS[v.outcome if deciding else "diagnostic"],
-        "size_only": v.size_only, "words": v.words}
+        "size_only": v.size_only, "words": v.words,
+        "shown": comparing.shown(v.base, v.candidate, METRICS[k.metric].unit)}
 
 
 COMPARE_FILTERS = ("study", "device_class", "filesystem", "metric")
@@ -294,9 +250,24 @@ def history(key: dict, limit: int = 100, offset: int = 0) -> dict:
         run_id, kernel_id = cell_runs[cell_id]
         per_kernel[kernel_id].append(value)
         points.append({"x": order[kernel_id], "y": value, "run": str(run_id)})
-    names = {k["id"]: kernel_label(k["release"], k["git_commit"], k["patch_index"])
-             for k in Kernel.objects.filter(pk__in=list(order))
-             .values("id", "release", "git_commit", "patch_index")}
+    names, parts, subjects = {}, {}, {}
+    found = list(Kernel.objects.filter(pk__in=list(order))
+                 .values("id", "release", "git_commit", "patch_index", "series_id"))
+    for k in found:
+        names[k["id"]] = kernel_label(k["release"], k["git_commit"], k["patch_index"])
+        # For the chart's axis, which names the kernels as shortly as they differ.
+        parts[k["id"]] = {"release": k["release"], "commit": (k["git_commit"] or "")[:12],
+                          "patch_index": k["patch_index"]}
+    # The patch subjects of the kernels that are a series' patches, in one query.
+    patched = {(k["series_id"], k["patch_index"]): k["id"] for k in found
+               if k["series_id"] and k["patch_index"]}
+    if patched:
+        wanted = Q(pk__in=[])
+        for series_id, index in patched:
+            wanted |= Q(series_id=series_id, index=index)
+        for series_id, index, subject in Patch.objects.filter(wanted).values_list(
+                "series_id", "index", "subject"):
+            subjects[patched[series_id, index]] = subject
     steps = ChangePoint.objects.filter(host__name=key["host"], study__slug=key["study"],
                                        group=key["group"], metric_id=key["metric"],
                                        filesystem=key.get("filesystem") or "",
@@ -306,11 +277,15 @@ def history(key: dict, limit: int = 100, offset: int = 0) -> dict:
     return {
         "key": key, "unit": METRICS[key["metric"]].unit if key["metric"] in METRICS else "",
         "kernels": [{"id": k["kernel_id"], "label": names.get(k["kernel_id"], "?"),
+                     **parts.get(k["kernel_id"], {}),
+                     "subject": subjects.get(k["kernel_id"], ""),
                      "median": statistics.median(per_kernel[k["kernel_id"]])
                      if per_kernel[k["kernel_id"]] else None} for k in kernels],
         "points": points,
-        "change_points": [{"x": order[kernel_id], "change_pct": pct}
-                          for kernel_id, pct in steps.values_list("kernel_id", "change_pct")],
+        "change_points": [{"x": order[kernel_id], "change_pct": pct, "kernel": names.get(kernel_id, "?"),
+                           "before_mean": before, "after_mean": after}
+                          for kernel_id, pct, before, after in steps.values_list(
+                              "kernel_id", "change_pct", "before_mean", "after_mean")],
         "limit": limit, "offset": offset,
     }
 
@@ -366,60 +341,4 @@ def run_confounders(run: Run, previous: Run | None) -> list:
     if previous is None:
         return []
     return find_confounders(manifest(previous), manifest(run))
-
-
-# --- published results beside measured ones -------------------------------------------------
-
-def published_vs_measured(study: Study, kernels: int = 10) -> dict:
-    """The seed's numbers per label, and the measured medians of the same
-    (group, metric) per kernel (the newest `kernels` kernels measured)."""
-    published = (Sample.objects.filter(cell__study=study, cell__run__published=True,
-                                       job__isnull=True)
-                 .values_list("group", "metric_id", "cell__run__label",
-                              "cell__device__device_class", "value")
-                 .order_by("cell__run__received_at", "id"))
-    rows: dict[tuple, dict] = {}
-    columns_published = []
-    for group, metric, label, device_class, value in published:
-        column = f"{label} ({device_class})" if device_class else label
-        if column not in columns_published:
-            columns_published.append(column)
-        rows.setdefault((group, metric), {"published": {}, "measured": {}})["published"][column] = value
-    # The newest kernels measured with a sample of a published (group, metric).
-    pairs = Q(pk__in=[])
-    for group, metric in rows:
-        pairs |= Q(group=group, metric_id=metric)
-    sampled = Sample.objects.filter(pairs, cell__run=OuterRef("pk"), cell__study=study,
-                                    job__isnull=True)
-    newest = list(Run.objects.filter(Exists(sampled), published=False)
-                  .values("kernel_id").annotate(last=Max("received_at"))
-                  .order_by("-last")[:kernels]) if rows else []
-    kernel_ids = [k["kernel_id"] for k in reversed(newest)]
-    names = {k["id"]: kernel_label(k["release"], k["git_commit"], k["patch_index"])
-             for k in Kernel.objects.filter(pk__in=kernel_ids)
-             .values("id", "release", "git_commit", "patch_index")}
-    values = defaultdict(list)
-    wanted = Q()
-    for group, metric in rows:
-        wanted |= Q(group=group, metric_id=metric)
-    if rows and kernel_ids:
-        measured = (Sample.objects.filter(wanted, cell__study=study, cell__run__published=False,
-                                          cell__run__kernel_id__in=kernel_ids,
-                                          cell__status="passed", job__isnull=True)
-                    .values_list("group", "metric_id", "cell__run__kernel_id",
-                                 "cell__device__device_class", "value").order_by())
-        for group, metric, kernel_id, device_class, value in measured:
-            values[group, metric, f"{names[kernel_id]} ({device_class})"].append(value)
-    columns_measured = sorted({c for (_, _, c) in values},
-                              key=lambda c: next(i for i, k in enumerate(kernel_ids)
-                                                 if c.startswith(names[k])))
-    for (group, metric, column), vs in values.items():
-        rows[group, metric]["measured"][column] = statistics.median(vs)
-    return {"study": study.slug,
-            "published_columns": columns_published, "measured_columns": columns_measured,
-            "rows": [{"group": g, "metric": m,
-                      "unit": METRICS[m].unit if m in METRICS else "",
-                      "published": [r["published"].get(c) for c in columns_published],
-                      "measured": [r["measured"].get(c) for c in columns_measured]}
-                     for (g, m), r in sorted(rows.items())]}
 

@@ -3,8 +3,6 @@ numbers from the JSON endpoints in endpoints.py. Untrusted text reaches the
 template as data (autoescaped), and JavaScript only as json_script."""
 from __future__ import annotations
 
-from collections import defaultdict
-
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpResponseForbidden, HttpResponseRedirect
@@ -13,27 +11,27 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
-from dashboard import queries
+from dashboard import attention, comparing, published, queries, run_numbers, series_keys
 from iowatch.report import STATE_WORDS
 from regressions.models import STATES, Regression
 from regressions.triage import TriageRefused, triage
-from results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Sample, Study
+from results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Study
 
 
 def overview(request):
-    return render(request, "dashboard/overview.html", {
-        **queries.overview(), "series": queries.series_list(),
-        "studies": Study.objects.order_by("slug").values("slug", "title")})
+    # The verdicts first (what regressed, where, by how much, how sure), then
+    # the newest checks, nightlies and hosts; published runs are not lab runs.
+    return render(request, "dashboard/overview.html", attention.overview())
 
 
 def series_index(request):
-    return render(request, "dashboard/series_index.html", {"series": queries.series_list()})
+    return render(request, "dashboard/series_index.html", {"checks": attention.series_index()})
 
 
 def series_check(request, series_id: int):
     series = get_object_or_404(PatchSeries, pk=series_id)
     return render(request, "dashboard/series_check.html",
-                  {"series": series, **queries.series_check(series)})
+                  {"series": series, **attention.series_rows(series)})
 
 
 def compare(request):
@@ -47,8 +45,11 @@ def compare(request):
             context["error"] = str(e)
         else:
             cells = result["cells"]
+            shown = queries.filter_cells(cells, filters)
             context.update(
-                result=result, cells=queries.filter_cells(cells, filters),
+                result=result, cells=shown, charts=comparing.charts(shown),
+                # The summary's rows: the deciding cells that moved, worst first.
+                deciding=[c for c in cells if c["outcome"] != "no-change"][:8],
                 state_words=STATE_WORDS[result["state"]],
                 choices={f: sorted({c[f] for c in cells}) for f in queries.COMPARE_FILTERS},
                 data_url=reverse("dashboard:api-compare") + "?" + urlencode(
@@ -57,16 +58,18 @@ def compare(request):
 
 
 def history(request):
-    key = {k: request.GET.get(k, "") for k in queries.HISTORY_KEYS}
+    # An incomplete key is filled from the newest measured cell that fits it.
+    key = series_keys.starting_key({k: request.GET.get(k, "") for k in queries.HISTORY_KEYS})
     missing = [k for k in ("study", "host", "group", "metric") if not key[k]]
+    choices = series_keys.choices(key)
     return render(request, "dashboard/history.html", {
-        "key": key, "missing": missing,
+        "key": key, "missing": missing, "choices": [(k, choices[k], key[k]) for k in queries.HISTORY_KEYS],
         "data_url": reverse("dashboard:api-history") + "?" + urlencode(key)})
 
 
 def regressions(request):
     state = request.GET.get("state", "")
-    rows = queries.regression_rows([state] if state in STATES else None, limit=200)
+    rows = attention.regression_list([state] if state in STATES else None, limit=200)
     return render(request, "dashboard/regressions.html", {
         "rows": rows, "state": state,
         "by_state": [(s, STATES[s], n) for s, n in queries.regressions_by_state().items()]})
@@ -94,15 +97,10 @@ def regression_detail(request, regression_id: int):
     keys = queries.history_keys_of_regression(regression)
     return render(request, "dashboard/regression.html", {
         "regression": regression, "comparison": comparison, "states": STATES,
-        "cells": comparison.cells.filter(outcome="regression")
-                 .select_related("study", "device").order_by("cell_key", "group", "metric"),
-        "change_points": comparison.change_points.select_related("study", "device", "run", "kernel"),
+        **attention.regression_cells(regression),
         "events": regression.events.select_related("user").order_by("-at", "-id"),
         "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(key),
                           reverse("dashboard:history") + "?" + urlencode(key)) for key in keys[:4]],
-        "compare_url": reverse("dashboard:compare") + "?" + urlencode({
-            "base": f"kernel:{comparison.base_kernel_id}",
-            "candidate": f"kernel:{comparison.candidate_kernel_id}"}),
     })
 
 
@@ -124,36 +122,32 @@ def run_detail(request, run_id):
                             run_id=run_id)
     previous = queries.previous_run(run) if not run.published else None
     cells = list(run.cells.select_related("study", "device").prefetch_related("repetitions"))
-    keys = defaultdict(list)
-    for cell_id, group, metric in (Sample.objects.filter(cell__run=run, job__isnull=True)
-                                   .values_list("cell_id", "group", "metric_id")
-                                   .distinct().order_by("cell_id", "group", "metric_id")):
-        keys[cell_id].append((group, metric))
+    numbers = run_numbers.cell_numbers(run, cells)
     for cell in cells:
-        cell.histories = [
-            (group, metric, reverse("dashboard:history") + "?" + urlencode({
-                "study": cell.study.slug, "host": run.host.name,
-                "device": cell.device.name if cell.device else "", "filesystem": cell.filesystem,
-                "group": group, "metric": metric}))
-            for group, metric in keys[cell.pk]]
+        rows = numbers[cell.pk]
+        deciding = [r for r in rows if r["deciding"]]
+        # The deciding metrics' table, then the others' (folded beside deciding ones).
+        cell.tables = [(deciding, False), ([r for r in rows if not r["deciding"]], bool(deciding))
+                       ] if rows else []
     artifacts = (Artifact.objects.filter(cell__run=run).defer("content")
                  .select_related("cell").order_by("cell__key", "repetition", "name"))
     return render(request, "dashboard/run.html", {
         "run": run, "previous": previous, "cells": cells, "artifacts": artifacts,
         "devices": run.devices.all(),
         "confounders": queries.run_confounders(run, previous),
+        "kernel": run_numbers.kernel_options(run),
+        "environment": run_numbers.environment_rows(run),
+        "tools": sorted((run.tools or {}).items()),
         "kernel_label": queries.kernel_label(run.kernel.release, run.kernel.git_commit,
                                              run.kernel.patch_index)})
 
 
 def studies(request):
-    return render(request, "dashboard/studies.html", {
-        "studies": Study.objects.order_by("slug").values("slug", "title", "seed")})
+    return render(request, "dashboard/studies.html", {"studies": published.studies_index()})
 
 
 def study_published(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
-    data = queries.published_vs_measured(study)
     return render(request, "dashboard/study.html", {
-        "study": study, "data": data,
+        "study": study, "check": published.claim_check(study),
         "data_url": reverse("dashboard:api-published", args=[study.slug])})

@@ -10,27 +10,36 @@
                   improvement: "#27874a", median: "#e67e22", point: "rgba(47,109,181,0.55)",
                   published: "#8e44ad", measured: "#2f6db5"};
 
-  // Error bars: dataset.errorBars[i] = [low, high] in the value axis' units.
+  // Error bars: dataset.errorBars[i] = [low, high] in the value axis' units,
+  // along the bars of a vertical or a horizontal (indexAxis "y") bar chart;
+  // clipped to the chart area, so a bar never draws over the legend or an axis.
   const errorBarsPlugin = {
     id: "iowatchErrorBars",
     afterDatasetsDraw(chart) {
-      const ctx = chart.ctx;
+      const ctx = chart.ctx, area = chart.chartArea;
+      const horizontal = chart.options.indexAxis === "y";
       chart.data.datasets.forEach((dataset, d) => {
         const meta = chart.getDatasetMeta(d);
         if (!dataset.errorBars || meta.hidden) return;
-        const y = chart.scales[meta.yAxisID];
+        const scale = chart.scales[horizontal ? meta.xAxisID : meta.yAxisID];
         ctx.save();
+        ctx.beginPath();
+        ctx.rect(area.left, area.top, area.right - area.left, area.bottom - area.top);
+        ctx.clip();
         ctx.strokeStyle = "#222";
         ctx.lineWidth = 1.5;
         meta.data.forEach((bar, i) => {
           const range = dataset.errorBars[i];
           if (!range || range[0] == null || range[1] == null) return;
-          const top = y.getPixelForValue(range[1]), bottom = y.getPixelForValue(range[0]);
-          const half = Math.min(6, (bar.width || 12) / 4);
+          const lo = scale.getPixelForValue(range[0]), hi = scale.getPixelForValue(range[1]);
+          const half = Math.min(6, ((horizontal ? bar.height : bar.width) || 12) / 4);
+          const at = horizontal ? bar.y : bar.x;
+          // (along, across) -> canvas point, for either orientation.
+          const point = (along, across) => horizontal ? [along, across] : [across, along];
           ctx.beginPath();
-          ctx.moveTo(bar.x, top); ctx.lineTo(bar.x, bottom);
-          ctx.moveTo(bar.x - half, top); ctx.lineTo(bar.x + half, top);
-          ctx.moveTo(bar.x - half, bottom); ctx.lineTo(bar.x + half, bottom);
+          ctx.moveTo(...point(lo, at)); ctx.lineTo(...point(hi, at));
+          ctx.moveTo(...point(lo, at - half)); ctx.lineTo(...point(lo, at + half));
+          ctx.moveTo(...point(hi, at - half)); ctx.lineTo(...point(hi, at + half));
           ctx.stroke();
         });
         ctx.restore();
@@ -38,7 +47,9 @@
     },
   };
 
-  // Change points: options.plugins.iowatchChangePoints.at = [x index, ...].
+  // Change points: options.plugins.iowatchChangePoints.at = [x index, ...], and
+  // .labels = [text, ...] written beside each mark (the step's size). The canvas
+  // names the marks it drew in data-change-points (the browser tests read it).
   const changePointsPlugin = {
     id: "iowatchChangePoints",
     afterDatasetsDraw(chart, args, options) {
@@ -47,13 +58,23 @@
       const x = chart.scales.x, area = chart.chartArea, ctx = chart.ctx;
       ctx.save();
       ctx.strokeStyle = COLORS.regression;
+      ctx.fillStyle = COLORS.regression;
       ctx.lineWidth = 2;
-      ctx.setLineDash([6, 4]);
-      at.forEach((index) => {
+      ctx.font = "bold 12px system-ui, sans-serif";
+      at.forEach((index, i) => {
         // Between the last kernel before the step and the first after it.
         const px = (x.getPixelForValue(index - 1) + x.getPixelForValue(index)) / 2;
+        ctx.setLineDash([6, 4]);
         ctx.beginPath(); ctx.moveTo(px, area.top); ctx.lineTo(px, area.bottom); ctx.stroke();
+        const text = (options.labels || [])[i];
+        if (text) {
+          // Inside the chart area, on whichever side of the line has room.
+          const right = px + 4 + ctx.measureText(text).width < area.right;
+          ctx.textAlign = right ? "left" : "right";
+          ctx.fillText(text, right ? px + 4 : px - 4, area.top + 14);
+        }
       });
+      chart.canvas.dataset.changePoints = at.join(",");
       ctx.restore();
     },
   };
@@ -72,50 +93,107 @@
     canvas.parentNode.appendChild(p);
   }
 
-  function cellLabel(c) {
-    return [c.study, c.device_class, c.filesystem, c.group, c.metric].filter(Boolean).join(" / ");
+  // Compare: one chart per study and job group (the canvas names them), each
+  // deciding cell a row of horizontal bars (the sides' means, in the metric's
+  // unit) named shortly, with the full name in the tooltip; a log axis when the
+  // numbers differ more than tenfold, so a 19 KiB/s bar shows beside 2,968.
+  function cellName(c) {
+    return [c.study, c.device_class, c.device, c.filesystem, c.group, c.metric].filter(Boolean).join(" / ");
+  }
+
+  function number(v) {
+    return Math.abs(v) >= 1000 ? Math.round(v).toLocaleString("en-US") : String(Number(v.toPrecision(3)));
   }
 
   function drawCompare(canvas, data) {
-    const cells = data.cells;
+    const mine = canvas.dataset;
+    const cells = data.cells.filter((c) => c.study === mine.study && c.group === mine.group
+                                          && c.unit === mine.unit && c.base.mean != null);
     if (!cells.length) { note(canvas, "No cells to chart."); return; }
+    const metrics = new Set(cells.map((c) => c.metric));
+    // Short row names: what differs between the rows (the metric only when there are several).
+    const label = (c) => [metrics.size > 1 ? c.metric : null, c.device_class, c.device, c.filesystem]
+      .filter(Boolean).join(" ");
+    // In the unit the table shows (the page says how many of the metric's make one).
+    const per = Number(mine.per) || 1;
     const base = [], candidate = [], baseErr = [], candErr = [], colors = [];
     cells.forEach((c) => {
-      const mean = c.base.mean;
-      const sem = (c.base.sd != null && c.base.n > 1) ? 1.96 * c.base.sd / Math.sqrt(c.base.n) : null;
-      base.push(100);
-      baseErr.push(sem != null && mean ? [100 - 100 * sem / mean, 100 + 100 * sem / mean] : null);
-      const change = c.change_pct == null ? null : 100 + c.change_pct;
-      candidate.push(change);
-      candErr.push(c.ci_low == null || c.size_only ? null : [100 + c.ci_low, 100 + c.ci_high]);
+      const b = c.base.mean / per, sem = (c.base.sd != null && c.base.n > 1) ? 1.96 * c.base.sd / per / Math.sqrt(c.base.n) : null;
+      base.push(b);
+      baseErr.push(sem != null ? [b - sem, b + sem] : null);
+      candidate.push(c.candidate.mean / per);
+      // The change's interval, carried onto the base mean: where the candidate's mean may lie.
+      candErr.push(c.ci_low == null || c.size_only ? null : [b * (1 + c.ci_low / 100), b * (1 + c.ci_high / 100)]);
       colors.push(COLORS[c.outcome] || COLORS.candidate);
     });
-    new Chart(canvas, {
+    const means = base.concat(candidate).filter((v) => v != null);
+    const least = Math.min(...means), most = Math.max(...means, ...baseErr.concat(candErr).filter(Boolean).map((r) => r[1]));
+    const log = least > 0 && Math.max(...means) > 10 * least;
+    canvas.dataset.scale = log ? "logarithmic" : "linear";
+    canvas.parentNode.style.height = (90 + 46 * cells.length) + "px";
+    const unit = mine.shownUnit ? ` ${mine.shownUnit}` : "";
+    canvas.chart = new Chart(canvas, {
       type: "bar",
       data: {
-        labels: cells.map(cellLabel),
+        labels: cells.map(label),
         datasets: [
           {label: "base", data: base, backgroundColor: COLORS.base, errorBars: baseErr},
           {label: "candidate", data: candidate, backgroundColor: colors, errorBars: candErr},
         ],
       },
       options: {
-        scales: {y: {title: {display: true, text: "% of the base mean"}, beginAtZero: true}},
-        plugins: {tooltip: {callbacks: {
-          afterLabel: (item) => {
-            const c = cells[item.dataIndex];
-            return item.datasetIndex === 0
-              ? `mean ${c.base.mean.toFixed(1)} ${c.unit} (n=${c.base.n})`
-              : `mean ${c.candidate.mean.toFixed(1)} ${c.unit} (n=${c.candidate.n}); ${c.outcome}`;
-          }}}},
+        indexAxis: "y",
+        layout: {padding: {right: 12}},
+        scales: {
+          x: log
+            // A decade each side of the numbers, so the smallest bar keeps a visible length.
+            ? {type: "logarithmic", min: Math.pow(10, Math.floor(Math.log10(least) - 1e-9)),
+               max: Math.pow(10, Math.ceil(Math.log10(most))),
+               title: {display: true, text: `mean${unit} (log scale)`},
+               ticks: {maxRotation: 0, callback: (v) => { const e = Math.log10(v); return Math.abs(e - Math.round(e)) < 1e-9 ? number(v) : ""; }}}
+            : {beginAtZero: true, suggestedMax: most * 1.05, title: {display: true, text: `mean${unit}`},
+               ticks: {maxRotation: 0, callback: (v) => number(v)}},
+          y: {ticks: {autoSkip: false}},
+        },
+        plugins: {
+          legend: {position: "bottom"},
+          tooltip: {callbacks: {
+            title: (items) => items.length ? cellName(cells[items[0].dataIndex]) : "",
+            label: (item) => {
+              const c = cells[item.dataIndex], side = item.datasetIndex === 0 ? c.base : c.candidate;
+              return `${item.datasetIndex === 0 ? "base" : "candidate"}: mean ${number(side.mean / per)}${unit} (n=${side.n})`;
+            },
+            afterBody: (items) => {
+              const c = items.length && cells[items[0].dataIndex];
+              if (!c || c.change_pct == null) return "";
+              const ci = c.ci_low == null || c.size_only ? "size only" : `95% CI ${c.ci_low.toFixed(1)}% … ${c.ci_high.toFixed(1)}%`;
+              return `change ${c.change_pct.toFixed(1)}% (${ci}): ${c.label}`;
+            }}}},
       },
     });
     drawn(canvas);
   }
 
+  // History: the x axis names each kernel shortly (its commit and patch index,
+  // and its release unless every kernel shares it, as the axis title then says)
+  // with its patch subject under it when it is a series' patch; the full names
+  // are in the tooltip.
+  function clip(text, most) {
+    return text.length > most ? text.slice(0, most - 1) + "…" : text;
+  }
+
+  function signed(pct) {
+    return (pct > 0 ? "+" : "") + pct.toFixed(1) + "%";
+  }
+
   function drawHistory(canvas, data) {
     if (!data.points.length) { note(canvas, "No samples for this series key."); return; }
     const labels = data.kernels.map((k) => k.label);
+    const release = data.kernels.every((k) => k.release === data.kernels[0].release) ? data.kernels[0].release : null;
+    const names = data.kernels.map((k) => [release ? null : k.release, release ? k.commit : (k.commit || "").slice(0, 7),
+                                           k.patch_index == null ? null : `[${k.patch_index}]`].filter(Boolean).join(" "));
+    const ticks = data.kernels.map((k, i) => k.subject ? [names[i], clip(k.subject, 28)] : names[i]);
+    const subjects = data.kernels.some((k) => k.subject);
     const chart = new Chart(canvas, {
       type: "line",
       data: {
@@ -131,14 +209,22 @@
         parsing: false,
         scales: {
           x: {type: "linear", min: -0.5, max: labels.length - 0.5,
+              title: {display: true, text: (release ? `kernel ${release}: commit` : "kernel")
+                                           + (subjects ? " (patch subject)" : "") + ", in the order of its first run"},
               // One tick per kernel, named by the kernel (the axis is the kernels' order).
               afterBuildTicks: (axis) => { axis.ticks = labels.map((_, i) => ({value: i})); },
-              ticks: {autoSkip: true, maxRotation: 60, callback: (v) => labels[v] || ""}},
+              ticks: {autoSkip: true, autoSkipPadding: 8, maxRotation: 0, font: {size: 11},
+                      callback: (v) => ticks[v] || ""}},
           y: {title: {display: true, text: `${data.key.metric} (${data.unit})`}},
         },
         plugins: {
-          iowatchChangePoints: {at: data.change_points.map((c) => c.x)},
-          tooltip: {callbacks: {title: (items) => items.length ? (labels[Math.round(items[0].parsed.x)] || "") : ""}},
+          legend: {position: "bottom"},
+          iowatchChangePoints: {at: data.change_points.map((c) => c.x),
+                                labels: data.change_points.map((c) => c.change_pct == null ? "change point" : signed(c.change_pct))},
+          tooltip: {callbacks: {title: (items) => {
+            const k = items.length ? data.kernels[Math.round(items[0].parsed.x)] : null;
+            return k ? [k.label].concat(k.subject ? [k.subject] : []) : "";
+          }}},
         },
         onClick: (event, elements) => {
           const hit = elements.find((e) => e.datasetIndex === 0);
@@ -150,23 +236,52 @@
       },
     });
     canvas.chart = chart;
+    // The change points in words under the chart (text, never HTML).
+    const list = document.getElementById("change-points");
+    if (list && canvas.id === "history-chart") {
+      data.change_points.forEach((c) => {
+        const k = data.kernels[c.x] || {};
+        const li = document.createElement("li");
+        li.textContent = `Change point: ${c.change_pct == null ? "a step" : signed(c.change_pct)} at ${c.kernel}`
+          + (k.subject ? ` ("${k.subject}")` : "")
+          + (c.before_mean != null ? `, mean ${number(c.before_mean)} → ${number(c.after_mean)} ${data.unit}` : "");
+        list.appendChild(li);
+      });
+    }
     drawn(canvas);
   }
 
+  // Published results: one chart per claim, the post's two numbers beside the
+  // lab's per host and device, as horizontal bars (names stay readable); a log
+  // axis when the numbers differ more than tenfold, so 19 KiB/s shows beside 17,480.
+  const PUBLISHED_KINDS = {published: COLORS.published, before: COLORS.base, after: COLORS.measured,
+                           newest: COLORS.point};
   function drawPublished(canvas, data) {
-    const row = data.rows[Number(canvas.dataset.row)];
-    if (!row) return;
-    const labels = [], values = [], colors = [];
-    data.published_columns.forEach((c, i) => {
-      if (row.published[i] != null) { labels.push(c + " (published)"); values.push(row.published[i]); colors.push(COLORS.published); }
-    });
-    data.measured_columns.forEach((c, i) => {
-      if (row.measured[i] != null) { labels.push(c); values.push(row.measured[i]); colors.push(COLORS.measured); }
-    });
-    new Chart(canvas, {
+    const claim = data.claims.find((c) => String(c.id) === canvas.dataset.claim);
+    if (!claim) { note(canvas, "No such claim.", true); return; }
+    const bars = claim.bars.filter((b) => b.value != null && (!claim.log_scale || b.value > 0));
+    if (!bars.length) { note(canvas, "No numbers to chart."); return; }
+    canvas.parentNode.style.height = (60 + 34 * bars.length) + "px";
+    const fmt = (v) => Math.abs(v) >= 100 ? Math.round(v).toLocaleString("en-US") : String(Number(v.toPrecision(3)));
+    canvas.chart = new Chart(canvas, {
       type: "bar",
-      data: {labels: labels, datasets: [{label: `${row.metric} (${row.unit})`, data: values, backgroundColor: colors}]},
-      options: {plugins: {legend: {display: false}}, scales: {y: {beginAtZero: true, title: {display: true, text: row.unit}}}},
+      data: {labels: bars.map((b) => b.label),
+             datasets: [{label: `${claim.metric} (${claim.unit})`, data: bars.map((b) => b.value),
+                         backgroundColor: bars.map((b) => PUBLISHED_KINDS[b.kind] || COLORS.measured)}]},
+      options: {
+        indexAxis: "y",
+        plugins: {legend: {display: false},
+                  tooltip: {callbacks: {label: (item) => `${fmt(item.parsed.x)} ${claim.unit}`}}},
+        scales: {
+          x: claim.log_scale
+            // A decade below the smallest number, so its bar keeps a visible length.
+            ? {type: "logarithmic", title: {display: true, text: `${claim.unit} (log scale)`},
+               min: Math.pow(10, Math.floor(Math.log10(Math.min(...bars.map((b) => b.value)))) - 1),
+               ticks: {maxRotation: 0, callback: (v) => { const e = Math.log10(v); return Math.abs(e - Math.round(e)) < 1e-9 ? fmt(v) : ""; }}}
+            : {beginAtZero: true, title: {display: true, text: claim.unit}, ticks: {maxRotation: 0, callback: (v) => fmt(v)}},
+          y: {ticks: {autoSkip: false}},
+        },
+      },
     });
     drawn(canvas);
   }
@@ -199,6 +314,20 @@
     load(canvas.dataset.src).then((data) => draw(canvas, data))
       .catch((e) => note(canvas, "Could not draw the chart: " + e.message, true));
   });
+
+  // The history page's choosers: a new choice shows its history at once, with
+  // the parts that depend on it emptied for the server to fill from the store.
+  const HISTORY_DEPENDS = {study: ["device", "filesystem", "group", "metric"], host: ["device", "filesystem"],
+                           device: ["filesystem"], group: ["metric"]};
+  const historyKey = document.getElementById("history-key");
+  if (historyKey) {
+    historyKey.querySelectorAll("select[data-part]").forEach((select) => {
+      select.addEventListener("change", () => {
+        (HISTORY_DEPENDS[select.dataset.part] || []).forEach((part) => { historyKey.elements[part].value = ""; });
+        historyKey.submit();
+      });
+    });
+  }
 
   // The text report's copy button: the clipboard API where the page may use it,
   // else a selection the user copies.
