@@ -7,9 +7,11 @@ tree) and leaves its raw output as artifacts; the parsers turn it into samples.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -85,11 +87,29 @@ def fs_mark_argv(workload: dict, ctx: Context) -> list[str]:
     return argv
 
 
+def run_tool(argv: list[str], input: str | None = None, **kw) -> subprocess.CompletedProcess:
+    """subprocess.run in a process group of its own, killed whole when the run is
+    interrupted (SIGTERM, Ctrl-C): fio's jobs are processes of their own, and
+    killing only fio left them writing on a filesystem that could then not be
+    unmounted, nor its loop device detached."""
+    stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
+    with subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True, **kw) as proc:
+        try:
+            stdout, stderr = proc.communicate(input)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+
+
 def _timed(argv: list[str], cwd: Path, stdout_path: Path | None = None) -> tuple[int, str, str, float, float, float]:
     """Run a tool; returns (exit code, stdout, stderr, wall s, user s, sys s) of its process tree."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    out = run_tool(argv, cwd=cwd)
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (out.returncode, out.stdout, out.stderr, wall,
@@ -173,7 +193,7 @@ def run_script(workload: dict, ctx: Context, drop_caches) -> Result:
     def step(name: str, argv: list[str] | None = None, fn=None, **kw) -> float:
         t0 = time.monotonic()
         if argv:
-            out = subprocess.run(argv, capture_output=True, text=True, **kw)
+            out = run_tool(argv, **kw)
             if out.returncode:
                 raise RuntimeError(f"{name}: {' '.join(argv[:3])}... exited {out.returncode}: "
                                    f"{out.stderr.strip()[-300:]}")

@@ -184,6 +184,9 @@ def test_sigterm_leaves_an_incomplete_bundle_that_a_rerun_finishes(tmp_path, dat
     assert "incomplete" in err
     first = json.loads((out / "bundle.json").read_text())
     assert first["status"] == "incomplete"
+    # fio's job processes went with it (they kept a killed fio's filesystem busy).
+    left = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout
+    assert "fio" not in left, left
     no_leftovers(data_dir)
 
     r = iowatch("run", matrix, "--target", "localhost", "--inventory", inv, "--out", out,
