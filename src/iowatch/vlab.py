@@ -245,4 +245,8 @@ def guest_run_command(matrix: str, host: Host, inventory: Path, out: Path, *, pr
             argv += ["--patch-subject", series["subject"]]
         if series.get("base"):
             argv += ["--series-base", series["base"]]
+        if series.get("record"):
+            # A file, not JSON on the command line: the list's To/Cc can be long,
+            # and this command travels base64 on the guest's kernel command line.
+            argv += ["--series-record", str(series["record"])]
     return argv

@@ -1,8 +1,15 @@
-"""A patch series: a quilt directory (a `series` file and patches), an mbox as
-`b4 am` writes it, or a git range A..B of the source tree."""
+"""A patch series: a quilt directory (a `series` file and patches), an mbox
+(read with `b4 am -m`), a Message-ID (fetched from lore with b4: see
+iowatch.kernel.lore), or a git range A..B of the source tree.
+
+A series from mail keeps each patch's Message-ID and author, the cover
+letter's Message-ID and subject, and the list it went to (To/Cc): record()
+is what a bundle's kernel.series carries, so a report can reply in the thread.
+"""
 from __future__ import annotations
 
 import email
+import hashlib
 import email.policy
 import mailbox
 import re
@@ -18,10 +25,16 @@ class Patch:
     name: str           # file name, or the commit for a git range
     subject: str
     text: str           # a mail-formatted patch `git am` takes
+    message_id: str | None = None   # without the angle brackets
+    author: str | None = None       # "Name <address>"
 
     @property
     def short(self) -> str:
         return f"[{self.index}] {self.subject}"
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,39 @@ class Series:
     name: str
     source: str         # what the user gave
     patches: tuple[Patch, ...]
-    message_id: str | None = None
+    message_id: str | None = None   # the cover letter's (else the first patch's), no brackets
+    subject: str | None = None      # the cover letter's subject
+    to: tuple[str, ...] = ()        # the list and people the series went to
+    cc: tuple[str, ...] = ()
+    archive: str | None = None      # a public-inbox URL the patches were fetched from
+
+    def record(self, base: str | None = None) -> dict:
+        """The bundle's kernel.series: enough to reply in the series' thread
+        (In-Reply-To: message_id; References: it and the patch's own) and to
+        name each patch by its hash, as KCIDB's patchset_hash wants."""
+        rec = {"name": self.name, "base": base, "message_id": self.message_id,
+               "patch_count": len(self.patches), "subject": self.subject,
+               "to": list(self.to), "cc": list(self.cc), "archive": self.archive,
+               "patches": [{k: v for k, v in (("index", p.index), ("subject", p.subject),
+                                              ("author", p.author), ("message_id", p.message_id),
+                                              ("sha256", p.sha256)) if v is not None}
+                           for p in self.patches]}
+        return {k: v for k, v in rec.items() if v not in (None, [])}
+
+
+def patchset_hash(patches) -> str:
+    """KCIDB's patchset hash: sha256 over the newline-terminated sha256 of each
+    patch in order (`sha256sum *.patch | cut -c-64 | sha256sum`); "" for none."""
+    hashes = [p["sha256"] if isinstance(p, dict) else p.sha256 for p in patches]
+    return hashlib.sha256("".join(h + "\n" for h in hashes).encode()).hexdigest() if hashes else ""
+
+
+def bare_message_id(value: str | None) -> str | None:
+    """A Message-ID without its angle brackets and blanks."""
+    if not value:
+        return None
+    value = " ".join(str(value).split()).strip()
+    return value.removeprefix("<").removesuffix(">").strip() or None
 
 
 class SeriesError(ValueError):
@@ -70,13 +115,26 @@ def from_directory(d: Path) -> Series:
     return Series(d.name, str(d), tuple(patches))
 
 
-def from_mbox(path: Path) -> Series:
-    patches, cover_id = [], None
-    for msg in mailbox.mbox(str(path), factory=lambda f: email.message_from_binary_file(f, policy=email.policy.compat32)):
+def read_mbox(path: Path) -> list:
+    return list(mailbox.mbox(str(path), factory=lambda f: email.message_from_binary_file(
+        f, policy=email.policy.compat32)))
+
+
+def _header(msg, name: str) -> str | None:
+    value = msg.get(name)
+    return " ".join(str(value).split()) if value else None
+
+
+def from_mbox(path: Path, cover: Path | None = None) -> Series:
+    """The patches of an mbox in their order: as `b4 am` writes it (the cover
+    letter then a message in a file of its own), or as `git format-patch` does."""
+    patches, cover_msg = [], None
+    extra = [email.message_from_bytes(cover.read_bytes(), policy=email.policy.compat32)] if cover else []
+    for msg in read_mbox(path) + extra:
         subject = " ".join(str(msg.get("Subject", "")).split())
         m = re.search(r"\[[^\]]*PATCH[^\]]*?(\d+)/(\d+)\]", subject)
         if m and m.group(1) == "0":
-            cover_id = msg.get("Message-Id")
+            cover_msg = msg
             continue  # the cover letter carries no diff
         payload = msg.get_payload(decode=False)
         if not isinstance(payload, str) or "\n+++ " not in payload and "\ndiff --git" not in payload:
@@ -85,9 +143,12 @@ def from_mbox(path: Path) -> Series:
     if not patches:
         raise SeriesError(f"{path}: no patches in this mbox")
     patches.sort(key=lambda p: p[0])
-    out = tuple(Patch(i, f"{path.name}#{i}", _subject(msg.as_string(), f"patch {i}"), msg.as_string())
+    out = tuple(Patch(i, f"{path.name}#{i}", _subject(msg.as_string(), f"patch {i}"), msg.as_string(),
+                      bare_message_id(msg.get("Message-Id")), _header(msg, "From"))
                 for i, (_, msg) in enumerate(patches, 1))
-    return Series(path.stem, str(path), out, cover_id)
+    first = cover_msg or patches[0][1]
+    return Series(path.stem, str(path), out, bare_message_id(first.get("Message-Id")),
+                  _subject(cover_msg.as_string(), "") or None if cover_msg else None)
 
 
 def from_git_range(tree: Path, spec: str) -> Series:
@@ -102,16 +163,21 @@ def from_git_range(tree: Path, spec: str) -> Series:
 
 
 def load_series(spec: str, tree: Path | None = None) -> Series:
-    """A directory, an mbox file, or (given a tree) a git range such as v6.12..topic."""
+    """A directory, an mbox file (through `b4 am -m`), a Message-ID (fetched from
+    lore with b4), or (given a tree) a git range such as v6.12..topic."""
+    from iowatch.kernel import lore  # b4's side; it builds on this module
+
     p = Path(spec)
     if p.is_dir():
         return from_directory(p)
     if p.is_file():
-        return from_mbox(p)
+        return lore.series_from_mbox(p)
+    if lore.message_id(spec):
+        return lore.series_from_message_id(spec)
     if ".." in spec and tree is not None:
         try:
             return from_git_range(tree, spec)
         except SourceError as e:
             raise SeriesError(str(e)) from None
-    raise SeriesError(f"{spec!r} is neither a series directory, an mbox file, nor a git range "
-                      "(A..B) of the source tree")
+    raise SeriesError(f"{spec!r} is neither a series directory, an mbox file, a Message-ID, "
+                      "nor a git range (A..B) of the source tree")
