@@ -10,6 +10,7 @@ parameters never pool in one comparison.
 """
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from pathlib import Path
@@ -97,7 +98,10 @@ def import_roots(paths: list[str | Path], out_dir: Path, *, studies: dict[str, S
         by_run.setdefault((testbox, commit), []).append(r)
     made = []
     for (testbox, commit), group in sorted(by_run.items()):
-        run_id = str(uuid.uuid5(RUN_NAMESPACE, "\n".join([testbox, commit] + sorted(str(r.path) for r in group))))
+        # From the content, not the path: the same result roots copied elsewhere are the same run.
+        content = json.dumps([testbox, commit, sorted([r.suite, r.params, [it.stats for it in r.iterations]]
+                                                      for r in group)], sort_keys=True)
+        run_id = str(uuid.uuid5(RUN_NAMESPACE, content))
         out = out_dir / f"lkp-{re.sub(r'[^A-Za-z0-9._-]', '_', testbox)}-{re.sub(r'[^A-Za-z0-9._-]', '_', commit)}"
         devices: dict[str, dict] = {}
         writer = BundleWriter(out, run_id=run_id, kernel=_kernel(commit),
