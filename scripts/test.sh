@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 DATABASE_URL=$(./scripts/postgres.sh | tail -1)
 export DATABASE_URL
 mkdir -p test-artifacts
+# LKP-tests for tests/lkp: beside the repository when it is there (nothing of it is vendored).
+if [ -z "${LKP_SRC:-}" ] && [ -x ../shared/lkp-tests/bin/lkp ]; then
+    LKP_SRC=$(cd ../shared/lkp-tests && pwd)
+    export LKP_SRC
+fi
 
 echo "== tests against PostgreSQL ($DATABASE_URL)"
 .venv/bin/pytest -q "$@"
