@@ -1,0 +1,55 @@
+"""A regression exported from a real store: the e2e check's three bundles go
+through the ingest API, the server's own verdict work opens the regression,
+and `iowatch export kcidb --regression` reads it over HTTP (pytest-django's
+live_server on the test database). Its tests carry the stored verdicts."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from iowatch import bundle
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "tests" / "webapp"), str(ROOT / "tests" / "dashboard")]
+
+from dashboard_browser import uploader  # noqa: E402  (the shared agent upload)
+from test_export import CHECK, WRITER, export  # noqa: E402
+
+pytestmark = [pytest.mark.webapp, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_stored_regression_exports_its_stored_verdicts(live_server):
+    from iowatch_web.regressions.models import Regression
+
+    post = uploader("kcidb-lab")
+    for n in range(3):
+        post(json.loads(bundle.to_wire(CHECK / f"guest-{n:02d}" / "bundle")))
+    patch2 = bundle.load(CHECK / "guest-02" / "bundle")
+    regression = Regression.objects.get(comparison__reason="parent",
+                                        comparison__candidate_kernel__patch_index=2)
+    stored = {(v.cell_key, v.group, v.metric_id): v for v in regression.regressed_cells()}
+    assert stored, "the server opened a regression without regressed cells"
+
+    data = export("--regression", str(regression.id), "--server", live_server.url)
+    assert len(data["builds"]) == 1 and data["builds"][0]["status"] == "PASS"
+    assert data["checkouts"][0]["misc"]["commit"] == patch2["kernel"]["git_commit"]
+    assert len(data["tests"]) == len(stored)
+    for t in data["tests"]:
+        v = stored[(t["misc"]["cell"], t["misc"]["group"], t["misc"]["metric"])]
+        assert t["status"] == "FAIL" and t["misc"]["outcome"] == v.outcome == "regression"
+        assert t["number"]["value"] == v.candidate_median
+        assert t["misc"]["change_pct"] == v.change_pct and t["misc"]["regression"] == regression.id
+    writer = next(t for t in data["tests"] if t["path"] == WRITER)
+    # The check's own export judged the same two runs: the same test, the same status.
+    checked = {t["id"]: t for t in export("--check", str(CHECK))["tests"]}
+    parent = bundle.load(CHECK / "guest-01" / "bundle")["run_id"]
+    assert writer["id"].endswith(f":vs:{parent}") and checked[writer["id"]]["status"] == "FAIL"
+    # A run exported alone is measurements (DONE) under ids of their own, read
+    # from the bundle or from the store alike.
+    alone = export("--run", str(CHECK / "guest-02" / "bundle"))
+    assert writer["id"] not in {t["id"] for t in alone["tests"]}
+    from_server = export("--run", patch2["run_id"], "--server", live_server.url)
+    assert {t["id"] for t in from_server["tests"]} == {t["id"] for t in alone["tests"]}
