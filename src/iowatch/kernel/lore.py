@@ -55,8 +55,14 @@ def _b4(*argv: str, timeout: int = 300) -> subprocess.CompletedProcess:
 
 
 def _said(out: subprocess.CompletedProcess) -> str:
+    """b4's last line, with a failed request cut to its URL and its cause
+    (requests' own text repeats the URL inside three nested reprs)."""
     lines = [ln for ln in (out.stderr + out.stdout).splitlines() if ln.strip()]
-    return lines[-1].strip()[:400] if lines else f"b4 exited {out.returncode} and said nothing"
+    if not lines:
+        return f"b4 exited {out.returncode} and said nothing"
+    last = lines[-1].strip()
+    cause = re.search(r"\[Errno -?\d+\] [^'\")]+", last)
+    return f"{last.split(': HTTP')[0]}: {cause.group(0)}" if cause else last[:400]
 
 
 def _archive() -> str:
