@@ -136,8 +136,9 @@ class Export:
 
     # --- checkouts and builds ------------------------------------------------
 
-    def checkout(self, run: dict) -> str:
-        """The checkout a run's kernel came from: base commit plus patches 1..k."""
+    def checkout(self, run: dict, *, valid: bool = True, log: str | None = None) -> str:
+        """The checkout a run's kernel came from: base commit plus patches 1..k
+        (valid False, with the log, when patch k did not apply)."""
         k = run.get("kernel") or {}
         series, patch = k.get("series") or {}, k.get("patch") or {}
         index = patch.get("index", k.get("patch_index"))
@@ -152,7 +153,10 @@ class Export:
             # A kernel outside a series, or a bundle that did not keep the patches'
             # hashes: the commit it was built from (a variant's own commit).
             commit, pset = k.get("git_commit"), None
-        stable = (commit or k.get("release", "unknown")) + (f"+{pset[:16]}" if pset else "")
+        if commit or not series:
+            stable = (commit or k.get("release", "unknown")) + (f"+{pset[:16]}" if pset else "")
+        else:  # a patch that did not apply made no commit: the series and the place in it
+            stable = f"{series['name']}@{series.get('base')}+p1..p{index}"
         archive = series.get("archive")
         files = [{"name": f"{p['index']:04d}.patch", "url": f"{archive}{p['message_id']}/raw"}
                  for p in applied if archive and p.get("message_id")] if pset else []
@@ -167,7 +171,8 @@ class Export:
             "patchset_hash": pset,
             "patchset_files": files if files and len(files) == len(applied) else None,
             "message_id": series.get("message_id") if index else None,
-            "comment": comment, "valid": True,
+            "comment": comment, "valid": valid,
+            "log_excerpt": log[-16000:] if log else None,
             "misc": _clean({"series": series.get("name"), "patch_index": index,
                             "patch_count": series.get("patch_count"),
                             "commit": k.get("git_commit"),
@@ -326,10 +331,21 @@ def from_check(check_dir: Path, studies: dict, export: Export) -> dict:
         result.runs.append(VariantRun(v, found, status=row["status"], reason=row.get("reason", ""),
                                       extra=extra))
     _compare(result)
+    loaded = {vr.variant.index: [bundle.load(p) for p in [vr.bundle, *vr.extra]]
+              for vr in result.runs if vr.bundle is not None}
+    kept = next((runs[0]["kernel"].get("series") for runs in loaded.values()
+                 if runs[0]["kernel"].get("series")), None)
+    series = kept or {"name": summary.get("series") or check_dir.name, "base": summary.get("base")}
     for vr in result.runs:
+        if vr.status == "apply-failed":
+            # A patch that did not apply: a checkout that failed, nothing built.
+            export.checkout({"kernel": {"release": "unapplied", "series": series,
+                                        "patch": {"index": vr.variant.index,
+                                                  "subject": vr.variant.subject}}},
+                            valid=False, log=vr.reason)
         if vr.bundle is None:
-            continue  # apply-failed: no kernel, nothing built
-        runs = [bundle.load(vr.bundle)] + [bundle.load(p) for p in vr.extra]
+            continue
+        runs = loaded[vr.variant.index]
         verdicts, versus = {}, None
         if vr.vs_parent is not None:
             parent = vr.vs_parent.base

@@ -135,3 +135,24 @@ def test_bad_input_is_refused_naming_what():
     out = subprocess.run([IOWATCH, "export", "kcidb", "--regression", "3"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "--regression needs --server" in out.stderr
+
+
+def test_a_patch_that_did_not_apply_is_a_checkout_that_failed(tmp_path):
+    """The e2e check as if patch 2 had not applied: its checkout is not valid,
+    with git am's complaint, and nothing is built of it."""
+    import shutil
+
+    summary = json.loads((CHECK / "check.json").read_text())
+    for n in (0, 1):
+        shutil.copytree(CHECK / f"guest-{n:02d}", tmp_path / f"guest-{n:02d}")
+    summary["variants"][2].update(status="apply-failed", bundle=None, commit="",
+                                  reason="patch 2 does not apply to b7ba0a69b073:\n--- fs/ext4/file.c.rej")
+    summary["regressing_patches"] = []
+    (tmp_path / "check.json").write_text(json.dumps(summary))
+    data = export("--check", str(tmp_path))
+    failed = [c for c in data["checkouts"] if not c["valid"]]
+    assert len(failed) == 1 and failed[0]["misc"]["patch_index"] == 2
+    assert "does not apply" in failed[0]["log_excerpt"]
+    assert failed[0]["id"] == "iowatch:e2e-slow-ext4-dio@c12fff06dffbe5058f9675864f0297d66f5f06cd+p1..p2"
+    assert len(data["builds"]) == 2
+    assert failed[0]["id"] not in {b["checkout_id"] for b in data["builds"]}
