@@ -94,7 +94,7 @@ def play(tmp_path: Path, inv: Path, *extra: str, host: str = "localhost",
     iowatch = Path(sys.executable).parent / "iowatch"
     args = {"storage_hosts": host, "storage_inventory": str(inv), "storage_iowatch": str(iowatch),
             "storage_mount_root": str(tmp_path / "mnt"), "storage_state_dir": str(tmp_path / "state"),
-            "storage_persist_scheduler": False, **more_vars}
+            "storage_persist_scheduler": False, "storage_lkp_names": False, **more_vars}
     cmd = [tool("ansible-playbook", HOW), "-i", str(inv), STORAGE, "-e", json.dumps(args), *extra]
     done = run(cmd, ansible_env(tmp_path), timeout=900)  # a hang guard: TCG guests are slow
     return done, done.stdout + done.stderr
@@ -152,6 +152,24 @@ def test_storage_role_makes_checks_repeats_and_tears_down(loops, tmp_path):
 
     done, out = play(tmp_path, inv, "-e", "storage_state=absent")
     assert done.returncode == 0 and recap(out)["changed"] == 0, out
+
+
+def test_storage_role_names_the_declared_devices_for_lkp(loops, tmp_path):
+    """A udev rule gives each declared device a name LKP-tests can use (/dev/lkp-<device>:
+    LKP cuts a trailing number off a disk name), the name iowatch's LKP harness uses."""
+    fast = loops.make("fast", "64M")
+    inv = inventory(tmp_path, [{"name": "fast", "class": "hdd", "path": fast, "filesystems": ["ext4"]}])
+    rule = tmp_path / "61-iowatch-lkp.rules"
+    done, out = play(tmp_path, inv, storage_lkp_names=True, storage_lkp_udev_rule=str(rule))
+    assert done.returncode == 0, out
+    from iowatch.lkp.jobs import lkp_disk_name
+    wanted = (f'KERNEL=="{os.path.basename(fast)}", SYMLINK+="'
+              f'{lkp_disk_name("fast").removeprefix("/dev/")}"')
+    assert wanted in rule.read_text()
+    done, out = play(tmp_path, inv, "-e", "storage_state=absent", storage_lkp_names=True,
+                     storage_lkp_udev_rule=str(rule))
+    assert done.returncode == 0, out
+    assert not rule.exists()
 
 
 def test_storage_role_refuses_an_undeclared_device(loops, tmp_path):

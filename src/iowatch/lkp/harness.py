@@ -109,12 +109,13 @@ class LkpHarness:
         with open(LOCK, "w") as lock, ExitCleanup(self.src, link) as cleanup:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if link.is_symlink() or link.exists():
-                if not (link.is_symlink() and os.path.realpath(link) == os.path.realpath(dev_path)):
-                    raise LkpError(f"{link} exists and is not iowatch's link to {dev_path}; remove it "
+                # The storage role's udev rule may have made it already: kept as found.
+                if os.path.realpath(link) != os.path.realpath(dev_path):
+                    raise LkpError(f"{link} exists and is not a link to {dev_path}; remove it "
                                    "if nothing uses it")
             else:
                 os.symlink(os.path.realpath(dev_path), link)
-            cleanup.link_made = True
+                cleanup.link_made = True
             safety.require(self.host, str(link), self.data_dir)  # the name LKP gets, checked too
             if "fsmark" in job:
                 cleanup.ensure_fs_mark()
