@@ -52,7 +52,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
 fi
 # The dashboard's browser libraries: pinned in package-lock.json, installed
 # into node_modules and copied into the app's static files (not committed).
-vendor=webapp/dashboard/static/dashboard/vendor
+vendor=webapp/iowatch_web/dashboard/static/dashboard/vendor
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     npm ci --no-audit --no-fund --loglevel=error
 fi

@@ -133,7 +133,7 @@ def test_to_wire_refuses_a_raw_file_cut_short_after_the_run(tmp_path):
     assert "Re-run" in message and "remove cell 'ext4/sdb/c0'" in message
 
 
-# --- bounds: what the store can keep (webapp/results/models.py) -------------------
+# --- bounds: what the store can keep (webapp/iowatch_web/results/models.py) -------------------
 
 def _nested(depth: int):
     value: object = 1

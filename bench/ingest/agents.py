@@ -99,11 +99,11 @@ def bundle_doc(host: str, night: int, *, devices: int, reps: int, jobs: int, lev
 def _seed(hosts: list[str], env: dict) -> int:
     """Store the history of these hosts in this process (a Django of its own)."""
     os.environ.update(env)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "iowatch_site.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "iowatch_web.site.settings"
     import django
 
     django.setup()
-    from results.ingest import store_bundle
+    from iowatch_web.results.ingest import store_bundle
 
     rng = random.Random(hash(hosts[0]) & 0xFFFF)
     for host in hosts:
@@ -119,13 +119,13 @@ def seed_history(env: dict, hosts: list[str], procs: int = 2) -> None:
     # The history counts as judged: its verdicts are not what this bench measures.
     script = textwrap.dedent("""
         from django_tasks_db.models import DBTaskResult
-        from results.models import Run
+        from iowatch_web.results.models import Run
         from django.utils import timezone
         Run.objects.update(verdict_state="done", verdict_done_at=timezone.now())
         DBTaskResult.objects.all().delete()
     """)
     subprocess.run([sys.executable, "-m", "django", "shell", "-c", script], check=True,
-                   env={**env, "DJANGO_SETTINGS_MODULE": "iowatch_site.settings"})
+                   env={**env, "DJANGO_SETTINGS_MODULE": "iowatch_web.site.settings"})
 
 
 # --- 3. the agents ---------------------------------------------------------------
@@ -228,8 +228,8 @@ def pct(values: list[float], q: float) -> float:
 def queue_lags(env: dict, run_ids: list[str]) -> dict:
     script = textwrap.dedent(f"""
         import json
-        from results.models import Run
-        from regressions.models import Regression
+        from iowatch_web.results.models import Run
+        from iowatch_web.regressions.models import Regression
         runs = Run.objects.filter(run_id__in={run_ids!r})
         lags = [(r.verdict_done_at - r.received_at).total_seconds() for r in runs
                 if r.verdict_done_at]
@@ -242,7 +242,7 @@ def queue_lags(env: dict, run_ids: list[str]) -> dict:
     """)
     out = subprocess.run([sys.executable, "-m", "django", "shell", "-c", script], check=True,
                          capture_output=True, text=True,
-                         env={**env, "DJANGO_SETTINGS_MODULE": "iowatch_site.settings"})
+                         env={**env, "DJANGO_SETTINGS_MODULE": "iowatch_web.site.settings"})
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from iowatch import bundle
+from iowatch import bundle, resources
 from iowatch.check import VariantRun, run_variant
 from iowatch.comparison import Side, cell_values
 from iowatch.judging import Comparison, compare_sides, more_runs
@@ -30,7 +30,6 @@ from iowatch.stats.bisect import Placement, place, steps_left
 from iowatch.stats.verdict import CellVerdict
 from iowatch.studies import load_studies
 
-STUDIES_DIR = Path(__file__).resolve().parents[2] / "jobs" / "studies"
 
 
 class NothingToBisect(RuntimeError):
@@ -108,7 +107,7 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
     """Bisect variants 0 (good) .. n (bad); measure(index, attempt) runs one.
     Returns the target, the steps, the last good and first bad index, and the
     untestable indices between them."""
-    studies = studies if studies is not None else load_studies(STUDIES_DIR)
+    studies = studies if studies is not None else load_studies(resources.studies_dir())
     ends = {}
     for i in (0, n):
         runs = [measure(i, 0)]

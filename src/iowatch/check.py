@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from iowatch import bundle, paths
+from iowatch import bundle, paths, resources
 from iowatch.bundle import BundleWriter
 from iowatch.comparison import Side
 from iowatch.judging import Comparison, cell_id, compare_sides, more_runs
@@ -224,7 +224,7 @@ def _side(vr: VariantRun) -> Side:
 
 
 def _compare(result: CheckResult) -> None:
-    studies = load_studies(Path(__file__).resolve().parents[2] / "jobs" / "studies")
+    studies = load_studies(resources.studies_dir())
     measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
     if not measured or measured[0].variant.index != 0:
         return

@@ -119,7 +119,15 @@ class Inventory:
 
 
 def default_path() -> Path:
-    return Path(os.environ.get("IOWATCH_INVENTORY") or DEFAULT_FILE)
+    """$IOWATCH_INVENTORY, else hardware-inventory.yml here, else the one
+    iowatch ships (the local target, the virtual lab and an example lab)."""
+    if os.environ.get("IOWATCH_INVENTORY"):
+        return Path(os.environ["IOWATCH_INVENTORY"])
+    here = Path(DEFAULT_FILE)
+    if here.exists():
+        return here
+    from iowatch.resources import packaged_inventory
+    return packaged_inventory()
 
 
 def parse_size(value: int | str) -> int:

@@ -2,12 +2,12 @@
 
 Every verdict iowatch gives goes through `compare_sides`: `iowatch compare`,
 the `iowatch check` report, the bisect's choice of what to follow, the
-verdicts the server stores when a run arrives (webapp/regressions), the
+verdicts the server stores when a run arrives (webapp/iowatch_web/regressions), the
 change points it confirms, the dashboard's compare, and every report format.
 The two sides arrive through one interface (iowatch.comparison.Side: a list
 of bundle-shaped manifests) from whichever adapter read them: a bundle
 directory, the HTTP API, a study's published numbers, or the Django store
-(webapp/results/sides.py). This module decides, and nothing else does:
+(webapp/iowatch_web/results/sides.py). This module decides, and nothing else does:
 
 - Which metrics judge a cell: the study's deciding metrics (`decides: true`
   in jobs/studies/*.yml), per job group. Every other metric is computed and

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-SETTINGS = "iowatch_site.settings"
+SETTINGS = "iowatch_web.site.settings"
 
 
 def django_env() -> dict:

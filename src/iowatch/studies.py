@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from iowatch.metrics import METRICS
+from iowatch.resources import matrix_path
 from iowatch.yamlfile import DataFileError, load as load_yaml
 
 # Published units and how they become the metric table's units. fio's KB and
@@ -151,7 +152,7 @@ class Matrix:
 
 def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matrix:
     """A matrix file (kind: matrix) or a single study file run on its own."""
-    path = Path(path)
+    path = matrix_path(path)
     head = load_yaml_head(path)
     if "study" in head:
         s = load_study(path)

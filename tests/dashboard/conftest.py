@@ -29,7 +29,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 CHROMIUM = os.environ.get("IOWATCH_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
-VENDOR = ROOT / "webapp" / "dashboard" / "static" / "dashboard" / "vendor" / "chart.umd.js"
+VENDOR = ROOT / "webapp" / "iowatch_web" / "dashboard" / "static" / "dashboard" / "vendor" / "chart.umd.js"
 
 NOISE = [-10, 4, 10, -4, 0]
 
@@ -87,8 +87,8 @@ def store(transactional_db, tmp_path) -> Store:
     from bundle_maker import planted_bundle
     from iowatch.commands.import_published import published_bundles
     from iowatch.studies import load_studies
-    from regressions.models import Regression
-    from results.models import Kernel, PatchSeries
+    from iowatch_web.regressions.models import Regression
+    from iowatch_web.results.models import Kernel, PatchSeries
 
     studies = load_studies(ROOT / "jobs" / "studies")
     call_command("ingest_bundle", *[str(d) for s in studies.values()

@@ -23,7 +23,7 @@ def uploader(agent: str):
     from django.core.management import call_command
     from django.test import Client
 
-    from regressions.work import drain
+    from iowatch_web.regressions.work import drain
 
     out = StringIO()
     call_command("create_agent", agent, stdout=out)

@@ -9,7 +9,7 @@ import re
 import pytest
 from dashboard_browser import screenshot, uploader
 
-from regressions.models import CellVerdict, ChangePoint, Regression
+from iowatch_web.regressions.models import CellVerdict, ChangePoint, Regression
 
 MINUS = "\u2212"
 WIDTHS = (1400, 1000)
@@ -179,7 +179,7 @@ def test_series_chips_show_the_deciding_metric_its_change_and_outcome(store, wat
 
 def test_regressions_are_worst_first_with_units_and_the_triage_log(store, watched, live_server,
                                                                    django_user_model):
-    from regressions.triage import triage
+    from iowatch_web.regressions.triage import triage
 
     patch, base = stored("parent"), stored("series-base")
     nightly = stored("previous-run")

@@ -10,7 +10,7 @@ import pytest
 from dashboard_browser import screenshot
 from django.template import Context, Template
 
-from results.models import Run
+from iowatch_web.results.models import Run
 
 
 

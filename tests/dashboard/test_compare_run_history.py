@@ -42,7 +42,7 @@ def guests(store):
     patch 2's kernel built with CONFIG_EXT4_DEBUG=y (planted, so the run page has
     a debug option to flag and a confounder that is not the harness's)."""
     from iowatch import bundle
-    from results.models import Run
+    from iowatch_web.results.models import Run
 
     post = uploader("e2e-lab")
     runs = []

@@ -8,7 +8,7 @@ import pytest
 from dashboard_browser import SCRIPT
 from django.test import Client
 
-from regressions.models import Regression, TriageEvent
+from iowatch_web.regressions.models import Regression, TriageEvent
 
 
 def test_the_chart_endpoints_filter_and_page_in_the_database(store, client):

@@ -10,7 +10,7 @@ import pytest
 from dashboard_browser import screenshot
 from test_pages import pages
 
-from results.models import Run
+from iowatch_web.results.models import Run
 
 WIDTHS = (1400, 1000)
 

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import pytest
 from dashboard_browser import SCRIPT, screenshot
 
-from regressions.models import Regression, TriageEvent
+from iowatch_web.regressions.models import Regression, TriageEvent
 
 # How a canvas proves it drew: some pixels that are not transparent.
 COUNT_INKED_PIXELS = """(canvas) => {
@@ -157,7 +157,7 @@ def test_a_logged_in_user_triages_and_an_anonymous_user_cannot(store, watched, l
 def test_a_script_tag_in_a_patch_subject_or_label_shows_as_text(store, watched, live_server, where):
     page = watched.page
     if where == "run-of-patch":
-        from results.models import Run
+        from iowatch_web.results.models import Run
         path = f"/runs/{Run.objects.get(label=SCRIPT).run_id}/"
     else:
         path = pages(store)[where]

@@ -45,7 +45,7 @@ def post(client, agent_token):
         headers.setdefault("content_type", "application/json")
         response = client.post("/api/v1/bundles", body, **headers)
         if judge and response.status_code == 201:
-            from regressions.work import drain
+            from iowatch_web.regressions.work import drain
             drain()
         return response.status_code, json.loads(response.content)
 

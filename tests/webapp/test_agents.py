@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from bundle_maker import make_bundle
-from results.models import Agent
+from iowatch_web.results.models import Agent
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from schemathesis.checks import not_a_server_error
 
 from bundle_maker import make_bundle, wire
 from live_server import create_agent, get_json, manage, running_server, scratch_database
-from results.api import api
+from iowatch_web.results.api import api
 
 EXAMPLES = 25
 

@@ -28,7 +28,7 @@ import pytest
 
 from bundle_maker import make_bundle, wire
 from live_server import IOWATCH, create_agent, free_port, manage, running_server, scratch_database
-from results.api import api
+from iowatch_web.results.api import api
 
 # The real server's upload limit: above the 20 MB environment case, and small
 # enough that going over it chunked stays quick.
@@ -232,7 +232,7 @@ def test_a_nul_in_an_artifact_s_content_is_kept_as_its_bytes(post):
     raw = "fio output\x00 with a NUL\n"
     _rep(doc)["artifacts"][0].update(content=raw, sha256=hashlib.sha256(raw.encode()).hexdigest())
     assert post(doc)[0] == 201
-    from results.models import Artifact
+    from iowatch_web.results.models import Artifact
     assert bytes(Artifact.objects.get().content) == raw.encode()
 
 

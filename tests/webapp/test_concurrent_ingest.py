@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from bundle_maker import make_bundle, wire
-from results.models import Cell, Run, Sample
+from iowatch_web.results.models import Cell, Run, Sample
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

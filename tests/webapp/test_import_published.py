@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 from iowatch.commands.import_published import published_bundles
 from iowatch.studies import load_studies
-from results.models import Run, Sample
+from iowatch_web.results.models import Run, Sample
 
 JOBS = Path(__file__).resolve().parents[2] / "jobs"
 

@@ -8,8 +8,8 @@ import pytest
 from django.test import override_settings
 
 from bundle_maker import make_bundle, wire
-from results import ingest
-from results.models import Artifact, Cell, Device, Host, Kernel, Repetition, Run, Sample
+from iowatch_web.results import ingest
+from iowatch_web.results.models import Artifact, Cell, Device, Host, Kernel, Repetition, Run, Sample
 
 pytestmark = pytest.mark.django_db
 

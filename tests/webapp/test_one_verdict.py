@@ -28,8 +28,8 @@ from iowatch.judging import compare_sides
 from iowatch.kernel.build import Plan, Variant
 from iowatch.kernel.series import load_series
 from iowatch.studies import load_studies
-from regressions.models import CellVerdict, Comparison, Regression
-from results.models import Kernel, PatchSeries
+from iowatch_web.regressions.models import CellVerdict, Comparison, Regression
+from iowatch_web.results.models import Kernel, PatchSeries
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,5 +1,5 @@
 """Verdicts stored when a run arrives, regressions grouped per change, change
-points in a nightly history, and triage (webapp/regressions)."""
+points in a nightly history, and triage (webapp/iowatch_web/regressions)."""
 from __future__ import annotations
 
 import json
@@ -13,8 +13,8 @@ from django.test import Client
 from django.utils.crypto import get_random_string
 
 from bundle_maker import planted_bundle
-from regressions.models import CellVerdict, ChangePoint, Comparison, Regression, TriageEvent
-from results.models import Run
+from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression, TriageEvent
+from iowatch_web.results.models import Run
 
 pytestmark = pytest.mark.django_db
 

@@ -27,9 +27,9 @@ from django_tasks_db.models import DBTaskResult
 from bundle_maker import planted_bundle, wire
 from live_server import (create_agent, free_port, get_json, manage, running_server,
                          scratch_database)
-from regressions.models import CellVerdict, Comparison, Regression
-from regressions.work import drain
-from results.models import Run
+from iowatch_web.regressions.models import CellVerdict, Comparison, Regression
+from iowatch_web.regressions.work import drain
+from iowatch_web.results.models import Run
 
 REPO = Path(__file__).resolve().parents[2]
 NOISE = [-4, 2, 4, -2, 0]
@@ -72,7 +72,7 @@ def test_a_stored_run_is_pending_until_the_worker_makes_its_verdict(post, client
     # Idempotent: the work done again replaces what it stored, no duplicates.
     verdicts = sorted(CellVerdict.objects.values_list("metric_id", "outcome", "change_pct"))
     call_command("verdicts", "--now", stdout=open(os.devnull, "w"))
-    from regressions.work import judge_run
+    from iowatch_web.regressions.work import judge_run
     judge_run.call(run.pk)  # a done run: nothing to do
     Run.objects.filter(pk=run.pk).update(verdict_state="pending")
     judge_run.call(run.pk)
@@ -156,8 +156,8 @@ def test_a_server_killed_right_after_the_commit_loses_no_verdict(scratch_store):
 
 HANG = """
 import time
-import regressions.verdicts as v
-from regressions import work
+import iowatch_web.regressions.verdicts as v
+from iowatch_web.regressions import work
 def hang(run):
     print("working", flush=True)
     time.sleep(600)
@@ -174,7 +174,7 @@ def test_a_worker_killed_in_the_middle_of_a_task_gives_it_back(scratch_store):
         assert _post(url, token, base) == 201
         manage(env, "verdicts", "--now")  # the base's own work, done
         assert _post(url, token, slow) == 201
-    denv = {**env, "DJANGO_SETTINGS_MODULE": "iowatch_site.settings"}
+    denv = {**env, "DJANGO_SETTINGS_MODULE": "iowatch_web.site.settings"}
     worker = subprocess.Popen([sys.executable, "-m", "django", "shell", "-c", HANG],
                               env=denv, stdout=subprocess.PIPE, text=True)
     try:
@@ -198,7 +198,7 @@ def test_change_points_read_a_bounded_window_of_the_history(post, monkeypatch, w
     """Ten nightly kernels, a step down at the fourth; only the last night is
     judged. Its window of 6 kernels is all after the step (nothing to find);
     a window of 60 holds the whole history and finds the step."""
-    import regressions.verdicts as verdicts
+    import iowatch_web.regressions.verdicts as verdicts
     monkeypatch.setattr(verdicts, "CHANGE_POINT_WINDOW", window)
     for night in range(10):
         level = 1000 if night < 3 else 700

@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from iowatch import paths
+from iowatch import inventory, paths
 from iowatch.commands.guest_options import add_guest_run_options, qemu_host
 from iowatch.kernel.series import SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
@@ -98,7 +98,7 @@ def run(args) -> int:
         return 2
     out = Path(args.out) if args.out else \
         paths.data_dir() / "bisects" / f"{series.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    result = run_bisect(tree, good, series, host, Path(args.inventory), args.matrix, out,
+    result = run_bisect(tree, good, series, host, Path(args.inventory or inventory.default_path()), args.matrix, out,
                         profile=args.profile, reps=args.reps, metric=args.metric, cell=args.cell,
                         store=(lambda p: None) if args.no_store else store_locally,
                         say=lambda s: print(s, flush=True), echo_console=args.console)

@@ -37,7 +37,7 @@ def run(args) -> int:
         print(f"iowatch check: {e}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else default_out(series)
-    result = run_check(tree, args.base, series, host, Path(args.inventory), args.matrix, out,
+    result = run_check(tree, args.base, series, host, Path(args.inventory or inventory.default_path()), args.matrix, out,
                        profile=args.profile, reps=args.reps,
                        store=(lambda p: None) if args.no_store else store_locally,
                        say=lambda s: print(s, flush=True), echo_console=args.console)

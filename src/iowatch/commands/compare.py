@@ -10,7 +10,8 @@ import os
 import sys
 from pathlib import Path
 
-from iowatch.comparison import DEFAULT_STUDIES, NeedsStore, SideNotFound, load_side, published_side
+from iowatch import resources
+from iowatch.comparison import NeedsStore, SideNotFound, load_side, published_side
 from iowatch.judging import compare_sides
 from iowatch.report import FORMATS, RENDERERS
 from iowatch.studies import load_studies
@@ -37,7 +38,7 @@ def register(sub):
                    help="false-discovery rate for Benjamini-Hochberg across the cells (default 0.05)")
     p.add_argument("--server", default=os.environ.get("IOWATCH_SERVER"),
                    help="read run ids and kernels from this server's API (env IOWATCH_SERVER)")
-    p.add_argument("--studies", default=None, help=f"studies directory (default {DEFAULT_STUDIES})")
+    p.add_argument("--studies", default=None, help="a directory of study files (default: $IOWATCH_STUDIES, else the studies iowatch ships)")
     p.add_argument("--output", "-o", default=None, help="write the report here instead of stdout")
     p.set_defaults(func=run, argv=None)
 
@@ -53,8 +54,7 @@ def run(args, store_side=None) -> int:
     not a directory hands the whole call to that command."""
     if not 0 < args.fdr < 1:
         return _fail(f"--fdr {args.fdr} must be between 0 and 1")
-    studies_dir = Path(args.studies) if args.studies else (
-        Path("jobs/studies") if Path("jobs/studies").is_dir() else DEFAULT_STUDIES)
+    studies_dir = resources.studies_dir(args.studies)
     try:
         studies = load_studies(studies_dir)
     except DataFileError as e:

@@ -8,7 +8,6 @@ from pathlib import Path
 from iowatch import inventory
 from iowatch.inventory import Host
 
-REPO = Path(__file__).resolve().parents[3]
 
 
 class HostError(ValueError):
@@ -20,10 +19,12 @@ def add_guest_run_options(p, each: str) -> None:
     --console and --json; `each` names what the matrix runs on (variant, commit)."""
     p.add_argument("--source", default=None, metavar="TREE",
                    help="kernel git tree (default: Debian's linux-source-6.12)")
-    p.add_argument("--matrix", default=str(REPO / "jobs" / "check-quick.yml"),
-                   help=f"what to run on each {each} (default jobs/check-quick.yml)")
+    p.add_argument("--matrix", default="check-quick",
+                   help=f"what to run on each {each}: a file, or the name of a matrix or study "
+                        "iowatch ships (default check-quick)")
     p.add_argument("--hosts", default="vlab", help="the qemu host of the inventory (default vlab)")
-    p.add_argument("--inventory", default=str(REPO / "hardware-inventory.yml"))
+    p.add_argument("--inventory", default=None,
+                   help="default: $IOWATCH_INVENTORY, ./hardware-inventory.yml, else the one iowatch ships")
     p.add_argument("--profile", choices=("quick", "full"), default=None)
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--out", default=None, help="where bundles and console logs go")

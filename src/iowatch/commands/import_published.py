@@ -12,7 +12,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from iowatch import paths
+from iowatch import paths, resources
 from iowatch.bundle import BundleWriter
 from iowatch.local_store import store_bundles
 from iowatch.studies import Study, load_studies
@@ -25,7 +25,9 @@ def register(sub):
     p = sub.add_parser("import-published", help="store the studies' published results",
                        description="Store every study's published results as published runs "
                                    "(n = 1): into the local store, or to --server.")
-    p.add_argument("studies", metavar="STUDIES_DIR", help="such as jobs/studies/")
+    p.add_argument("studies", metavar="STUDIES_DIR", nargs="?", default=None,
+                   help="a directory of study files (default: $IOWATCH_STUDIES, else the studies "
+                        "iowatch ships)")
     p.add_argument("--server", default=None, help="upload to this server instead of the local store")
     p.add_argument("--token", default=None, help="agent token for --server")
     p.add_argument("--out", default=None, help="where to write the bundles "
@@ -63,7 +65,7 @@ def published_bundles(study: Study, out: Path) -> list[Path]:
 
 def run(args) -> int:
     try:
-        studies = load_studies(args.studies)
+        studies = load_studies(resources.studies_dir(args.studies))
     except DataFileError as e:
         print(f"iowatch import-published: {e}", file=sys.stderr)
         return 2

@@ -15,7 +15,6 @@ from iowatch.kernel.source import SourceError, open_source
 from iowatch.vlab import boot_and_run
 from iowatch.yamlfile import DataFileError
 
-REPO = Path(__file__).resolve().parents[3]
 
 
 def register(sub):
@@ -49,7 +48,8 @@ def register(sub):
     g.add_argument("command", nargs="+", metavar="COMMAND",
                    help="what to run in the guest (put -- before it when it has options)")
     g.add_argument("--host", default="vlab", help="the qemu host of the inventory (default vlab)")
-    g.add_argument("--inventory", default=str(REPO / "hardware-inventory.yml"))
+    g.add_argument("--inventory", default=None,
+                   help="default: $IOWATCH_INVENTORY, ./hardware-inventory.yml, else the one iowatch ships")
     g.add_argument("--shared", default=None, metavar="DIR",
                    help="a directory the guest may write, also where the console log goes "
                         "(default: a new one under the data dir's vlab/boot/)")
@@ -101,7 +101,7 @@ def _bzimage(given: str) -> Path:
 def run_boot(args) -> int:
     try:
         bzimage = _bzimage(args.kernel)
-        inv_path = Path(args.inventory).resolve()
+        inv_path = Path(args.inventory or inventory.default_path()).resolve()
         host = qemu_host(inv_path, args.host, "only a qemu host of the inventory is booted here "
                          "(bare-metal hosts boot variants with ansible/kernel.yml)")
     except (FileNotFoundError, DataFileError, inventory.InventoryError, HostError) as e:

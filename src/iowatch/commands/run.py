@@ -167,11 +167,12 @@ def run(args) -> int:
 
 
 def _judge(base, out: Path, cap: int):
-    from iowatch.comparison import DEFAULT_STUDIES, Side
+    from iowatch import resources
+    from iowatch.comparison import Side
     from iowatch.judging import compare_sides
     from iowatch.studies import load_studies
     return compare_sides(base, Side(str(out), str(out), [bundle.load(out)]),
-                         studies=load_studies(DEFAULT_STUDIES), cap=cap)
+                         studies=load_studies(resources.studies_dir()), cap=cap)
 
 
 def _adaptive(runner: Runner, base, cap: int) -> dict:

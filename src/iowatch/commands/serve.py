@@ -53,7 +53,7 @@ def run(args) -> int:
           f"(API: {where}api/v1/, OpenAPI: {where}api/v1/openapi.json); "
           f"{workers} verdict worker(s)", flush=True)
     gunicorn = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "iowatch_site.wsgi:application",
+        [sys.executable, "-m", "gunicorn", "iowatch_web.site.wsgi:application",
          "--bind", f"{args.host}:{args.port}", "--workers", str(args.workers),
          "--access-logfile", "-", "--timeout", "300"], env=env)
     worker_cmd = django_command("verdict_worker", "--no-startup-delay")

@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from iowatch.kernel.series import Series
+from iowatch.resources import kernel_config_dir
 from iowatch.kernel.source import SourceError, cache_dir, git, resolve
 
-REPO = Path(__file__).resolve().parents[3]
-CONFIG_DIR = REPO / "kernels" / "config"
+CONFIG_DIR = kernel_config_dir()
 DEFAULT_FRAGMENTS = ("iowatch.config", "no-debug.config")
 
 

@@ -3,14 +3,15 @@ from django.apps import AppConfig
 
 
 class DashboardConfig(AppConfig):
-    name = "dashboard"
+    name = "iowatch_web.dashboard"
+    label = "dashboard"
     verbose_name = "Dashboard"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
         from django.db.models.signals import post_migrate
 
-        from dashboard.freshness import forget
+        from iowatch_web.dashboard.freshness import forget
 
         # A store made anew (tests, a new database) is migrated: its ids start over,
         # so the cached answers of the old one must go (dashboard/freshness.py).

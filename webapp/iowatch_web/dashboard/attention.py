@@ -24,14 +24,14 @@ from django.db.models.functions import Coalesce, NullIf
 from django.urls import reverse
 from django.utils.timezone import localtime
 
-from dashboard import freshness
-from dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
+from iowatch_web.dashboard import freshness
+from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
 from iowatch.judging import PATCH_STATES
 from iowatch.judging import Comparison as Judged
 from iowatch.metrics import HIGHER, LOWER, METRICS
-from regressions.models import REASONS, STATES, CellVerdict, ChangePoint, Comparison, Regression
-from regressions.verdicts import NOT_MEASURED
-from results.models import Cell, Host, Patch, PatchSeries, Repetition, Run
+from iowatch_web.regressions.models import REASONS, STATES, CellVerdict, ChangePoint, Comparison, Regression
+from iowatch_web.regressions.verdicts import NOT_MEASURED
+from iowatch_web.results.models import Cell, Host, Patch, PatchSeries, Repetition, Run
 
 # The words of a state on a chip; "unsure" is the outcome "inconclusive".
 STATE_LABELS = {"regression": "regression", "failed": "failed", "suspected": "suspected",

@@ -6,10 +6,10 @@ from __future__ import annotations
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 
-from dashboard import published as claims
-from dashboard import queries
-from dashboard.freshness import cached
-from results.models import Study
+from iowatch_web.dashboard import published as claims
+from iowatch_web.dashboard import queries
+from iowatch_web.dashboard.freshness import cached
+from iowatch_web.results.models import Study
 
 
 def _error(message: str, status: int = 400) -> JsonResponse:

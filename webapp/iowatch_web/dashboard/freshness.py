@@ -19,8 +19,8 @@ from typing import Callable
 from django.core.cache import cache
 from django.db.models import Count, Max
 
-from regressions.models import Comparison, Regression
-from results.models import Run
+from iowatch_web.regressions.models import Comparison, Regression
+from iowatch_web.results.models import Run
 
 TIMEOUT_S = 300
 

@@ -26,12 +26,12 @@ from urllib.parse import urlencode
 from django.db.models import Exists, OuterRef, Q, Subquery
 from django.urls import reverse
 
-from dashboard.freshness import cached
+from iowatch_web.dashboard.freshness import cached
 from iowatch.comparison import Side
 from iowatch.judging import compare_sides, deciding
 from iowatch.metrics import HIGHER, METRICS
-from results.models import Cell, Host, Kernel, Run, Sample, Study
-from results.sides import judging_studies, manifests
+from iowatch_web.results.models import Cell, Host, Kernel, Run, Sample, Study
+from iowatch_web.results.sides import judging_studies, manifests
 
 VERDICTS = {"reproduced": "reproduced", "not-reproduced": "not reproduced",
             "unsure": "unsure, rerun", "not-comparable": "not comparable"}

@@ -18,16 +18,16 @@ from django.core.cache import cache
 from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from dashboard import comparing
+from iowatch_web.dashboard import comparing
 from iowatch import comparison as compare_lib
 from iowatch.judging import compare_sides
 from iowatch.metrics import METRICS
 from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
 from iowatch.studies import load_studies
-from regressions.models import STATES, CellVerdict, ChangePoint, Regression
-from results.sides import judging_studies, manifest, runs_side, spec_query
-from results.models import Cell, Host, Kernel, Patch, Run, Sample
+from iowatch_web.regressions.models import STATES, CellVerdict, ChangePoint, Regression
+from iowatch_web.results.sides import judging_studies, manifest, runs_side, spec_query
+from iowatch_web.results.models import Cell, Host, Kernel, Patch, Run, Sample
 
 OPEN_STATES = ("new", "acknowledged", "bisecting")
 # What a chip says for an outcome (iowatch.stats.verdict): unsure cells ask for a rerun.

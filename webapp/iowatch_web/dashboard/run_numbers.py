@@ -16,8 +16,8 @@ from iowatch.metrics import METRICS
 from iowatch.stats.confounders import kernel_flags
 from iowatch.stats.wording import amount
 from iowatch.yamlfile import DataFileError
-from results.models import Repetition, Run, Sample
-from results.sides import judging_studies
+from iowatch_web.results.models import Repetition, Run, Sample
+from iowatch_web.results.sides import judging_studies
 
 # Nested environment entries are shown down to this depth; deeper ones as their JSON text.
 ENV_DEPTH = 4

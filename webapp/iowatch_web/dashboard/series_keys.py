@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef
 
-from dashboard.run_numbers import deciding_of
-from results.models import Cell, Device, Host, Run, Sample, Study
+from iowatch_web.dashboard.run_numbers import deciding_of
+from iowatch_web.results.models import Cell, Device, Host, Run, Sample, Study
 
 # Groups and metrics are those of this many of the key's newest cells.
 NEWEST_CELLS = 20

@@ -1,7 +1,7 @@
 """The dashboard's pages and their chart data (/dashboard/api/…)."""
 from django.urls import path
 
-from dashboard import endpoints, views
+from iowatch_web.dashboard import endpoints, views
 
 app_name = "dashboard"
 

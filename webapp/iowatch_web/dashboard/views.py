@@ -11,11 +11,11 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
-from dashboard import attention, comparing, published, queries, run_numbers, series_keys
+from iowatch_web.dashboard import attention, comparing, published, queries, run_numbers, series_keys
 from iowatch.report import STATE_WORDS
-from regressions.models import STATES, Regression
-from regressions.triage import TriageRefused, triage
-from results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Study
+from iowatch_web.regressions.models import STATES, Regression
+from iowatch_web.regressions.triage import TriageRefused, triage
+from iowatch_web.results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Study
 
 
 def overview(request):

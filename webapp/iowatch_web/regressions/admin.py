@@ -2,7 +2,7 @@
 are many: raw id widgets and no full counts, so a page never loads a table."""
 from django.contrib import admin
 
-from regressions.models import CellVerdict, ChangePoint, Comparison, Regression, TriageEvent
+from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression, TriageEvent
 
 
 @admin.register(Comparison)

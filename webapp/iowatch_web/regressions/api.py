@@ -17,9 +17,9 @@ from ninja import Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.security import SessionAuth
 
-from regressions.models import STATES, CellVerdict, ChangePoint, Regression, TriageEvent
-from regressions.triage import TriageRefused
-from regressions.triage import triage as apply_triage
+from iowatch_web.regressions.models import STATES, CellVerdict, ChangePoint, Regression, TriageEvent
+from iowatch_web.regressions.triage import TriageRefused
+from iowatch_web.regressions.triage import triage as apply_triage
 
 router = Router(tags=["regressions"])
 
@@ -267,7 +267,7 @@ def _regressions():
                     "(ab or change-point)")
 def list_regressions(request, filters: Query[RegressionFilters]):
     # Imported here: results.api imports this module for its router.
-    from results.api import page_problem
+    from iowatch_web.results.api import page_problem
     if error := page_problem(filters.limit, filters.offset, MAX_PAGE):
         return error
     if filters.state is not None and filters.state not in STATES:

@@ -3,13 +3,14 @@ from django.apps import AppConfig
 
 
 class RegressionsConfig(AppConfig):
-    name = "regressions"
+    name = "iowatch_web.regressions"
+    label = "regressions"
     verbose_name = "Regressions"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from results.signals import run_stored
+        from iowatch_web.results.signals import run_stored
 
-        from regressions.receivers import verdicts_for_stored_run
+        from iowatch_web.regressions.receivers import verdicts_for_stored_run
 
         run_stored.connect(verdicts_for_stored_run, dispatch_uid="regressions.verdicts")

@@ -18,7 +18,7 @@ from django.db.models import F, Q
 
 from iowatch.metrics import DIRECTIONS
 from iowatch.stats.verdict import OUTCOMES
-from results.models import DEVICE_CLASSES, Device, Host, Kernel, Metric, Run, Study
+from iowatch_web.results.models import DEVICE_CLASSES, Device, Host, Kernel, Metric, Run, Study
 
 REASONS = {
     "parent": "parent in series",

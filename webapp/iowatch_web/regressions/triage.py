@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 
-from regressions.models import STATES, Regression, TriageEvent
+from iowatch_web.regressions.models import STATES, Regression, TriageEvent
 
 
 # A note is a few lines of text a person writes; longer is pasted by mistake.

@@ -28,9 +28,9 @@ from django.db.models.functions import Coalesce
 from iowatch import stats
 from iowatch.judging import compare_sides, deciding, min_effect
 from iowatch.metrics import METRICS
-from regressions.models import CellVerdict, ChangePoint, Comparison, Regression
-from results.models import Cell, Kernel, Run, Sample
-from results.sides import judging_studies, runs_side
+from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression
+from iowatch_web.results.models import Cell, Kernel, Run, Sample
+from iowatch_web.results.sides import judging_studies, runs_side
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from django_tasks import task
 from django_tasks.base import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
-from results.models import Run
+from iowatch_web.results.models import Run
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def enqueue(run: Run, delay_s: float = 0) -> None:
 @task(queue_name=QUEUE)
 def judge_run(run_pk: int) -> str:
     """Make (or remake) the run's verdicts and change points."""
-    from regressions.verdicts import verdicts_for_run
+    from iowatch_web.regressions.verdicts import verdicts_for_run
 
     started = Run.objects.filter(pk=run_pk).exclude(verdict_state="done").update(
         verdict_state="running", verdict_attempts=F("verdict_attempts") + 1)

@@ -2,7 +2,7 @@
 id widgets and skip full counts, so a page never loads a whole table."""
 from django.contrib import admin
 
-from results.models import (
+from iowatch_web.results.models import (
     Agent, Artifact, Cell, Device, Host, JobFailure, Kernel, Metric, Patch, PatchSeries,
     Repetition, Run, Sample, Study,
 )

@@ -32,10 +32,10 @@ from ninja.errors import AuthenticationError, ValidationError
 from ninja.security import HttpBearer
 
 from iowatch import bundle
-from iowatch_site.middleware import RETRY_AFTER_S, client_went_away, store_unavailable
-from regressions.api import router as regressions_router
-from results import ingest
-from results.models import Agent, Artifact, Cell, Metric, Run, Sample
+from iowatch_web.site.middleware import RETRY_AFTER_S, client_went_away, store_unavailable
+from iowatch_web.regressions.api import router as regressions_router
+from iowatch_web.results import ingest
+from iowatch_web.results.models import Agent, Artifact, Cell, Metric, Run, Sample
 
 log = logging.getLogger(__name__)
 

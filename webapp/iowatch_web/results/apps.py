@@ -9,7 +9,7 @@ def sync_metrics(using: str = "default", **kwargs) -> int:
     Returns how many rows changed."""
     from iowatch.metrics import METRICS
 
-    from results.models import Metric
+    from iowatch_web.results.models import Metric
 
     stored = {m.name: m for m in Metric.objects.using(using).all()}
     fields = ("unit", "direction", "description", "nonnegative")
@@ -33,7 +33,8 @@ def _sync_after_migrate(sender, using="default", **kwargs) -> None:
 
 
 class ResultsConfig(AppConfig):
-    name = "results"
+    name = "iowatch_web.results"
+    label = "results"
     verbose_name = "Results"
     default_auto_field = "django.db.models.BigAutoField"
 

@@ -20,12 +20,12 @@ from django.db import IntegrityError, connection, transaction
 from django.utils.dateparse import parse_datetime
 
 from iowatch.bundle import BundleError, artifact_bytes
-from results.apps import sync_metrics
-from results.models import (
+from iowatch_web.results.apps import sync_metrics
+from iowatch_web.results.models import (
     Agent, Artifact, Cell, Device, Host, JobFailure, Kernel, Metric, Patch, PatchSeries,
     Repetition, Run, Sample, Study,
 )
-from results.signals import run_stored
+from iowatch_web.results.signals import run_stored
 
 # Rows per INSERT when COPY is not available (SQLite); Django splits further
 # if the backend limits query parameters.
@@ -168,7 +168,7 @@ def _text(value) -> str:
 def _study_fields(slug: str) -> dict:
     """A new study row as its study file describes it (title, seed, minimum
     effect); the verdicts read the file itself (iowatch.judging)."""
-    from results.sides import judging_studies
+    from iowatch_web.results.sides import judging_studies
     study = judging_studies().get(slug)
     if study is None:
         return {"title": slug}

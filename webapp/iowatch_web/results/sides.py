@@ -13,7 +13,7 @@ from pathlib import Path
 from django.db.models import Q
 
 from iowatch.comparison import Side, SideNotFound, prefer_measured
-from results.models import Cell, Repetition, Run, Sample
+from iowatch_web.results.models import Cell, Repetition, Run, Sample
 
 
 def spec_query(spec: str) -> Q:

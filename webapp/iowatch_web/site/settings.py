@@ -26,6 +26,7 @@ from pathlib import Path
 import dj_database_url
 
 from iowatch.paths import data_dir
+from iowatch.resources import studies_dir
 
 
 def _flag(name: str, default: bool = False) -> bool:
@@ -72,8 +73,7 @@ ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"] + [
 IOWATCH_MAX_BUNDLE_BYTES = int(os.environ.get("IOWATCH_MAX_BUNDLE_BYTES", 64 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = IOWATCH_MAX_BUNDLE_BYTES
 # The studies' deciding metrics and minimum effects judge every stored verdict (iowatch.judging).
-IOWATCH_STUDIES = os.environ.get("IOWATCH_STUDIES") or str(
-    Path(__file__).resolve().parents[2] / "jobs" / "studies")
+IOWATCH_STUDIES = str(studies_dir())
 
 # A stored run's verdicts and change points are work on a durable queue
 # (regressions/work.py), in the store's own database: django-tasks' database
@@ -93,16 +93,16 @@ INSTALLED_APPS = [
     "ninja",  # its Swagger UI files, served from here rather than a CDN
     "django_tasks",
     "django_tasks_db",
-    "results",
-    "regressions",
-    "dashboard",
+    "iowatch_web.results",
+    "iowatch_web.regressions",
+    "iowatch_web.dashboard",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # A database that is down answers 503 (JSON with Retry-After under /api/), not a
     # 500; a client gone mid-body and a NUL in the query answer 400.
-    "iowatch_site.middleware.StoreGuardMiddleware",
+    "iowatch_web.site.middleware.StoreGuardMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -112,8 +112,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "iowatch_site.urls"
-WSGI_APPLICATION = "iowatch_site.wsgi.application"
+ROOT_URLCONF = "iowatch_web.site.urls"
+WSGI_APPLICATION = "iowatch_web.site.wsgi.application"
 
 TEMPLATES = [
     {

@@ -3,11 +3,11 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from results.api import api
+from iowatch_web.results.api import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("", include("dashboard.urls")),
+    path("", include("iowatch_web.dashboard.urls")),
 ]

@@ -2,7 +2,7 @@
 (dashboard/_published_values.html), for the run page to include by one line."""
 from django import template
 
-from dashboard.published import published_values as values_of
+from iowatch_web.dashboard.published import published_values as values_of
 
 register = template.Library()
 

@@ -2,7 +2,7 @@
 
 `iowatch compare` hands itself over to this command when a side is a run id
 or a kernel and no --server is given: the arguments are the same, the sides
-come from webapp/results/sides.py, and the verdict is iowatch.judging's.
+come from webapp/iowatch_web/results/sides.py, and the verdict is iowatch.judging's.
 """
 import sys
 
@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand
 
 from iowatch.cli import build_parser
 from iowatch.commands import compare
-from results.sides import store_side
+from iowatch_web.results.sides import store_side
 
 
 class Command(BaseCommand):

@@ -11,8 +11,8 @@ import uuid
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models.functions import Coalesce
 
-from regressions.verdicts import verdicts_for_run
-from results.models import Run
+from iowatch_web.regressions.verdicts import verdicts_for_run
+from iowatch_web.results.models import Run
 
 
 class Command(BaseCommand):

@@ -14,7 +14,7 @@ from django.db import close_old_connections
 from django.db.utils import DatabaseError
 from django_tasks_db.management.commands import db_worker
 
-from regressions import work
+from iowatch_web.regressions import work
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 from django.db.models import Count
 
-from regressions import work
-from results.models import VERDICT_STATES, Run
+from iowatch_web.regressions import work
+from iowatch_web.results.models import VERDICT_STATES, Run
 
 
 class Command(BaseCommand):

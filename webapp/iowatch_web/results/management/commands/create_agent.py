@@ -3,8 +3,8 @@ import secrets
 
 from django.core.management.base import BaseCommand, CommandError
 
-from results.api import agent_token_digest
-from results.models import Agent
+from iowatch_web.results.api import agent_token_digest
+from iowatch_web.results.models import Agent
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ that reads bundles from disk, and for `iowatch import-published`.
 from django.core.management.base import BaseCommand, CommandError
 
 from iowatch import bundle
-from results.ingest import RunConflict, store_bundle
+from iowatch_web.results.ingest import RunConflict, store_bundle
 
 
 class Command(BaseCommand):

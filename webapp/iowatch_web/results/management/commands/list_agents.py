@@ -1,7 +1,7 @@
 """manage.py list_agents: the upload agents, whether active, and when last seen."""
 from django.core.management.base import BaseCommand
 
-from results.models import Agent
+from iowatch_web.results.models import Agent
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 """manage.py revoke_agent NAME: refuse an agent's token from now on."""
 from django.core.management.base import BaseCommand, CommandError
 
-from results.models import Agent
+from iowatch_web.results.models import Agent
 
 
 class Command(BaseCommand):
