@@ -26,7 +26,8 @@ def register(sub):
     ends.add_argument("--good", metavar="REF", help="the last kernel known good")
     ends.add_argument("--bad", metavar="REF", help="the first kernel known bad (bisects GOOD..BAD)")
     ends.add_argument("--base", metavar="REF", help="with --series: the good kernel")
-    ends.add_argument("--series", metavar="S", help="with --base: a series directory, mbox or A..B; "
+    ends.add_argument("--series", metavar="S", help="with --base: a series directory, mbox, "
+                      "Message-ID (fetched with b4) or A..B; "
                       "the bad kernel is the base with every patch")
     add_guest_run_options(p, "commit")
     p.add_argument("--metric", default=None,

@@ -21,7 +21,8 @@ def register(sub):
                     "results, and compare each variant with its parent and with the base. Exit 1 "
                     "when a patch regresses.")
     p.add_argument("--series", required=True, metavar="S",
-                   help="a directory with a `series` file, an mbox, or a git range A..B")
+                   help="a directory with a `series` file, an mbox (read with `b4 am -m`), a "
+                        "Message-ID or lore URL (fetched with `b4 mbox`), or a git range A..B")
     p.add_argument("--base", required=True, metavar="REF", help="the commit the series applies to")
     add_guest_run_options(p, "variant")
     p.set_defaults(func=run)
