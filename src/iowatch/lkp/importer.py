@@ -107,7 +107,9 @@ def import_roots(paths: list[str | Path], out_dir: Path, *, studies: dict[str, S
         writer = BundleWriter(out, run_id=run_id, kernel=_kernel(commit),
                               host={"name": testbox, "kind": host_kind}, devices=[],
                               tools={"lkp-tests": "result root"}, label=label,
-                              matrix="lkp-import", command="iowatch import-lkp " + " ".join(map(str, paths)),
+                              # No local paths in the manifest: the same result roots read from
+                              # elsewhere make the same bundle, which the store then keeps once.
+                              matrix="lkp-import", command="iowatch import-lkp",
                               environment={"lkp": {}})
         for r in group:
             cls = device_class(r, device_class_override)
@@ -121,7 +123,7 @@ def import_roots(paths: list[str | Path], out_dir: Path, *, studies: dict[str, S
             first = next((it.dir for it in r.iterations if it.dir), None)
             mkfs, mount = mkfs_and_mount(first) if first else (None, None)
             writer.doc["environment"]["lkp"][cell_id] = {
-                "result_root": str(r.path), "suite": r.suite, "params": r.params,
+                "result_root": "/".join(r.path.parts[-7:]), "suite": r.suite, "params": r.params,
                 "kconfig": r.job.get("kconfig"), "compiler": r.job.get("compiler"),
                 "rootfs": r.job.get("rootfs"), "profile": profile}
             for it in r.iterations:
