@@ -1,4 +1,5 @@
-"""The result bundle: the one contract between a lab runner and the server.
+"""The result bundle: the one contract between a lab runner and the server
+(docs/architecture.md, "The bundle contract and its versions").
 
 A bundle is a directory per run of a matrix on one target:
 

@@ -1,4 +1,5 @@
-"""The judging policy: the one place that decides what a comparison of two sides says.
+"""The judging policy: the one place that decides what a comparison of two sides says
+(docs/architecture.md, "The verdict policy"; the why and the figures: docs/verdicts.md).
 
 Every verdict iowatch gives goes through `compare_sides`: `iowatch compare`,
 the `iowatch check` report, the bisect's choice of what to follow, the

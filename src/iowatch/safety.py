@@ -1,4 +1,4 @@
-"""The one device-safety check (README, "Studies, matrices and the lab"): may iowatch write to this block device?
+"""The one device-safety check (docs/architecture.md, "The safety rule"): may iowatch write to this block device?
 
 The runner calls require(host, path) before any mkfs, mdadm or write, and
 `iowatch device check` shows the same verdict. A device is refused when it

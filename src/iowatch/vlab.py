@@ -1,5 +1,6 @@
 """The virtual lab: boot a kernel variant in a QEMU guest with emulated device
-classes and run `iowatch run` inside it (README, "Checking a patch series in the virtual lab").
+classes and run `iowatch run` inside it (docs/architecture.md, "The virtual lab";
+README, "Checking a patch series in the virtual lab").
 
 The guest boots with virtme-ng on the host's root filesystem, so the same
 iowatch, fio and fs_mark run inside; its bundle lands in a directory shared
