@@ -93,7 +93,7 @@ class LkpHarness:
         try:
             jobs.atomic_job(workload, filesystem, "/dev/lkp-x", where=where)
         except jobs.NotTranslatable as e:
-            return f"not run through LKP: {e}"
+            return f"not run through LKP: {str(e).removeprefix(where + ': ')}"
         return None
 
     def run_rep(self, workload: dict, filesystem: str, dev_path: str, device_name: str,
