@@ -25,7 +25,7 @@ _WHERE = {
     "FDR": "verdict", "OUTCOMES": "verdict", "UNSURE": "verdict", "CellInput": "verdict",
     "CellKey": "verdict", "CellVerdict": "verdict", "SideStats": "verdict", "Verdict": "verdict",
     "benjamini_hochberg": "verdict", "cliffs_delta": "verdict", "compare": "verdict",
-    "compare_matrix": "verdict", "mann_whitney_p": "verdict",
+    "compare_matrix": "verdict", "mann_whitney_p": "verdict", "side_stats": "verdict",
 }
 __all__ = sorted(_WHERE)
 

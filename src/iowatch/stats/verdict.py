@@ -198,6 +198,12 @@ def _side_stats(x: np.ndarray) -> SideStats:
     return SideStats(n, mean, median, sd, v[0], v[-1])
 
 
+def side_stats(values: Sequence[float]) -> SideStats:
+    """n, mean, median, sd, min and max of some values, as a verdict states a
+    side (retention summarises a run's values with it too)."""
+    return _side_stats(np.asarray(values, dtype=float))
+
+
 @dataclass
 class _Cell:
     """One cell's statistics before the family decides."""

@@ -31,6 +31,7 @@ from iowatch.comparison import Side
 from iowatch.judging import compare_sides, deciding
 from iowatch.metrics import HIGHER, METRICS
 from iowatch_web.results.models import Cell, Host, Kernel, Run, Sample, Study
+from iowatch_web.retention.values import sample_values
 from iowatch_web.results.sides import judging_studies, manifests
 
 VERDICTS = {"reproduced": "reproduced", "not-reproduced": "not reproduced",
@@ -285,20 +286,21 @@ def _newest_medians(study: Study, claims: list[dict]) -> dict[tuple, list[dict]]
         return {}
     runs = Q()
     for host_id, kernel_id in kernels.items():
-        runs |= Q(cell__run__host_id=host_id, cell__run__kernel_id=kernel_id)
-    pairs = Q()
-    for group, metric in wanted:
-        pairs |= Q(group=group, metric_id=metric)
+        runs |= Q(run__host_id=host_id, run__kernel_id=kernel_id)
+    cells = Cell.objects.filter(runs, study=study, run__published=False, status="passed")
+    where = {pk: (host, device or "", device_class or "", release) for
+             pk, host, device, device_class, release in cells.values_list(
+                 "id", "run__host__name", "device__name", "device__device_class",
+                 "run__kernel__release")}
     values = defaultdict(list)
     names = {}
-    for host, device, device_class, release, group, metric, value in (
-            Sample.objects.filter(runs, pairs, cell__study=study, cell__run__published=False,
-                                  cell__status="passed", job__isnull=True).order_by()
-            .values_list("cell__run__host__name", "cell__device__name",
-                         "cell__device__device_class", "cell__run__kernel__release",
-                         "group", "metric_id", "value")):
-        values[group, metric, host, device or ""].append(value)
-        names[host, device or ""] = (device_class or "", release)
+    # Raw samples, or retention's summaries of an older run (retention/values.py).
+    for v in sample_values(cells, metrics={m for _, m in wanted}):
+        if (v.group, v.metric) not in wanted:
+            continue
+        host, device, device_class, release = where[v.cell_id]
+        values[v.group, v.metric, host, device].append(v.value)
+        names[host, device] = (device_class, release)
     out: dict[tuple, list[dict]] = defaultdict(list)
     for (group, metric, host, device), vs in sorted(values.items()):
         device_class, release = names[host, device]

@@ -27,7 +27,8 @@ from iowatch.stats import confounders as find_confounders
 from iowatch.studies import load_studies
 from iowatch_web.regressions.models import STATES, CellVerdict, ChangePoint, Regression
 from iowatch_web.results.sides import judging_studies, manifest, runs_side, spec_query
-from iowatch_web.results.models import Cell, Host, Kernel, Patch, Run, Sample
+from iowatch_web.results.models import Cell, Host, Kernel, Patch, Run
+from iowatch_web.retention.values import sample_values
 
 OPEN_STATES = ("new", "acknowledged", "bisecting")
 # What a chip says for an outcome (iowatch.stats.verdict): unsure cells ask for a rerun.
@@ -241,15 +242,13 @@ def history(key: dict, limit: int = 100, offset: int = 0) -> dict:
         cells = cells.filter(device__name=key["device"])
     cell_runs = {cell_id: (run_id, kernel_id) for cell_id, run_id, kernel_id
                  in cells.values_list("id", "run__run_id", "run__kernel_id")}
-    samples = Sample.objects.filter(metric_id=key["metric"], cell_id__in=list(cell_runs),
-                                    group=key["group"], job__isnull=True)
     per_kernel = defaultdict(list)
     points = []
-    # No ordering: Sample's default (cell, then the cell's run and key) costs two joins.
-    for value, cell_id in samples.order_by().values_list("value", "cell_id"):
-        run_id, kernel_id = cell_runs[cell_id]
-        per_kernel[kernel_id].append(value)
-        points.append({"x": order[kernel_id], "y": value, "run": str(run_id)})
+    # Raw samples, or retention's summaries of the older runs (retention/values.py).
+    for v in sample_values(list(cell_runs), metrics=[key["metric"]], group=key["group"]):
+        run_id, kernel_id = cell_runs[v.cell_id]
+        per_kernel[kernel_id].append(v.value)
+        points.append({"x": order[kernel_id], "y": v.value, "run": str(run_id)})
     names, parts, subjects = {}, {}, {}
     found = list(Kernel.objects.filter(pk__in=list(order))
                  .values("id", "release", "git_commit", "patch_index", "series_id"))

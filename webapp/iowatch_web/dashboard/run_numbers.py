@@ -16,7 +16,8 @@ from iowatch.metrics import METRICS
 from iowatch.stats.confounders import kernel_flags
 from iowatch.stats.wording import amount
 from iowatch.yamlfile import DataFileError
-from iowatch_web.results.models import Repetition, Run, Sample
+from iowatch_web.results.models import Cell, Repetition, Run
+from iowatch_web.retention.values import sample_values
 from iowatch_web.results.sides import judging_studies
 
 # Nested environment entries are shown down to this depth; deeper ones as their JSON text.
@@ -48,11 +49,9 @@ def cell_numbers(run: Run, cells: list) -> dict[int, list[dict]]:
     failed = set(Repetition.objects.filter(cell__run=run).exclude(status="passed")
                  .values_list("cell_id", "index"))
     values: dict[tuple, list[float]] = defaultdict(list)
-    for cell_id, rep, group, metric, value in (
-            Sample.objects.filter(cell__run=run, job__isnull=True).order_by()
-            .values_list("cell_id", "repetition", "group", "metric_id", "value")):
-        if (cell_id, rep) not in failed:
-            values[cell_id, group, metric].append(value)
+    for v in sample_values(Cell.objects.filter(run=run)):
+        if (v.cell_id, v.repetition) not in failed:
+            values[v.cell_id, v.group, v.metric].append(v.value)
     by_cell = {c.pk: c for c in cells}
     decides = {slug: deciding_of(slug) for slug in {c.study.slug for c in cells}}
     out: dict[int, list[dict]] = defaultdict(list)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from django.db.models import Exists, OuterRef
 
 from iowatch_web.dashboard.run_numbers import deciding_of
-from iowatch_web.results.models import Cell, Device, Host, Run, Sample, Study
+from iowatch_web.results.models import Cell, Device, Host, Run, Study
+from iowatch_web.retention.values import sample_values
 
 # Groups and metrics are those of this many of the key's newest cells.
 NEWEST_CELLS = 20
@@ -41,8 +42,7 @@ def choices(key: dict) -> dict[str, list[str]]:
                                  .values_list("filesystem", flat=True).distinct())),
     }
     newest = list(_cells(key, "group").order_by("-id").values_list("id", flat=True)[:NEWEST_CELLS])
-    pairs = set(Sample.objects.filter(cell_id__in=newest, job__isnull=True).order_by()
-                .values_list("group", "metric_id").distinct())
+    pairs = {(v.group, v.metric) for v in sample_values(newest)}
     out["group"] = sorted({g for g, _ in pairs})
     out["metric"] = sorted({m for g, m in pairs if not key.get("group") or g == key["group"]})
     for part, values in out.items():
@@ -67,8 +67,7 @@ def starting_key(key: dict) -> dict:
               "filesystem": key.get("filesystem") or cell.filesystem}
     if key.get("group") and key.get("metric"):
         return filled
-    measured = set(Sample.objects.filter(cell=cell, job__isnull=True).order_by()
-                   .values_list("group", "metric_id").distinct())
+    measured = {(v.group, v.metric) for v in sample_values([cell.pk])}
     fits = sorted(p for p in measured if (not key.get("group") or p[0] == key["group"])
                   and (not key.get("metric") or p[1] == key["metric"]))
     decides = [p for p in sorted(deciding_of(filled["study"])) if p in fits]

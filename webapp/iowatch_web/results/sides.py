@@ -13,7 +13,8 @@ from pathlib import Path
 from django.db.models import Q
 
 from iowatch.comparison import Side, SideNotFound, prefer_measured
-from iowatch_web.results.models import Cell, Repetition, Run, Sample
+from iowatch_web.results.models import Cell, Repetition, Run
+from iowatch_web.retention.values import sample_values
 
 
 def spec_query(spec: str) -> Q:
@@ -37,12 +38,9 @@ def manifests(runs: list[Run], job_samples: bool = True) -> list[dict]:
     Without job_samples, only the group-level samples (all that a verdict reads)."""
     ids = [r.pk for r in runs]
     samples: dict[tuple[int, int], list] = {}
-    rows = Sample.objects.filter(cell__run_id__in=ids)
-    if not job_samples:
-        rows = rows.filter(job__isnull=True)
-    for cell_id, rep, metric, value, group, job in (
-            rows.order_by("cell_id", "repetition", "id")
-            .values_list("cell_id", "repetition", "metric_id", "value", "group", "job")):
+    # Raw rows, or the summaries of a run that retention summarised (group-level only).
+    for cell_id, rep, metric, value, group, job in sample_values(
+            Cell.objects.filter(run_id__in=ids), jobs=job_samples, ordered=True):
         samples.setdefault((cell_id, rep), []).append(
             {"metric": metric, "value": value, "group": group, "job": job})
     # Repetitions as plain rows in (cell, index) order: the model's default order

@@ -14,6 +14,8 @@ IOWATCH_VERDICT_ATTEMPTS  tries of a run's verdict work before it is marked fail
 IOWATCH_VERDICT_RETRY_S   wait before the first retry, doubled each time (default 30)
 IOWATCH_VERDICT_STALL_S   a verdict task running this long on a worker that stopped
                         answering is given to another worker (default 600)
+IOWATCH_RETENTION_DAYS  samples of runs older than this are summarised per cell, job
+                        group and metric (manage.py retain; default 90)
 """
 from __future__ import annotations
 
@@ -82,6 +84,8 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["v
 IOWATCH_VERDICT_ATTEMPTS = int(os.environ.get("IOWATCH_VERDICT_ATTEMPTS", 3))
 IOWATCH_VERDICT_RETRY_S = float(os.environ.get("IOWATCH_VERDICT_RETRY_S", 30))
 IOWATCH_VERDICT_STALL_S = float(os.environ.get("IOWATCH_VERDICT_STALL_S", 600))
+# Older runs keep summaries instead of sample rows (retention/retain.py).
+IOWATCH_RETENTION_DAYS = int(os.environ.get("IOWATCH_RETENTION_DAYS", 90))
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -96,6 +100,7 @@ INSTALLED_APPS = [
     "iowatch_web.results",
     "iowatch_web.regressions",
     "iowatch_web.dashboard",
+    "iowatch_web.retention",
 ]
 
 MIDDLEWARE = [

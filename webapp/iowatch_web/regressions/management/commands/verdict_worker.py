@@ -3,7 +3,8 @@
 django_tasks_db's db_worker on the verdicts queue, with this machine's host
 and pid as its id, plus a sweep (at start, then every --sweep seconds) that
 gives back the tasks of workers that died and queues open runs that lost their
-queue entry (regressions/work.py). Run one or more beside the web server;
+queue entry (regressions/work.py), and once a day a retention pass
+(retention/retain.py). Run one or more beside the web server;
 `iowatch serve` starts one by itself."""
 from __future__ import annotations
 
@@ -44,9 +45,19 @@ class Command(db_worker.Command):
             try:
                 if n := work.sweep():
                     log.warning("verdict sweep: %d run(s) queued again", n)
+                _retention_pass()
             except DatabaseError as e:  # the store restarting: the next sweep tries again
                 log.warning("verdict sweep: %s", e)
             finally:
                 close_old_connections()
             if stop.wait(every):
                 return
+
+
+def _retention_pass() -> None:
+    """Once a day (the first sweep past a day since the last pass, on any
+    worker): summarise the samples of old runs (retention/retain.py)."""
+    from iowatch_web.retention.retain import daily_pass
+
+    if report := daily_pass():
+        log.info("retention: %s", "; ".join(report.lines()))
