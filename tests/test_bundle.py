@@ -19,7 +19,7 @@ def _sample0(doc):
 
 def good() -> dict:
     return {
-        "schema_version": 1, "run_id": str(uuid.uuid4()), "status": "passed",
+        "schema_version": bundle.SCHEMA_VERSION, "run_id": str(uuid.uuid4()), "status": "passed",
         "kernel": {"release": "6.12.0", "git_commit": "abc1234"},
         "host": {"name": "lab1"}, "devices": [{"name": "sdb", "class": "hdd"}],
         "cells": [{"id": f"ext4/sdb/c{i}", "study": "odirect-vs-readers", "status": "passed",
@@ -46,7 +46,7 @@ def test_a_good_bundle_passes():
      "cell 'ext4/sdb/c0' field repetitions[0].samples[0].unit", "KiB/s"),
     (lambda d: d["cells"][1].update(device="sdz"), "cell 'ext4/sdb/c1' field device", "'sdz'"),
     (lambda d: d["cells"][2].update(id="ext4/sdb/c0"), "cell 'ext4/sdb/c0' field id", "twice"),
-    (lambda d: d.update(schema_version=2), "bundle field schema_version", "not supported"),
+    (lambda d: d.update(schema_version=3), "bundle field schema_version", "reads versions 1 and 2"),
     (lambda d: d["kernel"].pop("release"), "bundle field kernel", "release"),
     (lambda d: d.update(status="great"), "bundle field status", "must be one of"),
     # A form ISO 8601 allows, but no zone's (schemathesis found PostgreSQL refusing it).
@@ -222,3 +222,72 @@ def test_an_artifact_name_that_is_not_a_plain_file_name_is_refused(name, tmp_pat
         w.close()
     assert e.value.where == "cell 'ext4/sdb/c0' field repetitions[0].artifacts[0].name"
     assert not (tmp_path / "b" / "bundle.json").exists()
+
+
+# --- the version chain ---------------------------------------------------------
+
+E2E = Path(__file__).parent / "fixtures" / "e2e-check"
+
+
+def test_each_version_keeps_its_schema_and_the_chain_has_no_gap():
+    assert sorted(bundle.UPGRADES) == list(range(1, bundle.SCHEMA_VERSION + 1))
+    assert bundle.UPGRADES[1] is None
+    for v in bundle.UPGRADES:
+        s = bundle.schema(v)
+        assert s["properties"]["schema_version"]["const"] == v
+        assert s["$id"] == f"iowatch/bundle-v{v}.json"
+
+
+def test_a_real_version_1_bundle_is_read_as_the_current_version(tmp_path):
+    """The e2e check's bundles were written by runners of version 1."""
+    src = E2E / "guest-01" / "bundle"
+    written = json.loads((src / "bundle.json").read_text())
+    assert written["schema_version"] == 1
+    doc = bundle.load(src)
+    assert doc["schema_version"] == bundle.SCHEMA_VERSION
+    assert bundle.validate(copy.deepcopy(doc)) == doc  # valid in the current schema
+    assert {k: v for k, v in doc.items() if k != "schema_version"} == \
+        {k: v for k, v in written.items() if k != "schema_version"}
+    # On the wire it goes as written: the server upgrades it and hashes what was sent.
+    assert json.loads(bundle.to_wire(src))["schema_version"] == 1
+
+
+def test_upgrade_leaves_its_input_as_it_was():
+    doc = good()
+    doc["schema_version"] = 1
+    before = copy.deepcopy(doc)
+    after = bundle.upgrade(bundle.validate(doc))
+    assert doc == before
+    assert after["schema_version"] == bundle.SCHEMA_VERSION
+
+
+def test_a_version_1_bundle_is_held_to_version_1_s_schema():
+    """The series from mail came with version 2: a version 1 document that
+    carries it was not written by a version 1 runner."""
+    doc = good()
+    doc["kernel"]["series"] = {"name": "s", "cc": ["a@example.org"]}
+    bundle.validate(copy.deepcopy(doc))
+    doc["schema_version"] = 1
+    with pytest.raises(BundleError) as e:
+        bundle.validate(doc)
+    assert "bundle field kernel.series" in str(e.value)
+    assert "cc" in str(e.value)
+
+
+@pytest.mark.parametrize("version, words", [
+    (3, ["schema_version 3 is not supported", "reads versions 1 and 2", "upgrade iowatch"]),
+    (0, ["schema_version 0 is not supported", "reads versions 1 and 2"]),
+    ("2", ["schema_version '2' is not supported"]),
+    (2.0, ["schema_version 2.0 is not supported"]),
+    (True, ["schema_version True is not supported"]),
+    ([2], ["schema_version [2] is not supported"]),
+    (None, ["schema_version None is not supported"]),
+])
+def test_a_version_outside_the_chain_is_refused_naming_it(version, words):
+    doc = good()
+    doc["schema_version"] = version
+    with pytest.raises(BundleError) as e:
+        bundle.validate(doc)
+    assert e.value.where == "bundle field schema_version"
+    for w in words:
+        assert w in str(e.value)

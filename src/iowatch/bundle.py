@@ -3,7 +3,7 @@
 
 A bundle is a directory per run of a matrix on one target:
 
-    bundle.json                       the manifest (schema: schemas/bundle-v1.json)
+    bundle.json                       the manifest (schema: schemas/bundle-v<N>.json)
     cells/<cell id>/rep-<n>/<file>    raw tool output, diskstats, CPU, per repetition
 
 The manifest lists every cell, its repetitions, their parsed samples and the
@@ -13,6 +13,14 @@ output and a better parser can re-read history.
 
 Both sides validate with the same code: the runner before it writes or sends
 a bundle, the server before it stores one.
+
+The contract is versioned as KCIDB's schema is: each version keeps its own
+schema (schemas/bundle-v1.json, -v2.json, ...) and a small pure function that
+turns a document of the version before into one of its own. A document is
+validated against the schema of the version it names, then upgraded step by
+step to the current version, so a lab whose agents are a version behind keeps
+uploading to a newer server. A version the chain does not hold is refused
+naming it and the versions this iowatch reads.
 """
 
 from __future__ import annotations
@@ -27,11 +35,10 @@ from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from iowatch.metrics import METRICS
 
-SCHEMA_VERSION = 1
 MANIFEST = "bundle.json"
 
 
@@ -43,18 +50,54 @@ class BundleError(ValueError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-@lru_cache(maxsize=1)
-def schema() -> dict:
-    return json.loads(resources.files("iowatch").joinpath("schemas/bundle-v1.json").read_text())
+# --- the version chain --------------------------------------------------------
+
+def _upgrade_1_to_2(doc: dict) -> dict:
+    """Version 2 added optional fields only: the series as it came by mail
+    (kernel.series subject, to, cc, archive, patches; kernel.patch message_id,
+    author) and what started the run (trigger). A version 1 document holds
+    none of them, so it is a version 2 document once it says so."""
+    return {**doc, "schema_version": 2}
 
 
-@lru_cache(maxsize=1)
-def _validator():
+# Each version and the step that makes a document of the version before into
+# one of it (None for the first). A new version adds its schema file and its
+# step here; the steps stay, so every older version keeps being read.
+UPGRADES: dict[int, Callable[[dict], dict] | None] = {
+    1: None,
+    2: _upgrade_1_to_2,
+}
+SCHEMA_VERSION = max(UPGRADES)  # what this iowatch writes
+
+
+@lru_cache(maxsize=None)
+def schema(version: int = SCHEMA_VERSION) -> dict:
+    return json.loads(resources.files("iowatch").joinpath(f"schemas/bundle-v{version}.json").read_text())
+
+
+@lru_cache(maxsize=None)
+def _validator(version: int):
     # fastjsonschema compiles the schema to Python: 30x faster than jsonschema
     # on a 10,000-sample bundle (12 ms against 390 ms), which the ingest rate needs.
     import fastjsonschema
 
-    return fastjsonschema.compile(schema())
+    return fastjsonschema.compile(schema(version))
+
+
+def _versions_read() -> str:
+    *older, last = sorted(UPGRADES)
+    return f"{', '.join(map(str, older))} and {last}" if older else str(last)
+
+
+def upgrade(doc: dict) -> dict:
+    """A validated document of any version in the chain as a document of the
+    current version, through each step in turn. Pure: `doc` is left as it was
+    (the server hashes the bundle as it was sent, so a re-upload of the same
+    old bundle stays idempotent)."""
+    version = doc["schema_version"]
+    for v in range(version + 1, SCHEMA_VERSION + 1):
+        doc = UPGRADES[v](doc)
+    return doc
 
 
 # Bounds the schema cannot state (its description repeats them). Each keeps a
@@ -169,21 +212,25 @@ def _where(doc: dict, path: list | tuple) -> str:
 
 
 def validate(doc: Any) -> dict:
-    """Check a manifest (disk or wire form) against the schema and the metric
-    table. Returns it unchanged or raises BundleError naming cell and field."""
+    """Check a manifest (disk or wire form) against the schema of the version
+    it names and the metric table. Returns it unchanged (upgrade() makes it
+    current) or raises BundleError naming cell and field."""
     if not isinstance(doc, dict):
         raise BundleError("a bundle is a JSON object", "bundle")
     version = doc.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if type(version) is not int or version not in UPGRADES:  # not 1.0, True, a list
+        newer = type(version) is int and version > SCHEMA_VERSION
         raise BundleError(
-            f"schema_version {version!r} is not supported: this iowatch reads version "
-            f"{SCHEMA_VERSION}; upgrade the server or write the bundle with a matching runner",
+            f"schema_version {_shown(version)} is not supported: this iowatch reads versions "
+            f"{_versions_read()} (it writes {SCHEMA_VERSION}); "
+            + ("upgrade iowatch here (the server, or the runner that reads it) to one that knows it"
+               if newer else "write the bundle with an iowatch runner"),
             "bundle field schema_version")
     import fastjsonschema
 
     _check_values(doc)
     try:
-        _validator()(doc)
+        _validator(version)(doc)
     except fastjsonschema.JsonSchemaValueException as e:
         path = [int(p) if p.isdigit() else p for p in e.path[1:]]  # e.path[0] is "data"
         message = e.message.removeprefix(e.name).strip()
@@ -361,8 +408,13 @@ def write_manifest(bundle_dir: str | os.PathLike, doc: dict) -> Path:
 
 
 def load(bundle_dir: str | os.PathLike) -> dict:
-    """Read and validate a bundle directory's manifest; every artifact must exist
-    inside the directory."""
+    """Read and validate a bundle directory's manifest (every artifact must
+    exist inside the directory) and return it as a current-version document."""
+    return upgrade(_read(bundle_dir))
+
+
+def _read(bundle_dir: str | os.PathLike) -> dict:
+    """The manifest as written, validated against its own version."""
     root = Path(bundle_dir)
     path = root / MANIFEST
     if not path.is_file():
@@ -386,9 +438,10 @@ def to_wire(bundle_dir: str | os.PathLike) -> bytes:
     Each artifact keeps the sha256 the runner recorded when it wrote the file,
     so the server checks the bytes against the run, not against the disk now.
     A raw file that no longer matches it (cut short, edited) is refused here,
-    before anything is sent."""
+    before anything is sent. The manifest goes in the version it was written
+    in: the server upgrades it, and hashes it as sent for idempotency."""
     root = Path(bundle_dir)
-    doc = load(root)
+    doc = _read(root)
     for cell in doc["cells"]:
         for rep in cell["repetitions"]:
             for art in rep.get("artifacts", []):

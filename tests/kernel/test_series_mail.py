@@ -88,7 +88,7 @@ def test_the_record_reaches_the_bundle_the_guest_writes(mailed, tmp_path):
     assert [p["message_id"] for p in entry["series"]["patches"]] == patch_ids
     assert entry["patch"] == {"index": 2, "subject": "s", "commit": "cd" * 20,
                               "message_id": patch_ids[1], "author": "Ann Dev <ann@example.org>"}
-    doc = {"schema_version": 1, "run_id": "4f3a6c1e-0000-4000-8000-000000000001",
+    doc = {"schema_version": bundle.SCHEMA_VERSION, "run_id": "4f3a6c1e-0000-4000-8000-000000000001",
            "status": "passed", "kernel": {"release": "6.12.0", **entry},
            "host": {"name": "vlab", "kind": "qemu"}, "devices": [], "cells": []}
     bundle.validate(doc)  # the new fields are in the schema
