@@ -103,10 +103,12 @@ def _measured(runs: list[VariantRun]) -> bool:
 def search(n: int, measure: Callable[[int, int], VariantRun], *,
            choose: Callable[[Comparison], CellVerdict] = choose_target,
            studies: dict | None = None, say: Callable[[str], None] = print,
-           remeasure_unclear: bool = True) -> tuple[CellVerdict, list[Step], int, int, list[int]]:
+           remeasure_unclear: bool = True, on_step: Callable[[Step], None] = lambda step: None,
+           ) -> tuple[CellVerdict, list[Step], int, int, list[int]]:
     """Bisect variants 0 (good) .. n (bad); measure(index, attempt) runs one.
-    Returns the target, the steps, the last good and first bad index, and the
-    untestable indices between them."""
+    on_step(step) hears each step once it is decided (the ends first), so a
+    server can show the bisect's progress. Returns the target, the steps, the
+    last good and first bad index, and the untestable indices between them."""
     studies = studies if studies is not None else load_studies(resources.studies_dir())
     ends = {}
     for i in (0, n):
@@ -139,6 +141,8 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
 
     good, bad = values(ends[0]), values(ends[n])
     steps = [Step(0, ends[0], place(good, bad, good)), Step(n, ends[n], place(good, bad, bad))]
+    for step in steps:
+        on_step(step)
     say(f"bisect: following {key[4]} {key[5]} of {key[0]} on {key[2]} {key[3]}: {target.words}; "
         f"{n - 1} commits between, about {steps_left(n)} to measure")
     lo, hi, skipped = 0, n, set()
@@ -156,6 +160,7 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
             step.skipped = runs[0].status if not _measured(runs) else "the cell gave no samples"
             skipped.add(mid)
             say(f"bisect: variant {mid} skipped ({step.skipped})")
+            on_step(step)
             continue
         step.placement = place(good, bad, samples)
         if step.placement.outcome == "unclear" and remeasure_unclear:
@@ -166,6 +171,7 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
         if step.placement.outcome == "unclear":
             step.placement = place(good, bad, values(runs), settle=True)
         say(f"bisect: variant {mid} {step.placement.words} (median {step.placement.median:.4g})")
+        on_step(step)
         if step.placement.outcome == "bad":
             hi = mid
         else:
@@ -194,12 +200,8 @@ def run_bisect(tree: Path, base_ref: str, series: Series, host: Host, inventory:
     say(f"bisect: {n} commits of {series.name} after {plan.base[:12]} (good) up to "
         f"{plan.variants[-1].commit[:12]} (bad); matrix {matrix} on {host.name}")
 
-    def measure(index: int, attempt: int) -> VariantRun:
-        where = out / (f"variant-{index:02d}" + (f"-again{attempt}" if attempt else ""))
-        return run_variant(plan, plan.variants[index], host, inventory, matrix, where,
-                           profile=profile, reps=reps, store=store, say=say,
-                           echo_console=echo_console, phases=result.phases)
-
+    measure = guest_measure(plan, host, inventory, matrix, out, profile=profile, reps=reps,
+                            store=store, say=say, echo_console=echo_console, phases=result.phases)
     try:
         result.target, result.steps, result.last_good, result.first_bad, result.untestable = search(
             n, measure, choose=lambda c: choose_target(c, metric, cell), say=say)
@@ -207,6 +209,20 @@ def run_bisect(tree: Path, base_ref: str, series: Series, host: Host, inventory:
         result.reason = str(e)
     result.phases["total"] = time.monotonic() - t_all
     return result
+
+
+def guest_measure(plan: Plan, host: Host, inventory: Path, matrix: str, out: Path, *,
+                  profile: str | None = None, reps: int | None = None,
+                  store: Callable[[Path], None] = lambda p: None, say: Callable[[str], None] = print,
+                  echo_console: bool = False,
+                  phases: dict[str, float] | None = None) -> Callable[[int, int], VariantRun]:
+    """measure(index, attempt) for search(): build, boot and run the variant in the virtual lab."""
+    def measure(index: int, attempt: int) -> VariantRun:
+        where = out / (f"variant-{index:02d}" + (f"-again{attempt}" if attempt else ""))
+        return run_variant(plan, plan.variants[index], host, inventory, matrix, where,
+                           profile=profile, reps=reps, store=store, say=say,
+                           echo_console=echo_console, phases=phases)
+    return measure
 
 
 class NeedMeasurement(Exception):
@@ -228,20 +244,7 @@ def next_step(plan: Plan, bundles: Path, *, metric: str | None = None,
     boot there is a file of that name with the suffix .failed holding the reason;
     a variant that did not build says so in the plan."""
     n = len(plan.variants) - 1
-
-    def measure(index: int, attempt: int) -> VariantRun:
-        v = plan.variants[index]
-        d = measurement_dir(bundles, index, attempt)
-        if v.status != "built":
-            return VariantRun(v, None, status=v.status, reason=v.error or "")
-        failed = d.with_suffix(".failed")
-        if failed.is_file():
-            text = failed.read_text().strip()
-            return VariantRun(v, None, status=text.split(":", 1)[0] or "boot-failed", reason=text)
-        if not (d / bundle.MANIFEST).is_file():
-            raise NeedMeasurement(index, attempt)
-        return VariantRun(v, d, status=bundle.load(d)["status"])
-
+    measure = recorded(plan, bundles)
     if n < 1:
         return {"state": "nothing-to-bisect", "reason": "the range holds no commits after the good one"}
     try:
@@ -256,6 +259,24 @@ def next_step(plan: Plan, bundles: Path, *, metric: str | None = None,
         return {"state": "nothing-to-bisect", "reason": str(e)}
     result = BisectResult(plan.series, plan, target, steps, hi, lo, untestable)
     return {"state": "done", **summary(result), "report": report(result)}
+
+
+def recorded(plan: Plan, bundles: Path) -> Callable[[int, int], VariantRun]:
+    """measure() over measurements made elsewhere (see next_step): NeedMeasurement
+    for one not there yet."""
+    def measure(index: int, attempt: int) -> VariantRun:
+        v = plan.variants[index]
+        d = measurement_dir(bundles, index, attempt)
+        if v.status != "built":
+            return VariantRun(v, None, status=v.status, reason=v.error or "")
+        failed = d.with_suffix(".failed")
+        if failed.is_file():
+            text = failed.read_text().strip()
+            return VariantRun(v, None, status=text.split(":", 1)[0] or "boot-failed", reason=text)
+        if not (d / bundle.MANIFEST).is_file():
+            raise NeedMeasurement(index, attempt)
+        return VariantRun(v, d, status=bundle.load(d)["status"])
+    return measure
 
 
 def report(result: BisectResult) -> str:

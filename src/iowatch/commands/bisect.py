@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sys
 import time
 from pathlib import Path
 
-from iowatch import inventory, paths
+from iowatch import inventory, paths, progress
 from iowatch.commands.guest_options import add_guest_run_options, qemu_host
 from iowatch.kernel.series import SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
@@ -43,7 +45,23 @@ def register(sub):
     lab.add_argument("--bundles", metavar="DIR",
                      help="the measurements so far: DIR/variant-NN holds a bundle, or "
                           "DIR/variant-NN.failed says why the variant did not boot")
-    p.set_defaults(func=run)
+    queue = p.add_argument_group(
+        "a regression of the server (issue 14's bisect queue): good, bad, the cell and the matrix "
+        "come from it; each step's runs are uploaded and each step posted as it is decided")
+    queue.add_argument("--regression", type=int, metavar="ID",
+                       help="bisect this regression (its open bisect job gets the steps and the result)")
+    queue.add_argument("--next", "--claim", dest="next", action="store_true",
+                       help="claim the next queued bisect job and work it (a bisect agent)")
+    queue.add_argument("--server", default=os.environ.get("IOWATCH_SERVER"),
+                       help="the iowatch server (default $IOWATCH_SERVER)")
+    queue.add_argument("--token", default=os.environ.get("IOWATCH_TOKEN"),
+                       help="agent token (default $IOWATCH_TOKEN)")
+    queue.add_argument("--host", default=socket.gethostname(),
+                       help="with --next: this agent's host name, sent with the claim")
+    queue.add_argument("--target", dest="hosts", metavar="HOST",
+                       help="the qemu host of the inventory to measure on (same as --hosts)")
+    # None: check-quick, or with --regression/--next the regression's own matrix.
+    p.set_defaults(func=run, matrix=None)
 
 
 def _range(args) -> tuple[str, str]:
@@ -85,6 +103,10 @@ def run_next(args) -> int:
 def run(args) -> int:
     from iowatch.bisect import report, run_bisect, summary
     args.metric, args.cell = args.metric or None, args.cell or None  # a pipeline passes "" for none
+    if args.regression is not None or args.next:
+        from iowatch.commands.bisect_queue import run_job
+        return run_job(args)
+    args.matrix = args.matrix or "check-quick"
     if args.variants or args.bundles:
         return run_next(args)
     from iowatch.check import store_locally
@@ -99,10 +121,11 @@ def run(args) -> int:
         return 2
     out = Path(args.out) if args.out else \
         paths.data_dir() / "bisects" / f"{series.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    result = run_bisect(tree, good, series, host, Path(args.inventory or inventory.default_path()), args.matrix, out,
-                        profile=args.profile, reps=args.reps, metric=args.metric, cell=args.cell,
-                        store=(lambda p: None) if args.no_store else store_locally,
-                        say=lambda s: print(s, flush=True), echo_console=args.console)
+    with progress.from_args(args, "bisect") as display:
+        result = run_bisect(tree, good, series, host, Path(args.inventory or inventory.default_path()), args.matrix, out,
+                            profile=args.profile, reps=args.reps, metric=args.metric, cell=args.cell,
+                            store=(lambda p: None) if args.no_store else store_locally,
+                            say=display.say, echo_console=args.console)
     print()
     print(report(result))
     out.mkdir(parents=True, exist_ok=True)

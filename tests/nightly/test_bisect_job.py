@@ -1,0 +1,133 @@
+"""The bisect queue end to end against a live `iowatch serve` on PostgreSQL:
+two nightly runs arrive (the e2e check's real guest bundles: Debian's base
+kernel, then the kernel with the slow ext4 direct-write patch), the server
+opens a nightly regression and queues its bisect, and `iowatch bisect --next`
+claims it and replays a recorded range of 8 commits (the measurements are
+the same real guest bundles; commit 3 did not build), uploading each step's
+runs, posting each step and then the result. No kernel is built or booted."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from iowatch import bundle
+from iowatch.nightly import mark_nightly, trigger
+
+sys.path.insert(0, str(Path(__file__).parent.parent))
+from live_server import (IOWATCH, create_agent, free_port, get_json, manage,  # noqa: E402
+                         running_server, scratch_database)
+
+pytestmark = pytest.mark.slow
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "e2e-check"
+FAST, HARMLESS, SLOW = (FIXTURES / f"guest-0{i}" / "bundle" for i in (0, 1, 2))
+FIRST_BAD, UNBUILT = 5, 3
+
+
+def _iowatch(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([IOWATCH, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _wait_verdict(url: str, run_id: str) -> None:
+    for _ in range(300):
+        if get_json(f"{url}/api/v1/runs/{run_id}")["verdict"]["state"] == "done":
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"run {run_id}: no verdict")
+
+
+def _recorded_range(tmp: Path, nights: dict[str, Path]) -> tuple[Path, Path, list[str]]:
+    """variants.json of 8 commits after the good one and DIR/variant-NN bundles."""
+    good = bundle.load(nights["good"])["kernel"]["git_commit"]
+    bad = bundle.load(nights["bad"])["kernel"]["git_commit"]
+    commits = [good] + [f"{i:x}" * 40 for i in range(1, 7)] + [bad]
+    commits = [c[:40] for c in commits]
+    rows = [{"index": i, "commit": c, "subject": f"commit {i}" if i else None,
+             "status": "build-failed" if i == UNBUILT else "built",
+             "error": "drivers/foo.c:1: error: on purpose" if i == UNBUILT else None}
+            for i, c in enumerate(commits)]
+    (tmp / "variants.json").write_text(json.dumps(rows))
+    measured = tmp / "measured"
+    for i in range(len(commits)):
+        if i == UNBUILT:
+            continue
+        src = nights["good"] if i == 0 else nights["bad"] if i == len(commits) - 1 else \
+            HARMLESS if i < FIRST_BAD else SLOW
+        shutil.copytree(src, measured / f"variant-{i:02d}")
+        if 0 < i < len(commits) - 1:  # a measurement of its own: a run id of its own
+            doc = bundle.load(measured / f"variant-{i:02d}")
+            doc["run_id"] = str(uuid.uuid4())
+            bundle.write_manifest(measured / f"variant-{i:02d}", doc)
+    return tmp / "variants.json", measured, commits
+
+
+def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
+    nights = {}
+    for side, src, night in (("good", FAST, "2026-11-20"), ("bad", SLOW, "2026-11-21")):
+        shutil.copytree(src, tmp_path / side)
+        mark_nightly(tmp_path / side, {**trigger("for-next", "/src/linux"), "night": night})
+        nights[side] = tmp_path / side
+    run_ids = {side: bundle.load(p)["run_id"] for side, p in nights.items()}
+    variants, measured, commits = _recorded_range(tmp_path, nights)
+
+    with scratch_database() as env:
+        manage(env, "migrate", "--noinput", "-v", "0")
+        token = create_agent(env, "bisect-agent")
+        with running_server(env) as (url, _):
+            for side in ("good", "bad"):
+                up = _iowatch("upload", str(nights[side]), "--server", url, "--token", token,
+                              "--spool", str(tmp_path / "spool"))
+                assert up.returncode == 0, up.stdout + up.stderr
+                _wait_verdict(url, run_ids[side])
+            regs = get_json(f"{url}/api/v1/regressions?limit=100")["items"]
+            nightly = [r for r in regs if r["kind"] == "nightly"]
+            assert len(nightly) == 1, regs
+            detail = get_json(f"{url}/api/v1/regressions/{nightly[0]['id']}")
+            assert detail["bisect"]["state"] == "queued"
+            assert detail["good"]["commit"] == commits[0] and detail["bad"]["commit"] == commits[-1]
+
+            agent = _iowatch("bisect", "--next", "--server", url, "--token", token, "--host", "agent1",
+                             "--variants", str(variants), "--bundles", str(measured),
+                             "--out", str(tmp_path / "out"))
+            assert agent.returncode == 0, agent.stdout + agent.stderr
+            assert f"first bad commit {commits[FIRST_BAD]} commit {FIRST_BAD}" in agent.stdout
+
+            job = get_json(f"{url}/api/v1/bisects/{detail['bisect']['id']}")
+            assert job["state"] == "done" and job["agent_host"] == "agent1"
+            result = job["result"]
+            assert result["first_bad"]["commit"] == commits[FIRST_BAD]
+            assert result["skipped"] == [commits[UNBUILT]] and result["candidates"] == []
+            assert result["provenance"]["nightly"] == run_ids["bad"]
+            assert result["provenance"]["good_runs"] == [run_ids["good"]]
+            assert result["provenance"]["bad_runs"] == [run_ids["bad"]]
+            steps = job["steps"]
+            # The ends first, then the search: 3 did not build, its lower neighbour 2 is measured.
+            assert [s["commit"] for s in steps] == [commits[i] for i in (0, 7, 3, 2, 4, 5)]
+            assert [s["outcome"] for s in steps] == ["good", "bad", "skipped", "good", "good", "bad"]
+            measured_steps = [s for s in steps[2:] if s["outcome"] != "skipped"]
+            assert len(measured_steps) <= 4  # ceil(log2 8) + 1
+            for s in steps:
+                if s["outcome"] == "skipped":
+                    assert s["run_ids"] == [] and s["median"] is None
+                    continue
+                assert s["unit"] == "KiB/s" and s["repetitions"] == 5 and s["median"] > 0
+                for run_id in s["run_ids"]:  # every step's run is stored on the server
+                    assert get_json(f"{url}/api/v1/runs/{run_id}")["run_id"] == run_id
+            assert get_json(f"{url}/api/v1/regressions/{detail['id']}")["bisect"]["state"] == "done"
+
+            again = _iowatch("bisect", "--next", "--server", url, "--token", token)
+            assert again.returncode == 0 and "no bisect job queued" in again.stdout
+
+
+def test_a_bisect_agent_without_a_server_says_which_url_did_not_answer():
+    url = f"http://127.0.0.1:{free_port()}"
+    gone = _iowatch("bisect", "--next", "--server", url, "--token", "t", timeout=120)
+    assert gone.returncode == 2
+    assert f"POST {url}/api/v1/bisects/claim: no answer" in gone.stderr
