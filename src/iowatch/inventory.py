@@ -9,16 +9,15 @@ the devices declared here; nothing else decides what may be touched.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
+
+from iowatch import yamlfile
 
 DEFAULT_FILE = "hardware-inventory.yml"
 IOWATCH_HOST_VARS = ("iowatch_kind", "iowatch_devices")
@@ -82,7 +81,7 @@ class Device:
         return self.rotational if self.rotational is not None else self.device_class == "hdd"
 
     def bundle_entry(self) -> dict:
-        """The device as a result bundle lists it (bundle-v1.json: devices)."""
+        """The device as a result bundle lists it (the bundle schema's devices)."""
         return {"name": self.name, "class": self.device_class,
                 "path": self.path or (f"image:{self.image}" if self.image else None),
                 "model": self.model, "size_bytes": self.size_bytes,
@@ -140,24 +139,8 @@ def parse_size(value: int | str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
-@lru_cache(maxsize=1)
 def schema() -> dict:
-    return json.loads(resources.files("iowatch").joinpath("schemas/inventory-v1.json").read_text())
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (YAML would keep the last)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen: dict = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is given twice (first on line {seen[key] + 1})",
-                    key_node.start_mark)
-            seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep=deep)
+    return yamlfile.schema("inventory-v1.json")
 
 
 def load(path: str | os.PathLike | None = None) -> Inventory:
@@ -171,17 +154,10 @@ def load(path: str | os.PathLike | None = None) -> Inventory:
 
 
 def loads(text: str, file: str = DEFAULT_FILE) -> Inventory:
-    loader = _Loader(text)
     try:
-        root = loader.get_single_node()
-        data = loader.construct_document(root) if root is not None else None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark else None
-        what = "" if isinstance(e, yaml.constructor.ConstructorError) else "not valid YAML: "
-        raise InventoryError([Problem(file, line, what + str(getattr(e, "problem", None) or e))]) from None
-    finally:
-        loader.dispose()
+        data, root = yamlfile.parse(text, file)
+    except yamlfile.DataFileError as e:
+        raise InventoryError([Problem(file, e.line, e.message)]) from None
     if data is None:
         raise InventoryError([Problem(file, None,
                                       "the inventory is empty: declare the lab's hosts under `all:`")])
@@ -200,21 +176,6 @@ def _sorted(problems: list[Problem]) -> list[Problem]:
 
 
 # --- locating a schema error in the file --------------------------------------------
-
-def _child(node: yaml.Node | None, key: Any) -> tuple[yaml.Node | None, yaml.Node | None]:
-    """(key node, value node) of `key` in a mapping node, or the item of a sequence node."""
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if k.value == str(key):
-                return k, v
-    elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-        return None, node.value[key]
-    return None, None
-
-
-def _line(node: yaml.Node | None) -> int | None:
-    return node.start_mark.line + 1 if node is not None else None
-
 
 def _host_device(path: list, data: Any) -> tuple[str | None, str | None, str | None]:
     """Host name, device label and key that a schema error path points into."""
@@ -244,9 +205,9 @@ def _problem(error, data: Any, root: yaml.Node, file: str) -> Problem:
     path = list(error.absolute_path)
     key_node, node = None, root
     for part in path:
-        key_node, node = _child(node, part)
+        key_node, node = yamlfile.child(node, part)
     host, device, key = _host_device(path, data)
-    line = _line(key_node) or _line(node)
+    line = yamlfile.line_of(key_node) or yamlfile.line_of(node)
     what = error.validator
     instance = error.instance
     about = error.schema.get("description") if isinstance(error.schema, dict) else None
@@ -257,26 +218,26 @@ def _problem(error, data: Any, root: yaml.Node, file: str) -> Problem:
             parent = parent[part]
         unknown = [k for k in parent
                    if k.startswith("iowatch_") and (path[-1] == "vars" or k not in IOWATCH_HOST_VARS)]
-        k_node, _ = _child(node, unknown[0]) if unknown else (None, None)
+        k_node, _ = yamlfile.child(node, unknown[0]) if unknown else (None, None)
         where = "group variables" if path[-1] == "vars" else "host variables"
-        return Problem(file, _line(k_node) or line, f"unknown iowatch variable in {where}; iowatch reads "
+        return Problem(file, yamlfile.line_of(k_node) or line, f"unknown iowatch variable in {where}; iowatch reads "
                        f"{' and '.join(IOWATCH_HOST_VARS)}, set on the host itself",
                        host, device, unknown[0] if unknown else None)
     if what == "additionalProperties":
         extra = [k for k in instance if k not in error.schema.get("properties", {})]
-        k_node, _ = _child(node, extra[0])
+        k_node, _ = yamlfile.child(node, extra[0])
         allowed = ", ".join(error.schema.get("properties", {}))
         if device is None and host is None and "hosts" in allowed:
             context = "a group holds only"
         else:
             context = "allowed keys:"
-        return Problem(file, _line(k_node) or line,
+        return Problem(file, yamlfile.line_of(k_node) or line,
                        f"unknown key{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}; "
                        f"{context} {allowed}", host, device, extra[0] if len(extra) == 1 else key)
     if what == "required":
         missing = re.match(r"'([^']+)'", error.message)
         miss = missing.group(1) if missing else error.message
-        return Problem(file, _line(node), f"missing key {miss!r}; a device needs "
+        return Problem(file, yamlfile.line_of(node), f"missing key {miss!r}; a device needs "
                        f"{', '.join(error.schema['required'])}", host, device, miss)
     if what == "dependencies":
         needed = re.match(r"'([^']+)'", error.message)
@@ -316,13 +277,13 @@ def _yaml_type(value: Any) -> str:
 def _walk_groups(groups: dict, gnode: yaml.Node, trail: tuple[str, ...]) -> Iterator[tuple]:
     """(group names, host name, host vars, key node, value node) for every host occurrence."""
     for gname, group in (groups or {}).items():
-        _, group_node = _child(gnode, gname)
+        _, group_node = yamlfile.child(gnode, gname)
         group = group or {}
-        _, hosts_node = _child(group_node, "hosts")
+        _, hosts_node = yamlfile.child(group_node, "hosts")
         for hname, hvars in (group.get("hosts") or {}).items():
-            k, v = _child(hosts_node, hname)
+            k, v = yamlfile.child(hosts_node, hname)
             yield trail + (gname,), hname, hvars or {}, k, v
-        _, children_node = _child(group_node, "children")
+        _, children_node = yamlfile.child(group_node, "children")
         yield from _walk_groups(group.get("children") or {}, children_node, trail + (gname,))
 
 
@@ -337,15 +298,15 @@ def _model(data: dict, root: yaml.Node, file: str) -> Inventory:
             if g not in groups.setdefault(hname, []):
                 groups[hname].append(g)
         for key, value in hvars.items():
-            vk, _ = _child(vnode, key)
+            vk, _ = yamlfile.child(vnode, key)
             if key.startswith("iowatch_"):
                 if (hname, key) in where:
-                    problems.append(Problem(file, _line(vk), f"already set on line {where[hname, key]}; "
+                    problems.append(Problem(file, yamlfile.line_of(vk), f"already set on line {where[hname, key]}; "
                                             "declare iowatch variables in one place only", hname, None, key))
                     continue
-                where[hname, key] = _line(vk)
+                where[hname, key] = yamlfile.line_of(vk)
                 if key == "iowatch_devices":
-                    devices_node[hname] = _child(vnode, key)[1]
+                    devices_node[hname] = yamlfile.child(vnode, key)[1]
             merged.setdefault(hname, {})[key] = value
         merged.setdefault(hname, {})
 
@@ -355,15 +316,15 @@ def _model(data: dict, root: yaml.Node, file: str) -> Inventory:
         seen: dict[tuple[str, str], str] = {}
         dnode = devices_node.get(hname)
         for i, entry in enumerate(hvars.get("iowatch_devices") or []):
-            _, enode = _child(dnode, i)
-            dev = _device(entry, _line(enode))
+            _, enode = yamlfile.child(dnode, i)
+            dev = _device(entry, yamlfile.line_of(enode))
             for key in ("name", "path", "image"):
                 value = entry.get(key)
                 if value is None:
                     continue
                 if (key, value) in seen:
-                    kn, _ = _child(enode, key)
-                    problems.append(Problem(file, _line(kn), f"{value!r} is already used by device "
+                    kn, _ = yamlfile.child(enode, key)
+                    problems.append(Problem(file, yamlfile.line_of(kn), f"{value!r} is already used by device "
                                             f"{seen[key, value]!r}; each {key} must be unique on a host",
                                             hname, repr(dev.name), key))
                 seen[key, value] = dev.name

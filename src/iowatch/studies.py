@@ -16,7 +16,7 @@ from typing import Any
 
 from iowatch.metrics import METRICS
 from iowatch.resources import matrix_path
-from iowatch.yamlfile import DataFileError, load as load_yaml
+from iowatch.yamlfile import DataFileError, load as load_yaml, parse as parse_yaml, read as read_yaml
 
 # Published units and how they become the metric table's units. fio's KB and
 # MB are KiB and MiB; the XFS post's MB/s is read the same way.
@@ -179,12 +179,7 @@ def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matr
 
 
 def load_yaml_head(path: Path) -> dict:
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise DataFileError(str(path), None, f"cannot read: {e}") from None
+    data, _ = parse_yaml(read_yaml(path), str(path))
     if not isinstance(data, dict):
         raise DataFileError(str(path), 1, "expected a mapping with `study:` or `matrix:`")
     return data

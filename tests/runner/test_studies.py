@@ -78,3 +78,32 @@ def test_a_matrix_naming_a_missing_study_is_refused(tmp_path):
     (tmp_path / "m.yml").write_text("matrix: m\nstudies:\n  - study: no-such-study\n")
     with pytest.raises(DataFileError, match="no study 'no-such-study'"):
         load_matrix(tmp_path / "m.yml")
+
+
+@pytest.mark.parametrize("edit, line, words", [
+    # Plain YAML keeps the last: the study would load with min_effect_pct 50.
+    (("min_effect_pct: 5", "min_effect_pct: 5\nmin_effect_pct: 50"), 11,
+     "key 'min_effect_pct' is given twice (first on line 10)"),
+    (("    global: {directory: \"{mountpoint}\", runtime: 10}",
+      "    global: {directory: \"{mountpoint}\", runtime: 10, runtime: 30}"), 13,
+     "key 'runtime' is given twice (first on line 13)"),
+])
+def test_a_key_given_twice_in_a_study_is_refused_naming_file_and_line(tmp_path, edit, line, words):
+    src = (JOBS / "studies" / "odirect-vs-readers.yml").read_text()
+    assert edit[0] in src
+    bad = tmp_path / "odirect-vs-readers.yml"
+    bad.write_text(src.replace(edit[0], edit[1], 1))
+    for load in (load_study, load_matrix):  # a study file is also a matrix of one
+        with pytest.raises(DataFileError) as e:
+            load(bad)
+        assert e.value.path == str(bad) and e.value.line == line
+        assert words in str(e.value)
+
+
+def test_a_key_given_twice_in_a_matrix_is_refused_naming_file_and_line(tmp_path):
+    shutil.copytree(JOBS / "studies", tmp_path / "studies")
+    (tmp_path / "m.yml").write_text("matrix: m\nreps: 3\nstudies:\n  - study: odirect-vs-readers\n"
+                                    "reps: 5\n")
+    with pytest.raises(DataFileError) as e:
+        load_matrix(tmp_path / "m.yml")
+    assert str(e.value) == f"{tmp_path / 'm.yml'}:5: key 'reps' is given twice (first on line 2)"
