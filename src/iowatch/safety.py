@@ -1,7 +1,7 @@
 """The one device-safety check (docs/architecture.md, "The safety rule"): may iowatch write to this block device?
 
 The runner calls require(host, path) before any mkfs, mdadm or write, and
-`iowatch device check` shows the same verdict. A device is refused when it
+`iowatch device check` shows the same answer. A device is refused when it
 - does not exist or is not a block device;
 - is not declared for that host in hardware-inventory.yml (a loop device counts
   as declared when its backing file is a declared image under the data dir; an
@@ -28,7 +28,9 @@ SYS_DEV_BLOCK = Path("/sys/dev/block")
 
 
 @dataclass(frozen=True)
-class Verdict:
+class DeviceCheck:
+    """The safety check's answer on one device: may iowatch write to it, and why
+    (not an A/B result: those are iowatch.stats.verdict's)."""
     allowed: bool
     device: str      # the inventory's device name, "" when the path is not declared
     reason: str
@@ -36,10 +38,10 @@ class Verdict:
 
 
 class DeviceRefused(RuntimeError):
-    def __init__(self, path: str, verdict: Verdict):
-        self.verdict = verdict
-        shown = path if verdict.resolved in ("", path) else f"{path} ({verdict.resolved})"
-        super().__init__(f"refusing to touch {shown}: {verdict.reason}")
+    def __init__(self, path: str, answer: DeviceCheck):
+        self.answer = answer
+        shown = path if answer.resolved in ("", path) else f"{path} ({answer.resolved})"
+        super().__init__(f"refusing to touch {shown}: {answer.reason}")
 
 
 @dataclass(frozen=True)
@@ -158,17 +160,17 @@ def _declared(host: Host, resolved: str, block: _Block, data_dir) -> tuple[Devic
                          "/dev/disk/by-id/ path) if iowatch may erase it")
 
 
-def check(host: Host, path: str, data_dir: str | os.PathLike | None = None) -> Verdict:
+def check(host: Host, path: str, data_dir: str | os.PathLike | None = None) -> DeviceCheck:
     """Whether iowatch may write to `path` on `host`; the reason says why (not)."""
     resolved = os.path.realpath(path)
     if not os.path.exists(resolved):
-        return Verdict(False, "", f"{path} does not exist; check the path (is the device plugged in?)",
+        return DeviceCheck(False, "", f"{path} does not exist; check the path (is the device plugged in?)",
                        resolved)
     rdev = _rdev(resolved)
     if rdev is None:
         kind = "a directory" if os.path.isdir(resolved) else "a regular file" if os.path.isfile(resolved) \
             else "not a block device"
-        return Verdict(False, "", f"it is {kind}, not a block device; give the device's /dev path", resolved)
+        return DeviceCheck(False, "", f"it is {kind}, not a block device; give the device's /dev path", resolved)
     block = _block(rdev)
     device, is_member, undeclared = _declared(host, resolved, block, data_dir)
     refusals = []
@@ -219,9 +221,9 @@ def check(host: Host, path: str, data_dir: str | os.PathLike | None = None) -> V
 
     name = device.name if device else ""
     if refusals:
-        return Verdict(False, name, "; ".join(refusals), resolved)
+        return DeviceCheck(False, name, "; ".join(refusals), resolved)
     role = f"a member of {name}" if is_member else name
-    return Verdict(True, name, f"declared for host {host.name} as {role} ({device.device_class}); "
+    return DeviceCheck(True, name, f"declared for host {host.name} as {role} ({device.device_class}); "
                    "not mounted, not root, not swap, not in another array, "
                    f"partition table {device.partition_table if not is_member else 'none'} as expected",
                    resolved)
@@ -238,9 +240,9 @@ def _made_from_members(holders: list[str], device: Device | None) -> bool:
     return True
 
 
-def require(host: Host, path: str, data_dir: str | os.PathLike | None = None) -> Verdict:
+def require(host: Host, path: str, data_dir: str | os.PathLike | None = None) -> DeviceCheck:
     """check(), raising DeviceRefused unless the device may be written."""
-    verdict = check(host, path, data_dir)
-    if not verdict.allowed:
-        raise DeviceRefused(path, verdict)
-    return verdict
+    answer = check(host, path, data_dir)
+    if not answer.allowed:
+        raise DeviceRefused(path, answer)
+    return answer

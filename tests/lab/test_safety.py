@@ -37,19 +37,19 @@ def need(tool: str, package: str) -> None:
 
 def test_declared_loop_device_is_allowed(declared):
     host, path = declared
-    verdict = safety.check(host, path)
-    assert verdict == safety.Verdict(True, "scratch", verdict.reason, path)
-    assert "declared for host localhost as scratch (ssd)" in verdict.reason
-    assert safety.require(host, path) == verdict
+    answer = safety.check(host, path)
+    assert answer == safety.DeviceCheck(True, "scratch", answer.reason, path)
+    assert "declared for host localhost as scratch (ssd)" in answer.reason
+    assert safety.require(host, path) == answer
 
 
 def test_undeclared_loop_device_is_refused(load_host, data_dir, lab):
     host = load_host([DECLARED])
     other = lab.loop("other.img")
-    verdict = safety.check(host, other)
-    assert not verdict.allowed and verdict.device == ""
-    assert f"loop device over {lab.tmp_path / 'other.img'}" in verdict.reason
-    assert "declare it under hosts.localhost.iowatch_devices in hardware-inventory.yml" in verdict.reason
+    answer = safety.check(host, other)
+    assert not answer.allowed and answer.device == ""
+    assert f"loop device over {lab.tmp_path / 'other.img'}" in answer.reason
+    assert "declare it under hosts.localhost.iowatch_devices in hardware-inventory.yml" in answer.reason
     with pytest.raises(safety.DeviceRefused, match=f"refusing to touch {other}: it is a loop device"):
         safety.require(host, other)
 
@@ -59,15 +59,15 @@ def test_image_of_another_host_is_refused(load_host, data_dir, lab):
     other = dict(DECLARED, name="theirs", image="theirs.img")
     theirs = loopdev.attach(load_host([other]).device("theirs"))
     lab.track_detach(theirs)
-    verdict = safety.check(load_host([DECLARED]), theirs)
-    assert not verdict.allowed and "not an image of a device declared for host localhost" in verdict.reason
+    answer = safety.check(load_host([DECLARED]), theirs)
+    assert not answer.allowed and "not an image of a device declared for host localhost" in answer.reason
 
 
 def test_loop_over_a_deleted_image_is_refused(declared, data_dir):
     host, path = declared
     (data_dir / "images" / "scratch.img").unlink()
-    verdict = safety.check(host, path)
-    assert not verdict.allowed and "a file deleted since it was attached; detach it" in verdict.reason
+    answer = safety.check(host, path)
+    assert not answer.allowed and "a file deleted since it was attached; detach it" in answer.reason
 
 
 def test_declared_path_is_matched_through_symlinks(load_host, lab, tmp_path):
@@ -75,19 +75,19 @@ def test_declared_path_is_matched_through_symlinks(load_host, lab, tmp_path):
     by_id = tmp_path / "by-id-disk"  # stands in for /dev/disk/by-id/...
     by_id.symlink_to(target)
     host = load_host([by_path(str(by_id).replace(str(tmp_path), "/dev/../" + str(tmp_path)))])
-    verdict = safety.check(host, target)
-    assert verdict.allowed and verdict.device == "disk"
-    verdict = safety.check(host, str(by_id))
-    assert verdict.allowed and verdict.resolved == target
+    answer = safety.check(host, target)
+    assert answer.allowed and answer.device == "disk"
+    answer = safety.check(host, str(by_id))
+    assert answer.allowed and answer.resolved == target
 
 
 def test_mounted_device_is_refused(declared, lab):
     host, path = declared
     run("mkfs.ext4", "-q", "-F", path)
     point = lab.mount(path)
-    verdict = safety.check(host, path)
-    assert not verdict.allowed and verdict.device == "scratch"
-    assert f"it is mounted at {point}; unmount it" in verdict.reason
+    answer = safety.check(host, path)
+    assert not answer.allowed and answer.device == "scratch"
+    assert f"it is mounted at {point}; unmount it" in answer.reason
 
 
 def test_device_with_a_mounted_partition_is_refused(load_host, lab):
@@ -100,8 +100,8 @@ def test_device_with_a_mounted_partition_is_refused(load_host, lab):
         run("partx", "--add", path)
     run("mkfs.ext4", "-q", "-F", part)
     point = lab.mount(part)
-    verdict = safety.check(load_host([by_path(path, partition_table="gpt")]), path)
-    assert not verdict.allowed and f"it is mounted at {point}" in verdict.reason
+    answer = safety.check(load_host([by_path(path, partition_table="gpt")]), path)
+    assert not answer.allowed and f"it is mounted at {point}" in answer.reason
 
 
 def root_device() -> str:
@@ -122,16 +122,16 @@ def test_root_filesystem_is_refused_even_when_declared(load_host):
     if not os.path.exists(root):
         pytest.skip(f"{root} has no device node here")
     host = load_host([by_path(root)])
-    verdict = safety.check(host, root)
-    assert not verdict.allowed and verdict.device == "disk"
-    assert verdict.reason.startswith("it holds the root filesystem (/)")
+    answer = safety.check(host, root)
+    assert not answer.allowed and answer.device == "disk"
+    assert answer.reason.startswith("it holds the root filesystem (/)")
 
 
 def test_swap_signature_is_refused(declared):
     host, path = declared
     run("mkswap", path)
-    verdict = safety.check(host, path)
-    assert not verdict.allowed and "it holds a swap area (blkid: TYPE=swap)" in verdict.reason
+    answer = safety.check(host, path)
+    assert not answer.allowed and "it holds a swap area (blkid: TYPE=swap)" in answer.reason
 
 
 def test_active_swap_is_refused(declared, lab):
@@ -141,31 +141,31 @@ def test_active_swap_is_refused(declared, lab):
         lab.swapon(path)
     except subprocess.CalledProcessError as e:
         pytest.skip(f"swapon is not possible here: {e.stderr.strip()}")
-    verdict = safety.check(host, path)
-    assert not verdict.allowed and f"it is an active swap area ({path}); swapoff it" in verdict.reason
+    answer = safety.check(host, path)
+    assert not answer.allowed and f"it is an active swap area ({path}); swapoff it" in answer.reason
 
 
 def test_unexpected_partition_table_is_refused(load_host, lab):
     need("sfdisk", "fdisk")
     path = lab.loop("gpt.img")
     run("sfdisk", "--quiet", path, input="label: gpt\n,\n")
-    verdict = safety.check(load_host([by_path(path)]), path)
-    assert not verdict.allowed
-    assert "it has a partition table (gpt) where the inventory expects none" in verdict.reason
+    answer = safety.check(load_host([by_path(path)]), path)
+    assert not answer.allowed
+    assert "it has a partition table (gpt) where the inventory expects none" in answer.reason
     # a partition table the inventory expects is allowed
     assert safety.check(load_host([by_path(path, partition_table="gpt")]), path).allowed
-    verdict = safety.check(load_host([by_path(path, partition_table="dos")]), path)
-    assert "(gpt) where the inventory expects dos" in verdict.reason
+    answer = safety.check(load_host([by_path(path, partition_table="dos")]), path)
+    assert "(gpt) where the inventory expects dos" in answer.reason
 
 
 def test_missing_path_and_regular_file_are_refused(load_host, tmp_path):
     host = load_host([DECLARED])
-    verdict = safety.check(host, "/dev/disk/by-id/no-such-disk")
-    assert not verdict.allowed and "does not exist" in verdict.reason
+    answer = safety.check(host, "/dev/disk/by-id/no-such-disk")
+    assert not answer.allowed and "does not exist" in answer.reason
     regular = tmp_path / "file.img"
     regular.write_bytes(b"\0" * 1024)
-    verdict = safety.check(host, str(regular))
-    assert not verdict.allowed and "it is a regular file, not a block device" in verdict.reason
+    answer = safety.check(host, str(regular))
+    assert not answer.allowed and "it is a regular file, not a block device" in answer.reason
     with pytest.raises(safety.DeviceRefused, match="not a block device"):
         safety.require(host, str(regular))
 

@@ -1,4 +1,4 @@
-"""iowatch device: the safety verdict on a device, and the local target's loop devices."""
+"""iowatch device: the safety answer on a device, and the local target's loop devices."""
 from __future__ import annotations
 
 import sys
@@ -15,7 +15,7 @@ def register(sub):
 
     check = verbs.add_parser(
         "check", help="may iowatch write to this device? (exit 0 yes, 1 no, 2 bad inventory or call)",
-        description="Print the safety verdict on a block device for a host: the same check the "
+        description="Print the safety answer on a block device for a host: the same check the "
                     "runner makes before any mkfs or write. Exit 0: allowed; 1: refused; "
                     "2: the inventory or the call is wrong.")
     check.add_argument("host", help="a host of the inventory, such as localhost")
@@ -49,10 +49,10 @@ def run_check(args) -> int:
     host = _host(args)
     if host is None:
         return 2
-    verdict = safety.check(host, args.path)
-    shown = args.path if verdict.resolved == args.path else f"{args.path} ({verdict.resolved})"
-    print(f"{'allowed' if verdict.allowed else 'refused'}: {shown}: {verdict.reason}")
-    return 0 if verdict.allowed else 1
+    answer = safety.check(host, args.path)
+    shown = args.path if answer.resolved == args.path else f"{args.path} ({answer.resolved})"
+    print(f"{'allowed' if answer.allowed else 'refused'}: {shown}: {answer.reason}")
+    return 0 if answer.allowed else 1
 
 
 def _image_devices(args) -> list[inventory.Device] | None:
