@@ -143,7 +143,7 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr
         study_slug, _, device, fs = where
         context[(study_slug, device, fs)] = CellContext(
             device_model=cmeta.get(device) or bmeta.get(device),
-            base_cell=bcells[where], candidate_cell=ccells[where])
+            candidate_cell=ccells[where])
     conf: list[Confounder] = []
     if base.runs and candidate.runs:
         # Pooled sides: compare the first run of each; pooled runs of one kernel share a setup.

@@ -49,9 +49,6 @@ class Study:
     def min_effect_pct(self) -> float:
         return float(self.data.get("min_effect_pct", 5))
 
-    def applies_to(self, device_class: str, filesystem: str) -> bool:
-        return device_class in self.data["device_classes"] and filesystem in self.data["filesystems"]
-
     def workload(self, profile: str, device_class: str) -> dict:
         """The workload section with the profile's and the class's overrides merged in."""
         if profile not in self.data["profiles"]:
