@@ -76,6 +76,7 @@ def _build_only(args) -> int:
 
 
 def run(args) -> int:
+    args.source = args.source or None  # a pipeline passes "" for Debian's tree
     if args.build_only:
         return _build_only(args)
     from iowatch.ciapi import Client, ServerError
