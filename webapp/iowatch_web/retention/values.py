@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from django.db.models import CharField, FloatField, IntegerField, JSONField, Value as Literal
+
 from iowatch_web.results.models import Sample
 from iowatch_web.retention.models import SampleSummary
 
@@ -27,8 +29,11 @@ def sample_values(cells, *, metrics: Iterable[str] | None = None, group: str | N
     """The samples of `cells` (a Cell queryset or cell ids): group-level ones,
     and with jobs=True the per-job ones too (a summarised run has none left).
     Optionally only some metrics or one job group. ordered=True gives each
-    cell's values by repetition, a cell's rows in the order they were stored
-    (raw rows by id; a summary keeps that order within a metric)."""
+    cell's values by repetition, in the order they were stored (raw rows by
+    id; a summary keeps that order within its metric).
+
+    Raw rows and summaries come in one statement (UNION ALL), so a run that
+    retention summarises meanwhile is read once, either way, never twice."""
     raw = Sample.objects.filter(cell_id__in=cells)
     summaries = SampleSummary.objects.filter(cell_id__in=cells)
     if not jobs:
@@ -40,28 +45,32 @@ def sample_values(cells, *, metrics: Iterable[str] | None = None, group: str | N
     if group is not None:
         raw = raw.filter(group=group)
         summaries = summaries.filter(group=group)
+    columns = ("cell_id", "repetition", "metric_id", "value", "group", "job", "per_rep", "id")
+    raw = raw.annotate(per_rep=Literal(None, output_field=JSONField())).values_list(*columns)
+    summaries = summaries.annotate(
+        repetition=Literal(None, output_field=IntegerField()),
+        value=Literal(None, output_field=FloatField()),
+        job=Literal(None, output_field=CharField()),
+        per_rep=Literal(None, output_field=JSONField())).values_list(
+        *columns[:6], "repetitions", "id")
     # No ordering unless asked: Sample's default (cell, then the cell's run) costs joins.
-    raw = raw.order_by("cell_id", "repetition", "id") if ordered else raw.order_by()
-    for row in raw.values_list("cell_id", "repetition", "metric_id", "value", "group", "job") \
-            .iterator(chunk_size=10_000):
-        yield Value(*row)
-    summaries = summaries.order_by("cell_id", "id") if ordered else summaries.order_by()
-    by_cell: dict[int, list[Value]] = {}
-    last_cell = None
-    for cell_id, group_, metric, repetitions in summaries.values_list(
-            "cell_id", "group", "metric_id", "repetitions").iterator(chunk_size=2_000):
-        values = [Value(cell_id, rep, metric, v, group_, None)
-                  for rep, vs in repetitions for v in vs]
-        if not ordered:
-            yield from values
+    rows = raw.order_by().union(summaries.order_by(), all=True)
+    if ordered:
+        # A cell is raw or summarised as a whole (retention/retain.py): its raw rows
+        # by repetition and id, or its summaries, which are sorted here.
+        rows = rows.order_by("cell_id", "repetition", "id")
+    pending: list[Value] = []
+    for cell_id, rep, metric, value, group_, job, per_rep, _ in rows.iterator(chunk_size=10_000):
+        if per_rep is None:
+            yield Value(cell_id, rep, metric, value, group_, job)
             continue
-        if last_cell is not None and cell_id != last_cell:
-            yield from _by_repetition(by_cell.pop(last_cell))
-        by_cell.setdefault(cell_id, []).extend(values)
-        last_cell = cell_id
-    if last_cell is not None and ordered:
-        yield from _by_repetition(by_cell.pop(last_cell))
+        if pending and pending[0].cell_id != cell_id:
+            yield from _by_repetition(pending, ordered)
+            pending = []
+        pending += [Value(cell_id, r, metric, v, group_, None) for r, vs in per_rep for v in vs]
+    yield from _by_repetition(pending, ordered)
 
 
-def _by_repetition(values: list[Value]) -> list[Value]:
-    return sorted(values, key=lambda v: v.repetition)  # stable: row order kept within a repetition
+def _by_repetition(values: list[Value], ordered: bool) -> list[Value]:
+    # sorted() is stable: the stored order stays within a repetition.
+    return sorted(values, key=lambda v: v.repetition) if ordered else values
