@@ -24,6 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from iowatch import paths
 from iowatch.inventory import Host, parse_size
@@ -120,11 +121,14 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _boot_once(argv: list[str], console: Path, boot_timeout: float, run_timeout: float,
-               echo: bool) -> tuple[str, float | None, int | None, str]:
+               echo: bool, on_line: Callable[[str], None] | None = None,
+               ) -> tuple[str, float | None, int | None, str]:
     """Run one guest; returns (state, boot seconds, exit code, reason) where state is
-    ok, hung (no boot marker in time), panic or timeout."""
+    ok, hung (no boot marker in time), panic or timeout. on_line gets the console
+    a line at a time (iowatch.progress.GuestRelay)."""
     t0 = time.monotonic()
     booted_at = None
+    partial = b""
     with open(console, "ab") as log:
         log.write(("$ " + shlex.join(argv) + "\n").encode())
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -152,6 +156,10 @@ def _boot_once(argv: list[str], console: Path, boot_timeout: float, run_timeout:
                 log.flush()
                 if echo:
                     sys.stderr.buffer.write(chunk)
+                if on_line is not None:
+                    *lines, partial = (partial + chunk).split(b"\n")
+                    for line in lines:
+                        on_line(line.decode("utf-8", "replace"))
                 tail = (tail + chunk)[-4096:]
                 text = tail.decode("utf-8", "replace")
                 if booted_at is None and BOOT_MARKER in text:
@@ -175,9 +183,11 @@ def _boot_once(argv: list[str], console: Path, boot_timeout: float, run_timeout:
 def boot_and_run(bzimage: Path, host: Host, guest_command: list[str], shared: Path,
                  console: Path, *, memory: str = "2G", cpus: int = 2,
                  boot_timeout_kvm: float = 60, boot_timeout_tcg: float = 240,
-                 run_timeout: float = 3600, echo: bool = False) -> BootResult:
+                 run_timeout: float = 3600, echo: bool = False,
+                 on_line: Callable[[str], None] | None = None) -> BootResult:
     """Boot bzImage with the host's emulated devices and run guest_command in it;
-    the guest sees `shared` at the same path, read-write."""
+    the guest sees `shared` at the same path, read-write; on_line gets its console
+    a line at a time."""
     shared.mkdir(parents=True, exist_ok=True)
     console.parent.mkdir(parents=True, exist_ok=True)
     console.write_bytes(b"")
@@ -185,14 +195,14 @@ def boot_and_run(bzimage: Path, host: Host, guest_command: list[str], shared: Pa
     try:
         return _boot(bzimage, host, guest_command, shared, console, images, memory=memory, cpus=cpus,
                      boot_timeout_kvm=boot_timeout_kvm, boot_timeout_tcg=boot_timeout_tcg,
-                     run_timeout=run_timeout, echo=echo)
+                     run_timeout=run_timeout, echo=echo, on_line=on_line)
     finally:
         shutil.rmtree(images, ignore_errors=True)
 
 
 def _boot(bzimage: Path, host: Host, guest_command: list[str], shared: Path, console: Path,
           images: Path, *, memory: str, cpus: int, boot_timeout_kvm: float, boot_timeout_tcg: float,
-          run_timeout: float, echo: bool) -> BootResult:
+          run_timeout: float, echo: bool, on_line: Callable[[str], None] | None) -> BootResult:
     inner = f"echo {BOOT_MARKER}; " + shlex.join(guest_command)
     base = ["vng", "--run", str(bzimage), "--cpus", str(cpus), "--memory", memory,
             "--rwdir", str(shared), "--verbose", "--exec", inner, "--append", ROOT_9P_FLAGS,
@@ -208,7 +218,7 @@ def _boot(bzimage: Path, host: Host, guest_command: list[str], shared: Path, con
     for accel in attempts:
         argv = base + (["--disable-kvm"] if accel == "tcg" else [])
         timeout = boot_timeout_kvm if accel == "kvm" else boot_timeout_tcg
-        state, boot_s, rc, reason = _boot_once(argv, console, timeout, run_timeout, echo)
+        state, boot_s, rc, reason = _boot_once(argv, console, timeout, run_timeout, echo, on_line)
         tried.append(f"{accel}: {state}{' (' + reason + ')' if reason else ''}")
         if state == "hung" and accel == "kvm":
             (vlab_dir() / KVM_HANG_FILE).write_text(time.strftime("%Y-%m-%dT%H:%M:%S\n"))

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from iowatch import bundle
+from loop_devices import data_dir, loops_over  # noqa: F401 (data_dir: a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 IOWATCH = str(Path(sys.executable).parent / "iowatch")
@@ -29,23 +30,6 @@ pytestmark = [
     pytest.mark.skipif(not shutil.which("fio") or not shutil.which("fs_mark"),
                        reason="fio and fs_mark are not installed (scripts/setup.sh installs them)"),
 ]
-
-
-def _loops_over(images: Path) -> list[str]:
-    out = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True)
-    return [line.split()[0] for line in out.stdout.splitlines()
-            if len(line.split()) > 1 and line.split()[1].startswith(str(images))]
-
-
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    d = tmp_path / "data"
-    d.mkdir()
-    monkeypatch.setenv("IOWATCH_DATA_DIR", str(d))
-    yield d
-    for loop in _loops_over(d):
-        subprocess.run(["umount", loop], capture_output=True)
-        subprocess.run(["losetup", "-d", loop], capture_output=True)
 
 
 def iowatch(*args, **kw) -> subprocess.CompletedProcess:
@@ -61,7 +45,7 @@ def group_samples(rep: dict, group: str) -> dict[str, float]:
 def no_leftovers(data_dir: Path) -> None:
     from iowatch.filesystems import mount_root
 
-    assert _loops_over(data_dir) == [], "loop devices left attached"
+    assert loops_over(data_dir) == [], "loop devices left attached"
     ours = f" {mount_root(data_dir)}/"
     assert not any(ours in line for line in Path("/proc/mounts").read_text().splitlines()), \
         "filesystems left mounted"

@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from iowatch import inventory
+from iowatch import inventory, progress
 from iowatch.commands.guest_options import HostError, add_guest_run_options, qemu_host
 from iowatch.check import default_out, report, run_check, store_locally, summary
 from iowatch.kernel.series import SeriesError, load_series
@@ -38,10 +38,11 @@ def run(args) -> int:
         print(f"iowatch check: {e}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else default_out(series)
-    result = run_check(tree, args.base, series, host, Path(args.inventory or inventory.default_path()), args.matrix, out,
-                       profile=args.profile, reps=args.reps,
-                       store=(lambda p: None) if args.no_store else store_locally,
-                       say=lambda s: print(s, flush=True), echo_console=args.console)
+    with progress.from_args(args, "check") as display:
+        result = run_check(tree, args.base, series, host, Path(args.inventory or inventory.default_path()), args.matrix, out,
+                           profile=args.profile, reps=args.reps,
+                           store=(lambda p: None) if args.no_store else store_locally,
+                           say=display.say, echo_console=args.console)
     print()
     print(report(result))
     (out / "check.json").write_text(json.dumps(summary(result), indent=1) + "\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from iowatch import inventory
+from iowatch import inventory, progress
 from iowatch.inventory import Host
 
 
@@ -16,7 +16,8 @@ class HostError(ValueError):
 
 def add_guest_run_options(p, each: str) -> None:
     """--source, --matrix, --hosts, --inventory, --profile, --reps, --out, --no-store,
-    --console and --json; `each` names what the matrix runs on (variant, commit)."""
+    --console, --json and --no-progress/--quiet; `each` names what the matrix runs on
+    (variant, commit)."""
     p.add_argument("--source", default=None, metavar="TREE",
                    help="kernel git tree (default: Debian's linux-source-6.12)")
     p.add_argument("--matrix", default="check-quick",
@@ -31,6 +32,7 @@ def add_guest_run_options(p, each: str) -> None:
     p.add_argument("--no-store", action="store_true", help="do not store results in the local store")
     p.add_argument("--console", action="store_true", help="echo the guests' consoles")
     p.add_argument("--json", action="store_true", help="also print a JSON summary")
+    progress.add_options(p)
 
 
 def qemu_host(inventory_path: str | Path, name: str, elsewhere: str) -> Host:

@@ -7,7 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from iowatch import inventory, paths
+from iowatch import inventory, paths, progress
 from iowatch.commands.guest_options import HostError, qemu_host
 from iowatch.kernel.build import build_all, make_variants
 from iowatch.kernel.series import Series, SeriesError, load_series
@@ -36,6 +36,7 @@ def register(sub):
                    help="a kernel git tree (default: Debian's linux-source-6.12, unpacked once)")
     b.add_argument("--jobs", type=int, default=None, help="make -j (default: all cores)")
     b.add_argument("--json", action="store_true", help="print the variants as JSON")
+    progress.add_options(b)
     b.set_defaults(func=run_build)
     g = ksub.add_parser(
         "boot", help="boot a built kernel in the virtual lab and run a command in the guest",
@@ -64,7 +65,7 @@ def register(sub):
 def print_variant(v) -> None:
     what = "base" if v.index == 0 else f"patch {v.index}: {v.subject}"
     extra = f" in {v.build_s} s{' (incremental)' if v.incremental else ''}" if v.build_s else ""
-    print(f"  variant {v.index} [{v.status}] {v.commit[:12] or '-'} {what}{extra}", flush=True)
+    progress.current().say(f"  variant {v.index} [{v.status}] {v.commit[:12] or '-'} {what}{extra}")
     if v.error:
         print("    " + v.error.replace("\n", "\n    "), file=sys.stderr)
 
@@ -79,7 +80,8 @@ def run_build(args) -> int:
         print(f"kernel build: {len(series.patches)} patches of {series.name} on {plan.base[:12]} "
               f"({tree}); build directory {plan.build}", flush=True,
               file=sys.stderr if args.json else sys.stdout)
-        build_all(plan, args.jobs, on_variant=(lambda v: None) if args.json else print_variant)
+        with progress.from_args(args, "kernel build"):
+            build_all(plan, args.jobs, on_variant=(lambda v: None) if args.json else print_variant)
     except (SourceError, SeriesError) as e:
         print(f"iowatch kernel build: {e}", file=sys.stderr)
         return 2

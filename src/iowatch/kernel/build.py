@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -19,12 +20,20 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from iowatch import progress
 from iowatch.kernel.series import Series
 from iowatch.resources import kernel_config_dir
 from iowatch.kernel.source import SourceError, cache_dir, git, resolve
 
 CONFIG_DIR = kernel_config_dir()
 DEFAULT_FRAGMENTS = ("iowatch.config", "no-debug.config")
+# kbuild's quiet output (no V=1) names each step and its target, such as
+# "  CC      fs/xfs/xfs_buf.o" or "  LD [M]  fs/xfs/xfs.ko": the steps that make an
+# object (compile, assemble, link, archive) are what a build's progress counts.
+OBJECT_STEP = re.compile(r"^  (?:CC|AS|LD|AR|HOSTCC|HOSTCXX|HOSTLD)(?: \[M\])?\s+\S")
+# The object count and time of the last build per build directory, config and
+# kind (full or incremental): the next build's progress total and estimate.
+BUILD_COUNTS = "build-counts.json"
 
 
 @dataclass
@@ -136,6 +145,12 @@ def configure(plan: Plan, fragments: list[Path] | None = None) -> Path:
     digest = _fragments_hash(fragments)
     if (plan.build / ".config").is_file() and stamp.is_file() and stamp.read_text() == digest:
         return plan.build / ".config"
+    with progress.current().phase("configure", detail="vng --kconfig and the fragments", each=False):
+        _configure(plan, fragments, stamp, digest)
+    return plan.build / ".config"
+
+
+def _configure(plan: Plan, fragments: list[Path], stamp: Path, digest: str) -> None:
     plan.build.mkdir(parents=True, exist_ok=True)
     env = _env()
     args = ["vng", "--kconfig"] + [a for f in fragments for a in ("--config", str(f))]
@@ -152,12 +167,60 @@ def configure(plan: Plan, fragments: list[Path] | None = None) -> Path:
     subprocess.run(["make", "-s", "-C", str(plan.work), f"O={plan.build}", "olddefconfig"],
                    env=env, check=True, capture_output=True)
     stamp.write_text(digest)
-    return plan.build / ".config"
 
 
 def _compiler() -> str:
     out = subprocess.run(["gcc", "--version"], capture_output=True, text=True)
     return out.stdout.splitlines()[0] if out.stdout else "gcc (unknown)"
+
+
+def is_object_step(line: str) -> bool:
+    return OBJECT_STEP.match(line) is not None
+
+
+def _counts_key(plan: Plan, config: bytes, incremental: bool) -> str:
+    return (f"{plan.build.name}/{hashlib.sha256(config).hexdigest()[:16]}/"
+            f"{'incremental' if incremental else 'full'}")
+
+
+def last_build(key: str) -> dict:
+    """{"objects": n, "build_s": s} of the last build under this key, or {}."""
+    try:
+        return json.loads((cache_dir() / BUILD_COUNTS).read_text()).get(key, {})
+    except (OSError, ValueError):
+        return {}
+
+
+def _remember_build(key: str, objects: int, build_s: float) -> None:
+    path = cache_dir() / BUILD_COUNTS
+    try:
+        counts = json.loads(path.read_text())
+    except (OSError, ValueError):
+        counts = {}
+    counts[key] = {"objects": objects, "build_s": build_s, "at": progress.stamp()}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(counts, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def _make(argv: list[str], env: dict, logf, phase: progress.Phase) -> int:
+    """Run make with its output into the log, counting the object steps into the phase."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace", bufsize=1)
+    try:
+        for line in proc.stdout:
+            logf.write(line)
+            if is_object_step(line):
+                phase.advance(1, line.split(None, 1)[-1].strip())
+                if phase.total is not None and phase.completed > phase.total:
+                    phase.set_total(None)  # more than last time: no total to show
+        return proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        proc.stdout.close()
 
 
 def build_variant(plan: Plan, v: Variant, jobs: int | None = None,
@@ -169,13 +232,28 @@ def build_variant(plan: Plan, v: Variant, jobs: int | None = None,
     artifacts.mkdir(parents=True, exist_ok=True)
     v.incremental = (plan.build / "vmlinux").exists()
     jobs = jobs or os.cpu_count() or 2
+    config_path = plan.build / ".config"
+    key = _counts_key(plan, config_path.read_bytes() if config_path.is_file() else b"", v.incremental)
+    last = last_build(key)
+    detail = (f"{'incremental' if v.incremental else 'full'}; last time {last['objects']} objects "
+              f"in {last['build_s']:.0f} s" if last else
+              f"{'incremental' if v.incremental else 'full'}; no earlier build of this tree and "
+              "config to estimate from")
     t0 = time.monotonic()
-    with open(artifacts / "build.log", "w") as logf:
-        argv = ["make", "-C", str(plan.work), f"O={plan.build}", f"-j{jobs}", "CC=ccache gcc",
-                "olddefconfig", "bzImage"]
-        logf.write("$ " + " ".join(argv) + "\n")
-        logf.flush()
-        rc = subprocess.run(argv, env=env, stdout=logf, stderr=subprocess.STDOUT).returncode
+    with progress.current().phase(f"build variant {v.index}", total=last.get("objects"),
+                                  detail=detail, each=False) as phase:
+        with open(artifacts / "build.log", "w") as logf:
+            argv = ["make", "-C", str(plan.work), f"O={plan.build}", f"-j{jobs}", "CC=ccache gcc",
+                    "olddefconfig", "bzImage"]
+            logf.write("$ " + " ".join(argv) + "\n")
+            logf.flush()
+            rc = _make(argv, env, logf, phase)
+        objects = f"{phase.completed} object{'' if phase.completed == 1 else 's'}"
+        if rc:
+            phase.end("build-failed", f"make exited {rc}; {objects}")
+        else:
+            phase.end("built", objects)
+            _remember_build(key, phase.completed, round(time.monotonic() - t0, 1))
     v.build_s = round(time.monotonic() - t0, 1)
     v.artifacts = str(artifacts)
     v.compiler = _compiler()
