@@ -162,8 +162,8 @@ def test_a_dry_run_changes_nothing_and_a_second_pass_is_a_no_op(history):
 
 
 def test_keep_raw_and_the_window_are_honoured(history):
-    RunRetention.objects.create(run=history[0], keep_raw=True)
-    assert "summarised 9 run(s)" in retain()
+    said = retain("--keep", str(history[0].run_id))
+    assert f"run {history[0].run_id} stays raw" in said and "summarised 9 run(s)" in said, said
     assert Sample.objects.filter(cell__run=history[0]).exists()
     # A wider window reaches no further runs; a narrower one reaches the two new ones.
     assert "summarised 0 run(s)" in retain("--days", "200")
@@ -173,3 +173,13 @@ def test_keep_raw_and_the_window_are_honoured(history):
 def test_a_negative_window_is_refused():
     with pytest.raises(CommandError, match="--days -1: give 0 or more days"):
         retain("--days", "-1")
+
+
+def test_keep_names_an_unknown_or_summarised_run(history):
+    with pytest.raises(CommandError, match="--keep nope: no stored run has this id"):
+        retain("--keep", "nope")
+    retain()
+    with pytest.raises(CommandError, match=f"--keep {history[0].run_id}: summarised on"):
+        retain("--keep", str(history[0].run_id))
+    with pytest.raises(CommandError, match="does not go with --dry-run"):
+        retain("--keep", str(history[-2].run_id), "--dry-run")
