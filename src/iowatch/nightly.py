@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from iowatch import bundle, paths
+from iowatch import bundle, paths, resources
 from iowatch.ciapi import Client, ServerError
 from iowatch.inventory import Host
 
@@ -262,6 +262,7 @@ def run_in_vlab(tree: Path, branch: str, host: Host, inventory: Path, matrix: st
                            f"{(v.error or '').strip()[-800:]}")
     say(f"built {branch} {v.commit[:12]} as {v.release} in {v.build_s} s"
         f"{' (incremental)' if v.incremental else ''}; booting it on {host.name}")
+    matrix = str(resources.matrix_path(matrix).resolve())  # the guest's run takes a path
     vr = run_variant(plan, v, host, inventory, matrix, out, profile=profile, reps=reps, say=say,
                      echo_console=echo_console, phases=result.phases)
     if vr.status not in ("passed", "failed") or vr.bundle is None:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from iowatch import inventory, paths
+from iowatch import inventory, paths, resources
 
 
 def _fail(client, job, reason: str) -> int:
@@ -97,7 +97,8 @@ def run_job(args) -> int:
         return _fail(client, job, f"regression {job.regression}: its good ({job.good.get('kernel')}) "
                                   f"and bad ({job.bad.get('kernel')}) kernels must both carry a git "
                                   "commit (kernel.git_commit of their runs) to be bisected")
-    matrix = args.matrix or job.matrix or "check-quick"
+    # A path, not a name: the guest resolves it from the run command (iowatch.vlab).
+    matrix = str(resources.matrix_path(args.matrix or job.matrix or "check-quick").resolve())
     say = (lambda s: print(s, flush=True))
     print(f"bisect: regression {job.regression} ({job.kind or 'regression'}), "
           f"{good[:12]} (good) .. {bad[:12]} (bad), following {job.cell.get('study')} "
