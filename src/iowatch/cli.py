@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from iowatch import __version__
@@ -23,6 +24,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="iowatch",
         description="Storage performance-regression CI for Linux kernel changes.")
     p.add_argument("--version", action="version", version=f"iowatch {__version__}")
+    p.add_argument("--studies", metavar="DIR", default=None,
+                   help="read study files from DIR instead of the ones iowatch ships "
+                        "(the same as IOWATCH_STUDIES=DIR; give it before the command)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in ([only] if only else COMMANDS):
         importlib.import_module(f"iowatch.commands.{name}").register(sub)
@@ -36,11 +40,25 @@ def _command(argv: list[str]) -> str | None:
     return name if name in COMMANDS else None
 
 
+def _studies_first(argv: list[str]) -> list[str]:
+    """`iowatch --studies DIR COMMAND …`: DIR becomes IOWATCH_STUDIES, which every
+    command, the local store's child processes and guests read (iowatch.resources),
+    and the rest is the command line as if it had not been given."""
+    if argv[:1] == ["--studies"] and len(argv) > 1:
+        os.environ["IOWATCH_STUDIES"] = os.path.abspath(argv[1])
+        return argv[2:]
+    if argv[:1] and argv[0].startswith("--studies="):
+        os.environ["IOWATCH_STUDIES"] = os.path.abspath(argv[0].split("=", 1)[1])
+        return argv[1:]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser(_command(sys.argv[1:] if argv is None else argv))
+    argv = _studies_first(sys.argv[1:] if argv is None else list(argv))
+    parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     if hasattr(args, "argv"):  # the command's own arguments, for a command that hands itself on
-        args.argv = (sys.argv[1:] if argv is None else list(argv))[1:]
+        args.argv = argv[1:]
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -9,10 +9,12 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import asdict
 
+from iowatch import reproduce
 from iowatch.comparison import Side
 from iowatch.judging import Comparison
 from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
+from iowatch.stats.confounders import shown
 from iowatch.stats.wording import amount
 
 FORMATS = ("text", "json", "junit", "markdown")
@@ -79,10 +81,10 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
             study = cmp.studies.get(k.study)
             out.append("")
             if study:
-                out.append(f"study {k.study}: {study.title} (seed {study.data['seed']})")
+                out.append(f"study {k.study}: {study.title} (seed {study.seed})")
                 ctx = cmp.context.get(current)
                 profile = _profile(ctx.candidate_cell) if ctx else None
-                scaling = study.data["profiles"].get(profile, {}).get("scaling") if profile else None
+                scaling = study.scaling(profile) if profile else None
                 if scaling:
                     out.append(f"  profile {profile}: {scaling}")
             else:
@@ -132,17 +134,21 @@ def render_text(cmp: Comparison) -> str:
         out += ["", "diagnostics (the study's other metrics: shown, never a verdict):"]
         _cell_lines(cmp, cmp.diagnostics, None, out, judged=False)
     out += ["", "confounders (differences between the sides that can explain a change):"]
-    out += [f"  {x.name}: {x.base} -> {x.candidate} ({x.why})" for x in cmp.confounders] or \
+    out += [f"  {x.name}: {' -> '.join(shown(x))} ({x.why})" for x in cmp.confounders] or \
         ["  none recorded"]
     out += ["", "reproduce:"]
-    for role, side in (("base", cmp.base), ("candidate", cmp.candidate)):
-        commands = sorted({r["command"] for r in side.runs if r.get("command")})
-        if commands:
-            out += [f"  {role}: {c}" for c in commands]
-        elif side.source == "published":
-            slugs = sorted({v.key.study for v in cmp.verdicts + cmp.diagnostics})
-            out += [f"  {role}: iowatch run jobs/studies/{s}.yml --profile full --target HOST "
-                    f"(on the {role} kernel)" for s in slugs]
+    if cmp.base.source == "published" or cmp.candidate.source == "published":
+        slugs = sorted({v.key.study for v in cmp.verdicts + cmp.diagnostics})
+        out += [f"  iowatch run jobs/studies/{s}.yml --profile full --target HOST "
+                f"(booted into the measured kernel)" for s in slugs]
+    elif cmp.base.runs and cmp.candidate.runs:
+        # What a person types, not the guest-internal commands the bundles carry.
+        base, candidate = cmp.base.runs[0], cmp.candidate.runs[0]
+        host = candidate.get("host") or {}
+        out += reproduce.lines(reproduce.end_of_manifest(base), reproduce.end_of_manifest(candidate),
+                               matrix=candidate.get("matrix"), host=host.get("name"),
+                               host_kind=host.get("kind"),
+                               reps=max((v.candidate.n for v in cmp.verdicts), default=None))
     return "\n".join(out) + "\n"
 
 

@@ -10,6 +10,7 @@ to run together.
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,9 @@ def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matr
         s = load_study(path)
         return Matrix(name=s.slug, path=path, studies=[s])
     data = load_yaml(path, "matrix-v1.json")
-    studies_dir = Path(studies_dir) if studies_dir else path.parent / "studies"
+    # --studies DIR / $IOWATCH_STUDIES name the study files for every matrix; else
+    # a matrix reads the studies/ beside it (the packaged matrices: the packaged studies).
+    studies_dir = Path(studies_dir or os.environ.get("IOWATCH_STUDIES") or path.parent / "studies")
     studies, filesystems = [], {}
     for i, entry in enumerate(data["studies"]):
         study_path = studies_dir / f"{entry['study']}.yml"

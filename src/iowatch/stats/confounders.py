@@ -89,6 +89,17 @@ def normalised_cmdline(cmdline: str | None) -> str | None:
     return " ".join(p for p in _PARAMETER.findall(cmdline) if not _PER_RUN_PARAMETERS.match(p))
 
 
+def shown(c: Confounder) -> tuple[str, str]:
+    """A confounder's two sides as a report prints them: the command lines
+    only by the parameters in which they differ (each is hundreds of
+    characters, mostly the same)."""
+    if c.name == "kernel cmdline":
+        base, cand = _PARAMETER.findall(str(c.base)), _PARAMETER.findall(str(c.candidate))
+        return (" ".join(p for p in base if p not in cand) or "(none)",
+                " ".join(p for p in cand if p not in base) or "(none)")
+    return str(c.base), str(c.candidate)
+
+
 def _kernel_config(doc: dict) -> dict:
     kernel = doc.get("kernel") or {}
     return (kernel.get("config") or doc.get("kernel_config")

@@ -13,7 +13,9 @@ from django.views.decorators.http import require_http_methods
 
 from iowatch_web.dashboard import attention, comparing, published, queries, run_numbers, series_keys
 from iowatch.report import STATE_WORDS
-from iowatch_web.regressions.models import STATES, Regression
+from iowatch_web.regressions.api import report_text
+from iowatch_web.regressions.bisect_api import latest as latest_bisect
+from iowatch_web.regressions.models import STATES, BisectJob, Regression
 from iowatch_web.regressions.triage import TriageRefused, triage
 from iowatch_web.results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Study
 
@@ -70,9 +72,20 @@ def history(request):
 def regressions(request):
     state = request.GET.get("state", "")
     rows = attention.regression_list([state] if state in STATES else None, limit=200)
+    bisects = bisect_states([r["id"] for r in rows])
+    rows = [{**r, "bisect": bisects.get(r["id"])} for r in rows]
     return render(request, "dashboard/regressions.html", {
         "rows": rows, "state": state,
         "by_state": [(s, STATES[s], n) for s, n in queries.regressions_by_state().items()]})
+
+
+def bisect_states(regression_ids) -> dict[int, str]:
+    """Each regression's latest bisect state (open before finished)."""
+    states: dict[int, str] = {}
+    for rid, state in (BisectJob.objects.filter(regression_id__in=regression_ids)
+                       .order_by("regression_id", "-created", "-id").values_list("regression_id", "state")):
+        states.setdefault(rid, state)
+    return states
 
 
 @require_http_methods(["GET", "POST"])
@@ -95,10 +108,12 @@ def regression_detail(request, regression_id: int):
         return HttpResponseRedirect(reverse("dashboard:regression", args=[regression.pk]))
     comparison = regression.comparison
     keys = queries.history_keys_of_regression(regression)
+    bisect = latest_bisect(regression)
     return render(request, "dashboard/regression.html", {
         "regression": regression, "comparison": comparison, "states": STATES,
         **attention.regression_cells(regression),
         "events": regression.events.select_related("user").order_by("-at", "-id"),
+        "bisect": bisect, "report": report_text(regression.pk, "email"),
         "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(key),
                           reverse("dashboard:history") + "?" + urlencode(key)) for key in keys[:4]],
     })

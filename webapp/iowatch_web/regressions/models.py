@@ -18,7 +18,8 @@ from django.db.models import F, Q
 
 from iowatch.metrics import DIRECTIONS
 from iowatch.stats.verdict import OUTCOMES
-from iowatch_web.results.models import DEVICE_CLASSES, Device, Host, Kernel, Metric, Run, Study
+from iowatch_web.results.models import (DEVICE_CLASSES, Agent, Device, Host, Kernel, Metric, Run,
+                                        Study)
 
 REASONS = {
     "parent": "parent in series",
@@ -26,6 +27,12 @@ REASONS = {
     "previous-run": "previous run of the same matrix on the host",
     "change-point": "nightly change point",
 }
+# What kind of change a regression is (the API's "kind"): a nightly's (a change
+# point, or a night over night comparison of nightly runs), a series patch's
+# ("check"), or any other A/B.
+KINDS = ("nightly", "check", "ab")
+BISECT_STATES = ("queued", "running", "done", "failed")
+BISECT_OPEN = ("queued", "running")
 STATES = {
     "new": "new",
     "acknowledged": "acknowledged",
@@ -160,21 +167,20 @@ class Regression(models.Model):
     comparison = models.OneToOneField(Comparison, on_delete=models.CASCADE,
                                       related_name="regression")
     state = models.CharField(max_length=12, choices=list(STATES.items()), default="new")
+    kind = models.CharField(max_length=8, choices=[(k, k) for k in KINDS], default="ab",
+                            help_text="set when it is opened (regressions/nightly.py kind_of)")
     notes = models.TextField(blank=True, default="", help_text="the latest triage note")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created", "-id"]
-        constraints = [_one_of("state", STATES, "regression_state_known")]
+        constraints = [_one_of("state", STATES, "regression_state_known"),
+                       _one_of("kind", KINDS, "regression_kind_known")]
         indexes = [models.Index(fields=["state", "created"], name="regression_state")]
 
     def __str__(self) -> str:
         return f"regression #{self.pk}: {self.comparison} [{self.get_state_display()}]"
-
-    @property
-    def kind(self) -> str:
-        return "change-point" if self.comparison.reason == "change-point" else "ab"
 
     def regressed_cells(self):
         return self.comparison.cells.filter(outcome="regression")
@@ -234,3 +240,59 @@ class ChangePoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cell_key} [{self.group}] {self.metric_id} at {self.kernel}"
+
+
+class BisectJob(models.Model):
+    """A bisect of one regression between its good and bad commits, on the
+    queue agents claim from (POST /api/v1/bisects/claim): queued, running
+    (claimed by an agent, steps arriving), then done or failed. One open job
+    per regression; a finished one stays as the record of what was found."""
+    regression = models.ForeignKey(Regression, on_delete=models.CASCADE, related_name="bisects")
+    state = models.CharField(max_length=8, choices=[(s, s) for s in BISECT_STATES],
+                             default="queued")
+    origin = models.CharField(max_length=12, choices=[("nightly", "nightly"),
+                                                      ("maintainer", "maintainer")])
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
+                                     null=True, blank=True, related_name="+")
+    # The cell followed: the regression's worst deciding cell unless a maintainer picked one.
+    cell_key = models.CharField(max_length=300)
+    study = models.CharField(max_length=100)
+    device_class = models.CharField(max_length=20, blank=True, default="")
+    filesystem = models.CharField(max_length=50, blank=True, default="")
+    group = models.CharField(max_length=100)
+    metric = models.ForeignKey(Metric, on_delete=models.PROTECT, related_name="+")
+    good_kernel = models.CharField(max_length=200)
+    good_commit = models.CharField(max_length=64, null=True, blank=True)
+    bad_kernel = models.CharField(max_length=200)
+    bad_commit = models.CharField(max_length=64, null=True, blank=True)
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="bisects", help_text="the agent that claimed it")
+    agent_host = models.CharField(max_length=200, blank=True, default="",
+                                  help_text="the host the agent said it measures on")
+    steps = models.JSONField(default=list, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created", "id"]
+        constraints = [
+            _one_of("state", BISECT_STATES, "bisectjob_state_known"),
+            _one_of("origin", ("nightly", "maintainer"), "bisectjob_origin_known"),
+            models.UniqueConstraint(fields=["regression"], condition=Q(state__in=BISECT_OPEN),
+                                    name="bisectjob_one_open_per_regression"),
+            models.CheckConstraint(condition=Q(state="queued") | Q(claimed_at__isnull=False),
+                                   name="bisectjob_claimed_when_started"),
+        ]
+        # The claim's read: the oldest queued job.
+        indexes = [models.Index(fields=["state", "created"], name="bisectjob_queue")]
+
+    def __str__(self) -> str:
+        return f"bisect #{self.pk} of regression #{self.regression_id} [{self.state}]"
+
+    @property
+    def open(self) -> bool:
+        return self.state in BISECT_OPEN

@@ -39,7 +39,8 @@ def _check_note(note: str) -> None:
 
 
 def triage(regression_id: int, user, state: str, note: str = "") -> Regression:
-    """Set the state (and the latest note, when one is given); raises
+    """Set the state (and the latest note, when one is given; "bisecting"
+    queues a bisect job); raises
     UnknownState for a state outside STATES, BadNote for a note the store cannot
     keep, Http404 for an unknown regression."""
     if state not in STATES:
@@ -53,4 +54,8 @@ def triage(regression_id: int, user, state: str, note: str = "") -> Regression:
         if note:
             regression.notes = note
         regression.save(update_fields=["state", "notes", "updated"])
+        if state == "bisecting":
+            # Marking it "bisecting" queues the bisect agents claim (kept if one is open).
+            from iowatch_web.regressions.nightly import queue_bisect
+            queue_bisect(regression, origin="maintainer", user=user)
     return regression

@@ -1,0 +1,290 @@
+"""The mailing-list report of a stored regression: one pure function, no Django.
+
+render(detail, fmt) turns the JSON of GET /api/v1/regressions/{id} into the
+e-mail a kernel developer would send (fmt "email": headers and body) or its
+body under the subject line (fmt "text"). The server's report endpoint, the
+regression page and `iowatch report` all call it on that same JSON, so they
+give one text. The numbers are the stored verdict's (the detail's cells),
+never recomputed here.
+
+What it says: a subject in the form the lists use ("[iowatch] ext4: 33.2%
+write bandwidth regression on hdd (ext4, odirect-vs-readers) in <the first
+bad commit's subject, or the kernel>"), the device class, model and host,
+before and after with the change, its 95% CI and the repetitions a side, the
+first bad commit with who found it and from which runs, the confounders
+(iowatch.stats.confounders, the command line without what the virtual lab
+sets per run), and the commands that reproduce it (iowatch.reproduce). When
+the bad kernel is a patch of a series that came by mail, the e-mail replies
+in its thread: In-Reply-To the patch, References the cover letter and patch.
+"""
+from __future__ import annotations
+
+import email.policy
+from datetime import datetime
+from email.message import EmailMessage
+from email.utils import format_datetime, getaddresses
+
+from iowatch import reproduce
+from iowatch.metrics import METRICS
+from iowatch.stats.confounders import Confounder, shown
+from iowatch.stats.wording import amount, metric_phrase
+
+FORMATS = ("email", "text")
+# Plain text the lists take: 8-bit UTF-8, lines folded at 78 by the headers' policy.
+_POLICY = email.policy.default.clone(linesep="\n", max_line_length=78)
+_KIND_WORDS = {"nightly": "the nightly", "check": "a check of a patch series",
+               "ab": "a comparison of two kernels"}
+
+
+def worse_pct(change_pct: float | None, metric: str) -> float:
+    """How much worse, in %: positive when the metric moved the wrong way
+    (the order regressed cells are shown and bisected in)."""
+    if change_pct is None:
+        return 0.0
+    return -change_pct if METRICS[metric].direction == "higher" else change_pct
+
+
+def _cells(detail: dict) -> list[dict]:
+    """The regressed cells, worst first (the bisect's cell leads when it has one)."""
+    cells = list(detail.get("cells") or [])
+    followed = ((detail.get("bisect") or {}).get("cell") or {})
+    cells.sort(key=lambda c: (not (c["cell_key"], c["group"], c["metric"]) ==
+                              (followed.get("key"), followed.get("group"), followed.get("metric")),
+                              -worse_pct(c.get("change_pct"), c["metric"]), c["cell_key"], c["group"],
+                              c["metric"]))
+    return cells
+
+
+def _points(detail: dict) -> list[dict]:
+    return sorted(detail.get("change_points") or [],
+                  key=lambda p: -worse_pct(p.get("change_pct"), p["metric"]))
+
+
+def _patch(detail: dict, index: int | None) -> dict:
+    series = detail.get("series") or {}
+    return next((p for p in series.get("patches") or [] if p.get("index") == index), {})
+
+
+def first_bad(detail: dict) -> dict | None:
+    """The first bad commit: the bisect's, else for a series check the patch
+    itself (compared with its parent); None when nothing names one yet."""
+    bisect = detail.get("bisect") or {}
+    if bisect.get("state") == "done" and (bisect.get("result") or {}).get("first_bad"):
+        return {**bisect["result"]["first_bad"], "found_by": f"bisect #{bisect['id']}"}
+    kernel = detail.get("candidate_kernel") or {}
+    if detail.get("kind") == "check" and kernel.get("patch_index"):
+        patch = _patch(detail, kernel["patch_index"])
+        return {"commit": patch.get("commit") or kernel.get("git_commit"),
+                "subject": patch.get("subject") or "", "author": patch.get("author") or "",
+                "found_by": f"the check of series {kernel.get('series')}: patch "
+                            f"{kernel['patch_index']} against its parent"}
+    return None
+
+
+def _end(detail: dict, side: str) -> reproduce.End:
+    kernel = detail.get(f"{side}_kernel") or {}
+    series = detail.get("series") or {}
+    in_series = kernel.get("series") and kernel.get("series") == series.get("name")
+    return reproduce.End(kernel.get("release"), kernel.get("git_commit"), kernel.get("series"),
+                         series.get("base") if in_series else None,
+                         series.get("message_id") if in_series else None,
+                         kernel.get("patch_index"))
+
+
+def subject(detail: dict) -> str:
+    cells, points = _cells(detail), _points(detail)
+    lead = cells[0] if cells else (points[0] if points else None)
+    bad = first_bad(detail)
+    where = (bad.get("subject") or bad.get("commit", "")[:12]) if bad else _end(detail, "candidate").name
+    if lead is None:
+        return f"[iowatch] regression in {where}"
+    fs = lead.get("filesystem") or "block"
+    size = abs(lead.get("change_pct") or 0.0)
+    device_class = lead.get("device_class") or "?"
+    return (f"[iowatch] {fs}: {size:.1f}% {metric_phrase(lead['metric'])} regression on "
+            f"{device_class} ({fs}, {lead['study']}) in {where}")
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:+.1f}%"
+
+
+def _cell_lines(c: dict) -> list[str]:
+    unit = c.get("unit") or METRICS[c["metric"]].unit
+    (b, a), shown_unit = amount((c["base"]["median"], c["candidate"]["median"]), unit)
+    ci = ("n/a (a side has one sample)" if c.get("ci_low") is None
+          else f"[{c['ci_low']:+.1f}%, {c['ci_high']:+.1f}%]")
+    out = [f"  {c['study']} {c.get('device') or ''} {c.get('filesystem') or ''} "
+           f"[{c['group']}] {c['metric']}".replace("  ", " "),
+           f"    before {b} {shown_unit}, after {a} {shown_unit} (medians)",
+           f"    change {_pct(c.get('change_pct'))}, 95% CI {ci}, "
+           f"{c['base']['n']} vs {c['candidate']['n']} repetitions"]
+    if c.get("words"):
+        out.append(f"    {c['words']}.")
+    return out
+
+
+def _point_lines(p: dict) -> list[str]:
+    unit = METRICS[p["metric"]].unit
+    (b, a), shown_unit = amount((p["before_mean"], p["after_mean"]), unit)
+    return [f"  {p['study']} {p.get('device') or ''} {p.get('filesystem') or ''} "
+            f"[{p['group']}] {p['metric']}".replace("  ", " "),
+            f"    a step in the nightly history: {b} -> {a} {shown_unit} (means of the nights "
+            f"either side), {_pct(p.get('change_pct'))}"]
+
+
+def _setup_lines(detail: dict, lead: dict | None) -> list[str]:
+    good, bad = _end(detail, "base"), _end(detail, "candidate")
+    host = detail.get("host") or "?"
+    out = []
+    if lead is not None:
+        model = lead.get("device_model") or "model not recorded"
+        out += [f"  device class:  {lead.get('device_class') or '?'}",
+                f"  device:        {lead.get('device') or 'none'} ({model})",
+                f"  filesystem:    {lead.get('filesystem') or 'none (raw device)'}",
+                f"  study:         {lead['study']}"]
+    out += [f"  host:          {host} ({detail.get('host_kind') or 'host'})",
+            f"  matrix:        {detail.get('matrix') or '?'}",
+            f"  good kernel:   {good.name}",
+            f"  bad kernel:    {bad.name}"]
+    trigger = detail.get("trigger") or {}
+    if trigger.get("branch"):
+        out.append(f"  nightly:       branch {trigger['branch']}"
+                   + (f", night of {trigger['night']}" if trigger.get("night") else ""))
+    return out
+
+
+def _first_bad_lines(detail: dict) -> list[str]:
+    bad = first_bad(detail)
+    bisect = detail.get("bisect") or {}
+    good_runs = ", ".join((detail.get("good") or {}).get("runs") or []) or "none"
+    bad_runs = ", ".join((detail.get("bad") or {}).get("runs") or []) or "none"
+    if bad is None:
+        state = bisect.get("state")
+        if state in ("queued", "running"):
+            head = [f"first bad commit: not known yet (bisect #{bisect['id']} {state}, "
+                    f"{len(bisect.get('steps') or [])} steps so far)"]
+        elif state == "failed":
+            head = [f"first bad commit: bisect #{bisect['id']} failed: {bisect.get('error')}"]
+        else:
+            head = ["first bad commit: not bisected"]
+    else:
+        head = [f"first bad commit: {(bad.get('commit') or '?')[:12]} (\"{bad.get('subject') or '?'}\")",
+                f"  author:    {bad.get('author') or 'not recorded'}",
+                f"  found by:  {bad['found_by']}"]
+        result = bisect.get("result") or {}
+        if result.get("skipped"):
+            head.append("  skipped (did not build or boot): "
+                        + ", ".join(c[:12] for c in result["skipped"]))
+    result = bisect.get("result") or {}
+    if result.get("candidates") and not result.get("first_bad"):
+        head.append("  candidates left by skipped commits: "
+                    + ", ".join(c[:12] for c in result["candidates"]))
+    prov = result.get("provenance") or {}
+    head.append("  provenance:")
+    if prov.get("nightly"):
+        head.append(f"    nightly run {prov['nightly']}")
+    head += [f"    good runs: {', '.join(prov.get('good_runs') or []) or good_runs}",
+             f"    bad runs:  {', '.join(prov.get('bad_runs') or []) or bad_runs}"]
+    steps = bisect.get("steps") or []
+    if steps:
+        head.append(f"  steps ({len(steps)} measured):")
+        for s in steps:
+            median = "" if s.get("median") is None else f", median {s['median']:.4g} {s.get('unit') or ''}"
+            head.append(f"    {s['commit'][:12]} {s['outcome']}{median}, "
+                        f"{s.get('repetitions') or 0} repetitions  {s.get('subject') or ''}".rstrip())
+    return head
+
+
+def _confounder_lines(detail: dict) -> list[str]:
+    found = [Confounder(**c) for c in detail.get("confounders") or []]
+    if not found:
+        return ["  none: the two kernels' recorded debug options, preemption model, command line",
+                "  (without the virtual lab's per-run parameters), tools, governor and devices agree"]
+    kernel = [c for c in found if c.name.startswith("kernel ")]
+    other = [c for c in found if not c.name.startswith("kernel ")]
+    out = []
+    for c in kernel + other:
+        base, candidate = shown(c)
+        out.append(f"  {c.name}: {base} -> {candidate}")
+        out.append(f"    ({c.why})")
+    return out
+
+
+def body(detail: dict) -> str:
+    cells, points = _cells(detail), _points(detail)
+    lead = cells[0] if cells else (points[0] if points else None)
+    kind = _KIND_WORDS.get(detail.get("kind"), "a comparison")
+    out = ["Hi,", "",
+           f"iowatch (storage performance CI) found a regression in {kind}, "
+           f"regression #{detail['id']}:", ""]
+    out += _setup_lines(detail, lead) + ["", "before and after (the stored verdict):"]
+    for c in cells:
+        out += _cell_lines(c)
+    if not cells:
+        for p in points:
+            out += _point_lines(p)
+    out += ["", *_first_bad_lines(detail), "", "kernel config and setup confounders:",
+            *_confounder_lines(detail), "", "to reproduce:"]
+    trigger = detail.get("trigger") or {}
+    out += reproduce.lines(_end(detail, "base"), _end(detail, "candidate"),
+                           matrix=detail.get("matrix"), host=detail.get("host"),
+                           host_kind=detail.get("host_kind"), tree=trigger.get("tree"),
+                           branch=trigger.get("branch"),
+                           reps=max((c["candidate"]["n"] for c in cells), default=None))
+    out += ["", "-- ", f"iowatch regression #{detail['id']} ({detail.get('state_label') or detail.get('state')})"]
+    return "\n".join(out) + "\n"
+
+
+def _thread(detail: dict) -> tuple[str | None, list[str]]:
+    """(In-Reply-To, References) of the bad patch's mail thread, if it came by mail."""
+    series = detail.get("series") or {}
+    kernel = detail.get("candidate_kernel") or {}
+    patch = _patch(detail, kernel.get("patch_index"))
+    refs = [m for m in (series.get("message_id"), patch.get("message_id")) if m]
+    refs = [m if m.startswith("<") else f"<{m}>" for m in dict.fromkeys(refs)]
+    return (refs[-1] if refs else None), refs
+
+
+def _recipients(detail: dict) -> tuple[list[str], list[str]]:
+    """To: the bad patch's author and the configured To; Cc: the series' own
+    To and Cc (the lists it went to) and the configured Cc."""
+    mail = detail.get("mail") or {}
+    series = detail.get("series") or {}
+    patch = _patch(detail, (detail.get("candidate_kernel") or {}).get("patch_index"))
+    to = [a for a in [patch.get("author"), *(mail.get("to") or [])] if a]
+    cc = [*(series.get("to") or []), *(series.get("cc") or []), *(mail.get("cc") or [])]
+    seen = {addr.lower() for _, addr in getaddresses(to)}
+    cc = [a for a in dict.fromkeys(cc) if getaddresses([a])[0][1].lower() not in seen]
+    return list(dict.fromkeys(to)), cc
+
+
+def render(detail: dict, fmt: str = "email") -> str:
+    """The report of a regression detail (the API's JSON) as `fmt`: "email"
+    (headers and body, ready for git send-email or a mail client) or "text"."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+    text = body(detail)
+    if fmt == "text":
+        return f"{subject(detail)}\n\n{text}"
+    msg = EmailMessage(policy=_POLICY)
+    mail = detail.get("mail") or {}
+    sender = mail.get("from") or "iowatch <iowatch@localhost>"
+    to, cc = _recipients(detail)
+    msg["From"] = sender
+    msg["To"] = ", ".join(to) if to else "undisclosed-recipients:;"
+    if cc:
+        msg["Cc"] = ", ".join(cc)
+    msg["Subject"] = subject(detail)
+    when = detail.get("updated") or detail.get("created")
+    if when:
+        msg["Date"] = format_datetime(datetime.fromisoformat(str(when).replace("Z", "+00:00")))
+    domain = getaddresses([sender])[0][1].rpartition("@")[2] or "localhost"
+    bisect = detail.get("bisect") or {}
+    msg["Message-ID"] = f"<iowatch-regression-{detail['id']}-{bisect.get('id', 0)}@{domain}>"
+    reply_to, refs = _thread(detail)
+    if reply_to:
+        msg["In-Reply-To"] = reply_to
+        msg["References"] = " ".join(refs)
+    msg.set_content(text, cte="8bit")
+    return msg.as_string()

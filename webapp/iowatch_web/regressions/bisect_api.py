@@ -1,0 +1,283 @@
+"""/api/v1/bisects: the bisect queue agents work from (docs/lab.md, "Nightly and bisect").
+
+Agents authenticate with their ingest token (Authorization: Bearer). A claim
+takes the oldest queued job atomically (a row lock that skips locked rows on
+PostgreSQL, and on every store a conditional update from queued to running,
+so two agents never hold one job); the agent posts each measured step, then
+the result. A step or a result for a finished job is a 409: the job's record
+is what it found. Reading is open to anyone, like the rest of the API.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from django.db import transaction
+from django.db.models import Case, IntegerField, Value, When
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from ninja import Field, Router, Schema
+from ninja.security import HttpBearer
+
+from iowatch_web.regressions import nightly
+from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
+
+router = Router(tags=["bisects"])
+
+# Bounds on what an agent posts: a bisect of a year of nightlies is under 20
+# steps; a step's text fields are a commit, a subject line and an author.
+MAX_STEPS = 200
+MAX_RUNS = 100
+
+
+class AgentToken(HttpBearer):
+    """The ingest API's agent token (results/api.py AgentToken), looked up when
+    a request comes: results.api imports this module to mount its router."""
+
+    def authenticate(self, request: HttpRequest, token: str):
+        from iowatch_web.results.api import AgentToken as IngestToken
+        return IngestToken().authenticate(request, token)
+
+
+class Error(Schema):
+    error: str
+    where: str | None = None
+
+
+class Detail(Schema):
+    detail: str
+
+
+def _error(status: int, message: str, where: str | None = None) -> JsonResponse:
+    return JsonResponse({"error": message, "where": where}, status=status)
+
+
+# --- what goes out ---------------------------------------------------------------
+
+class BisectOut(Schema):
+    id: int
+    regression: int
+    state: str
+    origin: str
+    agent: str | None
+    agent_host: str
+    requested_by: str | None
+    cell: dict
+    good: dict
+    bad: dict
+    steps: list
+    result: dict | None
+    error: str | None
+    created: datetime
+    updated: datetime
+    claimed_at: datetime | None
+    finished_at: datetime | None
+
+    @staticmethod
+    def resolve_regression(job: BisectJob) -> int:
+        return job.regression_id
+
+    @staticmethod
+    def resolve_agent(job: BisectJob) -> str | None:
+        return job.agent.name if job.agent_id else None
+
+    @staticmethod
+    def resolve_requested_by(job: BisectJob) -> str | None:
+        return job.requested_by.get_username() if job.requested_by_id else None
+
+    @staticmethod
+    def resolve_cell(job: BisectJob) -> dict:
+        return cell_of(job)
+
+    @staticmethod
+    def resolve_good(job: BisectJob) -> dict:
+        return {"kernel": job.good_kernel, "commit": job.good_commit}
+
+    @staticmethod
+    def resolve_bad(job: BisectJob) -> dict:
+        return {"kernel": job.bad_kernel, "commit": job.bad_commit}
+
+
+def cell_of(job: BisectJob) -> dict:
+    return {"study": job.study, "device_class": job.device_class, "filesystem": job.filesystem,
+            "group": job.group, "metric": job.metric_id, "key": job.cell_key}
+
+
+class Claimed(Schema):
+    id: int
+    regression: int
+    good: dict
+    bad: dict
+    cell: dict
+    host: str
+    matrix: str
+    tree: str | None
+    branch: str | None
+
+
+class BisectPage(Schema):
+    count: int
+    items: list[BisectOut]
+
+
+def _jobs():
+    return BisectJob.objects.select_related("agent", "requested_by")
+
+
+# --- what comes in ------------------------------------------------------------------
+
+Text = Field(..., min_length=1, max_length=1000)
+
+
+class ClaimIn(Schema):
+    host: str = Field(..., min_length=1, max_length=200)
+
+
+class StepIn(Schema):
+    commit: str = Field(..., pattern=r"^[0-9a-f]{7,64}$")
+    subject: str = Field("", max_length=1000)
+    author: str = Field("", max_length=500)
+    outcome: Literal["good", "bad", "skipped", "unsure"]
+    median: float | None = Field(None, allow_inf_nan=False)
+    unit: str = Field("", max_length=20)
+    repetitions: int = Field(0, ge=0, le=10_000)
+    run_ids: list[str] = Field(default_factory=list, max_length=MAX_RUNS)
+    position: float | None = Field(None, allow_inf_nan=False)
+
+
+class Commit(Schema):
+    commit: str = Field(..., pattern=r"^[0-9a-f]{7,64}$")
+    subject: str = Field("", max_length=1000)
+    author: str = Field("", max_length=500)
+
+
+class Provenance(Schema):
+    nightly: str | None = Field(None, max_length=100)
+    good_runs: list[str] = Field(default_factory=list, max_length=MAX_RUNS)
+    bad_runs: list[str] = Field(default_factory=list, max_length=MAX_RUNS)
+
+
+class ResultIn(Schema):
+    state: Literal["done", "failed"]
+    first_bad: Commit | None = None
+    candidates: list[str] = Field(default_factory=list, max_length=MAX_STEPS)
+    skipped: list[str] = Field(default_factory=list, max_length=MAX_STEPS)
+    error: str | None = Field(None, max_length=10_000)
+    provenance: Provenance = Field(default_factory=Provenance)
+
+
+# --- the queue -------------------------------------------------------------------------
+
+def claim(agent, host: str) -> BisectJob | None:
+    """The oldest queued job (one of this host's regressions first), now running
+    for `agent`; None when nothing is queued."""
+    while True:
+        with transaction.atomic():
+            queued = (BisectJob.objects.filter(state="queued")
+                      .annotate(here=Case(When(regression__comparison__host__name=host, then=Value(0)),
+                                          default=Value(1), output_field=IntegerField()))
+                      .order_by("here", "created", "id"))
+            # skip_locked: another agent's claim in flight passes over this row.
+            job = queued.select_for_update(skip_locked=True, of=("self",)).first()
+            if job is None:
+                return None
+            # Where rows are not locked (SQLite), the update from queued is what
+            # makes the claim one agent's.
+            now = timezone.now()
+            if BisectJob.objects.filter(pk=job.pk, state="queued").update(
+                    state="running", agent=agent, agent_host=host, claimed_at=now, updated=now):
+                return BisectJob.objects.select_related("regression__comparison__host").get(pk=job.pk)
+
+
+def _finished(job: BisectJob) -> JsonResponse:
+    return _error(409, f"bisect #{job.pk} is {job.state} (finished at {job.finished_at:%Y-%m-%d %H:%M} "
+                       "UTC): it takes no more steps nor results; a maintainer queues a new one "
+                       "with POST /api/v1/regressions/{id}/bisect", "bisect state")
+
+
+def _locked(job_id: int) -> BisectJob:
+    return get_object_or_404(BisectJob.objects.select_for_update(), pk=job_id)
+
+
+@router.post("/claim", auth=AgentToken(), response={200: Claimed, 204: None, 400: Error, 401: Error},
+             summary="Take the oldest queued bisect (agents); 204 when nothing is queued")
+def claim_job(request, body: ClaimIn):
+    job = claim(request.auth, body.host)
+    if job is None:
+        return HttpResponse(status=204)
+    regression = job.regression
+    good, bad = nightly.good_and_bad(regression)
+    trigger = nightly.trigger_of(regression)
+    return {"id": job.pk, "regression": regression.pk,
+            "good": {**good, "kernel": job.good_kernel, "commit": job.good_commit},
+            "bad": {**bad, "kernel": job.bad_kernel, "commit": job.bad_commit},
+            "cell": cell_of(job), "host": regression.comparison.host.name,
+            "matrix": regression.comparison.matrix,
+            "tree": trigger.get("tree"), "branch": trigger.get("branch")}
+
+
+@router.get("", response={200: BisectPage, 400: Error}, summary="Bisect jobs, oldest first")
+def list_jobs(request, state: str | None = None):
+    jobs = _jobs()
+    if state is not None:
+        if state not in BISECT_STATES:
+            return _error(400, f"state {state!r} is not one of {', '.join(BISECT_STATES)}",
+                          "query field state")
+        jobs = jobs.filter(state=state)
+    items = list(jobs[:1000])
+    return {"count": jobs.count(), "items": items}
+
+
+@router.get("/{job_id}", response={200: BisectOut, 404: Error}, summary="One bisect job")
+def get_job(request, job_id: int):
+    return get_object_or_404(_jobs(), pk=job_id)
+
+
+@router.post("/{job_id}/steps", auth=AgentToken(),
+             response={200: BisectOut, 400: Error, 401: Error, 404: Error, 409: Error},
+             summary="Append a measured step to a bisect (agents)")
+def post_step(request, job_id: int, body: StepIn):
+    with transaction.atomic():
+        job = _locked(job_id)
+        if not job.open:
+            return _finished(job)
+        if len(job.steps) >= MAX_STEPS:
+            return _error(400, f"bisect #{job.pk} has {MAX_STEPS} steps already", "body")
+        job.steps = [*job.steps, {**body.model_dump(), "at": timezone.now().isoformat()}]
+        fields = ["steps", "updated"]
+        if job.state == "queued":  # an agent that bisects without claiming first
+            job.state, job.agent, job.claimed_at = "running", request.auth, timezone.now()
+            fields += ["state", "agent", "claimed_at"]
+        job.save(update_fields=fields)
+    return get_object_or_404(_jobs(), pk=job_id)
+
+
+@router.post("/{job_id}/result", auth=AgentToken(),
+             response={200: BisectOut, 400: Error, 401: Error, 404: Error, 409: Error},
+             summary="Write a bisect's result: done with the first bad commit, or failed (agents)")
+def post_result(request, job_id: int, body: ResultIn):
+    if body.state == "done" and body.first_bad is None and not body.candidates:
+        return _error(400, "a done bisect names first_bad, or the candidates skips left",
+                      "body field first_bad")
+    if body.state == "failed" and not body.error:
+        return _error(400, "a failed bisect says why", "body field error")
+    with transaction.atomic():
+        job = _locked(job_id)
+        if not job.open:
+            return _finished(job)
+        job.state = body.state
+        job.result = body.model_dump(exclude={"state", "error"})
+        job.error = body.error
+        job.finished_at = timezone.now()
+        if job.claimed_at is None:
+            job.agent, job.claimed_at = request.auth, job.finished_at
+        job.save()
+    return get_object_or_404(_jobs(), pk=job_id)
+
+
+def latest(regression) -> BisectJob | None:
+    """The regression's open bisect, else its newest finished one."""
+    jobs = regression.bisects.select_related("agent", "requested_by")
+    return (jobs.filter(state__in=BISECT_OPEN).first()
+            or jobs.order_by("-finished_at", "-id").first())

@@ -1,0 +1,65 @@
+"""What a regression's detail (GET /api/v1/regressions/{id}) says beyond its
+verdicts, so the mailing-list report (iowatch.mailreport.render) can be made
+from that JSON alone, by the server, its page and `iowatch report` alike:
+the confounders of the two sides, the series and its mail thread, the nightly
+trigger, the host's kind and the report's mail headers.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+
+from django.conf import settings
+
+from iowatch.stats import confounders as find_confounders
+from iowatch_web.regressions.models import Regression
+from iowatch_web.results.models import Kernel
+from iowatch_web.results.sides import manifests
+
+DEFAULT_FROM = "iowatch <iowatch@localhost>"
+
+
+def _setting(name: str, default: str = "") -> str:
+    return getattr(settings, name, None) or os.environ.get(name) or default
+
+
+def _addresses(text: str) -> list[str]:
+    return [a.strip() for a in text.split(",") if a.strip()]
+
+
+def confounders(regression: Regression) -> list[dict]:
+    """Differences between the first run of each side (pooled runs of one
+    kernel share a setup), as iowatch.judging reports them: the command line
+    without what the virtual lab sets per run."""
+    c = regression.comparison
+    base = c.base_runs.select_related("host", "kernel__series").order_by("id").first()
+    candidate = c.candidate_runs.select_related("host", "kernel__series").order_by("id").first()
+    if base is None or candidate is None:
+        return []
+    # The manifests without samples' job rows: confounders read setup, not numbers.
+    b, k = manifests([base, candidate], job_samples=False)
+    return [asdict(x) for x in find_confounders(b, k)]
+
+
+def series(kernel: Kernel) -> dict | None:
+    """The kernel's series with its mail thread (Message-IDs of the cover
+    letter and each patch, To/Cc), and the patch this kernel ends at."""
+    if kernel.series_id is None:
+        return None
+    s = kernel.series
+    patches = [{"index": p.index, "subject": p.subject, "commit": p.commit,
+                "message_id": getattr(p, "message_id", None), "author": getattr(p, "author", "")}
+               for p in s.patches.order_by("index")]
+    mail = getattr(s, "mail", None) or {}
+    return {"name": s.name, "base": s.base, "message_id": s.message_id,
+            "patch_count": s.patch_count, "patch_index": kernel.patch_index,
+            "subject": mail.get("subject"), "to": mail.get("to", []), "cc": mail.get("cc", []),
+            "archive": mail.get("archive"), "patches": patches}
+
+
+def mail_headers() -> dict:
+    """From, To and Cc of the report (settings or the environment:
+    IOWATCH_MAIL_FROM, IOWATCH_MAIL_TO, IOWATCH_MAIL_CC, comma-separated)."""
+    return {"from": _setting("IOWATCH_MAIL_FROM", DEFAULT_FROM),
+            "to": _addresses(_setting("IOWATCH_MAIL_TO")),
+            "cc": _addresses(_setting("IOWATCH_MAIL_CC"))}

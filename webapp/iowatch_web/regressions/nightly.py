@@ -1,0 +1,138 @@
+"""Nightly regressions and the bisect queue (issue 14; docs/lab.md).
+
+A run whose bundle carries the nightly trigger ({"kind": "nightly", ...},
+stored as Run.trigger) is judged like any other run (regressions/verdicts.py):
+against the previous run of its matrix on its host, and by the change points
+of every series key it touched. A regression opened by either is of kind
+"nightly", and one change is one regression: a change point found later at
+the step a night-over-night regression already names joins that regression
+instead of opening a second one.
+
+A new nightly regression queues a BisectJob in the transaction that opens it;
+a maintainer queues one with the "bisect" action. Agents claim jobs, post the
+steps and then the result (regressions/bisect_api.py).
+"""
+from __future__ import annotations
+
+from django.db.models import Q
+
+from iowatch.mailreport import worse_pct
+from iowatch_web.regressions.models import BISECT_OPEN, BisectJob, Comparison, Regression
+from iowatch_web.results.models import Kernel, Run
+
+NIGHTLY = Q(trigger__kind="nightly")
+
+
+def kind_of(comparison: Comparison) -> str:
+    """nightly: a change point, or a night-over-night comparison of nightly runs;
+    check: a patch of a series; ab: any other pairing."""
+    if comparison.reason == "change-point":
+        return "nightly"
+    if comparison.reason in ("parent", "series-base"):
+        return "check"
+    if comparison.candidate_runs.filter(NIGHTLY).exists():
+        return "nightly"
+    return "ab"
+
+
+def opened(regression: Regression) -> None:
+    """A regression was just created (inside the verdict work's transaction):
+    its kind, and for a nightly one the bisect job that starts by itself."""
+    regression.kind = kind_of(regression.comparison)
+    regression.save(update_fields=["kind"])
+    if regression.kind == "nightly":
+        queue_bisect(regression, origin="nightly")
+
+
+def same_change(host_id: int, matrix: str, after: int, order: list[int]) -> Comparison | None:
+    """The night-over-night comparison whose nightly regression already names
+    the step at kernel `after` (or a kernel next to it in the history `order`:
+    e-divisive may place a boundary one kernel off), if there is one."""
+    i = order.index(after)
+    near = order[max(i - 1, 0):i + 2]
+    return (Comparison.objects.filter(reason="previous-run", host_id=host_id, matrix=matrix,
+                                      candidate_kernel_id__in=near, regression__kind="nightly")
+            .order_by("-computed_at").first())
+
+
+# --- the cell a bisect follows ------------------------------------------------
+
+def worst_cell(regression: Regression) -> dict | None:
+    """The regression's worst deciding cell: the regressed A/B cell, else the
+    change point, that moved the most the wrong way."""
+    cells = _cells(regression)
+    ab = [c for c in cells if not c["point"]]
+    cells = ab or cells
+    if not cells:
+        return None
+    return max(cells, key=lambda c: (worse_pct(c["change_pct"], c["metric"]), c["key"], c["group"],
+                                     c["metric"]))
+
+
+class NoCell(ValueError):
+    """The cell a maintainer named is not one of the regression's."""
+
+
+def queue_bisect(regression: Regression, *, origin: str, user=None,
+                 cell: dict | None = None) -> BisectJob:
+    """The regression's open bisect job, or a new queued one following `cell`
+    ({key, group, metric}: one of its regressed cells; default the worst)."""
+    job = regression.bisects.filter(state__in=BISECT_OPEN).first()
+    if job is not None:
+        return job
+    if cell:
+        found = [c for c in _cells(regression)
+                 if (c["key"], c["group"], c["metric"]) == (cell.get("key"), cell.get("group"),
+                                                           cell.get("metric"))]
+        if not found:
+            raise NoCell(f"cell {cell.get('key')!r} [{cell.get('group')}] {cell.get('metric')} "
+                         f"is not a regressed cell of regression #{regression.pk}")
+        chosen = found[0]
+    else:
+        chosen = worst_cell(regression)
+        if chosen is None:
+            raise NoCell(f"regression #{regression.pk} has no regressed cell to follow")
+    comparison = regression.comparison
+    good, bad = comparison.base_kernel, comparison.candidate_kernel
+    return BisectJob.objects.create(
+        regression=regression, origin=origin, requested_by=user, cell_key=chosen["key"],
+        study=chosen["study"], device_class=chosen["device_class"],
+        filesystem=chosen["filesystem"], group=chosen["group"], metric_id=chosen["metric"],
+        good_kernel=good.release, good_commit=good.git_commit,
+        bad_kernel=bad.release, bad_commit=bad.git_commit)
+
+
+def _cells(regression: Regression) -> list[dict]:
+    """Its regressed A/B cells, then its change points, as a bisect names a cell."""
+    out = [{"key": v.cell_key, "study": v.study.slug, "device_class": v.device_class,
+            "filesystem": v.filesystem, "group": v.group, "metric": v.metric_id,
+            "change_pct": v.change_pct, "point": False}
+           for v in regression.regressed_cells().select_related("study")]
+    out += [{"key": p.cell_key, "study": p.study.slug,
+             "device_class": p.device.device_class if p.device_id else "",
+             "filesystem": p.filesystem, "group": p.group, "metric": p.metric_id,
+             "change_pct": p.change_pct, "point": True}
+            for p in regression.comparison.change_points.select_related("study", "device")]
+    return out
+
+
+# --- what the detail and the claim say about the two ends -----------------------
+
+def side(kernel: Kernel, runs) -> dict:
+    return {"kernel": kernel.release, "commit": kernel.git_commit,
+            "runs": [str(r) for r in runs.order_by("id").values_list("run_id", flat=True)]}
+
+
+def good_and_bad(regression: Regression) -> tuple[dict, dict]:
+    c = regression.comparison
+    return side(c.base_kernel, c.base_runs), side(c.candidate_kernel, c.candidate_runs)
+
+
+def trigger_of(regression: Regression) -> dict:
+    """The nightly trigger of the bad side's newest nightly run ({} when none):
+    the tree and branch a bisect builds from."""
+    run = (regression.comparison.candidate_runs.filter(NIGHTLY).order_by("-id").first()
+           or Run.objects.filter(NIGHTLY, kernel=regression.comparison.candidate_kernel,
+                                 host=regression.comparison.host).order_by("-id").first())
+    return run.trigger if run else {}
+
