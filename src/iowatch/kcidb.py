@@ -391,15 +391,16 @@ def _relocated(check_dir: Path, path: str | None) -> Path | None:
 
 def from_regression(detail: dict, candidate: dict, studies: dict, export: Export) -> dict:
     """A regression as the server stores it (GET /api/v1/regressions/ID) and its
-    first candidate run's manifest: the run's checkout and build, and one FAIL
-    test per regressed cell with the stored verdict's numbers."""
+    first candidate run's manifest: the run's checkout and build, and one test
+    per deciding cell of the comparison with the stored verdict's status and
+    numbers (a server that lists only the regressed cells gives those)."""
     checkout_id = export.checkout(candidate)
     build_id = export.build(candidate, checkout_id)
     base = detail.get("base_kernel") or {}
     compared = f"{base.get('release', '?')}" + (f" (commit {base['git_commit'][:12]})"
                                                  if base.get("git_commit") else "")
     cells = {c["id"]: c for c in candidate.get("cells") or []}
-    for v in detail.get("cells") or []:
+    for v in detail.get("verdicts") or detail.get("cells") or []:
         cell = cells.get(v["cell_key"]) or {"id": v["cell_key"], "study": v["study"],
                                             "device": v.get("device"),
                                             "filesystem": v.get("filesystem")}
