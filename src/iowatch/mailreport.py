@@ -109,13 +109,17 @@ def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{v:+.1f}%"
 
 
+def _where(c: dict) -> str:
+    return " ".join(x for x in (c["study"], c.get("device"), c.get("filesystem"),
+                                f"[{c['group']}]", c["metric"]) if x)
+
+
 def _cell_lines(c: dict) -> list[str]:
     unit = c.get("unit") or METRICS[c["metric"]].unit
     (b, a), shown_unit = amount((c["base"]["median"], c["candidate"]["median"]), unit)
     ci = ("n/a (a side has one sample)" if c.get("ci_low") is None
           else f"[{c['ci_low']:+.1f}%, {c['ci_high']:+.1f}%]")
-    out = [f"  {c['study']} {c.get('device') or ''} {c.get('filesystem') or ''} "
-           f"[{c['group']}] {c['metric']}".replace("  ", " "),
+    out = [f"  {_where(c)}",
            f"    before {b} {shown_unit}, after {a} {shown_unit} (medians)",
            f"    change {_pct(c.get('change_pct'))}, 95% CI {ci}, "
            f"{c['base']['n']} vs {c['candidate']['n']} repetitions"]
@@ -127,8 +131,7 @@ def _cell_lines(c: dict) -> list[str]:
 def _point_lines(p: dict) -> list[str]:
     unit = METRICS[p["metric"]].unit
     (b, a), shown_unit = amount((p["before_mean"], p["after_mean"]), unit)
-    return [f"  {p['study']} {p.get('device') or ''} {p.get('filesystem') or ''} "
-            f"[{p['group']}] {p['metric']}".replace("  ", " "),
+    return [f"  {_where(p)}",
             f"    a step in the nightly history: {b} -> {a} {shown_unit} (means of the nights "
             f"either side), {_pct(p.get('change_pct'))}"]
 
@@ -215,8 +218,7 @@ def body(detail: dict) -> str:
     cells, points = _cells(detail), _points(detail)
     lead = cells[0] if cells else (points[0] if points else None)
     kind = _KIND_WORDS.get(detail.get("kind"), "a comparison")
-    out = ["Hi,", "",
-           f"iowatch (storage performance CI) found a regression in {kind}, "
+    out = ["Hi,", "", f"iowatch (storage performance CI) found a regression in {kind},",
            f"regression #{detail['id']}:", ""]
     out += _setup_lines(detail, lead) + ["", "before and after (the stored verdict):"]
     for c in cells:

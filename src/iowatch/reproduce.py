@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 # Where the commands start: a clean clone of this repository, set up as the
 # README's quick start does.
-CLEAN_CLONE = "from a clean clone of iowatch, after ./scripts/setup.sh"
+CLEAN_CLONE = "a clean clone of iowatch, after ./scripts/setup.sh"
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def commands(good: End, bad: End, *, matrix: str | None, host: str | None,
     # A tree that is a path names the machine that ran it, not one a reader has.
     tree = tree if tree and ("://" in tree or tree.startswith("git@")) else None
     source = f" --source {_q(tree)}" if tree else ""
-    both = f"booted into {good.name}, then into {bad.name}"
+    both = "booted into the good (base) kernel, then the bad (candidate) one"
     out: list[tuple[str, list[str]]] = []
     if bad.series and bad.patch_index:
         base = bad.series_base or good.commit or "BASE"
@@ -75,7 +75,7 @@ def commands(good: End, bad: End, *, matrix: str | None, host: str | None,
         out.append((f"on the lab host {host}, {both}", [f"iowatch run {matrix_arg} --target {_q(host)}"]))
     else:
         # Measured in the virtual lab: a lab host is one the inventory names.
-        out.append((f"on a lab host with the device class (HOST in hardware-inventory.yml), {both}",
+        out.append((f"on a lab host (HOST of hardware-inventory.yml), {both}",
                     [f"iowatch run {matrix_arg} --target HOST"]))
     if branch:
         out.append(("the nightly that found it", [

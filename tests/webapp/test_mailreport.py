@@ -1,0 +1,135 @@
+"""The mailing-list report of a stored regression (iowatch.mailreport): the e2e
+check's real bundles (tests/fixtures/e2e-check) go through the ingest API, the
+server's own verdict work opens the patch 2 regression, and its report comes
+out of GET /api/v1/regressions/{id}/report, the regression page and
+`iowatch report` over HTTP (pytest-django's live_server) as one text."""
+from __future__ import annotations
+
+import email
+import email.policy
+import html
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from iowatch import bundle, mailreport
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECK = ROOT / "tests" / "fixtures" / "e2e-check"
+IOWATCH = str(Path(sys.executable).parent / "iowatch")
+sys.path.insert(0, str(ROOT / "tests" / "dashboard"))
+
+from dashboard_browser import uploader  # noqa: E402
+
+pytestmark = [pytest.mark.webapp, pytest.mark.django_db(transaction=True)]
+
+PATCH2 = "ext4: yield to buffered readers before each direct write"
+# The series as it came by mail (as `iowatch check --series <Message-ID>` records it).
+MAIL = {"message_id": "cover.1@example.org", "subject": "[PATCH 0/2] ext4: yield to readers",
+        "to": ["linux-ext4@vger.kernel.org"], "cc": ["Bob <bob@example.org>"],
+        "archive": "https://lore.kernel.org/all/", "patch_count": 2,
+        "patches": [{"index": 1, "subject": "xfs: say that statfs results must not be cached",
+                     "author": "Ann <ann@example.org>", "message_id": "1.1@example.org"},
+                    {"index": 2, "subject": PATCH2, "author": "Ann <ann@example.org>",
+                     "message_id": "2.1@example.org"}]}
+
+
+def store_check(mailed: bool):
+    from iowatch_web.regressions.models import Regression
+
+    post = uploader("report-lab")
+    for n in range(3):
+        doc = bundle.upgrade(json.loads(bundle.to_wire(CHECK / f"guest-{n:02d}" / "bundle")))
+        if mailed:
+            doc["kernel"]["series"].update(MAIL)
+            if n:
+                doc["kernel"]["patch"]["message_id"] = f"{n}.1@example.org"
+        post(doc)
+    return Regression.objects.get(comparison__reason="parent",
+                                  comparison__candidate_kernel__patch_index=2)
+
+
+def parsed(text: str):
+    return email.message_from_string(text, policy=email.policy.default)
+
+
+def test_the_report_of_a_mailed_series_replies_in_its_thread_with_the_stored_numbers(live_server, client):
+    regression = store_check(mailed=True)
+    writer = regression.regressed_cells().get(group="writer")
+    response = client.get(f"/api/v1/regressions/{regression.pk}/report?format=email")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
+    text = response.content.decode()
+    msg = parsed(text)
+    assert msg["Subject"] == (f"[iowatch] ext4: {abs(writer.change_pct):.1f}% write bandwidth "
+                              f"regression on hdd (ext4, odirect-vs-readers) in {PATCH2}")
+    assert msg["In-Reply-To"] == "<2.1@example.org>"
+    assert msg["References"] == "<cover.1@example.org> <2.1@example.org>"
+    assert msg["To"] == "Ann <ann@example.org>"
+    assert "linux-ext4@vger.kernel.org" in msg["Cc"] and "bob@example.org" in msg["Cc"]
+    assert msg["From"] == "iowatch <iowatch@localhost>"
+    body = msg.get_content()
+
+    # Device class, model and host; before, after, the change, its CI, the repetitions: stored.
+    for line in ("device class:  hdd",
+                 "device:        vhdd (scsi-hd on virtio-scsi (QEMU), rotation rate 7200, 150 IOPS)",
+                 "host:          vlab (qemu)", "filesystem:    ext4",
+                 f"change {writer.change_pct:+.1f}%, 95% CI [{writer.ci_low:+.1f}%, "
+                 f"{writer.ci_high:+.1f}%], {writer.base_n} vs {writer.candidate_n} repetitions",
+                 f"before {writer.base_median:.0f} KiB/s, after {writer.candidate_median:.0f} KiB/s",
+                 f"first bad commit: db56ccc63f66 (\"{PATCH2}\")", "author:    Ann <ann@example.org>",
+                 "found by:  the check of series e2e-slow-ext4-dio: patch 2 against its parent",
+                 "iowatch check --series cover.1@example.org --base "
+                 "c12fff06dffbe5058f9675864f0297d66f5f06cd --matrix e2e --reps 5",
+                 "iowatch run e2e --reps 5 --target HOST"):
+        assert line in body, line
+    for run in regression.comparison.candidate_runs.all():
+        assert str(run.run_id) in body  # provenance
+    # The virtual lab's per-run boot parameters are no confounder, and nothing
+    # of the machine that ran it (guest paths, the guest's own command) shows.
+    assert "confounders:\n  none:" in body
+    for leak in ("virtme", "/tmp", "/work/", "--out ", "--inventory"):
+        assert leak not in text, leak
+
+    # One text: the page (escaped in a <pre>) and `iowatch report` over HTTP.
+    page = client.get(f"/regressions/{regression.pk}/").content.decode()
+    shown = re.search(r'<pre id="mail-report" class="mail-report">(.*?)</pre>', page, re.S).group(1)
+    assert html.unescape(shown) == text
+    assert 'data-copy="mail-report"' in page and "dashboard/copy.js" in page
+    cli = subprocess.run([IOWATCH, "report", str(regression.pk), "--format", "email",
+                          "--server", live_server.url], capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout == text
+    as_text = client.get(f"/api/v1/regressions/{regression.pk}/report?format=text").content.decode()
+    assert as_text == f"{msg['Subject']}\n\n{body}"
+    assert client.get(f"/api/v1/regressions/{regression.pk}/report?format=pdf").status_code == 400
+    assert client.get("/api/v1/regressions/999999/report").status_code == 404
+    missing = subprocess.run([IOWATCH, "report", "999999", "--server", live_server.url],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "404" in missing.stderr
+
+
+def test_a_series_without_message_ids_is_a_new_thread(live_server, client):
+    regression = store_check(mailed=False)
+    msg = parsed(client.get(f"/api/v1/regressions/{regression.pk}/report").content.decode())
+    assert msg["In-Reply-To"] is None and msg["References"] is None
+    assert msg["To"] == "undisclosed-recipients:;"
+    assert "iowatch check --series kernels/series/e2e-slow-ext4-dio --base" in msg.get_content()
+
+
+def test_a_boot_parameter_that_differs_is_shown_alone(live_server, client):
+    """A real command-line confounder is the parameter that differs, not two
+    1,400-character command lines."""
+    regression = store_check(mailed=False)
+    detail = client.get(f"/api/v1/regressions/{regression.pk}").json()
+    line = "console=ttyS0 virtme_chdir=work/main ro"
+    detail["confounders"] = [{"name": "kernel cmdline", "base": line,
+                              "candidate": line + " mitigations=off", "why": "boot parameters"},
+                             {"name": "kernel CONFIG_PROVE_LOCKING", "base": "n", "candidate": "y",
+                              "why": "lockdep"}]
+    body = mailreport.render(detail, "text")
+    assert "  kernel cmdline: (none) -> mitigations=off\n" in body
+    assert "  kernel CONFIG_PROVE_LOCKING: n -> y\n" in body
