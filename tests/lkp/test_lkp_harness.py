@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -250,3 +252,31 @@ def test_without_lkp_the_run_is_refused_saying_what_to_set(lab, tmp_path, monkey
                         "--target", "localhost", "--inventory", str(lab["inventory"])],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "no LKP-tests at" in r.stderr and "LKP_SRC" in r.stderr
+
+
+def test_sigterm_during_lkp_run_leaves_nothing_behind(lab, tmp_path):
+    """Stopped while fio runs under LKP: the run is marked incomplete and LKP's
+    helpers, the mount on /fs, the disk name and the loop device are all gone."""
+    study = lab["studies"] / "lkp-small-fio.yml"
+    study.write_text(FIO_STUDY.replace("runtime: 5}", "runtime: 60, time_based: 1}"))
+    out = tmp_path / "bundle"
+    proc = subprocess.Popen([IOWATCH, "run", str(study), "--harness", "lkp", "--target", "localhost",
+                             "--inventory", str(lab["inventory"]), "--reps", "1", "--out", str(out),
+                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(" /fs/lkp-" in line for line in Path("/proc/mounts").read_text().splitlines()):
+            assert proc.poll() is None and time.monotonic() < deadline, "LKP never mounted the disk"
+            time.sleep(0.2)
+        time.sleep(2)  # fio under way
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "marked incomplete" in err
+    assert _our_mounts(lab) == []
+    assert _wakeups(lab["lkp"]) == []
+    assert not list(Path("/dev").glob("lkp-*"))
+    assert _loops_over(lab["data"]) == [lab["bystander"]]

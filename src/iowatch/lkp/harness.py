@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import os
 import pwd
+import resource
 import shutil
 import signal
 import subprocess
@@ -125,6 +126,7 @@ class LkpHarness:
             env = dict(os.environ, LKP_SRC=str(self.src))
             env["PATH"] = env.get("PATH", "/usr/bin:/bin") + ":/usr/sbin:/sbin"
             name = environment.block_name(dev_path)
+            cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             before, t0 = diskstats.read(name), time.monotonic()
             done = run_tool([str(self.src / "bin" / "lkp"), "run", "-o", str(out_link), str(job_file)],
                             env=env, cwd=workdir)
@@ -133,7 +135,12 @@ class LkpHarness:
             res.wall_s = res.tool_s = seconds
             res.artifacts["lkp-job.yaml"] = job_file.read_bytes()
             res.artifacts["lkp-run.log"] = (done.stdout + done.stderr).encode()
+            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            # iowatch's own clock and CPU around the whole `lkp run` (LKP's Ruby, setup and
+            # monitors included): recorded, while the samples take GNU time's of the benchmark.
             notes["lkp_run_s"] = round(seconds, 3)
+            notes["lkp_run_cpu_user_s"] = round(cpu1.ru_utime - cpu0.ru_utime, 3)
+            notes["lkp_run_cpu_sys_s"] = round(cpu1.ru_stime - cpu0.ru_stime, 3)
             root = Path(os.path.realpath(out_link)) if out_link.is_symlink() else None
             if root is None or not (root / "stats.json").is_file():
                 res.error = (f"lkp run exited {done.returncode} without a result root's stats.json: "
@@ -194,6 +201,9 @@ class ExitCleanup(contextlib.AbstractContextManager):
         shutil.rmtree(f"/tmp/lkp-{user}", ignore_errors=True)
         if self.link_made and self.link.is_symlink():
             self.link.unlink()
+        for log in FSMARK_DIR.glob("fs_log.txt*"):  # fs_mark's thread logs, in its cwd
+            with contextlib.suppress(OSError):
+                log.unlink()
         if self.fs_mark_made:
             with contextlib.suppress(OSError):
                 (FSMARK_DIR / "fs_mark").unlink()
