@@ -15,13 +15,12 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from iowatch import bundle, paths, resources
+from iowatch import bundle, paths, progress, resources
 from iowatch.ciapi import Client, ServerError
 from iowatch.inventory import Host
 
@@ -37,14 +36,9 @@ class NightlyError(RuntimeError):
 
 
 def say_phase(message: str) -> None:
-    """One line per phase: timestamped for Jenkins' log, rich's log on a terminal.
-    The one place to swap for a shared progress display."""
-    if sys.stdout.isatty():
-        from rich.console import Console
-        Console().log(message)
-    else:
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        print(f"{stamp} nightly: {message}", flush=True)
+    """One line per phase through the command's display (iowatch.progress):
+    timestamped in Jenkins' log, above the bars on a terminal."""
+    progress.current().say(f"nightly: {message}")
 
 
 def trigger(branch: str, tree: str, night: dt.date | None = None) -> dict:
@@ -217,8 +211,8 @@ def report_and_wait(out: Path, trig: dict, client: Client, host: Host, result: N
 
 def run_on_lab_host(host: Host, matrix: str, out: Path, commit: str, trig: dict, client: Client, *,
                     profile: str | None = None, reps: int | None = None,
-                    wait_s: float = DEFAULT_WAIT_S, say: Callable[[str], None] = say_phase,
-                    progress=None) -> NightlyOutcome:
+                    wait_s: float = DEFAULT_WAIT_S,
+                    say: Callable[[str], None] = say_phase) -> NightlyOutcome:
     """The matrix on the host this runs on, whose kernel lab_commit() checked."""
     from iowatch.runner import Runner
     from iowatch.studies import load_matrix
@@ -230,7 +224,7 @@ def run_on_lab_host(host: Host, matrix: str, out: Path, commit: str, trig: dict,
     t0 = time.monotonic()
     Runner(load_matrix(matrix), host, out, profile=profile, reps=reps, kernel_commit=commit,
            label="nightly", command=f"iowatch nightly --branch {trig['branch']} --target {host.name}",
-           progress=progress).run()
+           progress=progress.current()).run()
     result.phases["matrix"] = time.monotonic() - t0
     return report_and_wait(out, trig, client, host, result, wait_s, say)
 

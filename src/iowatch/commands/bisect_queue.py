@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from iowatch import inventory, paths, resources
+from iowatch import inventory, paths, progress, resources
 
 
 def _fail(client, job, reason: str) -> int:
@@ -99,7 +99,7 @@ def run_job(args) -> int:
                                   "commit (kernel.git_commit of their runs) to be bisected")
     # A path, not a name: the guest resolves it from the run command (iowatch.vlab).
     matrix = str(resources.matrix_path(args.matrix or job.matrix or "check-quick").resolve())
-    say = (lambda s: print(s, flush=True))
+    say = (lambda s: progress.current().say(s))
     print(f"bisect: regression {job.regression} ({job.kind or 'regression'}), "
           f"{good[:12]} (good) .. {bad[:12]} (bad), following {job.cell.get('study')} "
           f"{job.cell.get('device_class')} {job.cell.get('filesystem')} [{job.cell.get('group')}] "
@@ -133,7 +133,8 @@ def run_job(args) -> int:
                                 out, profile=args.profile, reps=args.reps, store=poster.store,
                                 say=say, echo_console=args.console)
     try:
-        result, body = work(job, plan, measure, poster, say=say)
+        with progress.from_args(args, "bisect"):
+            result, body = work(job, plan, measure, poster, say=say)
     except NeedMeasurement as e:
         return _fail(client, job, f"{args.bundles}: {e}; the replay needs every measurement it asks for")
     except ServerError as e:

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from iowatch import inventory, paths
+from iowatch import inventory, paths, progress
 
 
 def register(sub):
@@ -48,6 +48,7 @@ def register(sub):
                    help="only build the head and link DIR to its kernel (bzImage, config, "
                         "meta.json) for ansible/kernel.yml's kernel_variant_dir")
     p.add_argument("--console", action="store_true", help="echo the guest's console")
+    progress.add_options(p)
     p.set_defaults(func=run)
 
 
@@ -77,8 +78,11 @@ def _build_only(args) -> int:
 
 def run(args) -> int:
     args.source = args.source or None  # a pipeline passes "" for Debian's tree
-    if args.build_only:
-        return _build_only(args)
+    with progress.from_args(args, "nightly"):
+        return _build_only(args) if args.build_only else _nightly(args)
+
+
+def _nightly(args) -> int:
     from iowatch.ciapi import Client, ServerError
     from iowatch.kernel.source import SourceError, open_source, resolve
     from iowatch.nightly import (DEFAULT_WAIT_S, NightlyError, lab_commit, render, run_in_vlab,
