@@ -140,6 +140,20 @@ def test_claim_steps_and_result_round_trip(nights, client, agent_token):
     rows = client.get("/regressions/").content.decode()
     assert "bisect done" in rows
 
+    # The e-mail names the first bad commit, the bisect and the nightly it came from.
+    text = client.get(f"/api/v1/regressions/{job.regression_id}/report?format=text").content.decode()
+    assert text.startswith("[iowatch] f2fs: ") and f"regression on sdcard (f2fs, f2fs-dio-write) " \
+        f"in {STEP['subject']}\n" in text
+    for line in (f'first bad commit: abababababab ("{STEP["subject"]}")', f"found by:  bisect #{job.pk}",
+                 f"nightly run {nights[6].run_id}", "skipped (did not build or boot): cdcdcdcdcdcd",
+                 "abababababab bad, median 701.5 KiB/s, 5 repetitions",
+                 f"iowatch bisect --good {nights[5].kernel.git_commit} --bad {nights[6].kernel.git_commit} "
+                 "--source https://git.example.org/linux.git --matrix nightly --reps 5",
+                 "iowatch nightly --branch for-next --source https://git.example.org/linux.git "
+                 "--target lab-1 --matrix nightly --reps 5",
+                 "nightly:       branch for-next, night of 2024-05-07"):
+        assert line in text, line
+
     # A finished job takes nothing more.
     assert api(client, "post", f"bisects/{job.pk}/steps", STEP, agent_token)[0] == 409
     status, answer = api(client, "post", f"bisects/{job.pk}/result", result, agent_token)
