@@ -35,12 +35,12 @@ phase() {
 }
 
 # --- the server -------------------------------------------------------------------
-server_env=(env -u DJANGO_SETTINGS_MODULE IOWATCH_DATA_DIR="$work/server")
 if [ -n "${IOWATCH_E2E_DATABASE_URL:-}" ]; then
-    server_env+=(DATABASE_URL="$IOWATCH_E2E_DATABASE_URL")
+    server_env=(env -u DJANGO_SETTINGS_MODULE DATABASE_URL="$IOWATCH_E2E_DATABASE_URL")
 else
-    server_env+=(-u DATABASE_URL)
+    server_env=(env -u DJANGO_SETTINGS_MODULE -u DATABASE_URL)
 fi
+server_env+=(IOWATCH_DATA_DIR="$work/server")
 "${server_env[@]}" "$IOW" manage migrate --noinput -v 0
 token=$("${server_env[@]}" "$IOW" manage create_agent e2e-nightly | tail -1 | awk '{print $NF}')
 port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -92,7 +92,7 @@ while read -r patch; do
     subject=$(sed -n 's/^Subject: \[PATCH [0-9/]*\] //p' "kernels/series/e2e-bisect/$patch")
     commit_index "$subject"
     if [ "$n" -eq 3 ]; then
-        broken=$( (git -C "$SRC" cat-file blob "$super_blob"; echo '#error "iowatch e2e: this commit does not build"') \
+        broken=$( (git -C "$SRC" cat-file blob "$super_blob"; printf '\n#error "iowatch e2e: this commit does not build"\n') \
             | git -C "$SRC" hash-object -w --stdin)
         git -C "$SRC" update-index --cacheinfo "100644,$broken,$super"
         commit_index "ext4: a commit that does not build (e2e-nightly)"
