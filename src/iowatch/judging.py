@@ -49,8 +49,7 @@ def deciding(study: Study | None) -> set[tuple[str, str]]:
     """(group, metric) pairs that judge a cell of this study."""
     if study is None:
         return set()
-    return {(m["group"], m["metric"]) for m in study.data["metrics"]
-            if m.get("decides") and m["direction"] != INFO}
+    return study.deciding
 
 
 def min_effect(study: Study | None) -> float:

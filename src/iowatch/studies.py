@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iowatch.metrics import METRICS
+from iowatch.metrics import INFO, METRICS
 from iowatch.resources import matrix_path
 from iowatch.yamlfile import DataFileError, load as load_yaml, parse as parse_yaml, read as read_yaml
 
@@ -27,15 +27,52 @@ PUBLISHED_UNITS = {
 }
 
 
+@dataclass(frozen=True)
+class StudyMetric:
+    """A metric a study reports: in which group, which way is better, and
+    whether it decides the study's verdict (the others are shown beside it)."""
+    metric: str
+    group: str
+    direction: str
+    decides: bool = False
+
+
 @dataclass
 class Study:
+    """A study file as typed fields. `data` keeps the file as read, for what is
+    not typed yet (the workload and its profiles are read through workload())."""
     slug: str
     path: Path
     data: dict
+    title: str = field(init=False)
+    seed: str = field(init=False)       # the seed post's file name, such as 003_19c316252e130d8a.txt
+    source: str = field(init=False)     # the post: subject, author, list, date
+    device_classes: tuple[str, ...] = field(init=False)
+    filesystems: tuple[str, ...] = field(init=False)
+    scheduler: str | None = field(init=False)
+    min_effect_pct: float = field(init=False)
+    metrics: tuple[StudyMetric, ...] = field(init=False)
+    published: list[dict] = field(init=False)  # the post's result sets, as the file gives them
+
+    def __post_init__(self) -> None:
+        d = self.data
+        self.title, self.seed, self.source = d["title"], d["seed"], d["source"]
+        self.device_classes = tuple(d["device_classes"])
+        self.filesystems = tuple(d["filesystems"])
+        self.scheduler = d.get("scheduler")
+        self.min_effect_pct = float(d.get("min_effect_pct", 5))
+        self.metrics = tuple(StudyMetric(m["metric"], m["group"], m["direction"],
+                                         bool(m.get("decides"))) for m in d["metrics"])
+        self.published = d["published"]
 
     @property
-    def title(self) -> str:
-        return self.data["title"]
+    def deciding(self) -> set[tuple[str, str]]:
+        """(group, metric) of each metric that decides the verdict."""
+        return {(m.group, m.metric) for m in self.metrics if m.decides and m.direction != INFO}
+
+    def scaling(self, profile: str) -> str | None:
+        """How a profile scales the seed's workload down, in the file's words."""
+        return self.data["profiles"].get(profile, {}).get("scaling")
 
     @property
     def kind(self) -> str:
@@ -45,10 +82,6 @@ class Study:
     @property
     def groups(self) -> dict[str, str]:
         return self.data["workload"]["groups"]
-
-    @property
-    def min_effect_pct(self) -> float:
-        return float(self.data.get("min_effect_pct", 5))
 
     def workload(self, profile: str, device_class: str) -> dict:
         """The workload section with the profile's and the class's overrides merged in."""
@@ -106,10 +139,10 @@ def _check(study: Study) -> None:
             raise DataFileError(where, None, f"{ctx}: {name} is {METRICS[name].direction}-is-better "
                                 f"in the metric table, not {direction}")
 
-    for i, m in enumerate(d["metrics"]):
-        metric(m["metric"], m["group"], f"metrics[{i}]", m["direction"])
-    for i, p in enumerate(d["published"]):
-        if p["device_class"] not in d["device_classes"]:
+    for i, m in enumerate(study.metrics):
+        metric(m.metric, m.group, f"metrics[{i}]", m.direction)
+    for i, p in enumerate(study.published):
+        if p["device_class"] not in study.device_classes:
             raise DataFileError(where, None, f"published[{i}]: device class {p['device_class']!r} "
                                 "is not one of the study's device_classes")
         for j, r in enumerate(p["results"]):
@@ -167,7 +200,7 @@ def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matr
                                 f"({study_path} does not exist)")
         s = load_study(study_path)
         if "filesystems" in entry:
-            bad = set(entry["filesystems"]) - set(s.data["filesystems"])
+            bad = set(entry["filesystems"]) - set(s.filesystems)
             if bad:
                 raise DataFileError(str(path), None, f"studies[{i}]: {s.slug} does not run on "
                                     f"{', '.join(sorted(bad))}")

@@ -16,17 +16,17 @@ def test_the_five_studies_load_with_the_seeds_labels_and_numbers():
     studies = load_studies(JOBS / "studies")
     assert sorted(studies) == ["ext4-dio-randread", "f2fs-dio-write", "f2fs-nat-flush",
                                "odirect-vs-readers", "xfs-smallfile-writeback"]
-    labels = {slug: [p["label"] for p in s.data["published"]] for slug, s in studies.items()}
+    labels = {slug: [p["label"] for p in s.published] for slug, s in studies.items()}
     assert labels["f2fs-dio-write"] == ["before", "patched", "before", "patched"]
     assert labels["odirect-vs-readers"] == ["2.6.32-rc7", "for-2.6.33", "for-2.6.33+fix"]
     assert labels["xfs-smallfile-writeback"] == ["unpatched", "patched"]
     # Published units become the metric table's: fio's KB/s is KiB/s, MB/s is MiB/s.
     odirect = studies["odirect-vs-readers"]
-    samples = odirect.published_samples(odirect.data["published"][1])
+    samples = odirect.published_samples(odirect.published[1])
     assert {(s["group"], s["metric"], s["value"]) for s in samples} == {
         ("writer", "write.bw_kib_s", 19), ("readers", "read.bw_kib_s", 137 * 1024)}
     f2fs = studies["f2fs-dio-write"]
-    emmc_patched = f2fs.published_samples(f2fs.data["published"][3])
+    emmc_patched = f2fs.published_samples(f2fs.published[3])
     assert emmc_patched[0] == {"metric": "write.bw_kib_s", "value": 124860, "unit": "KiB/s",
                                "direction": "higher", "group": "seqw", "job": None}
 
@@ -39,7 +39,7 @@ def test_profiles_resolve_per_device_class_and_say_their_scaling():
     assert f2fs.workload("full", "emmc")["fio"]["jobs"][0]["options"] == {"size": "64m", "numjobs": 16}
     assert f2fs.workload("quick", "sdcard")["fio"]["global"]["filesize"] == "32m"
     for study in load_studies(JOBS / "studies").values():
-        assert study.data["profiles"]["quick"]["scaling"]
+        assert study.scaling("quick")
     xfs = load_study(JOBS / "studies" / "xfs-smallfile-writeback.yml")
     assert xfs.workload("full", "ssd-raid0")["fs_mark"]["options"] == {
         "D": 10000, "S": 0, "n": 10000, "s": 4096, "L": 120}
