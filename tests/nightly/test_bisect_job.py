@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from iowatch import bundle
-from iowatch.nightly import mark_nightly, trigger
+from iowatch.ciapi import Client
+from iowatch.inventory import load as load_inventory
+from iowatch.nightly import NightlyOutcome, mark_nightly, render, report_and_wait, trigger
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 from live_server import (IOWATCH, create_agent, free_port, get_json, manage,  # noqa: E402
@@ -81,11 +83,20 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
         manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "bisect-agent")
         with running_server(env) as (url, _):
-            for side in ("good", "bad"):
-                up = _iowatch("upload", str(nights[side]), "--server", url, "--token", token,
-                              "--spool", str(tmp_path / "spool"))
-                assert up.returncode == 0, up.stdout + up.stderr
-                _wait_verdict(url, run_ids[side])
+            up = _iowatch("upload", str(nights["good"]), "--server", url, "--token", token,
+                          "--spool", str(tmp_path / "spool"))
+            assert up.returncode == 0, up.stdout + up.stderr
+            _wait_verdict(url, run_ids["good"])
+            # Night 2 as `iowatch nightly` ends once its guest has run: upload, wait, read back.
+            said = []
+            night2 = report_and_wait(nights["bad"], bundle.load(nights["bad"])["trigger"],
+                                     Client(url, token), load_inventory(None).host("vlab"),
+                                     NightlyOutcome(commit="x"), 120, said.append)
+            assert night2.exit_code == 1 and night2.verdict == "done"
+            assert [(f.kind, f.bisect) for f in night2.findings] == [("nightly", "queued")]
+            text = render(night2, "for-next")
+            assert "1 regression(s) with this run on the bad side" in text
+            assert "odirect-vs-readers vhdd ext4 [writer] write.bw_kib_s -33.3%" in text, text
             regs = get_json(f"{url}/api/v1/regressions?limit=100")["items"]
             nightly = [r for r in regs if r["kind"] == "nightly"]
             assert len(nightly) == 1, regs
