@@ -158,24 +158,49 @@ def test_an_unmapped_stat_is_left_in_the_raw_files():
     assert mapping.metric_for("fio.read_clat_99%_ns") == ("read.clat_p99_us", 1e-3, "fio")
 
 
-@pytest.mark.webapp
-def test_import_stores_lkp_history_that_compare_reads_by_kernel(tmp_path, monkeypatch):
-    """Stored like a run (the local store: DATABASE_URL, else SQLite in the data dir);
-    a second kernel's result root (a copy with the commit renamed) compares against it."""
-    monkeypatch.setenv("IOWATCH_DATA_DIR", str(tmp_path / "data"))
+def _second_kernel(tmp_path: Path) -> Path:
+    """The fio result roots again under another commit (a copy with the commit renamed)."""
     other = tmp_path / "k2"
     shutil.copytree(FIXTURES / "fio-basic", other / "fio-basic")
     for d in other.glob(f"fio-basic/*/*/*/*/*/{COMMIT}"):
         job = d / "0/job.yaml"
         job.write_text(job.read_text().replace(f"commit: {COMMIT}", "commit: lkp-test-k2"))
         d.rename(d.parent / "lkp-test-k2")
-    for roots in (FIXTURES, other):
-        r = subprocess.run([IOWATCH, "import-lkp", str(roots)], capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        assert "stored" in r.stdout + r.stderr
-    r = subprocess.run([IOWATCH, "compare", COMMIT, "lkp-test-k2", "--format", "json"],
-                       capture_output=True, text=True, timeout=300)
+    return other
+
+
+@pytest.mark.webapp
+def test_import_stores_lkp_history_that_compare_reads_by_kernel(tmp_path):
+    """Stored like a run (this machine's store, on a scratch database); imported again,
+    nothing is stored twice; a second kernel's result roots compare against the first's."""
+    from live_server import scratch_database
+
+    with scratch_database() as env:
+        for roots in (FIXTURES, _second_kernel(tmp_path), FIXTURES):
+            r = subprocess.run([IOWATCH, "import-lkp", str(roots), "--out", str(tmp_path / "b")],
+                               env=env, capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr
+        assert "already stored: run" in r.stdout + r.stderr  # the third import
+        r = subprocess.run([IOWATCH, "compare", COMMIT, "lkp-test-k2", "--format", "json"],
+                           env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode in (0, 1), r.stderr
-    rows = json.loads(r.stdout)
-    text = json.dumps(rows)
+    text = json.dumps(json.loads(r.stdout))
     assert "lkp-fio-basic-4k-1hdd-xfs-sync-1-10s-write-128m" in text and "write.bw_kib_s" in text
+
+
+@pytest.mark.webapp
+def test_import_uploads_to_a_server(tmp_path):
+    from live_server import create_agent, manage, running_server, scratch_database
+
+    with scratch_database() as env:
+        manage(env, "migrate", "--noinput", "-v", "0")
+        token = create_agent(env, "lkp-importer")
+        client = {**env, "IOWATCH_DATA_DIR": str(tmp_path / "client")}
+        with running_server(env) as (url, _):
+            r = subprocess.run([IOWATCH, "import-lkp", str(FIXTURES), "--server", url, "--token", token],
+                               env=client, capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr
+            assert "upload: sent: run" in r.stdout
+            r = subprocess.run([IOWATCH, "import-lkp", str(FIXTURES), "--server", url, "--token", token],
+                               env=client, capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0 and "upload: already-stored: run" in r.stdout, r.stdout + r.stderr
