@@ -60,7 +60,12 @@ def from_regression(detail: dict) -> Assignment:
     """The regression's open bisect job and its cell; without one, its worst cell
     (the largest change) and nothing to post to."""
     job = detail.get("bisect")
-    open_job = job if job and job.get("state") in ("queued", "running") else None
+    if job and job.get("state") == "running":
+        # Another agent's steps would interleave with ours on the page and in the result.
+        raise JobError(f"regression {detail['id']}: bisect #{job['id']} is running on "
+                       f"{job.get('agent_host') or job.get('agent') or 'another agent'} since "
+                       f"{job.get('claimed_at') or job.get('updated')}: wait for its result")
+    open_job = job if job and job.get("state") == "queued" else None
     cell = (open_job or {}).get("cell")
     if not cell:
         cells = detail.get("cells") or []

@@ -136,6 +136,15 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
             again = _iowatch("bisect", "--next", "--server", url, "--token", token)
             assert again.returncode == 0 and "no bisect job queued" in again.stdout
 
+            # By regression, once its job is done: the same search, printed, nothing posted.
+            by_id = _iowatch("bisect", "--regression", str(detail["id"]), "--server", url,
+                             "--token", token, "--variants", str(variants), "--bundles", str(measured),
+                             "--out", str(tmp_path / "again"))
+            assert by_id.returncode == 0, by_id.stdout + by_id.stderr
+            assert "has no open bisect job" in by_id.stdout
+            assert f"no bisect job (nothing posted): first bad commit {commits[FIRST_BAD]}" in by_id.stdout
+            assert len(get_json(f"{url}/api/v1/bisects/{detail['bisect']['id']}")["steps"]) == len(steps)
+
 
 def test_a_bisect_agent_without_a_server_says_which_url_did_not_answer():
     url = f"http://127.0.0.1:{free_port()}"

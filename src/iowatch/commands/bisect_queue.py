@@ -66,7 +66,7 @@ def _replay_plan(args, good: str, bad: str):
 
 def run_job(args) -> int:
     from iowatch.bisect import NeedMeasurement, guest_measure, recorded
-    from iowatch.bisect_job import Poster, identities, render, work
+    from iowatch.bisect_job import JobError, Poster, identities, render, work
     from iowatch.ciapi import Client, ServerError
     from iowatch.commands.guest_options import HostError, qemu_host
     from iowatch.kernel.build import configure, make_variants
@@ -86,7 +86,7 @@ def run_job(args) -> int:
     client = Client(args.server, args.token or "")
     try:
         job = _assignment(args, client)
-    except (ServerError, KeyError) as e:
+    except (ServerError, KeyError, JobError) as e:
         print(f"iowatch bisect: {e}", file=sys.stderr)
         return 2
     if job is None:
