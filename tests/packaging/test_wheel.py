@@ -25,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
+from wheel_build import build_wheel
+
 ROOT = Path(__file__).resolve().parents[2]
-VENDOR = ROOT / "webapp" / "iowatch_web" / "dashboard" / "static" / "dashboard" / "vendor"
 
 pytestmark = pytest.mark.slow
 
@@ -44,20 +45,11 @@ def _run(cmd, ok=(0,), **kw) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    if not (VENDOR / "chart.umd.js").exists():
-        pytest.fail(f"{VENDOR}/chart.umd.js is missing: run scripts/setup.sh first "
-                    "(it copies Chart.js from npm into the static files the wheel ships)")
-    out = tmp_path_factory.mktemp("dist")
     # A copy without .git, as a lab admin's `pip install .` of a release tarball sees it.
-    src = tmp_path_factory.mktemp("src")
-    _run(["git", "-C", str(ROOT), "ls-files", "-z"], timeout=60)
-    _run(["rsync", "-a", "--exclude", ".git", "--exclude", ".venv", "--exclude", "node_modules",
-          "--exclude", "*.egg-info", "--exclude", "build", "--exclude", "test-artifacts",
-          f"{ROOT}/", f"{src}/"])
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-          "-w", str(out), str(src)])
-    (found,) = out.glob("iowatch-*.whl")
-    return found
+    try:
+        return build_wheel(tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("dist"))
+    except AssertionError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")
