@@ -251,16 +251,21 @@ def run_in_vlab(tree: Path, branch: str, host: Host, inventory: Path, matrix: st
     plan, v = build_head(tree, branch)
     result = NightlyOutcome(commit=v.commit)
     result.phases["build"] = time.monotonic() - t0
-    if v.status != "built":
-        raise NightlyError(f"the head of {branch} ({v.commit[:12]}) did not build: "
-                           f"{(v.error or '').strip()[-800:]}")
-    say(f"built {branch} {v.commit[:12]} as {v.release} in {v.build_s} s"
-        f"{' (incremental)' if v.incremental else ''}; booting it on {host.name}")
+    if v.status == "built":
+        say(f"built {branch} {v.commit[:12]} as {v.release} in {v.build_s} s"
+            f"{' (incremental)' if v.incremental else ''}; booting it on {host.name}")
     matrix = str(resources.matrix_path(matrix).resolve())  # the guest's run takes a path
+    # A head that does not build or boot gets run_variant's failure bundle: it is
+    # uploaded as that night's run, so the server records the failure, never a result.
     vr = run_variant(plan, v, host, inventory, matrix, out, profile=profile, reps=reps, say=say,
                      echo_console=echo_console, phases=result.phases)
-    if vr.status not in ("passed", "failed") or vr.bundle is None:
-        raise NightlyError(f"{branch} {v.commit[:12]} on {host.name}: {vr.status}: {vr.reason[-800:]}")
+    if vr.status not in ("passed", "failed"):
+        why = f"{branch} {v.commit[:12]} on {host.name}: {vr.status}: {vr.reason.strip()[-800:]}"
+        if vr.bundle is not None:
+            mark_nightly(vr.bundle, trig)
+            _upload(vr.bundle, client)
+            why += f" (recorded on {client.server} as run {bundle.load(vr.bundle)['run_id']})"
+        raise NightlyError(why)
     return report_and_wait(vr.bundle, trig, client, host, result, wait_s, say)
 
 
