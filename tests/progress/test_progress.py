@@ -53,6 +53,7 @@ def run_lines(tmp_path_factory) -> list[str]:
     return done.stderr.splitlines()
 
 
+@pytest.mark.slow
 def test_a_piped_run_prints_a_timestamped_line_per_phase_cell_and_repetition(run_lines):
     body = []
     for line in run_lines:
@@ -75,6 +76,7 @@ def test_a_piped_run_prints_a_timestamped_line_per_phase_cell_and_repetition(run
     assert starts[0] < ends[0] < starts[1] < ends[1]
 
 
+@pytest.mark.slow
 @needs_root
 @needs_fio
 def test_the_lines_come_as_it_runs_and_a_stopped_run_says_where(tmp_path, data_dir):
@@ -104,6 +106,7 @@ def test_the_lines_come_as_it_runs_and_a_stopped_run_says_where(tmp_path, data_d
     assert not loops_over(data_dir)
 
 
+@pytest.mark.slow
 def test_a_guests_console_becomes_the_hosts_boot_and_matrix_phases(run_lines):
     """The check relays what the guest's `iowatch run --no-progress` prints: here
     the real run's lines inside a console with kernel messages around them."""
@@ -134,7 +137,7 @@ def test_a_guest_that_panics_ends_its_boot_phase_so():
                      out.getvalue()), out.getvalue()
 
 
-def test_on_a_terminal_the_phases_are_bars(run_lines):
+def test_on_a_terminal_the_phases_are_bars():
     """rich with a forced terminal, recorded: bars drawn while it runs, one line per finished phase."""
     buf = io.StringIO()
     term = Console(file=buf, force_terminal=True, width=120, record=True, color_system="standard")
