@@ -118,10 +118,9 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr
     host = cmeta["hosts"] if bmeta["hosts"] == cmeta["hosts"] else f"{bmeta['hosts']} -> {cmeta['hosts']}"
     judged, shown = [], []
     for key in sorted(set(bv) & set(cv)):
-        study_slug, cls, device, fs, group, metric = key
-        study = studies.get(study_slug)
-        cell_key = CellKey(study_slug, host, cls, device, fs, group, metric)
-        if (group, metric) in deciding(study):
+        cell_key = CellKey.from_series(key, host)
+        study, metric = studies.get(cell_key.study), cell_key.metric
+        if (cell_key.group, metric) in deciding(study):
             judged.append(CellInput(cell_key, bv[key], cv[key], METRICS[metric].direction,
                                     min_effect(study)))
         elif METRICS[metric].direction != INFO:

@@ -156,3 +156,11 @@ def test_zero_on_both_sides_is_no_change_and_a_bad_direction_is_refused():
     assert compare([0, 0, 0], [3, 4, 5], direction="lower").outcome == "inconclusive"
     with pytest.raises(ValueError, match="direction"):
         compare([1, 2], [3, 4], direction="up")
+
+
+def test_a_cell_key_names_its_pooled_series_and_its_bundle_cell():
+    key = CellKey.from_series(("odirect-vs-readers", "hdd", "vhdd", "ext4", "writer", "write.bw_kib_s"),
+                              host="vlab")
+    assert key == CellKey("odirect-vs-readers", "vlab", "hdd", "vhdd", "ext4", "writer", "write.bw_kib_s")
+    assert key.series == ("odirect-vs-readers", "hdd", "vhdd", "ext4", "writer", "write.bw_kib_s")
+    assert key.cell_id == "odirect-vs-readers/vhdd/ext4"  # as tests/fixtures/e2e-check's bundles name it
