@@ -105,7 +105,10 @@ class Phase:
         if self.each and what:
             d._line(f"{self.name}: {what}")
         elif not self.each and time.monotonic() - self._said >= HEARTBEAT_S:
-            d._line(f"{self.name}: {self._count()}, {_seconds(time.monotonic() - self.started)} so far")
+            took = time.monotonic() - self.started
+            left = (f", about {_seconds(took / self.completed * (self.total - self.completed))} left"
+                    if self.total and self.completed else "")
+            d._line(f"{self.name}: {self._count()}, {_seconds(took)} so far{left}")
         else:
             return
         self._said = time.monotonic()

@@ -177,6 +177,19 @@ def test_the_modes_the_options_and_the_stream_ask_for():
         progress.Progress("run", "loud")
 
 
+def test_a_phase_of_many_steps_gets_a_line_a_minute_with_the_time_left(monkeypatch):
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.0)  # every step is a minute later
+    out = io.StringIO()
+    with progress.Progress("kernel build", progress.LINES, stream=out) as display:
+        with display.phase("build variant 0", total=4, each=False) as build:
+            for obj in ("fs/a.o", "fs/b.o"):
+                build.advance(1, obj)
+    body = [re.fullmatch(rf"{STAMP} kernel build: (.*)", x).group(1) for x in out.getvalue().splitlines()]
+    assert re.fullmatch(r"build variant 0: 1/4, \d+ s so far, about \d+ s left", body[1]), body
+    assert re.fullmatch(r"build variant 0: 2/4, \d+ s so far, about \d+ s left", body[2]), body
+    assert not any("fs/a.o" in b for b in body), "no line per object"
+
+
 # -- the kernel build's object count
 
 
