@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from iowatch import bundle, paths, progress, resources
-from iowatch.ciapi import Client, ServerError
+from iowatch.ciapi import Client
 from iowatch.inventory import Host
 
 # Exit codes of `iowatch nightly`: the Jenkins stage goes red or yellow on them.
