@@ -81,19 +81,35 @@ def test_the_nightly_and_bisect_pipelines_leave_the_deciding_to_iowatch(name, co
         assert juggling not in text, f"{path.name} does {juggling} itself"
 
 
-@pytest.mark.parametrize("path,line,argv", CALLS, ids=[f"{f.stem}:{n}:{a[0]}" for f, n, a in CALLS])
-def test_iowatch_command_parses(path, line, argv, capsys):
+def parse_problem(where: str, argv: list[str], capsys) -> str | None:
+    """Why `iowatch ARGV` of a Jenkinsfile would not run, or None."""
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices
     if argv[0] not in commands:
-        pytest.fail(f"{path.name}:{line}: `iowatch {argv[0]}` is not a subcommand of iowatch "
-                    f"(iowatch.cli knows {', '.join(sorted(commands))})")
+        return (f"{where}: `iowatch {argv[0]}` is not a subcommand of iowatch "
+                f"(iowatch.cli knows {', '.join(sorted(commands))})")
     try:
         args = parser.parse_args(argv)
     except SystemExit:
-        pytest.fail(f"{path.name}:{line}: `iowatch {' '.join(argv)}` does not parse:\n"
-                    f"{capsys.readouterr().err}")
-    assert getattr(args, "func", None), f"{path.name}:{line}: `iowatch {' '.join(argv)}` runs nothing"
+        return f"{where}: `iowatch {' '.join(argv)}` does not parse:\n{capsys.readouterr().err}"
+    if not getattr(args, "func", None):
+        return f"{where}: `iowatch {' '.join(argv)}` runs nothing"
+    return None
+
+
+@pytest.mark.parametrize("path,line,argv", CALLS, ids=[f"{f.stem}:{n}:{a[0]}" for f, n, a in CALLS])
+def test_iowatch_command_parses(path, line, argv, capsys):
+    problem = parse_problem(f"{path.name}:{line}", argv, capsys)
+    if problem:
+        pytest.fail(problem)
+
+
+def test_a_subcommand_iowatch_does_not_have_is_a_failure(tmp_path, capsys):
+    f = tmp_path / "x.Jenkinsfile"
+    f.write_text("sh 'iowatch nosuch --server \"$IOWATCH_SERVER\"'\nsh 'iowatch nightly --bogus'\n")
+    (line1, nosuch), (line2, bogus) = iowatch_commands(f)
+    assert "`iowatch nosuch` is not a subcommand of iowatch" in parse_problem(f"x:{line1}", nosuch, capsys)
+    assert "does not parse" in parse_problem(f"x:{line2}", bogus, capsys)
 
 
 def test_the_extractor_sees_through_shell(tmp_path):
