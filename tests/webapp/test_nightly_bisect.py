@@ -180,6 +180,8 @@ def test_the_agent_calls_need_an_agent_token(nights, client):
     ({"median": "fast"}, "body field median"),
     ({"repetitions": -1}, "body field repetitions"),
     ({"run_ids": "one"}, "body field run_ids"),
+    ({"subject": "ext4: \x00"}, "body field subject"),  # PostgreSQL keeps no NUL
+    ({"author": "\udc00"}, "body field author"),
 ])
 def test_a_bad_step_is_refused_naming_its_field(nights, client, agent_token, change, where):
     job = BisectJob.objects.get()
@@ -199,6 +201,8 @@ def test_a_bad_result_is_refused_naming_its_field(nights, client, agent_token):
         assert status == 400 and answer["where"] == where, (body, answer)
     assert api(client, "post", "bisects/999999/steps", STEP, agent_token)[0] == 404
     assert api(client, "post", "bisects/claim", {}, agent_token)[0] == 400
+    status, answer = api(client, "post", "bisects/claim", {"host": "V\x00"}, agent_token)
+    assert status == 400 and answer["where"] == "body field host"
     job.refresh_from_db()
     assert job.state == "queued" and job.result is None
 

@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Field, Router, Schema
 from ninja.security import HttpBearer
+from pydantic import field_validator
 
 from iowatch_web.regressions import nightly
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
@@ -127,14 +128,34 @@ def _jobs():
 
 # --- what comes in ------------------------------------------------------------------
 
-Text = Field(..., min_length=1, max_length=1000)
+def storable(value):
+    """Text PostgreSQL can keep: no NUL (neither text nor jsonb takes it), no
+    lone surrogate (not UTF-8)."""
+    for text in (value if isinstance(value, list) else [value]):
+        if isinstance(text, str):
+            if "\x00" in text:
+                raise ValueError("holds a NUL character, which the store cannot keep")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("holds a lone surrogate (not UTF-8 text)") from None
+    return value
 
 
-class ClaimIn(Schema):
+class AgentInput(Schema):
+    """What an agent posts: every text field storable."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable(cls, value):
+        return storable(value)
+
+
+class ClaimIn(AgentInput):
     host: str = Field(..., min_length=1, max_length=200)
 
 
-class StepIn(Schema):
+class StepIn(AgentInput):
     commit: str = Field(..., pattern=r"^[0-9a-f]{7,64}$")
     subject: str = Field("", max_length=1000)
     author: str = Field("", max_length=500)
@@ -146,19 +167,19 @@ class StepIn(Schema):
     position: float | None = Field(None, allow_inf_nan=False)
 
 
-class Commit(Schema):
+class Commit(AgentInput):
     commit: str = Field(..., pattern=r"^[0-9a-f]{7,64}$")
     subject: str = Field("", max_length=1000)
     author: str = Field("", max_length=500)
 
 
-class Provenance(Schema):
+class Provenance(AgentInput):
     nightly: str | None = Field(None, max_length=100)
     good_runs: list[str] = Field(default_factory=list, max_length=MAX_RUNS)
     bad_runs: list[str] = Field(default_factory=list, max_length=MAX_RUNS)
 
 
-class ResultIn(Schema):
+class ResultIn(AgentInput):
     state: Literal["done", "failed"]
     first_bad: Commit | None = None
     candidates: list[str] = Field(default_factory=list, max_length=MAX_STEPS)
