@@ -17,7 +17,7 @@ from typing import Any
 
 from iowatch.metrics import INFO, METRICS
 from iowatch.resources import matrix_path
-from iowatch.yamlfile import DataFileError, load as load_yaml, parse as parse_yaml, read as read_yaml
+from iowatch.yamlfile import DataFileError, line_at, load_with_nodes, parse as parse_yaml, read as read_yaml
 
 # Published units and how they become the metric table's units. fio's KB and
 # MB are KiB and MiB; the XFS post's MB/s is read the same way.
@@ -114,50 +114,56 @@ class Study:
 
 def load_study(path: str | Path) -> Study:
     path = Path(path)
-    data = load_yaml(path, "study-v1.json")
+    data, root = load_with_nodes(path, "study-v1.json")
     study = Study(slug=data["study"], path=path, data=data)
-    _check(study)
+    _check(study, root)
     return study
 
 
-def _check(study: Study) -> None:
+def _check(study: Study, root=None) -> None:
     """What a schema cannot say: names must exist in the metric table, in the
-    workload's groups and jobs, and published units must fit the metric."""
+    workload's groups and jobs, and published units must fit the metric. Each
+    refusal names the line of the key at fault (root: the file's node tree)."""
     d, where = study.data, str(study.path)
+
+    def refuse(path: list, message: str):
+        raise DataFileError(where, line_at(root, path), message)
+
     if study.path.stem != study.slug:
-        raise DataFileError(where, None, f"study {study.slug!r} must live in {study.slug}.yml")
+        refuse(["study"], f"study {study.slug!r} must live in {study.slug}.yml")
     groups = set(study.groups.values())
     jobs = {j["name"] for j in d["workload"].get("fio", {}).get("jobs", [])}
 
-    def metric(name: str, group: str, ctx: str, direction: str | None = None) -> None:
+    def metric(name: str, group: str, path: list, ctx: str, direction: str | None = None) -> None:
         if name not in METRICS:
-            raise DataFileError(where, None, f"{ctx}: unknown metric {name!r}; see iowatch.metrics")
+            refuse([*path, "metric"], f"{ctx}: unknown metric {name!r}; see iowatch.metrics")
         if group not in groups:
-            raise DataFileError(where, None, f"{ctx}: group {group!r} is not one of the workload's "
-                                f"groups ({', '.join(sorted(groups))})")
+            refuse([*path, "group"], f"{ctx}: group {group!r} is not one of the workload's "
+                   f"groups ({', '.join(sorted(groups))})")
         if direction and direction != METRICS[name].direction:
-            raise DataFileError(where, None, f"{ctx}: {name} is {METRICS[name].direction}-is-better "
-                                f"in the metric table, not {direction}")
+            refuse([*path, "direction"], f"{ctx}: {name} is {METRICS[name].direction}-is-better "
+                   f"in the metric table, not {direction}")
 
     for i, m in enumerate(study.metrics):
-        metric(m.metric, m.group, f"metrics[{i}]", m.direction)
+        metric(m.metric, m.group, ["metrics", i], f"metrics[{i}]", m.direction)
     for i, p in enumerate(study.published):
         if p["device_class"] not in study.device_classes:
-            raise DataFileError(where, None, f"published[{i}]: device class {p['device_class']!r} "
-                                "is not one of the study's device_classes")
+            refuse(["published", i, "device_class"], f"published[{i}]: device class "
+                   f"{p['device_class']!r} is not one of the study's device_classes")
         for j, r in enumerate(p["results"]):
-            ctx = f"published[{i}].results[{j}]"
-            metric(r["metric"], r["group"], ctx)
+            path, ctx = ["published", i, "results", j], f"published[{i}].results[{j}]"
+            metric(r["metric"], r["group"], path, ctx)
             unit = PUBLISHED_UNITS[r["unit"]][0]
             if unit != METRICS[r["metric"]].unit:
-                raise DataFileError(where, None, f"{ctx}: unit {r['unit']!r} cannot be "
-                                    f"{r['metric']}'s unit {METRICS[r['metric']].unit!r}")
+                refuse([*path, "unit"], f"{ctx}: unit {r['unit']!r} cannot be "
+                       f"{r['metric']}'s unit {METRICS[r['metric']].unit!r}")
     for name, prof in d["profiles"].items():
-        for layer in [prof, *prof.get("by_class", {}).values()]:
+        for cls, layer in [(None, prof), *prof.get("by_class", {}).items()]:
             for job in layer.get("jobs", {}):
                 if job not in jobs:
-                    raise DataFileError(where, None, f"profiles.{name}: job {job!r} is not in "
-                                        f"workload.fio.jobs ({', '.join(sorted(jobs))})")
+                    at = ["profiles", name, *(["by_class", cls] if cls else []), "jobs", job]
+                    refuse(at, f"profiles.{name}: job {job!r} is not in "
+                           f"workload.fio.jobs ({', '.join(sorted(jobs))})")
 
 
 def load_studies(directory: str | Path) -> dict[str, Study]:
@@ -188,7 +194,7 @@ def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matr
     if "study" in head:
         s = load_study(path)
         return Matrix(name=s.slug, path=path, studies=[s])
-    data = load_yaml(path, "matrix-v1.json")
+    data, root = load_with_nodes(path, "matrix-v1.json")
     # --studies DIR / $IOWATCH_STUDIES name the study files for every matrix; else
     # a matrix reads the studies/ beside it (the packaged matrices: the packaged studies).
     studies_dir = Path(studies_dir or os.environ.get("IOWATCH_STUDIES") or path.parent / "studies")
@@ -196,14 +202,14 @@ def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matr
     for i, entry in enumerate(data["studies"]):
         study_path = studies_dir / f"{entry['study']}.yml"
         if not study_path.is_file():
-            raise DataFileError(str(path), None, f"studies[{i}]: no study {entry['study']!r} "
-                                f"({study_path} does not exist)")
+            raise DataFileError(str(path), line_at(root, ["studies", i, "study"]),
+                                f"studies[{i}]: no study {entry['study']!r} ({study_path} does not exist)")
         s = load_study(study_path)
         if "filesystems" in entry:
             bad = set(entry["filesystems"]) - set(s.filesystems)
             if bad:
-                raise DataFileError(str(path), None, f"studies[{i}]: {s.slug} does not run on "
-                                    f"{', '.join(sorted(bad))}")
+                raise DataFileError(str(path), line_at(root, ["studies", i, "filesystems"]),
+                                    f"studies[{i}]: {s.slug} does not run on {', '.join(sorted(bad))}")
             filesystems[s.slug] = entry["filesystems"]
         studies.append(s)
     return Matrix(name=data["matrix"], path=path, studies=studies,

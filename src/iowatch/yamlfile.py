@@ -113,6 +113,11 @@ def _describe(error) -> str:
 
 def load(path: str | Path, schema_name: str) -> Any:
     """Parse and validate; raises DataFileError naming file, line, key and what is allowed."""
+    return load_with_nodes(path, schema_name)[0]
+
+
+def load_with_nodes(path: str | Path, schema_name: str) -> tuple[Any, yaml.Node | None]:
+    """load(), with the node tree, for checks beyond the schema to name their line (line_at)."""
     import jsonschema
 
     path = Path(path)
@@ -130,7 +135,7 @@ def load(path: str | Path, schema_name: str) -> Any:
             extra = sorted(set(e.instance) - set(e.schema.get("properties", {})))
             where += extra[:1]
         raise DataFileError(str(path), line_at(node, where), _describe(e))
-    return data
+    return data, node
 
 
 def read(path: Path) -> str:

@@ -57,9 +57,9 @@ def test_smoke_matrix_names_existing_studies():
     (("device_classes: [hdd]", "device_classes: [hdd, floppy]"), 6, "'floppy' is not allowed; allowed: 'sdcard'"),
     (("title: One direct", "titel: One direct"), 2, "unknown key 'titel'"),
     (("{metric: write.bw_kib_s, group: writer, direction: higher, decides: true}",
-      "{metric: write.speed, group: writer, direction: higher, decides: true}"), None, "unknown metric 'write.speed'"),
+      "{metric: write.speed, group: writer, direction: higher, decides: true}"), 30, "unknown metric 'write.speed'"),
     (("{metric: write.bw_kib_s, group: writer, direction: higher, decides: true}",
-      "{metric: write.bw_kib_s, group: writer, direction: lower, decides: true}"), None, "higher-is-better"),
+      "{metric: write.bw_kib_s, group: writer, direction: lower, decides: true}"), 30, "higher-is-better"),
 ])
 def test_a_bad_study_file_is_refused_with_file_line_and_key(tmp_path, edit, line, words):
     src = (JOBS / "studies" / "odirect-vs-readers.yml").read_text()
@@ -76,8 +76,9 @@ def test_a_bad_study_file_is_refused_with_file_line_and_key(tmp_path, edit, line
 def test_a_matrix_naming_a_missing_study_is_refused(tmp_path):
     shutil.copytree(JOBS / "studies", tmp_path / "studies")
     (tmp_path / "m.yml").write_text("matrix: m\nstudies:\n  - study: no-such-study\n")
-    with pytest.raises(DataFileError, match="no study 'no-such-study'"):
+    with pytest.raises(DataFileError, match="no study 'no-such-study'") as e:
         load_matrix(tmp_path / "m.yml")
+    assert e.value.line == 3
 
 
 @pytest.mark.parametrize("edit, line, words", [
