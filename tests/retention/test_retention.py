@@ -183,3 +183,27 @@ def test_keep_names_an_unknown_or_summarised_run(history):
         retain("--keep", str(history[0].run_id))
     with pytest.raises(CommandError, match="does not go with --dry-run"):
         retain("--keep", str(history[-2].run_id), "--dry-run")
+
+
+def test_the_daily_pass_runs_once_a_day(history):
+    from iowatch_web.retention.models import RetentionPass
+    from iowatch_web.retention.retain import daily_pass
+
+    first = daily_pass()
+    assert first is not None and first.runs == 10
+    assert daily_pass() is None  # the same day: nothing started
+    recorded = RetentionPass.objects.get()
+    assert (recorded.runs, recorded.samples_removed, recorded.days) == (10, 400, 90)
+    assert recorded.finished_at is not None
+
+
+def test_a_bisect_steps_runs_stay_raw(history):
+    from iowatch_web.regressions.models import BisectJob
+
+    BisectJob.objects.create(
+        regression=Regression.objects.order_by("id").first(), origin="nightly", cell_key="f2fs-dio-write/sd0/f2fs",
+        study="f2fs-dio-write", group="seqw", metric_id="write.bw_kib_s",
+        good_kernel="6.12.0-iowatch", bad_kernel="6.12.0-iowatch",
+        steps=[{"commit": "0" * 12, "run_ids": [str(history[2].run_id), "not-a-run-id"]}])
+    assert "summarised 9 run(s)" in retain()
+    assert Sample.objects.filter(cell__run=history[2]).exists()

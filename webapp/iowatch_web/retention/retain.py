@@ -10,6 +10,7 @@ it stopped. A summarised run is never taken again: a rerun is a no-op.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -66,15 +67,22 @@ def held_runs() -> Q:
             | Q(run_id__in=bisect_step_runs()) | Q(retention__keep_raw=True))
 
 
-def bisect_step_runs() -> set[str]:
+def bisect_step_runs() -> set[uuid.UUID]:
     """The run ids a bisect's steps name (regressions' BisectJob.steps[].run_ids);
     bisect jobs are few, so their JSON is read here rather than queried."""
     try:
         jobs = apps.get_model("regressions", "BisectJob")
     except LookupError:  # a store without the bisect queue
         return set()
-    return {run_id for steps in jobs.objects.values_list("steps", flat=True)
-            for step in steps or [] for run_id in step.get("run_ids") or []}
+    found = set()
+    for steps in jobs.objects.values_list("steps", flat=True):
+        for step in steps or []:
+            for run_id in step.get("run_ids") or []:
+                try:
+                    found.add(uuid.UUID(str(run_id)))
+                except ValueError:  # not a run id: names no run to keep
+                    continue
+    return found
 
 
 def old_runs(cutoff: datetime):

@@ -59,5 +59,8 @@ def _retention_pass() -> None:
     worker): summarise the samples of old runs (retention/retain.py)."""
     from iowatch_web.retention.retain import daily_pass
 
-    if report := daily_pass():
-        log.info("retention: %s", "; ".join(report.lines()))
+    try:
+        if report := daily_pass():
+            log.info("retention: %s", "; ".join(report.lines()))
+    except Exception:  # the sweep goes on; the next day's pass tries again
+        log.exception("retention pass failed")
