@@ -207,3 +207,11 @@ def test_a_bisect_steps_runs_stay_raw(history):
         steps=[{"commit": "0" * 12, "run_ids": [str(history[2].run_id), "not-a-run-id"]}])
     assert "summarised 9 run(s)" in retain()
     assert Sample.objects.filter(cell__run=history[2]).exists()
+
+
+def test_a_run_marked_raw_after_the_pass_chose_it_stays_raw(history):
+    from iowatch_web.retention.retain import summarise_run
+
+    RunRetention.objects.create(run=history[0], keep_raw=True)
+    assert summarise_run(history[0].pk) is None
+    assert Sample.objects.filter(cell__run=history[0]).exists()

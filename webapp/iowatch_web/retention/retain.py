@@ -117,11 +117,14 @@ def retain(days: int | None = None, *, dry_run: bool = False, now: datetime | No
 
 def summarise_run(pk: int, *, dry_run: bool = False) -> tuple[str, int, int, int] | None:
     """Summarise one run in one transaction: (run id, sample rows removed,
-    summaries written, bytes freed), or None when it is summarised already."""
+    summaries written, bytes freed), or None when it is summarised already or
+    kept raw."""
     with transaction.atomic():
         # The run's row locked: two passes at once summarise it once.
         run = Run.objects.select_for_update().filter(pk=pk).first()
-        if run is None or RunRetention.objects.filter(run=run, summarised_at__isnull=False).exists():
+        # Summarised by another pass, or marked to stay raw since this one began.
+        if run is None or RunRetention.objects.filter(
+                Q(summarised_at__isnull=False) | Q(keep_raw=True), run=run).exists():
             return None
         samples = Sample.objects.filter(cell__run=run)
         summaries = summaries_of(samples)
