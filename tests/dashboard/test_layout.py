@@ -39,7 +39,29 @@ def every_page(store) -> dict[str, str]:
                  "xfs-smallfile-writeback"):
         found[f"study-{slug}"] = f"/studies/{slug}/"
     found["run-published"] = f"/runs/{Run.objects.filter(published=True, label='for-2.6.33').get().run_id}/"
+    found["regression-bisected"] = bisected(store.change_point_regression)
     return found
+
+
+def bisected(regression_id: int) -> str:
+    """The nightly regression's bisect, done after three steps: the page with
+    its steps table, first bad commit and mailing-list report."""
+    from django.utils import timezone
+
+    from iowatch_web.regressions.models import BisectJob
+
+    job = BisectJob.objects.get(regression_id=regression_id)
+    runs = [str(r) for r in Run.objects.filter(published=False).values_list("run_id", flat=True)[:2]]
+    job.steps = [{"commit": f"{i:x}" * 40, "subject": f"xfs: a change with a long subject line, number {i}",
+                  "author": "Ann Dev <ann@example.org>", "outcome": outcome, "median": 700.0 + i,
+                  "unit": "KiB/s", "repetitions": 5, "run_ids": runs, "position": 0.5}
+                 for i, outcome in enumerate(("good", "skipped", "bad"), 1)]
+    job.state, job.claimed_at, job.finished_at = "done", timezone.now(), timezone.now()
+    job.result = {"first_bad": {"commit": "3" * 40, "subject": job.steps[2]["subject"],
+                                "author": "Ann Dev <ann@example.org>"},
+                  "candidates": [], "skipped": ["2" * 40], "provenance": {}}
+    job.save()
+    return f"/regressions/{regression_id}/"
 
 
 @pytest.mark.parametrize("width", WIDTHS)
