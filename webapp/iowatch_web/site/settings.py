@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from iowatch.paths import data_dir
 from iowatch.resources import studies_dir
@@ -85,7 +86,11 @@ IOWATCH_VERDICT_ATTEMPTS = int(os.environ.get("IOWATCH_VERDICT_ATTEMPTS", 3))
 IOWATCH_VERDICT_RETRY_S = float(os.environ.get("IOWATCH_VERDICT_RETRY_S", 30))
 IOWATCH_VERDICT_STALL_S = float(os.environ.get("IOWATCH_VERDICT_STALL_S", 600))
 # Older runs keep summaries instead of sample rows (retention/retain.py).
-IOWATCH_RETENTION_DAYS = int(os.environ.get("IOWATCH_RETENTION_DAYS", 90))
+_retention_days = os.environ.get("IOWATCH_RETENTION_DAYS", "90")
+if not _retention_days.strip().isdigit():
+    raise ImproperlyConfigured(f"IOWATCH_RETENTION_DAYS={_retention_days!r}: give a whole number "
+                               "of days, 0 or more (default 90)")
+IOWATCH_RETENTION_DAYS = int(_retention_days)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
