@@ -46,10 +46,6 @@ class Error(Schema):
     where: str | None = None
 
 
-class Detail(Schema):
-    detail: str
-
-
 def _error(status: int, message: str, where: str | None = None) -> JsonResponse:
     return JsonResponse({"error": message, "where": where}, status=status)
 
