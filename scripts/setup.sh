@@ -11,15 +11,24 @@ SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux
                  postgresql python3-venv procps
                  docker-compose   # the client only: tests/lab_ops validates docker-compose.yml
                  nodejs           # the dashboard's Chart.js comes from npm (package-lock.json)
-                 chromium)        # the dashboard's browser tests (Playwright drives it; no download)
+                 chromium         # the dashboard's browser tests (Playwright drives it; no download)
+                 # LKP-tests (--harness lkp, tests/lkp): its Ruby libraries, GNU time and helpers
+                 # (README, "Running through LKP-tests"); gcc and make build its wakeup helper.
+                 ruby ruby-activesupport ruby-colorize ruby-term-ansicolor ruby-git ruby-tty-command
+                 ruby-gnuplot bc time rsync numactl sysstat gcc make libc6-dev)
 
 # With --kernel: what building kernels and the virtual lab need (not in CI).
 KERNEL_PACKAGES=(linux-source-6.12 qemu-system-x86 ccache bc bison flex libelf-dev libssl-dev
                  build-essential cpio kmod busybox-static git)
+# With --vm: also what scripts/vm-kernel-role.sh needs to make and boot a lab-host disk image.
+VM_PACKAGES=(mmdebstrap qemu-utils openssh-client)
 extras="dev"
-if [ "${1:-}" = "--kernel" ]; then
+if [ "${1:-}" = "--kernel" ] || [ "${1:-}" = "--vm" ]; then
     SYSTEM_PACKAGES+=("${KERNEL_PACKAGES[@]}")
     extras="dev,vlab"
+fi
+if [ "${1:-}" = "--vm" ]; then
+    SYSTEM_PACKAGES+=("${VM_PACKAGES[@]}")
 fi
 
 missing=()

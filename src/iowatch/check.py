@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from iowatch import bundle, paths, resources
+from iowatch import bundle, paths, progress, resources
 from iowatch.bundle import BundleWriter
 from iowatch.comparison import Side
 from iowatch.judging import Comparison, cell_id, compare_sides, more_runs
@@ -35,7 +35,6 @@ class VariantRun:
     boot_s: float | None = None
     matrix_s: float | None = None
     vs_parent: Comparison | None = None
-    vs_base: Comparison | None = None
     extra: list[Path] = field(default_factory=list)  # bundles of the rounds that added repetitions
 
 
@@ -60,13 +59,15 @@ class CheckResult:
 def _failure_bundle(out: Path, v: Variant, plan: Plan, host: Host, status: str,
                     reason: str, extra: dict) -> Path:
     """A variant that did not build or boot: a bundle that says so, with no cells."""
-    series = {"name": plan.series.name, "base": plan.base}
+    series = plan.series.record(plan.base)
+    mail = next((p for p in series.get("patches", []) if p["index"] == v.index), {})
     w = BundleWriter(out, run_id=str(uuid.uuid4()),
                      kernel={"release": v.release or f"unbuilt-{v.commit[:12] or 'none'}",
                              **({"git_commit": v.commit} if v.commit else {}),
                              "series": series,
                              "patch": {"index": v.index, "subject": v.subject,
-                                       **({"commit": v.commit} if v.commit else {})}},
+                                       **({"commit": v.commit} if v.commit else {}),
+                                       **{k: mail[k] for k in ("message_id", "author") if k in mail}}},
                      host={"name": host.name, "kind": host.kind},
                      devices=[d.bundle_entry() for d in host.devices],
                      environment={"failure": {"status": status, "reason": reason[-4000:], **extra}},
@@ -188,13 +189,17 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
         f"{' (incremental)' if v.incremental else ''}; booting")
     shared = out / (shared_name or f"guest-{v.index:02d}")
     guest_out = shared / "bundle"
+    record = shared / "series.json"  # the guest sees the shared directory at the same path
+    shared.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(series.record(plan.base), indent=1) + "\n")
     cmd = guest_run_command(matrix, host, inventory, guest_out, profile=profile, reps=reps,
                             kernel_commit=v.commit, label=v.label, cells=cells,
                             series={"name": series.name, "index": v.index,
-                                    "subject": v.subject, "base": plan.base})
+                                    "subject": v.subject, "base": plan.base, "record": record})
     t0 = time.monotonic()
-    boot = boot_and_run(Path(v.artifacts) / "bzImage", host, cmd, shared,
-                        shared / "console.log", echo=echo_console)
+    with progress.current().guest(f"variant {v.index}") as relay:
+        boot = boot_and_run(Path(v.artifacts) / "bzImage", host, cmd, shared,
+                            shared / "console.log", echo=echo_console, on_line=relay.line)
     phases[f"guest {v.index}"] = time.monotonic() - t0
     vr.accel, vr.boot_s = boot.accel, boot.boot_s
     vr.matrix_s = round(boot.wall_s - (boot.boot_s or 0), 1)
@@ -228,12 +233,10 @@ def _compare(result: CheckResult) -> None:
     measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
     if not measured or measured[0].variant.index != 0:
         return
-    base = measured[0]
     for prev, cur in zip(measured, measured[1:]):
         # The parent is the nearest earlier variant that ran (a failed build in
         # between makes the comparison span two patches, and the report says so).
         cur.vs_parent = compare_sides(_side(prev), _side(cur), studies=studies)
-        cur.vs_base = compare_sides(_side(base), _side(cur), studies=studies)
 
 
 def report(result: CheckResult) -> str:

@@ -118,8 +118,16 @@ def manifest_from_api(server: str, run_id: str) -> dict:
             {"metric": s["metric"], "value": s["value"], "group": s["group"], "job": s["job"]})
     kernel = dict(run["kernel"])
     kernel.update(config=run.get("kernel_config") or {}, cmdline=run.get("cmdline"))
+    # The series as the bundle had it: the patches with their Message-IDs and hashes.
+    patches = [{k: v for k, v in p.items() if k != "commit" and v not in (None, "")}
+               for p in run.get("patches") or []]
+    if kernel.get("series"):
+        kernel["series"] = {**{k: v for k, v in kernel["series"].items() if v not in (None, [])},
+                            **({"patches": patches} if patches else {})}
     if kernel.get("patch_index") is not None:
-        kernel["patch"] = {"index": kernel["patch_index"]}
+        mine = next((p for p in patches if p["index"] == kernel["patch_index"]), {})
+        kernel["patch"] = {"index": kernel["patch_index"],
+                           **{k: mine[k] for k in ("subject", "message_id", "author") if k in mine}}
     return {
         "run_id": str(run["run_id"]), "status": run["status"], "published": run["published"],
         "label": run["label"], "matrix": run["matrix"], "command": run["command"],
@@ -178,14 +186,14 @@ def load_side(spec: str, *, server: str | None = None, role: str = "side") -> Si
 
 def published_side(study: Study, label: str, device_class: str | None, role: str) -> Side:
     """A study's published result set(s) under one label, as manifests (n = 1)."""
-    entries = [e for e in study.data["published"] if e["label"] == label
+    entries = [e for e in study.published if e["label"] == label
                and (device_class is None or e["device_class"] == device_class)]
     if not entries:
-        labels = sorted({e["label"] for e in study.data["published"]})
+        labels = sorted({e["label"] for e in study.published})
         where = f" on device class {device_class}" if device_class else ""
         raise SideNotFound(f"{role} {label!r}: study {study.slug} published nothing under that "
                            f"label{where}; its labels are {', '.join(labels)}")
-    fs = study.data["filesystems"][0]
+    fs = study.filesystems[0]
     runs = []
     for e in entries:
         cls = e["device_class"]
@@ -194,7 +202,7 @@ def published_side(study: Study, label: str, device_class: str | None, role: str
             "run_id": None, "published": True, "label": e["label"],
             "kernel": {"release": e["kernel"]}, "host": {"name": "published", "kind": "published"},
             "devices": [{"name": device, "class": cls, "model": e.get("setup")}],
-            "environment": {"setup": e.get("setup"), "source": study.data["source"]},
+            "environment": {"setup": e.get("setup"), "source": study.source},
             "command": None, "tools": {},
             "cells": [{"id": f"{study.slug}/{device}/{fs}", "study": study.slug, "device": device,
                        "filesystem": fs, "params": {"published": True},
@@ -208,7 +216,6 @@ def published_side(study: Study, label: str, device_class: str | None, role: str
 class CellContext:
     """What the report says about a cell beside its numbers."""
     device_model: str | None = None
-    base_cell: dict = field(default_factory=dict)
     candidate_cell: dict = field(default_factory=dict)
 
 

@@ -19,11 +19,12 @@ import uuid
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from iowatch import diskstats, environment, filesystems, loopdev, mdraid, paths, safety
 from iowatch.bundle import MANIFEST, BundleWriter, loads
 from iowatch.inventory import Device, Host
+from iowatch.progress import Progress, current
 from iowatch.samples import ParseError, Sample
 from iowatch.studies import Matrix, Study
 from iowatch.workloads import Context, Result, run_fio, run_fs_mark, run_script
@@ -64,15 +65,6 @@ def plan(matrix: Matrix, host: Host) -> list[Cell]:
     return cells
 
 
-@dataclass
-class Progress:
-    """What the display needs; the CLI draws it (rich), tests ignore it."""
-    on_start: Callable[[int], None] = lambda total: None
-    on_rep: Callable[[Cell, int, int], None] = lambda cell, rep, reps: None
-    on_done: Callable[[Cell, int, str], None] = lambda cell, rep, state: None
-    on_skip: Callable[[Cell], None] = lambda cell: None
-
-
 @contextmanager
 def _signals_interrupt() -> Iterator[None]:
     def handler(signum, frame):
@@ -89,9 +81,12 @@ def _kernel_entry(env: dict, commit: str | None, series: dict | None) -> dict:
              "config_hash": env.get("kernel_config_hash"), "config": env.get("kernel_config") or None,
              "cmdline": env.get("cmdline")}
     if series:
-        entry["series"] = {"name": series["name"], "base": series.get("base")}
+        record = series.get("record") or {}  # Series.record(): Message-IDs, list, patch hashes
+        entry["series"] = {**record, "name": series["name"],
+                           "base": series.get("base") or record.get("base")}
+        mail = next((p for p in record.get("patches", []) if p.get("index") == series["index"]), {})
         entry["patch"] = {"index": series["index"], "subject": series.get("subject"),
-                          "commit": commit}
+                          "commit": commit, **{k: mail[k] for k in ("message_id", "author") if k in mail}}
     return {k: v for k, v in entry.items() if v is not None}
 
 
@@ -107,12 +102,14 @@ class Runner:
                  reps: int | None = None, kernel_commit: str | None = None,
                  label: str | None = None, command: str | None = None,
                  series: dict | None = None, only: set[str] | None = None,
-                 progress: Progress | None = None, data_dir: Path | None = None):
+                 progress: Progress | None = None, data_dir: Path | None = None,
+                 harness=None):
         self.matrix, self.host, self.out = matrix, host, Path(out)
+        self.harness = harness  # None: fio/fs_mark here; else such as iowatch.lkp.harness.LkpHarness
         self.only = only  # cell ids to run (the adaptive loop's extra rounds); None: all
         self.profile = profile or matrix.profile
         self.reps = reps or matrix.reps
-        self.progress = progress or Progress()
+        self.progress = progress or current()  # the command's display (iowatch.progress)
         self.data_dir = data_dir or paths.data_dir()
         self.tool_s = 0.0
         self.workload_writeback_s = 0.0  # see _run_rep: measured time, not overhead
@@ -174,6 +171,11 @@ class Runner:
             work = Path(tempfile.mkdtemp(prefix="iowatch-rep-"))
         mountpoint = None
         try:
+            if self.harness is not None:  # the harness makes the filesystem and runs the tool
+                filesystems.drop_caches()
+                res, more = self.harness.run_rep(workload, cell.filesystem, dev_path, cell.device.name,
+                                                 work, cell.id)
+                return res, {**notes, **more}
             if cell.filesystem != "raw":
                 with self._phase("mkfs_mount"):
                     # mkfs discards the whole device (the tools' default, kept on purpose):
@@ -259,6 +261,8 @@ class Runner:
         fields = {"device": cell.device.name, "filesystem": cell.filesystem,
                   "params": {"profile": self.profile,
                              "workload": cell.study.workload(self.profile, cell.device.device_class)}}
+        if self.harness is not None:
+            fields["params"]["harness"] = self.harness.name
         if "mkfs_options" in notes:
             fields.update(mkfs_options=notes["mkfs_options"], mount_options=notes["mount_options"])
         self.writer.add_repetition(
@@ -273,6 +277,9 @@ class Runner:
 
     def run(self) -> dict:
         cells = [c for c in plan(self.matrix, self.host) if self.only is None or c.id in self.only]
+        for c in cells if self.harness is not None else ():
+            c.skip = c.skip or self.harness.skip_reason(
+                c.study.workload(self.profile, c.device.device_class), c.filesystem, c.id)
         todo = [c for c in cells if c.id not in self.done]
         self.progress.on_start(sum(self.reps for c in todo if not c.skip))
         t_start = time.monotonic()

@@ -1,15 +1,15 @@
 """iowatch run: run a matrix (or one study) on a host's devices into a result bundle."""
 from __future__ import annotations
 
-import contextlib
+import json
 import os
 import shlex
 import sys
 import time
 from pathlib import Path
 
-from iowatch import bundle, inventory, paths
-from iowatch.runner import Cell, Interrupted, Progress, Runner, summary
+from iowatch import bundle, inventory, paths, progress
+from iowatch.runner import Interrupted, Runner, summary
 from iowatch.safety import DeviceRefused
 from iowatch.studies import load_matrix
 from iowatch.yamlfile import DataFileError
@@ -37,6 +37,9 @@ def register(sub):
                    help="with --series-name: 0 for the base, k for base plus patches 1..k")
     p.add_argument("--patch-subject", default=None, help="with --series-name: patch k's subject")
     p.add_argument("--series-base", default=None, help="with --series-name: the base commit")
+    p.add_argument("--series-record", default=None, metavar="FILE",
+                   help="with --series-name: the series as JSON (Message-IDs, To/Cc, patches), "
+                        "kept in the bundle's kernel.series")
     p.add_argument("--upload", default=None, metavar="URL", help="upload the bundle to this server")
     p.add_argument("--token", default=os.environ.get("IOWATCH_TOKEN"), help="agent token for --upload")
     p.add_argument("--store", action="store_true",
@@ -48,34 +51,21 @@ def register(sub):
                         "repetitions to the cells still unsure until each is decided or at --cap")
     p.add_argument("--cap", type=int, default=None,
                    help="with --against: at most this many repetitions a cell (default 20)")
-    p.add_argument("--no-progress", action="store_true", help="plain lines instead of a live display")
+    p.add_argument("--harness", choices=("native", "lkp"), default="native",
+                   help="lkp: run each fio-basic or fsmark-shaped cell through LKP-tests' `lkp run` "
+                        "(README, \"Running through LKP-tests\"); others are skipped with the reason")
+    p.add_argument("--lkp-src", default=None, metavar="DIR",
+                   help="with --harness lkp: the LKP-tests checkout (default: $LKP_SRC, else /opt/lkp-tests)")
+    progress.add_options(p)
     p.set_defaults(func=run)
-
-
-def _progress(plain: bool):
-    if plain or not sys.stderr.isatty():
-        def rep(cell: Cell, i: int, n: int):
-            print(f"run: {cell.id} repetition {i}/{n}", file=sys.stderr, flush=True)
-        return Progress(on_rep=rep,
-                        on_skip=lambda c: print(f"run: skip {c.id}: {c.skip}", file=sys.stderr)), None
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
-    bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-              TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), transient=False)
-    task = bar.add_task("starting", total=None)
-    return Progress(
-        on_start=lambda total: bar.update(task, total=total),
-        on_rep=lambda c, i, n: bar.update(task, description=f"{c.id} rep {i}/{n}"),
-        on_done=lambda c, i, state: bar.advance(task),
-        on_skip=lambda c: bar.console.print(f"skip {c.id}: {c.skip}"),
-    ), bar
 
 
 def _series(args) -> dict | None:
     if not args.series_name:
         return None
+    record = json.loads(Path(args.series_record).read_text()) if args.series_record else None
     return {"name": args.series_name, "index": args.patch_index or 0,
-            "subject": args.patch_subject, "base": args.series_base}
+            "subject": args.patch_subject, "base": args.series_base, "record": record}
 
 
 def run(args) -> int:
@@ -119,20 +109,28 @@ def run(args) -> int:
     if os.geteuid() != 0:
         print("iowatch run: needs root (loop devices, mkfs, mount, drop_caches)", file=sys.stderr)
         return 2
+    harness = None
+    if args.harness == "lkp":
+        from iowatch.lkp.harness import LkpError, LkpHarness, find_src
+        try:
+            harness = LkpHarness(find_src(args.lkp_src), host, paths.data_dir())
+        except LkpError as e:
+            print(f"iowatch run: --harness lkp: {e}", file=sys.stderr)
+            return 2
     out = Path(args.out) if args.out else (
         paths.data_dir() / "bundles" / f"{matrix.name}-{host.name}-{time.strftime('%Y%m%d-%H%M%S')}")
-    progress, bar = _progress(args.no_progress)
+    display = progress.from_args(args, "run")
     command = "iowatch run " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     try:
         runner = Runner(matrix, host, out, profile=args.profile, reps=reps,
                         kernel_commit=args.kernel_commit, label=args.label, command=command,
-                        progress=progress, series=_series(args),
+                        progress=display, series=_series(args), harness=harness,
                         only=set(args.cells.split(",")) if args.cells else None)
     except FileExistsError as e:
         print(f"iowatch run: {e}", file=sys.stderr)
         return 2
     try:
-        with bar or contextlib.nullcontext():
+        with display:
             doc = runner.run()
             if base is not None:
                 doc = _adaptive(runner, base, args.cap)
@@ -189,8 +187,8 @@ def _adaptive(runner: Runner, base, cap: int) -> dict:
                 targets[cell_id(where)] = want
         if not targets:
             return doc
-        print("run: unsure against the base, adding repetitions: " + ", ".join(
-            f"{cid} to {n}" for cid, n in sorted(targets.items())), file=sys.stderr, flush=True)
+        progress.current().note("unsure against the base, adding repetitions: " + ", ".join(
+            f"{cid} to {n}" for cid, n in sorted(targets.items())))
         doc = runner.add_repetitions(targets)
 
 
