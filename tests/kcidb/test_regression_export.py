@@ -30,8 +30,8 @@ def test_a_stored_regression_exports_its_stored_verdicts(live_server):
     patch2 = bundle.load(CHECK / "guest-02" / "bundle")
     regression = Regression.objects.get(comparison__reason="parent",
                                         comparison__candidate_kernel__patch_index=2)
-    stored = {(v.cell_key, v.group, v.metric_id): v for v in regression.regressed_cells()}
-    assert stored, "the server opened a regression without regressed cells"
+    stored = {(v.cell_key, v.group, v.metric_id): v for v in regression.comparison.cells.all()}
+    assert {v.outcome for v in stored.values()} == {"regression", "improvement"}  # writer, readers
 
     data = export("--regression", str(regression.id), "--server", live_server.url)
     assert len(data["builds"]) == 1 and data["builds"][0]["status"] == "PASS"
@@ -39,7 +39,8 @@ def test_a_stored_regression_exports_its_stored_verdicts(live_server):
     assert len(data["tests"]) == len(stored)
     for t in data["tests"]:
         v = stored[(t["misc"]["cell"], t["misc"]["group"], t["misc"]["metric"])]
-        assert t["status"] == "FAIL" and t["misc"]["outcome"] == v.outcome == "regression"
+        assert t["misc"]["outcome"] == v.outcome
+        assert t["status"] == {"regression": "FAIL", "improvement": "PASS"}[v.outcome]
         assert t["number"]["value"] == v.candidate_median
         assert t["misc"]["change_pct"] == v.change_pct and t["misc"]["regression"] == regression.id
     writer = next(t for t in data["tests"] if t["path"] == WRITER)
@@ -53,3 +54,36 @@ def test_a_stored_regression_exports_its_stored_verdicts(live_server):
     assert writer["id"] not in {t["id"] for t in alone["tests"]}
     from_server = export("--run", patch2["run_id"], "--server", live_server.url)
     assert {t["id"] for t in from_server["tests"]} == {t["id"] for t in alone["tests"]}
+    assert from_server["checkouts"] == alone["checkouts"]
+
+
+def test_a_series_that_came_by_mail_is_kept_by_the_store(live_server, client):
+    """The series record a mailed check's bundles carry (Message-IDs, To/Cc,
+    patch hashes) is stored, read back by the API (for the e-mail report's
+    In-Reply-To and References) and makes the same KCIDB checkout as the bundle."""
+    from iowatch.kernel.series import patchset_hash
+
+    post = uploader("kcidb-mail")
+    record = {"message_id": "cover.1@example.org", "subject": "ext4: yield to readers",
+              "to": ["linux-ext4@vger.kernel.org"], "cc": ["Bob <bob@example.org>"],
+              "archive": "https://lore.kernel.org/all/", "patch_count": 2,
+              "patches": [{"index": i, "subject": f"patch {i}", "author": "Ann <ann@example.org>",
+                           "message_id": f"{i}.1@example.org", "sha256": f"{i}" * 64}
+                          for i in (1, 2)]}
+    # The fixture's bundle is of version 1, before the series from mail: made current.
+    doc = bundle.upgrade(json.loads(bundle.to_wire(CHECK / "guest-02" / "bundle")))
+    doc["kernel"]["series"].update(record)
+    doc["kernel"]["patch"]["message_id"] = "2.1@example.org"
+    post(doc)
+    run = client.get(f"/api/v1/runs/{doc['run_id']}").json()
+    assert run["kernel"]["series"]["to"] == ["linux-ext4@vger.kernel.org"]
+    assert run["kernel"]["series"]["message_id"] == "cover.1@example.org"
+    assert [(p["index"], p["message_id"], p["author"]) for p in run["patches"]] == \
+        [(1, "1.1@example.org", "Ann <ann@example.org>"), (2, "2.1@example.org", "Ann <ann@example.org>")]
+
+    data = export("--run", doc["run_id"], "--server", live_server.url)
+    checkout = data["checkouts"][0]
+    assert checkout["patchset_hash"] == patchset_hash(record["patches"])
+    assert checkout["git_commit_hash"] == doc["kernel"]["series"]["base"]
+    assert checkout["message_id"] == "cover.1@example.org"
+    assert checkout["patchset_files"][1]["url"] == "https://lore.kernel.org/all/2.1@example.org/raw"

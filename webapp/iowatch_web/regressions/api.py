@@ -10,14 +10,19 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.security import SessionAuth
 
-from iowatch_web.regressions.models import STATES, CellVerdict, ChangePoint, Regression, TriageEvent
+from iowatch import mailreport
+from iowatch_web.regressions import detail, nightly
+from iowatch_web.regressions.bisect_api import BisectOut, latest
+from iowatch_web.regressions.models import (KINDS, STATES, CellVerdict, ChangePoint, Regression,
+                                            TriageEvent)
 from iowatch_web.regressions.triage import TriageRefused
 from iowatch_web.regressions.triage import triage as apply_triage
 
@@ -120,8 +125,11 @@ class CellVerdictOut(Schema):
     id: int
     cell_key: str
     study: str
+    host: str
     device_class: str
     device: str | None
+    device_model: str | None
+    unit: str
     filesystem: str
     group: str
     metric: str
@@ -147,6 +155,18 @@ class CellVerdictOut(Schema):
     @staticmethod
     def resolve_device(v: CellVerdict) -> str | None:
         return v.device.name if v.device_id else None
+
+    @staticmethod
+    def resolve_host(v: CellVerdict) -> str:
+        return v.host.name
+
+    @staticmethod
+    def resolve_device_model(v: CellVerdict) -> str | None:
+        return v.device.model or None if v.device_id else None
+
+    @staticmethod
+    def resolve_unit(v: CellVerdict) -> str:
+        return v.metric.unit
 
     @staticmethod
     def resolve_metric(v: CellVerdict) -> str:
@@ -208,8 +228,51 @@ class RegressionDetail(RegressionOut):
     base_runs: list[uuid.UUID]
     candidate_runs: list[uuid.UUID]
     cells: list[CellVerdictOut]
+    verdicts: list[CellVerdictOut]  # every deciding cell of the comparison, regressed or not
     change_points: list[ChangePointOut]
     events: list[TriageEventOut]
+    # The two ends: kernel release, commit and runs (the contract of issue 14).
+    good: dict
+    bad: dict
+    bisect: BisectOut | None
+    # What the mailing-list report needs beside the verdicts (regressions/detail.py).
+    host_kind: str
+    trigger: dict
+    series: dict | None
+    confounders: list[dict]
+    mail: dict
+
+    @staticmethod
+    def resolve_good(r: Regression) -> dict:
+        return nightly.good_and_bad(r)[0]
+
+    @staticmethod
+    def resolve_bad(r: Regression) -> dict:
+        return nightly.good_and_bad(r)[1]
+
+    @staticmethod
+    def resolve_bisect(r: Regression):
+        return latest(r)
+
+    @staticmethod
+    def resolve_host_kind(r: Regression) -> str:
+        return r.comparison.host.kind
+
+    @staticmethod
+    def resolve_trigger(r: Regression) -> dict:
+        return nightly.trigger_of(r)
+
+    @staticmethod
+    def resolve_series(r: Regression) -> dict | None:
+        return detail.series(r.comparison.candidate_kernel)
+
+    @staticmethod
+    def resolve_confounders(r: Regression) -> list[dict]:
+        return detail.confounders(r)
+
+    @staticmethod
+    def resolve_mail(r: Regression) -> dict:
+        return detail.mail_headers()
 
     @staticmethod
     def resolve_base_runs(r: Regression) -> list:
@@ -221,7 +284,12 @@ class RegressionDetail(RegressionOut):
 
     @staticmethod
     def resolve_cells(r: Regression) -> list:
-        return list(r.regressed_cells().select_related("study", "device"))
+        return list(r.regressed_cells().select_related("study", "device", "host", "metric"))
+
+    @staticmethod
+    def resolve_verdicts(r: Regression) -> list:
+        return list(r.comparison.cells.select_related("study", "device", "host", "metric").order_by("cell_key", "group",
+                                                                                  "metric_id"))
 
     @staticmethod
     def resolve_change_points(r: Regression) -> list:
@@ -264,7 +332,7 @@ def _regressions():
 
 @router.get("", response={200: RegressionPage, 400: Error},
             summary="Regressions, newest first; filter by state, study, host, kind "
-                    "(ab or change-point)")
+                    "(nightly, check, ab; change-point: the nightly ones found as a step)")
 def list_regressions(request, filters: Query[RegressionFilters]):
     # Imported here: results.api imports this module for its router.
     from iowatch_web.results.api import page_problem
@@ -280,10 +348,11 @@ def list_regressions(request, filters: Query[RegressionFilters]):
         regressions = regressions.filter(comparison__host__name=filters.host)
     if filters.kind == "change-point":
         regressions = regressions.filter(comparison__reason="change-point")
-    elif filters.kind == "ab":
-        regressions = regressions.exclude(comparison__reason="change-point")
+    elif filters.kind in KINDS:
+        regressions = regressions.filter(kind=filters.kind)
     elif filters.kind is not None:
-        return _bad_request("kind is ab or change-point", "query field kind")
+        return _bad_request(f"kind is one of {', '.join(KINDS)} (or change-point)",
+                            "query field kind")
     if filters.study is not None:
         same = Q(comparison_id=OuterRef("comparison_id"), study__slug=filters.study)
         regressions = regressions.filter(
@@ -310,3 +379,43 @@ def triage(request, regression_id: int, body: TriageIn):
     except TriageRefused as e:
         return _bad_request(str(e), e.where)
     return get_object_or_404(_regressions(), pk=regression_id)
+
+
+class BisectIn(Schema):
+    note: str = ""
+    # One of the regression's regressed cells to follow (default: the worst).
+    cell: dict | None = None
+
+
+@router.post("/{regression_id}/bisect", auth=Triager(),
+             response={200: RegressionDetail, 400: Error, 401: Detail, 403: Detail, 404: Error},
+             summary="Queue a bisect of the regression (logged-in users; CSRF token required): "
+                     "its state becomes bisecting; an open bisect is kept")
+def bisect(request, regression_id: int, body: BisectIn):
+    try:
+        with transaction.atomic():
+            # The chosen cell's job first: the triage keeps an open one.
+            nightly.queue_bisect(get_object_or_404(Regression, pk=regression_id),
+                                 origin="maintainer", user=request.auth, cell=body.cell)
+            apply_triage(regression_id, request.auth, "bisecting", body.note)
+    except TriageRefused as e:
+        return _bad_request(str(e), e.where)
+    except nightly.NoCell as e:
+        return _bad_request(str(e), "body field cell")
+    return get_object_or_404(_regressions(), pk=regression_id)
+
+
+def report_text(regression_id: int, fmt: str) -> str:
+    """The mailing-list report, rendered from the detail's own JSON."""
+    regression = get_object_or_404(_regressions(), pk=regression_id)
+    return mailreport.render(RegressionDetail.from_orm(regression).model_dump(mode="json"), fmt)
+
+
+@router.get("/{regression_id}/report", response={200: str, 400: Error, 404: Error},
+            summary="The regression as a mailing-list report (text/plain): format email "
+                    "(with headers, a reply in the series' thread) or text")
+def report(request, regression_id: int, format: str = "email"):
+    if format not in mailreport.FORMATS:
+        return _bad_request(f"format {format!r} is not one of {', '.join(mailreport.FORMATS)}",
+                            "query field format")
+    return HttpResponse(report_text(regression_id, format), content_type="text/plain; charset=utf-8")

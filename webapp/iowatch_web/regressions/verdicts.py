@@ -28,9 +28,11 @@ from django.db.models.functions import Coalesce
 from iowatch import stats
 from iowatch.judging import compare_sides, deciding, min_effect
 from iowatch.metrics import METRICS
+from iowatch_web.regressions import nightly
 from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression
-from iowatch_web.results.models import Cell, Kernel, Run, Sample
+from iowatch_web.results.models import Cell, Kernel, Run
 from iowatch_web.results.sides import judging_studies, runs_side
+from iowatch_web.retention.values import sample_values
 
 log = logging.getLogger(__name__)
 
@@ -118,13 +120,13 @@ def _group_samples(runs):
     studies = judging_studies()
     wanted = {(slug, group, metric) for slug, study in studies.items()
               for group, metric in deciding(study)}
-    rows = (Sample.objects.filter(cell__run__in=runs, cell__status="passed", job__isnull=True,
-                                  metric_id__in={m for _, _, m in wanted})
-            .values_list("cell__key", "cell__study__slug", "group", "metric_id", "value"))
+    cells = Cell.objects.filter(run__in=runs, status="passed")
+    keys = {pk: (key, slug) for pk, key, slug in cells.values_list("id", "key", "study__slug")}
     values = defaultdict(list)
-    for key, slug, group, metric, value in rows.iterator(chunk_size=10_000):
-        if (slug, group, metric) in wanted:
-            values[key, group, metric].append(value)
+    for v in sample_values(cells, metrics={m for _, _, m in wanted}):
+        key, slug = keys[v.cell_id]
+        if (slug, v.group, v.metric) in wanted:
+            values[key, v.group, v.metric].append(v.value)
     return values
 
 
@@ -180,7 +182,9 @@ def _update_regression(comparison: Comparison) -> None:
                  or comparison.change_points.exists())
     if regressed:
         regression, created = Regression.objects.get_or_create(comparison=comparison)
-        if not created:
+        if created:
+            nightly.opened(regression)  # its kind; a nightly one queues its bisect
+        else:
             regression.save(update_fields=["updated"])
     else:
         Regression.objects.filter(comparison=comparison, state="new",
@@ -213,14 +217,16 @@ def change_point_alerts(run: Run) -> list[Comparison]:
         first_runs.setdefault(r.kernel_id, r)
     order = list(first_runs)  # kernels by their first run
     touched = _group_samples([run.pk])
-    rows = (Sample.objects.filter(cell__run__in=history, cell__status="passed", job__isnull=True,
-                                  cell__key__in={k for k, _, _ in touched},
-                                  metric_id__in={m for _, _, m in touched})
-            .values_list("cell__key", "group", "metric_id", "cell__run__kernel_id", "value"))
+    cells = Cell.objects.filter(run__in=history, status="passed",
+                                key__in={k for k, _, _ in touched})
+    kernel_of = {pk: (key, kernel_id) for pk, key, kernel_id
+                 in cells.values_list("id", "key", "run__kernel_id")}
     series = defaultdict(lambda: defaultdict(list))
-    for key, group, metric, kernel_id, value in rows.iterator(chunk_size=10_000):
-        if (key, group, metric) in touched:
-            series[key, group, metric][kernel_id].append(value)
+    # Raw samples and retention's summaries alike (retention/values.py).
+    for v in sample_values(cells, metrics={m for _, _, m in touched}):
+        key, kernel_id = kernel_of[v.cell_id]
+        if (key, v.group, v.metric) in touched:
+            series[key, v.group, v.metric][kernel_id].append(v.value)
 
     cells = {c.key: c for c in run.cells.select_related("study", "device")}
     steps = defaultdict(list)  # (kernel before, kernel after) → [(series key, change point)]
@@ -244,12 +250,10 @@ def change_point_alerts(run: Run) -> list[Comparison]:
     comparisons = []
     for (before, after), found in steps.items():
         with transaction.atomic():
-            comparison, _ = Comparison.objects.update_or_create(
-                reason="change-point", host_id=run.host_id, matrix=run.matrix,
-                base_kernel_id=before, candidate_kernel_id=after,
-                defaults={"trigger_run": run, "fdr": FDR})
-            comparison.base_runs.set(history.filter(kernel_id=before))
-            comparison.candidate_runs.set(history.filter(kernel_id=after))
+            # One change, one regression: a step a nightly's night-over-night
+            # regression already names gets its change points there.
+            comparison = (nightly.same_change(run.host_id, run.matrix, after, order)
+                          or _change_point_comparison(run, before, after, history))
             for (key, group, metric), cp in found:
                 cell = cells[key]
                 ChangePoint.objects.get_or_create(
@@ -260,5 +264,20 @@ def change_point_alerts(run: Run) -> list[Comparison]:
                               "before_mean": cp.before_mean, "after_mean": cp.after_mean,
                               "change_pct": cp.change_pct, "p_value": cp.p_value})
             _update_regression(comparison)
+        if comparison.reason == "change-point":
+            # The A/B of the kernels either side, by the one policy (iowatch.judging):
+            # the numbers, CI and repetitions a report of the step gives.
+            comparison = compare_kernels(Pairing("change-point", comparison.base_kernel,
+                                                 comparison.candidate_kernel), run)
         comparisons.append(comparison)
     return comparisons
+
+
+def _change_point_comparison(run: Run, before: int, after: int, history) -> Comparison:
+    comparison, _ = Comparison.objects.update_or_create(
+        reason="change-point", host_id=run.host_id, matrix=run.matrix,
+        base_kernel_id=before, candidate_kernel_id=after,
+        defaults={"trigger_run": run, "fdr": FDR})
+    comparison.base_runs.set(history.filter(kernel_id=before))
+    comparison.candidate_runs.set(history.filter(kernel_id=after))
+    return comparison

@@ -34,6 +34,7 @@ from ninja.security import HttpBearer
 from iowatch import bundle
 from iowatch_web.site.middleware import RETRY_AFTER_S, client_went_away, store_unavailable
 from iowatch_web.regressions.api import router as regressions_router
+from iowatch_web.regressions.bisect_api import router as bisects_router
 from iowatch_web.results import ingest
 from iowatch_web.results.models import Agent, Artifact, Cell, Metric, Run, Sample
 
@@ -72,6 +73,7 @@ api = IowatchAPI(
 
 
 api.add_router("/regressions", regressions_router)
+api.add_router("/bisects", bisects_router)
 
 
 class AgentTokenRefused(Exception):
@@ -288,6 +290,36 @@ class SeriesOut(Schema):
     message_id: str | None
     base: str | None
     patch_count: int | None
+    # As the series came by mail (empty otherwise): a report replies in its thread.
+    subject: str | None
+    to: list[str]
+    cc: list[str]
+    archive: str | None
+
+    @staticmethod
+    def resolve_subject(series) -> str | None:
+        return series.mail.get("subject")
+
+    @staticmethod
+    def resolve_to(series) -> list[str]:
+        return series.mail.get("to", [])
+
+    @staticmethod
+    def resolve_cc(series) -> list[str]:
+        return series.mail.get("cc", [])
+
+    @staticmethod
+    def resolve_archive(series) -> str | None:
+        return series.mail.get("archive")
+
+
+class PatchOut(Schema):
+    index: int
+    subject: str
+    commit: str | None
+    message_id: str | None
+    author: str
+    sha256: str
 
 
 class KernelOut(Schema):
@@ -342,10 +374,15 @@ class RunDetail(RunOut):
     cell_count: int
     sample_count: int
     bundle_sha256: str
+    patches: list[PatchOut]  # every patch of the kernel's series, with its Message-ID
 
     @staticmethod
     def resolve_kernel_config(run: Run) -> dict:
         return run.kernel.config
+
+    @staticmethod
+    def resolve_patches(run: Run) -> list:
+        return list(run.kernel.series.patches.all()) if run.kernel.series_id else []
 
     @staticmethod
     def resolve_devices(run: Run) -> list:

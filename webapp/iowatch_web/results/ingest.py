@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from django.db import IntegrityError, connection, transaction
 from django.utils.dateparse import parse_datetime
 
-from iowatch.bundle import BundleError, artifact_bytes
+from iowatch.bundle import BundleError, artifact_bytes, upgrade
 from iowatch_web.results.apps import sync_metrics
 from iowatch_web.results.models import (
     Agent, Artifact, Cell, Device, Host, JobFailure, Kernel, Metric, Patch, PatchSeries,
@@ -60,13 +60,15 @@ def canonical_sha256(doc: dict) -> str:
 
 
 def store_bundle(doc: dict, agent: Agent | None = None) -> Stored:
-    """Store a bundle that iowatch.bundle.validate accepted (wire form).
+    """Store a bundle that iowatch.bundle.validate accepted (wire form, any
+    version of the chain).
 
     Returns Stored(created=True) for a new run, Stored(created=False) when the
     same bundle was stored before. Raises RunConflict when the run id is taken
     by a different bundle, BundleError for what the schema cannot check (an
     artifact's sha256, a bad timestamp)."""
-    digest = canonical_sha256(doc)
+    digest = canonical_sha256(doc)  # of the bundle as sent: the same old bundle re-sent stays idempotent
+    doc = upgrade(doc)  # a lab a version behind: stored as the current version
     run_id = uuid.UUID(doc["run_id"])
     stored = _stored_before(run_id, digest)
     if stored:
@@ -179,14 +181,23 @@ def _study_fields(slug: str) -> dict:
 def _kernel(k: dict) -> Kernel:
     series = None
     if s := k.get("series"):
+        mail = {f: s[f] for f in ("subject", "to", "cc", "archive") if s.get(f)}
         series = _get_or_create_updated(
             PatchSeries, {"name": s["name"], "base": s.get("base")},
-            {"message_id": s.get("message_id"), "patch_count": s.get("patch_count")})
+            {"message_id": s.get("message_id"), "patch_count": s.get("patch_count"),
+             **({"mail": mail} if mail else {})})
+        # Every patch of a series that came by mail, so the thread is known
+        # before each variant's run arrives.
+        for p in s.get("patches") or []:
+            _get_or_create_updated(Patch, {"series": series, "index": p["index"]},
+                                   {"subject": _text(p.get("subject")), "message_id": p.get("message_id"),
+                                    "author": _text(p.get("author")), "sha256": _text(p.get("sha256"))})
     patch = k.get("patch") or {}
     patch_index = patch.get("index")
     if series is not None and patch_index:
         _get_or_create_updated(Patch, {"series": series, "index": patch_index},
-                               {"subject": _text(patch.get("subject")), "commit": patch.get("commit")})
+                               {"subject": _text(patch.get("subject")), "commit": patch.get("commit"),
+                                **({"message_id": patch["message_id"]} if patch.get("message_id") else {})})
     kernel, _ = Kernel.objects.get_or_create(
         release=k["release"], git_commit=k.get("git_commit"), config_hash=k.get("config_hash"),
         series=series, patch_index=patch_index, defaults={"config": k.get("config") or {}})
@@ -218,7 +229,8 @@ def _insert(doc: dict, digest: str, agent: Agent | None,
         published=doc.get("published", False), label=_text(doc.get("label")),
         matrix=_text(doc.get("matrix")), command=_text(doc.get("command")),
         cmdline=_text(doc["kernel"].get("cmdline")), tools=doc.get("tools", {}),
-        environment=doc.get("environment", {}), bundle_sha256=digest, **times)
+        environment=doc.get("environment", {}), trigger=doc.get("trigger") or {},
+        bundle_sha256=digest, **times)
     run.devices.set(devices.values())
 
     cells = Cell.objects.bulk_create([

@@ -96,6 +96,9 @@ class PatchSeries(models.Model):
     message_id = models.CharField(max_length=500, null=True, blank=True)
     base = models.CharField(max_length=200, null=True, blank=True)
     patch_count = models.PositiveIntegerField(null=True, blank=True)
+    mail = models.JSONField(default=dict, blank=True,
+                            help_text="as the series came by mail: the cover letter's subject, "
+                                      "to, cc, and the archive it was fetched from")
 
     class Meta:
         verbose_name_plural = "patch series"
@@ -115,6 +118,11 @@ class Patch(models.Model):
     index = models.PositiveIntegerField()
     subject = models.CharField(max_length=1000, blank=True, default="")
     commit = models.CharField(max_length=64, null=True, blank=True)
+    # The patch as it came by mail (iowatch.kernel.series.Series.record): a
+    # report on it replies in its thread; KCIDB names a patchset by the hashes.
+    message_id = models.CharField(max_length=500, null=True, blank=True)
+    author = models.CharField(max_length=500, blank=True, default="")
+    sha256 = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         verbose_name_plural = "patches"
@@ -203,6 +211,9 @@ class Run(models.Model):
     cmdline = models.TextField(blank=True, default="", help_text="the booted kernel's command line")
     tools = models.JSONField(default=dict, blank=True)
     environment = models.JSONField(default=dict, blank=True)
+    # What started the run (the bundle's trigger): {"kind": "nightly", "branch",
+    # "tree", "night"} for a nightly of a tracked branch; empty otherwise.
+    trigger = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     received_at = models.DateTimeField(auto_now_add=True)
