@@ -42,7 +42,7 @@ def say_phase(message: str) -> None:
 
 
 def trigger(branch: str, tree: str, night: dt.date | None = None) -> dict:
-    """The bundle's trigger object of a nightly run (schemas/bundle-v1.json)."""
+    """The bundle's trigger object of a nightly run (schemas/bundle-v2.json)."""
     night = night or dt.datetime.now(dt.timezone.utc).date()
     return {"kind": "nightly", "branch": branch, **({"tree": tree} if tree else {}),
             "night": night.isoformat()}
