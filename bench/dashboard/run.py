@@ -60,13 +60,13 @@ def fill(url: str, runs: int) -> dict:
                       "inventory) FROM STDIN") as cp:
             for h in range(HOSTS):
                 cp.write_row((h + 1, h + 1, "sd0", "sdcard", "/dev/mmcblk0", "SD", "{}"))
-        with cur.copy("COPY results_patchseries (id, name, base, patch_count) FROM STDIN") as cp:
+        with cur.copy("COPY results_patchseries (id, name, base, patch_count, mail) FROM STDIN") as cp:
             for s in range(SERIES):
-                cp.write_row((s + 1, f"f2fs: series {s}", "v6.12", 2))
-        with cur.copy("COPY results_patch (series_id, index, subject, commit) FROM STDIN") as cp:
+                cp.write_row((s + 1, f"f2fs: series {s}", "v6.12", 2, "{}"))
+        with cur.copy("COPY results_patch (series_id, index, subject, commit, author, sha256) FROM STDIN") as cp:
             for s in range(SERIES):
                 for i in (1, 2):
-                    cp.write_row((s + 1, i, f"f2fs: patch {i} of series {s}", f"{s:05x}{i:02x}"))
+                    cp.write_row((s + 1, i, f"f2fs: patch {i} of series {s}", f"{s:05x}{i:02x}", "", ""))
         with cur.copy("COPY results_kernel (id, release, git_commit, config_hash, config, "
                       "series_id, patch_index) FROM STDIN") as cp:
             for k in range(kernels):
@@ -79,7 +79,7 @@ def fill(url: str, runs: int) -> dict:
         with cur.copy("COPY results_run (id, run_id, host_id, kernel_id, status, published, "
                       "label, matrix, command, cmdline, tools, environment, started_at, "
                       "finished_at, received_at, bundle_sha256, verdict_state, verdict_attempts, "
-                      "verdict_error, verdict_done_at) FROM STDIN") as cp:
+                      "verdict_error, verdict_done_at, trigger) FROM STDIN") as cp:
             for k in range(kernels):
                 for h in range(HOSTS):
                     run_id = k * HOSTS + h + 1
@@ -89,7 +89,7 @@ def fill(url: str, runs: int) -> dict:
                                   h + 1, k + 1, "passed", False, label, "nightly",
                                   "iowatch run jobs/smoke.yml", "quiet", "{}",
                                   json.dumps({"scheduler": "mq-deadline"}), at, at, at, "0" * 64,
-                                  "done", 1, "", at))
+                                  "done", 1, "", at, "{}"))
         with cur.copy("COPY results_run_devices (run_id, device_id) FROM STDIN") as cp:
             for r in range(runs):
                 cp.write_row((r + 1, r % HOSTS + 1))
@@ -129,8 +129,8 @@ def fill(url: str, runs: int) -> dict:
             cur.execute("INSERT INTO results_run (id, run_id, host_id, kernel_id, status, published, "
                         "label, matrix, command, cmdline, tools, environment, started_at, "
                         "finished_at, received_at, bundle_sha256, verdict_state, verdict_attempts, "
-                        "verdict_error) VALUES (%s, %s, %s, %s, 'passed', true, %s, '', '', '', '{}', "
-                        "'{}', %s, %s, %s, %s, 'done', 0, '')",
+                        "verdict_error, trigger) VALUES (%s, %s, %s, %s, 'passed', true, %s, '', '', '', "
+                        "'{}', '{}', %s, %s, %s, %s, 'done', 0, '', '{}')",
                         (run_id, str(uuid.UUID(int=rng.getrandbits(128), version=4)), HOSTS + 1,
                          kernels + 1, label, at, at, at, "1" * 64))
             cur.execute("INSERT INTO results_run_devices (run_id, device_id) VALUES (%s, %s)",
@@ -175,11 +175,11 @@ def fill(url: str, runs: int) -> dict:
                                   -10 if outcome == "regression" else 0, outcome, False, "",
                                   False))
         states = ["new", "acknowledged", "invalid", "fixed", "bisecting"]
-        with cur.copy("COPY regressions_regression (comparison_id, state, notes, created, updated) "
+        with cur.copy("COPY regressions_regression (comparison_id, state, notes, created, updated, kind) "
                       "FROM STDIN") as cp:
             for k in range(0, comparisons, 10):
                 at = start + timedelta(hours=k + 1)
-                cp.write_row((k + 1, states[k // 10 % len(states)], "", at, at))
+                cp.write_row((k + 1, states[k // 10 % len(states)], "", at, at, "nightly"))
         for table in ("regressions_comparison", "regressions_cellverdict", "regressions_regression"):
             cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                         f"(SELECT max(id) FROM {table}))")
