@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from iowatch.kernel.build import make_variants
+from iowatch.kernel.build import branch_name, make_variants
 from iowatch.kernel.series import SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
 
@@ -108,3 +108,15 @@ def test_the_e2e_series_lists_a_harmless_and_a_slow_patch():
         "xfs: say that statfs results must not be cached",
         "ext4: yield to buffered readers before each direct write"]
     assert "msleep(10);" in series.patches[1].text
+
+
+@pytest.mark.parametrize("name", [
+    "68d0214bbd25ecfcd657d1cd096b2501218acf05..547ba20b7e43849bd5a81473c0932ae22eaf6d04",
+    "[PATCH v2 0/3] ext4: yield ~readers^ before: direct writes?", "..", "a.lock", "e2e-slow-ext4-dio"])
+def test_a_series_name_becomes_a_branch_name_git_takes(name):
+    """A nightly regression's bisect is a series named by its range good..bad;
+    git refused `iowatch/good..bad` as a branch and the bisect could not start."""
+    branch = branch_name(name)
+    assert branch.startswith("iowatch/")
+    assert subprocess.run(["git", "check-ref-format", "--branch", branch],
+                          capture_output=True).returncode == 0, branch

@@ -96,11 +96,23 @@ def _rejected_hunks(work: Path, patch_text: str) -> str:
         git(work, "clean", "-q", "-f", "-d")
 
 
+def branch_name(series_name: str) -> str:
+    """The work tree's branch for a series: its name made a valid git branch name.
+    A series is named by what it came from (a directory, a mail subject, a
+    range `good..bad`), and git refuses "..", spaces, "~^:?*[\\" and more in a
+    branch name: a bisect of a nightly regression (a range) could not start."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", series_name)
+    safe = re.sub(r"\.{2,}", "-", safe).strip(".-")
+    if safe.endswith(".lock"):
+        safe = safe[:-5]
+    return f"iowatch/{safe[:120] or 'series'}"
+
+
 def make_variants(tree: Path, base_ref: str, series: Series) -> Plan:
     base = resolve(tree, base_ref)
     work = _work_tree(tree)
     git(work, "am", "--abort", check=False)
-    git(work, "checkout", "-q", "-f", "-B", f"iowatch/{series.name}", base)
+    git(work, "checkout", "-q", "-f", "-B", branch_name(series.name), base)
     git(work, "clean", "-q", "-f", "-d")
     plan = Plan(tree, work, cache_dir() / "build" / tree.name, series, base,
                 [Variant(0, base)])
