@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import random
@@ -73,6 +74,8 @@ from iowatch.studies import load_studies  # noqa: E402
 STUDIES = ("odirect-vs-readers", "xfs-smallfile-writeback", "ext4-dio-randread")
 SLOWDOWNS = {"slow10": 0.10, "slow20": 0.20, "slow50": 0.50}
 CONDITIONS = ("aa", *SLOWDOWNS)
+# The calibration's probe runs leave out the study no rule slows (it would only cost time).
+PROBE_STUDIES = ("odirect-vs-readers", "ext4-dio-randread")
 CGROUP_ROOT = Path("/sys/fs/cgroup/blkio")
 INVENTORY = ROOT / "hardware-inventory.yml"
 HDD, SSD = "loop-hdd", "loop-ssd"
@@ -100,7 +103,9 @@ class Collector:
                     "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"),
                                                                 os.environ.get("PYTHONPATH")]))}
         self.iowatch = [sys.executable, "-m", "iowatch.cli"]
-        self.matrix = self._write_matrix()
+        self.matrix = self._write_matrix("accuracy-collect", STUDIES)
+        self.probe_matrix = self._write_matrix("accuracy-probe", PROBE_STUDIES)
+        self.loads: list[float] = []  # the 1-minute load average before each repetition
         self.cgroups: dict[str, Path] = {}
         self.attached = False
         self.majmin: dict[str, str] = {}      # loop device name -> "major:minor" the rules use
@@ -115,16 +120,20 @@ class Collector:
         self.done: dict[str, int] = defaultdict(int)
         self.rep_seconds: dict[str, list[float]] = defaultdict(list)
         self.child: subprocess.Popen | None = None
+        self.aa_ref: dict[tuple, list[float]] = defaultdict(list)  # unthrottled probe samples
+        self.calibrated: dict[tuple[str, str], tuple[tuple, int]] = {}  # rule -> (cell key, unit)
+        self.conditions_at: dict[str, dict] = {}  # load and other guests at start and end
 
     # -- set-up ------------------------------------------------------------
 
-    def _write_matrix(self) -> Path:
+    def _write_matrix(self, name: str, studies: tuple[str, ...]) -> Path:
         jobs = self.tmp / "jobs"
-        jobs.mkdir()
-        (jobs / "studies").symlink_to(ROOT / "jobs" / "studies")  # a matrix finds studies beside it
-        matrix = jobs / "accuracy-collect.yml"
-        matrix.write_text("matrix: accuracy-collect\nprofile: quick\nreps: 1\nstudies:\n"
-                          + "".join(f"  - study: {s}\n" for s in STUDIES))
+        if not jobs.exists():
+            jobs.mkdir()
+            (jobs / "studies").symlink_to(ROOT / "jobs" / "studies")  # a matrix finds studies beside it
+        matrix = jobs / f"{name}.yml"
+        matrix.write_text(f"matrix: {name}\nprofile: quick\nreps: 1\nstudies:\n"
+                          + "".join(f"  - study: {s}\n" for s in studies))
         return matrix
 
     def _iowatch(self, *argv: str) -> subprocess.CompletedProcess:
@@ -175,14 +184,29 @@ class Collector:
     # -- one repetition ----------------------------------------------------
 
     def run_rep(self, cond: str, label: str) -> bool:
+        """One repetition of the full matrix in `cond`; its samples go to self.samples."""
+        got = self.run_once(cond, label, self.matrix, set(self.directions) or None)
+        if got is None:
+            return False
+        for key, (value, direction) in got.items():
+            self.samples[key][cond].append(value)
+            self.directions[key] = direction
+        return True
+
+    def run_once(self, cond: str, label: str, matrix: Path,
+                 want: set | None) -> dict[tuple, tuple[float, str]] | None:
+        """Run `matrix` once in `cond`'s cgroup: {cell key: (value, direction)}, or None
+        when the repetition failed (a failed one gives no samples at all, so every
+        condition's lists stay aligned by repetition)."""
         old = dict(self.majmin)
         if self.refresh_devices():
             log(f"loop devices changed {old} -> {self.majmin}: rules rewritten")
             self.apply_rules(old)
+        self.loads.append(os.getloadavg()[0])
         out = self.tmp / "bundles" / label
         procs = self.cgroups[cond] / "cgroup.procs"
         cmd = ["sh", "-c", 'p="$1"; shift; echo $$ > "$p" && exec "$@"', "sh", str(procs),
-               *self.iowatch, "run", str(self.matrix), "--target", "localhost",
+               *self.iowatch, "run", str(matrix), "--target", "localhost",
                "--inventory", str(INVENTORY), "--reps", "1", "--out", str(out), "--no-progress"]
         t0 = time.monotonic()
         with open(self.tmp / f"{label}.log", "w") as logf:
@@ -191,26 +215,20 @@ class Collector:
             rc = self.child.wait()
             self.child = None
         seconds = time.monotonic() - t0
-        self.rep_seconds[cond].append(seconds)
+        self.rep_seconds[cond if matrix == self.matrix else "probe-" + cond].append(seconds)
         try:
             doc = bundle.load(out)
         except bundle.BundleError as e:
             log(f"{label}: exit {rc}, no readable bundle ({e}); see {self.tmp / (label + '.log')}")
-            return False
+            return None
         got = self._samples(doc)
-        want = {k for k in self.directions} if self.directions else None
-        # A repetition counts when every cell passed; a failed one gives no samples at all,
-        # so every condition's lists stay aligned by repetition.
         bad = [c["id"] for c in doc["cells"] if c["status"] not in ("passed", "skipped")]
         if rc not in (0, 1) or bad or not got or (want is not None and set(got) != want):
             log(f"{label}: exit {rc}, failed cells {bad or '-'}: skipped "
                 f"(see {self.tmp / (label + '.log')})")
-            return False
-        for key, (value, direction) in got.items():
-            self.samples[key][cond].append(value)
-            self.directions[key] = direction
+            return None
         log(f"{label}: {seconds:.0f} s, {len(got)} samples")
-        return True
+        return got
 
     def _samples(self, doc: dict) -> dict[tuple, tuple[float, str]]:
         got = {}
@@ -227,40 +245,121 @@ class Collector:
                         got[key] = (s["value"], wanted[(s["group"], s["metric"])])
         return got
 
-    # -- calibration -------------------------------------------------------
+    # -- calibration by feedback ------------------------------------------
+
+    def _aa_mean(self, key: tuple) -> float:
+        return statistics.mean(self.aa_ref[key])
 
     def calibrate(self) -> dict:
-        medians = {}
+        """Search each condition's rules until the calibrated cells lose their target share.
+
+        Returns the record of the search that goes into the output's "calibration"."""
+        args, tol = self.args, self.args.tolerance / 100
+        log(f"calibration: {args.calibration} unthrottled probe repetitions")
+        for i in range(args.calibration):
+            got = self.run_once("aa", f"cal{i + 1:02d}-aa", self.probe_matrix, set(self.aa_ref) or None)
+            for key, (value, _) in (got or {}).items():
+                self.aa_ref[key].append(value)
         for (study, device, fs, group, metric), (rule_dev, fname, unit) in CALIBRATE.items():
-            per_cell = [statistics.median(by_cond["calibration"]) for k, by_cond in self.samples.items()
-                        if k[0] == study and k[1] == device and (fs is None or k[2] == fs)
-                        and k[3] == group and k[4] == metric and by_cond["calibration"]]
-            if not per_cell:
+            cells = [k for k in self.aa_ref if k[0] == study and k[1] == device
+                     and (fs is None or k[2] == fs) and k[3] == group and k[4] == metric]
+            if not cells:
                 raise RuntimeError(f"calibration gave no {study} {group} {metric} on {device}")
-            medians[(rule_dev, fname)] = min(per_cell) * unit
-        for cond, s in SLOWDOWNS.items():
+            # One rule per device: calibrate on the cell it slows least (the lowest mean).
+            self.calibrated[(rule_dev, fname)] = (min(cells, key=self._aa_mean), unit)
+        state = {}
+        for cond, target in SLOWDOWNS.items():
             self.rules[cond] = defaultdict(dict)
-            for (rule_dev, fname), m in medians.items():
-                self.rules[cond][rule_dev][fname] = max(1, int(round((1 - s) * m)))
+            for (dev, fname), (key, unit) in self.calibrated.items():
+                self.rules[cond][dev][fname] = max(1, round(ceiling_for(self.aa_ref[key], target) * unit))
+            state[cond] = {"target_pct": -100 * target, "within_tolerance": False, "steps": 0,
+                           "probes": {f"{dev} {fname}": [] for dev, fname in self.calibrated}}
         self.rules["aa"] = {}
         self.apply_rules()
-        return {f"{dev} {fname}": m for (dev, fname), m in medians.items()}
+        log(f"first rules (ceiling model on the calibration runs): {json.dumps(self.rules_shown())}")
+        rng = random.Random(args.seed + 1)
+        for step in range(1, args.max_steps + 1):
+            searching = [c for c in SLOWDOWNS if not state[c]["within_tolerance"]]
+            if not searching:
+                break
+            for p in range(args.probes):
+                order = ["aa", *searching]  # an aa probe beside each round keeps the reference current
+                rng.shuffle(order)
+                for cond in order:
+                    got = self.run_once(cond, f"step{step}-{p + 1}-{cond}", self.probe_matrix,
+                                        set(self.aa_ref))
+                    if got is None:
+                        self.failed["probe"] += 1
+                        continue
+                    if cond == "aa":
+                        for key, (value, _) in got.items():
+                            self.aa_ref[key].append(value)
+                        continue
+                    for (dev, fname), (key, unit) in self.calibrated.items():
+                        probes = state[cond]["probes"][f"{dev} {fname}"]
+                        value = self.rules[cond][dev][fname]
+                        if not probes or probes[-1]["rule"] != value:
+                            probes.append({"step": step, "rule": value, "cell": "/".join(
+                                str(k) for k in key), "samples": []})
+                        probes[-1]["samples"].append(got[key][0])
+            for cond in searching:
+                target, ok = SLOWDOWNS[cond], True
+                state[cond]["steps"] = step
+                for (dev, fname), (key, unit) in self.calibrated.items():
+                    probes = state[cond]["probes"][f"{dev} {fname}"]
+                    if not probes:
+                        ok = False
+                        continue
+                    for pr in probes:  # against the reference as it stands now
+                        pr["achieved_pct"] = round(-100 * slowdown(pr["samples"], self.aa_ref[key]), 2)
+                    achieved = -probes[-1]["achieved_pct"] / 100
+                    if abs(achieved - target) <= tol:
+                        continue
+                    ok = False
+                    points = [(pr["rule"], -pr["achieved_pct"] / 100) for pr in probes]
+                    self.rules[cond][dev][fname] = next_rule(points, target, tol)
+                state[cond]["within_tolerance"] = ok
+                log(f"step {step} {cond}: " + ", ".join(
+                    f"{name} {pr[-1]['rule']} -> {pr[-1]['achieved_pct']:+.1f}%"
+                    for name, pr in state[cond]["probes"].items() if pr)
+                    + (" (within tolerance)" if ok else f"; next {dict(self.rules[cond])}"))
+            self.apply_rules()
+        for cond in SLOWDOWNS:  # the rules collected with, and what the search last saw of them
+            st = state[cond]
+            st["final_rules"] = {f"{dev} {fname}": self.rules[cond][dev][fname] for dev, fname in self.calibrated}
+            st["search_achieved_pct"] = {
+                name: (pr[-1]["achieved_pct"] if pr and pr[-1]["rule"] == st["final_rules"][name] else None)
+                for name, pr in st["probes"].items()}
+            if not st["within_tolerance"]:
+                log(f"{cond}: not within +-{args.tolerance} points after {st['steps']} steps: "
+                    f"collected at the last rules, marked with the slowdown achieved")
+        return {
+            "method": (f"feedback: first rules from a ceiling model of the {args.calibration} unthrottled "
+                       "calibration runs (the rule c with mean(min(x, c)) / mean(x) = 1 - target), then "
+                       f"up to {args.max_steps} steps of {args.probes} probe runs per condition, each round "
+                       "beside one unthrottled probe run; after a step every rule whose calibrated cell is "
+                       f"more than {args.tolerance} points off its target moves by a secant in log(rule) "
+                       "through its last two probed values (the first move proportional, (1 - target) / "
+                       "(1 - achieved)), kept inside the bracket of values already seen too low and too "
+                       "high, at most a factor of 2 a step"),
+            "probe_matrix_studies": list(PROBE_STUDIES),
+            "tolerance_points": args.tolerance,
+            "calibrated_cells": {f"{dev} {fname}": "/".join(str(k) for k in key)
+                                 for (dev, fname), (key, _) in self.calibrated.items()},
+            "aa_reference": {"/".join(str(k) for k in key): v for key, v in self.aa_ref.items()},
+            "conditions": state,
+        }
 
     # -- the whole collection ----------------------------------------------
 
     def collect(self) -> dict:
         t0 = time.monotonic()
+        self.conditions_at["start"] = machine_state()
         self.attach()
         self.make_cgroups()
-        log(f"calibration: {self.args.calibration} unthrottled repetitions")
-        for i in range(self.args.calibration):
-            if not self.run_rep("aa", f"cal{i + 1:02d}-aa"):
-                self.failed["calibration"] += 1
-        # The calibration samples are kept apart: they ran before the interleaved rounds.
-        for by_cond in self.samples.values():
-            by_cond["calibration"] = by_cond.pop("aa", [])
-        medians = self.calibrate()
-        log(f"calibrated medians: {medians}; rules: {json.dumps(self.rules_shown())}")
+        calibration = self.calibrate()
+        log(f"calibrated rules: {json.dumps(self.rules_shown())}")
+        self.conditions_at["after_calibration"] = machine_state()
         rng = random.Random(self.args.seed)
         for r in range(self.args.reps):
             order = list(CONDITIONS)
@@ -270,16 +369,18 @@ class Collector:
                     self.done[cond] += 1
                 else:
                     self.failed[cond] += 1
-        return self.result(medians, time.monotonic() - t0)
+        self.conditions_at["end"] = machine_state()
+        return self.result(calibration, time.monotonic() - t0)
 
     def rules_shown(self) -> dict:
         return {cond: {f"{dev} ({self.majmin[dev]})": {f"blkio.throttle.{f}": v for f, v in files.items()}
                        for dev, files in per_device.items()}
                 for cond, per_device in self.rules.items()}
 
-    def result(self, medians: dict, seconds: float) -> dict:
+    def result(self, calibration: dict, seconds: float) -> dict:
         cells = []
-        throttled_keys = {(s, d, g, m) for (s, d, _, g, m) in CALIBRATE}
+        calibrated_on = {key: f"{dev} {fname}" for (dev, fname), (key, _) in self.calibrated.items()}
+        tol = self.args.tolerance
         for key in sorted(self.samples):
             study, device, fs, group, metric = key
             by_cond = self.samples[key]
@@ -292,10 +393,20 @@ class Collector:
             throttled = study not in UNTHROTTLED_STUDIES
             cell = {"study": study, "device": device, "filesystem": fs, "group": group, "metric": metric,
                     "direction": self.directions[key], "throttled": throttled,
-                    "calibrated_on": (study, device, group, metric) in throttled_keys,
+                    "calibrated_on": key in calibrated_on,
                     "samples": {c: by_cond.get(c, []) for c in CONDITIONS},
-                    "calibration_samples": by_cond.get("calibration", []),
+                    "calibration_samples": self.aa_ref.get(key, []),
                     "achieved_change_pct": change}
+            if key in calibrated_on:
+                # Whether the collection itself (not only the search's probes) hit the target.
+                cell["rule"] = calibrated_on[key]
+                cell["within_tolerance"] = {
+                    cond: change[cond] is not None and abs(change[cond] + 100 * s) <= tol
+                    for cond, s in SLOWDOWNS.items()}
+            elif throttled:
+                cell["not_calibrated"] = ("shares its device's rule with the calibrated cell "
+                                          f"{', '.join(v for k, v in calibrated_on.items() if k[1] == device)}: "
+                                          "its slowdown is whatever that rule gives it")
             if not throttled:
                 cell["not_slowed"] = UNTHROTTLED_STUDIES[study]
             cells.append(cell)
@@ -311,24 +422,31 @@ class Collector:
                 "`iowatch run MATRIX --target localhost --reps 1`, run inside a cgroup v1 blkio cgroup of "
                 "its condition (a shell writes its PID to cgroup.procs and execs iowatch, so fio, "
                 "fs_mark and mkfs run there too). 'aa' has no throttle: repeated runs of one kernel. "
-                "slowN sets blkio.throttle rules at (1 - N%) of the medians of "
-                f"{self.args.calibration} unthrottled calibration repetitions run first: write_bps and "
-                "read_bps on the hdd loop device (odirect-vs-readers writer write.bw_kib_s and readers "
-                "read.bw_kib_s) and read_iops on the ssd loop device (ext4-dio-randread read.iops, the "
-                "lower of the ext4 and raw cells' medians). A throttle is a ceiling, not a proportional "
-                "slowdown: achieved_change_pct is mean(slowed) / mean(aa) - 1 per cell. fs_mark's "
-                "writeback is done by kernel flusher threads that v1 blkio does not throttle, so the "
-                "xfs-smallfile-writeback cells are unchanged cells (throttled: false). Conditions were "
-                f"interleaved round by round in an order shuffled per round (seed {self.args.seed}). "
-                "Samples are each repetition's group-level samples (job null) of the metrics the study "
-                "declares; a repetition with any failed cell is left out of every cell and counted in "
-                "failed_repetitions. The calibration repetitions are in calibration_samples, not in aa."),
+                "slowN sets blkio.throttle rules (write_bps and read_bps on the hdd loop device, "
+                "read_iops on the ssd loop device) found by feedback: probe runs under candidate rules "
+                "until the calibrated cell of each rule (odirect-vs-readers writer write.bw_kib_s and "
+                "readers read.bw_kib_s; ext4-dio-randread read.iops of the cell with the lower mean) "
+                f"lost N% +- {tol:g} points of its unthrottled mean (calibration.method says how). "
+                "A throttle is a ceiling, not a proportional slowdown: achieved_change_pct is "
+                "mean(slowed) / mean(aa) - 1 per cell in this collection, and within_tolerance says "
+                "whether the calibrated cells hit their target here. fs_mark's writeback is done by "
+                "kernel flusher threads that v1 blkio does not throttle, so the xfs-smallfile-writeback "
+                "cells are unchanged cells (throttled: false). Conditions were interleaved round by "
+                f"round in an order shuffled per round (seed {self.args.seed}). Samples are each "
+                "repetition's group-level samples (job null) of the metrics the study declares; a "
+                "repetition with any failed cell is left out of every cell and counted in "
+                "failed_repetitions. The calibration's unthrottled runs are in calibration_samples, "
+                "not in aa."),
             "reps_per_condition": self.args.reps,
             "completed_repetitions": dict(self.done),
-            "failed_repetitions": {c: self.failed.get(c, 0) for c in ("calibration", *CONDITIONS)},
+            "failed_repetitions": {c: self.failed.get(c, 0) for c in ("probe", *CONDITIONS)},
             "mean_repetition_s": {c: round(statistics.mean(v), 1) for c, v in self.rep_seconds.items()},
             "wall_s": round(seconds),
-            "calibration_medians": medians,
+            "machine": {**self.conditions_at,
+                        "load_1min_before_each_run": {
+                            "min": min(self.loads), "median": statistics.median(self.loads),
+                            "max": max(self.loads)} if self.loads else None},
+            "calibration": calibration,
             # Declared metrics fio only reports per job (e.g. a latency percentile under
             # group_reporting): iowatch compare pairs group-level samples only, so none here.
             "declared_without_group_samples": sorted(
@@ -375,6 +493,68 @@ class Collector:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def slowdown(slowed: list[float], aa: list[float]) -> float:
+    """1 - mean(slowed) / mean(aa): the share a higher-is-better cell lost."""
+    return 1 - statistics.mean(slowed) / statistics.mean(aa)
+
+
+def ceiling_for(aa: list[float], target: float) -> float:
+    """The ceiling c that would cut the mean of `aa` by `target` if each run gave min(x, c).
+
+    A throttle caps a run's rate rather than scaling it, so (1 - target) x the median
+    (the old rule) cut right-skewed cells by far more than the target; this is only the
+    first guess of the search (a run's rate is not constant, so the real cut differs).
+    Bisection by hand: a monotone function of one variable on ten numbers."""
+    mean = statistics.mean(aa)
+    lo, hi = 0.0, max(aa)
+    for _ in range(60):
+        c = (lo + hi) / 2
+        if 1 - statistics.mean(min(x, c) for x in aa) / mean > target:
+            lo = c
+        else:
+            hi = c
+    return (lo + hi) / 2
+
+
+def next_rule(points: list[tuple[int, float]], target: float, tol: float) -> int:
+    """The next rule to probe from the (rule, achieved slowdown) points so far, the last current.
+
+    A secant in log(rule) through the last two distinct rules when the slope has the
+    right sign (a higher rule slows less), else a proportional move; kept inside the
+    bracket of rules already seen slowing too much (below) and too little (above) and
+    within a factor of 2 of the current rule. Written here rather than taken from
+    scipy.optimize: the root finders there call the function themselves, and each
+    call here is minutes of noisy measurement that must be logged and interleaved."""
+    rule, achieved = points[-1]
+    new = None
+    for prev, prev_achieved in reversed(points[:-1]):
+        if prev != rule:
+            slope = (achieved - prev_achieved) / (math.log(rule) - math.log(prev))
+            if slope < 0:
+                new = rule * math.exp((target - achieved) / slope)
+            break
+    if new is None:
+        new = rule * (1 - target) / max(1 - achieved, 0.05)
+    new = min(max(new, rule / 2), rule * 2)
+    lo = max((r for r, a in points if a > target + tol), default=None)   # slowed too much
+    hi = min((r for r, a in points if a < target - tol), default=None)   # slowed too little
+    if lo is not None and hi is not None and not lo < new < hi:
+        new = math.sqrt(lo * hi)
+    elif lo is not None and new <= lo:
+        new = lo * 1.2
+    elif hi is not None and new >= hi:
+        new = hi / 1.2
+    return max(1, round(new))
+
+
+def machine_state() -> dict:
+    """The load and whether a QEMU guest runs: the collection shares the machine."""
+    guests = subprocess.run(["pgrep", "-c", "-f", "qemu-system"], capture_output=True, text=True)
+    return {"utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+            "qemu_processes": int(guests.stdout.strip() or 0)}
+
+
 def _git_head() -> str | None:
     r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     return r.stdout.strip() or None
@@ -387,7 +567,12 @@ def _interrupt(signum, frame) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--reps", type=int, default=30, help="repetitions per condition (default 30)")
-    p.add_argument("--calibration", type=int, default=5, help="unthrottled calibration repetitions")
+    p.add_argument("--calibration", type=int, default=6,
+                   help="unthrottled calibration runs before the search (default 6)")
+    p.add_argument("--tolerance", type=float, default=3.0,
+                   help="points of slowdown the calibrated cells may miss their target by (default 3)")
+    p.add_argument("--probes", type=int, default=2, help="probe runs per condition and step (default 2)")
+    p.add_argument("--max-steps", type=int, default=5, help="search steps at most (default 5)")
     p.add_argument("--seed", type=int, default=2024, help="seed of the per-round order")
     p.add_argument("--out", required=True, help="the JSON file to write")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (bundles, logs)")
