@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from iowatch import bundle
-from iowatch.bisect import NothingToBisect, choose_target, search
+from iowatch.bisect.search import NothingToBisect, choose_target, search
 from iowatch.check import VariantRun
 from iowatch.comparison import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Variant
-from iowatch.stats.bisect import place, steps_left
+from iowatch.stats.oracle import place, steps_left
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "e2e-check"
 FAST, SLOW = FIXTURES / "guest-00" / "bundle", FIXTURES / "guest-02" / "bundle"

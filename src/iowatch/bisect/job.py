@@ -1,5 +1,5 @@
 """A bisect job of the server's queue, worked by an agent: take good, bad and
-the cell from the server, run the bisect driver (iowatch.bisect) following
+the cell from the server, run the bisect search (iowatch.bisect.search) following
 that cell, upload every measured step's bundle and post each step as it is
 decided, then post the result: the first bad commit with subject and author,
 what skips left undecided, and the provenance.
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from iowatch import bundle, metrics
-from iowatch.bisect import BisectResult, NothingToBisect, Step, report, search
+from iowatch.bisect.search import BisectResult, NothingToBisect, Step, report, search
 from iowatch.ciapi import Client, ServerError
 from iowatch.judging import Comparison
 from iowatch.kernel.build import Plan
@@ -176,7 +176,7 @@ def work(job: Assignment, plan: Plan, measure: Callable[[int, int], object], pos
          say: Callable[[str], None] = print) -> tuple[BisectResult, dict]:
     """Search plan's variants with measure(), posting as it goes; returns the
     driver's result and the body posted (state done or failed)."""
-    from iowatch.bisect import _key, _side
+    from iowatch.bisect.search import _key, _side
     from iowatch.comparison import cell_values
     result = BisectResult(plan.series, plan)
     n = len(plan.variants) - 1

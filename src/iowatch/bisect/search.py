@@ -7,7 +7,7 @@ of the source tree, or a series directory or mbox applied to a base): variant
 the cell to follow is the regression the verdict engine finds between them
 (the largest, unless --metric or --cell narrows it). Then a binary search: the
 middle variant is built, booted and measured, and the oracle
-(iowatch.stats.bisect.place) says which end it resembles. A variant that does
+(iowatch.stats.oracle.place) says which end it resembles. A variant that does
 not build or boot is skipped as git bisect does and a neighbour is tried; an
 unclear one is measured once more with its samples pooled. Every measurement
 is a stored run, so the dashboard shows the bisect's provenance.
@@ -26,7 +26,7 @@ from iowatch.judging import Comparison, compare_sides, more_runs
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
 from iowatch.kernel.series import Series
-from iowatch.stats.bisect import Placement, place, steps_left
+from iowatch.stats.oracle import Placement, place, steps_left
 from iowatch.stats.verdict import CellVerdict
 from iowatch.studies import load_studies
 

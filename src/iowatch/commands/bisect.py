@@ -76,7 +76,7 @@ def _range(args) -> tuple[str, str]:
 
 
 def run_next(args) -> int:
-    from iowatch.bisect import next_step
+    from iowatch.bisect.search import next_step
     from iowatch.kernel.build import Plan, Variant
     from iowatch.kernel.series import Series
     if not (args.variants and args.bundles):
@@ -101,7 +101,7 @@ def run_next(args) -> int:
 
 
 def run(args) -> int:
-    from iowatch.bisect import report, run_bisect, summary
+    from iowatch.bisect.search import report, run_bisect, summary
     args.metric, args.cell = args.metric or None, args.cell or None  # a pipeline passes "" for none
     if args.regression is not None or args.next:
         from iowatch.commands.bisect_queue import run_job

@@ -30,7 +30,7 @@ def _fail(client, job, reason: str) -> int:
 
 def _assignment(args, client):
     """The job to work: claimed (--next) or the regression's; None when nothing is queued."""
-    from iowatch.bisect_job import from_claim, from_regression
+    from iowatch.bisect.job import from_claim, from_regression
     if args.next:
         claim = client.claim(args.host)
         if claim is None:
@@ -65,8 +65,8 @@ def _replay_plan(args, good: str, bad: str):
 
 
 def run_job(args) -> int:
-    from iowatch.bisect import NeedMeasurement, guest_measure, recorded
-    from iowatch.bisect_job import JobError, Poster, identities, render, work
+    from iowatch.bisect.search import NeedMeasurement, guest_measure, recorded
+    from iowatch.bisect.job import JobError, Poster, identities, render, work
     from iowatch.ciapi import Client, ServerError
     from iowatch.commands.guest_options import HostError, qemu_host
     from iowatch.kernel.build import configure, make_variants

@@ -7,6 +7,8 @@ The CLI, the web app and the bisect reach them through one judging policy
 - look_level / next_target: the look schedule of adaptive repetitions.
 - change_points / confirmed_change_points: e-divisive means over a history.
 - confounders: differences between two runs that can explain a change.
+- oracle: the bisect oracle, which end a measured commit resembles (imported
+  as iowatch.stats.oracle by the bisect search).
 
 Names are loaded on first use (PEP 562): the look schedule is plain Python,
 and `iowatch run` should not pay scipy's import for it (about a second, more
