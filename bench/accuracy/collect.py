@@ -5,9 +5,9 @@ xfs-smallfile-writeback, ext4-dio-randread; one repetition per run) on the
 local target's loop devices under four conditions:
 
   aa      no throttle (A/A: the same kernel, the same machine, again and again)
-  slow10  cgroup v1 blkio throttle at 90% of the calibrated median
-  slow20  ... at 80%
-  slow50  ... at 50%
+  slow10  cgroup v1 blkio throttles found to cut the calibrated cells by 10%
+  slow20  ... by 20%
+  slow50  ... by 50%
 
 Each repetition is one `iowatch run MATRIX --target localhost --reps 1`, started
 by a tiny shell that first writes its own PID into the condition's blkio cgroup
@@ -17,17 +17,38 @@ does. The conditions are interleaved round by round, in an order shuffled
 within each round with a fixed seed, so that drift of the machine's load hits
 every condition alike.
 
-Calibration: 5 unthrottled repetitions first; per device the medians of the
-writer's write.bw_kib_s and the readers' read.bw_kib_s (odirect-vs-readers on
-the hdd loop device) and of read.iops of ext4-dio-randread (group randread on
-the ssd loop device; the lower of its ext4 and raw cells' medians) give the
-throttles: for slowdown s, write_bps and read_bps on the hdd loop device and
-read_iops on the ssd loop device are set to (1 - s) x those medians. A throttle
-is a ceiling, not a proportional slowdown, so the output records the slowdown
-each cell actually got (mean slowed / mean aa - 1). fs_mark's writeback is done
-by kernel flusher threads that v1 blkio does not throttle: the
+Which throttle: this host mounts cgroup v1 controllers, blkio among them, and a
+cgroup2 hierarchy at /sys/fs/cgroup/unified whose cgroup.controllers offers no
+`io` (a controller bound to v1 cannot be enabled in v2), so io.max is not
+available here; blkio.throttle.{read,write}_{bps,iops}_device is what works. Its
+rules are per device: write_bps and read_bps on the hdd loop device slow
+odirect-vs-readers' writer (write.bw_kib_s) and readers (read.bw_kib_s), and
+read_iops on the ssd loop device slows ext4-dio-randread (read.iops, of the ext4
+and of the raw cell alike: the rule is calibrated on the cell with the lower
+mean, the other gets what it gets and is marked so).
+
+Calibration by feedback. A throttle is a ceiling, not a proportional slowdown:
+the old rule, (1 - s) x the unthrottled median, cut the cells by 24-76% for
+s = 10/20/50% (a right-skewed cell loses its upper tail). So now: N unthrottled
+calibration runs (--calibration) give each calibrated cell's distribution; the
+first rule is the ceiling c with mean(min(x, c)) / mean(x) = 1 - s on them (the
+cut a constant-rate run would take); then in up to --max-steps steps,
+--probes probe runs per condition (beside one unthrottled probe per round, which
+keeps the reference mean current) measure the achieved slowdown, 1 - mean of
+the probes at that rule / mean of all unthrottled probes, and every rule more
+than --tolerance points off its target moves by a secant in log(rule) (see
+next_rule). Probe runs run only the throttled studies. A condition whose rules
+are not all within tolerance after the last step is collected at the probed
+rules that came closest, and the output says so (calibration.conditions.<cond>.
+within_tolerance false; each calibrated cell's within_tolerance says whether the
+collection itself hit the target). The probes, the rules tried, the final rules
+and the achieved slowdowns are in the output's "calibration". fs_mark's
+writeback is done by kernel flusher threads that v1 blkio does not throttle: the
 xfs-smallfile-writeback cells are collected under every condition all the same
-and marked "throttled": false (they are the unchanged cells).
+and marked "throttled": false (they are the unchanged cells). The machine's
+load (uptime, and whether a QEMU guest ran) at the start, after the calibration
+and at the end, and the range of the 1-minute load before each run, are in
+"machine".
 
 The loop devices are attached once before the first run (`iowatch device
 attach localhost`), and every `iowatch run` reuses them; their major:minor are
@@ -37,10 +58,10 @@ or Ctrl-C. Samples: every group-level sample (job null) of the metrics each
 study declares in its `metrics:` list, read from each repetition's bundle;
 failed repetitions are skipped and counted.
 
-As root, from the repository (takes 30-45 minutes with --reps 30):
+As root, from the repository (about 50 minutes with --reps 20: 15-25 for the search):
 
-    sudo .venv/bin/python bench/accuracy/collect.py --reps 30 --out tests/fixtures/accuracy/real-samples.json
-    sudo .venv/bin/python bench/accuracy/collect.py --reps 2 --out /tmp/try.json   # a quick try
+    sudo .venv/bin/python bench/accuracy/collect.py --reps 20 --out tests/fixtures/accuracy/real-samples-calibrated.json
+    sudo .venv/bin/python bench/accuracy/collect.py --reps 1 --calibration 2 --probes 1 --max-steps 2 --out /tmp/try.json
 
 iowatch is run as `python -m iowatch.cli` from this checkout's src/ (PYTHONPATH),
 so a worktree of another commit collects with its own code.
@@ -324,8 +345,17 @@ class Collector:
                     for name, pr in state[cond]["probes"].items() if pr)
                     + (" (within tolerance)" if ok else f"; next {dict(self.rules[cond])}"))
             self.apply_rules()
-        for cond in SLOWDOWNS:  # the rules collected with, and what the search last saw of them
+        for cond, target in SLOWDOWNS.items():  # the rules collected with, and what the search saw
             st = state[cond]
+            if not st["within_tolerance"]:
+                # Out of steps: collect at the probed rule that came closest, not at an unprobed move.
+                for (dev, fname) in self.calibrated:
+                    probes = st["probes"][f"{dev} {fname}"]
+                    if probes:
+                        best = min(probes, key=lambda pr: abs(pr["achieved_pct"] + 100 * target))
+                        self.rules[cond][dev][fname] = best["rule"]
+                        probes.append(probes.pop(probes.index(best)))  # the last entry is the one used
+                self.apply_rules()
             st["final_rules"] = {f"{dev} {fname}": self.rules[cond][dev][fname] for dev, fname in self.calibrated}
             st["search_achieved_pct"] = {
                 name: (pr[-1]["achieved_pct"] if pr and pr[-1]["rule"] == st["final_rules"][name] else None)
@@ -341,7 +371,7 @@ class Collector:
                        f"more than {args.tolerance} points off its target moves by a secant in log(rule) "
                        "through its last two probed values (the first move proportional, (1 - target) / "
                        "(1 - achieved)), kept inside the bracket of values already seen too low and too "
-                       "high, at most a factor of 2 a step"),
+                       "high, at most a factor of 1.5 a step; a condition out of steps is collected at the probed rules that came closest"),
             "probe_matrix_studies": list(PROBE_STUDIES),
             "tolerance_points": args.tolerance,
             "calibrated_cells": {f"{dev} {fname}": "/".join(str(k) for k in key)
@@ -522,7 +552,7 @@ def next_rule(points: list[tuple[int, float]], target: float, tol: float) -> int
     A secant in log(rule) through the last two distinct rules when the slope has the
     right sign (a higher rule slows less), else a proportional move; kept inside the
     bracket of rules already seen slowing too much (below) and too little (above) and
-    within a factor of 2 of the current rule. Written here rather than taken from
+    within a factor of 1.5 of the current rule. Written here rather than taken from
     scipy.optimize: the root finders there call the function themselves, and each
     call here is minutes of noisy measurement that must be logged and interleaved."""
     rule, achieved = points[-1]
@@ -535,7 +565,7 @@ def next_rule(points: list[tuple[int, float]], target: float, tol: float) -> int
             break
     if new is None:
         new = rule * (1 - target) / max(1 - achieved, 0.05)
-    new = min(max(new, rule / 2), rule * 2)
+    new = min(max(new, rule / 1.5), rule * 1.5)
     lo = max((r for r, a in points if a > target + tol), default=None)   # slowed too much
     hi = min((r for r, a in points if a < target - tol), default=None)   # slowed too little
     if lo is not None and hi is not None and not lo < new < hi:
@@ -571,8 +601,8 @@ def main() -> int:
                    help="unthrottled calibration runs before the search (default 6)")
     p.add_argument("--tolerance", type=float, default=3.0,
                    help="points of slowdown the calibrated cells may miss their target by (default 3)")
-    p.add_argument("--probes", type=int, default=2, help="probe runs per condition and step (default 2)")
-    p.add_argument("--max-steps", type=int, default=5, help="search steps at most (default 5)")
+    p.add_argument("--probes", type=int, default=4, help="probe runs per condition and step (default 4)")
+    p.add_argument("--max-steps", type=int, default=4, help="search steps at most (default 4)")
     p.add_argument("--seed", type=int, default=2024, help="seed of the per-round order")
     p.add_argument("--out", required=True, help="the JSON file to write")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (bundles, logs)")
