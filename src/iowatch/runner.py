@@ -147,6 +147,18 @@ class Runner:
         finally:
             self.phase_s[name] = self.phase_s.get(name, 0.0) + time.monotonic() - t0
 
+    @contextmanager
+    def _loops(self, devices: list) -> Iterator[dict[str, str]]:
+        """The run's loop devices, attached and detached around it; both timed as the phase loops."""
+        t0 = time.monotonic()
+        with loopdev.attachments(devices, self.data_dir) as loops:
+            self.phase_s["loops"] = self.phase_s.get("loops", 0.0) + time.monotonic() - t0
+            try:
+                yield loops
+            finally:
+                t0 = time.monotonic()
+        self.phase_s["loops"] += time.monotonic() - t0
+
     # -- one repetition ---------------------------------------------------
 
     def _run_rep(self, cell: Cell, dev_path: str, index: int) -> tuple[Result, dict]:
@@ -287,8 +299,7 @@ class Runner:
         try:
             with _signals_interrupt(), ExitStack() as stack:
                 arrays: dict[str, str] = {}
-                loops = stack.enter_context(loopdev.attachments(
-                    [c.device for c in todo if not c.skip], self.data_dir))
+                loops = stack.enter_context(self._loops([c.device for c in todo if not c.skip]))
                 for cell in todo:
                     self._clear_partial(cell)
                     if cell.skip:
@@ -324,8 +335,7 @@ class Runner:
         try:
             with _signals_interrupt(), ExitStack() as stack:
                 arrays: dict[str, str] = {}
-                loops = stack.enter_context(loopdev.attachments([c.device for c, _, _ in wanted],
-                                                                self.data_dir))
+                loops = stack.enter_context(self._loops([c.device for c, _, _ in wanted]))
                 for cell, have, total in wanted:
                     dev_path = self._device_path(cell, loops, arrays, stack)
                     if dev_path is not None:
