@@ -16,6 +16,7 @@ from django.test import Client
 
 from bundle_maker import planted_bundle
 from iowatch_web.regressions.models import BisectJob, ChangePoint, Regression
+from iowatch_web.regressions.nightly import queue_bisect
 from iowatch_web.results.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -295,3 +296,46 @@ def _copy(comparison, n: int):
     kernel = Kernel.objects.create(release=f"copy-{n}")
     return Comparison.objects.create(reason="previous-run", host=comparison.host, matrix="nightly",
                                      base_kernel=comparison.base_kernel, candidate_kernel=kernel)
+
+
+def test_the_bisect_moves_its_regression_and_the_log_names_the_agent(nights, client, agent_token):
+    """Claimed: "bisecting"; done: "bisected" with the commit; a failed bisect
+    puts it back where it was; a state a person closed is left alone."""
+    job = BisectJob.objects.get()
+    regression = job.regression
+    assert regression.state == "new"
+    assert api(client, "post", "bisects/claim", {"host": "vlab"}, agent_token)[0] == 200
+    regression.refresh_from_db()
+    assert regression.state == "bisecting"
+    result = {"state": "done", "first_bad": {"commit": "ab" * 20, "subject": STEP["subject"],
+                                             "author": STEP["author"]},
+              "candidates": [], "skipped": [], "error": None}
+    assert api(client, "post", f"bisects/{job.pk}/result", result, agent_token)[0] == 200
+    regression.refresh_from_db()
+    assert regression.state == "bisected"
+    assert f"bisect #{job.pk}: first bad commit abababababab" in regression.notes
+    events = api(client, "get", f"regressions/{regression.pk}")[1]["events"]
+    assert [(e["user"], e["from_state"], e["to_state"]) for e in events] == [
+        ("agent lab-agent", "new", "bisecting"), ("agent lab-agent", "bisecting", "bisected")]
+    page = client.get(f"/regressions/{regression.pk}/").content.decode()
+    assert "agent lab-agent" in page
+
+    # A maintainer queues another one from "acknowledged"; it fails: back to "acknowledged".
+    regression.state = "acknowledged"
+    regression.save()
+    again = queue_bisect(regression, origin="maintainer")
+    assert api(client, "post", "bisects/claim", {"host": "vlab"}, agent_token)[1]["id"] == again.pk
+    failed = {"state": "failed", "error": "the good kernel did not build"}
+    assert api(client, "post", f"bisects/{again.pk}/result", failed, agent_token)[0] == 200
+    regression.refresh_from_db()
+    assert regression.state == "acknowledged" and "did not build" in regression.notes
+
+    # Closed by a person while a third bisect ran: the result does not reopen it.
+    third = queue_bisect(regression, origin="maintainer")
+    api(client, "post", "bisects/claim", {"host": "vlab"}, agent_token)
+    regression.refresh_from_db()
+    regression.state = "fixed"
+    regression.save()
+    assert api(client, "post", f"bisects/{third.pk}/result", result, agent_token)[0] == 200
+    regression.refresh_from_db()
+    assert regression.state == "fixed"

@@ -112,7 +112,7 @@ def regression_detail(request, regression_id: int):
     return render(request, "dashboard/regression.html", {
         "regression": regression, "comparison": comparison, "states": STATES,
         **attention.regression_cells(regression),
-        "events": regression.events.select_related("user").order_by("-at", "-id"),
+        "events": regression.events.select_related("user", "agent").order_by("-at", "-id"),
         "bisect": bisect, "report": report_text(regression.pk, "email"),
         "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(key),
                           reverse("dashboard:history") + "?" + urlencode(key)) for key in keys[:4]],

@@ -221,7 +221,7 @@ class TriageEventOut(Schema):
 
     @staticmethod
     def resolve_user(e: TriageEvent) -> str:
-        return e.user.get_username()
+        return e.who
 
 
 class RegressionDetail(RegressionOut):
@@ -297,7 +297,7 @@ class RegressionDetail(RegressionOut):
 
     @staticmethod
     def resolve_events(r: Regression) -> list:
-        return list(r.events.select_related("user"))
+        return list(r.events.select_related("user", "agent"))
 
 
 class RegressionPage(Schema):

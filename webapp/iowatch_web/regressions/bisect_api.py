@@ -21,7 +21,7 @@ from ninja import Field, Router, Schema
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
-from iowatch_web.regressions import nightly
+from iowatch_web.regressions import nightly, triage
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
 
 router = Router(tags=["bisects"])
@@ -204,7 +204,9 @@ def claim(agent, host: str) -> BisectJob | None:
             now = timezone.now()
             if BisectJob.objects.filter(pk=job.pk, state="queued").update(
                     state="running", agent=agent, agent_host=host, claimed_at=now, updated=now):
-                return BisectJob.objects.select_related("regression__comparison__host").get(pk=job.pk)
+                job = BisectJob.objects.select_related("regression__comparison__host", "agent").get(pk=job.pk)
+                triage.bisect_claimed(job)
+                return job
 
 
 def _finished(job: BisectJob) -> JsonResponse:
@@ -266,6 +268,7 @@ def post_step(request, job_id: int, body: StepIn):
         if job.state == "queued":  # an agent that bisects without claiming first
             job.state, job.agent, job.claimed_at = "running", request.auth, timezone.now()
             fields += ["state", "agent", "claimed_at"]
+            triage.bisect_claimed(job)
         job.save(update_fields=fields)
     return get_object_or_404(_jobs(), pk=job_id)
 
@@ -290,6 +293,7 @@ def post_result(request, job_id: int, body: ResultIn):
         if job.claimed_at is None:
             job.agent, job.claimed_at = request.auth, job.finished_at
         job.save()
+        triage.bisect_finished(job)
     return get_object_or_404(_jobs(), pk=job_id)
 
 

@@ -187,10 +187,13 @@ class Regression(models.Model):
 
 
 class TriageEvent(models.Model):
-    """Who moved a regression from one state to another, when, and why."""
+    """Who moved a regression from one state to another, when, and why: a
+    person (user), or the bisect agent whose job started or finished (agent)."""
     regression = models.ForeignKey(Regression, on_delete=models.CASCADE, related_name="events")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
-                             related_name="triage_events")
+                             related_name="triage_events", null=True, blank=True)
+    agent = models.ForeignKey("results.Agent", on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="triage_events")
     from_state = models.CharField(max_length=12, choices=list(STATES.items()))
     to_state = models.CharField(max_length=12, choices=list(STATES.items()))
     note = models.TextField(blank=True, default="")
@@ -204,7 +207,14 @@ class TriageEvent(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.user}: {self.from_state} → {self.to_state}"
+        return f"{self.who}: {self.from_state} → {self.to_state}"
+
+    @property
+    def who(self) -> str:
+        """The user's name, or "agent NAME" for a state a bisect agent moved."""
+        if self.user is not None:
+            return self.user.get_username()
+        return f"agent {self.agent.name}" if self.agent is not None else "agent (removed)"
 
 
 class ChangePoint(models.Model):

@@ -59,3 +59,46 @@ def triage(regression_id: int, user, state: str, note: str = "") -> Regression:
             from iowatch_web.regressions.nightly import queue_bisect
             queue_bisect(regression, origin="maintainer", user=user)
     return regression
+
+
+# A bisect moves its regression: claimed -> "bisecting", done -> "bisected",
+# failed -> back to where it was before the bisect. States a person chose that
+# say the regression needs no bisect (fixed, invalid, won't fix) are left alone.
+BISECT_MAY_MOVE = ("new", "acknowledged", "bisecting")
+
+
+def _moved_by_agent(regression: Regression, agent, state: str, note: str) -> None:
+    TriageEvent.objects.create(regression=regression, agent=agent,
+                               from_state=regression.state, to_state=state, note=note)
+    regression.state = state
+    regression.notes = note
+    regression.save(update_fields=["state", "notes", "updated"])
+
+
+def bisect_claimed(job) -> None:
+    """An agent took the regression's bisect: it is now "bisecting"."""
+    regression = Regression.objects.select_for_update().get(pk=job.regression_id)
+    if regression.state in BISECT_MAY_MOVE and regression.state != "bisecting":
+        _moved_by_agent(regression, job.agent, "bisecting",
+                        f"bisect #{job.pk} taken by agent {job.agent}"
+                        + (f" on {job.agent_host}" if job.agent_host else ""))
+
+
+def bisect_finished(job) -> None:
+    """The regression's bisect posted its result: "bisected" with the commit it
+    found, or, when it failed, back to the state it had before the bisect."""
+    regression = Regression.objects.select_for_update().get(pk=job.regression_id)
+    if regression.state not in BISECT_MAY_MOVE:
+        return
+    if job.state == "done":
+        result = job.result or {}
+        first_bad = result.get("first_bad")
+        found = (f"first bad commit {first_bad['commit'][:12]} ({first_bad.get('subject', '')})"
+                 if first_bad else "the first bad commit is one of "
+                 + ", ".join(c[:12] for c in result.get("candidates", [])))
+        _moved_by_agent(regression, job.agent, "bisected", f"bisect #{job.pk}: {found}")
+    elif regression.state == "bisecting":
+        before = (regression.events.filter(to_state="bisecting").exclude(from_state="bisecting")
+                  .order_by("-at", "-id").values_list("from_state", flat=True).first()) or "new"
+        _moved_by_agent(regression, job.agent, before,
+                        f"bisect #{job.pk} failed: {(job.error or '')[:500]}")
