@@ -92,8 +92,12 @@ def numbers(runs) -> dict:
     change_point_alerts(runs[len(OLD_NIGHTS) + len(NEW_NIGHTS) - 1])
     points = sorted(ChangePoint.objects.values_list("kernel_id", "cell_key", "group", "metric_id",
                                                     "before_mean", "after_mean", "p_value"))
+    # What `iowatch compare --server` rebuilds the run from (comparison.manifest_from_api).
+    api_values = Client().get(f"/api/v1/runs/{run.run_id}/values").json()["items"]
+    values = sorted((v["cell"], v["repetition"], v["group"], v["metric"], v["value"])
+                    for v in api_values if v["job"] is None)
     return {"history": history, "compare": compared, "run page": dict(page),
-            "change points": points}
+            "change points": points, "run values API": values}
 
 
 def test_retention_keeps_every_number_the_readers_give(history, client):
@@ -126,6 +130,8 @@ def test_retention_keeps_every_number_the_readers_give(history, client):
     assert after["change points"] == before["change points"]
     assert after["compare"] == before["compare"]
     assert after["run page"] == before["run page"]
+    assert len(before["run values API"]) == 2 * 5 * 2  # 2 cells, 5 repetitions, 2 metrics
+    assert after["run values API"] == before["run values API"]
 
     # A retained run's page still shows its numbers: each cell's median, range and n.
     page = client.get(f"/runs/{history[3].run_id}/").content.decode()

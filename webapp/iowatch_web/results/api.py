@@ -586,6 +586,39 @@ def list_cell_samples(request, cell_id: int, limit: int = MAX_SAMPLES_UNFILTERED
     return _sample_page(Sample.objects.filter(cell=cell), limit, offset, filtered=True)
 
 
+class ValueOut(Schema):
+    cell_id: int
+    cell: str
+    repetition: int
+    metric: str
+    value: float
+    group: str
+    job: str | None
+
+
+class ValuePage(Page):
+    items: list[ValueOut]
+
+
+@api.get("/runs/{run_id}/values", response={200: ValuePage, 400: Error, 404: Error}, tags=["reads"],
+         summary="A run's values as judging reads them: raw samples, or the summaries retention left")
+def list_run_values(request, run_id: uuid.UUID, limit: int = MAX_SAMPLES_FILTERED, offset: int = 0):
+    """What `iowatch compare --server` rebuilds a run from. /samples returns the
+    stored rows only, and a run retention summarised has no group-level rows
+    left; this reads through retention.values.sample_values, the one reader the
+    server's own verdicts use, so both sides see the same numbers. Per-job
+    values come with a raw run only (a summary keeps none)."""
+    from iowatch_web.retention.values import sample_values
+    if error := page_problem(limit, offset, MAX_SAMPLES_FILTERED):
+        return error
+    run = get_object_or_404(Run, run_id=run_id)
+    keys = dict(Cell.objects.filter(run=run).values_list("id", "key"))
+    values = list(sample_values(list(keys), jobs=True, ordered=True))
+    return JsonResponse({"count": len(values), "limit": limit, "offset": offset, "items": [
+        {"cell_id": v.cell_id, "cell": keys[v.cell_id], "repetition": v.repetition, "metric": v.metric,
+         "value": v.value, "group": v.group, "job": v.job} for v in values[offset:offset + limit]]})
+
+
 @api.get("/artifacts/{artifact_id}", tags=["reads"], response={200: bytes, 404: Error},
          openapi_extra={"responses": {200: {"description": "the raw file",
                                             "content": {"application/octet-stream": {}}}}})
