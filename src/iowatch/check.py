@@ -17,7 +17,7 @@ from typing import Callable
 from iowatch import bundle, paths, progress, resources
 from iowatch.bundle import BundleWriter
 from iowatch.comparison import Side
-from iowatch.judging import Comparison, cell_id, compare_sides, more_runs
+from iowatch.judging import Comparison, compare_sides, more_runs
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
@@ -146,14 +146,13 @@ def _wanted_repetitions(result: CheckResult) -> dict[int, dict[str, int]]:
         if cmp is None:
             continue
         parent = _parent(result, cur)
-        for where, (target_base, target_cand) in more_runs(cmp).items():
-            n = [(v.base.n, v.candidate.n) for v in cmp.verdicts
-                 if (v.key.study, v.key.device, v.key.filesystem) == where]
+        for where, target in more_runs(cmp).items():
+            n = [(v.base.n, v.candidate.n) for v in cmp.verdicts if v.key.location == where]
             have_base, have_cand = min(b for b, _ in n), min(c for _, c in n)
-            for vr, add in ((parent, target_base - have_base), (cur, target_cand - have_cand)):
+            for vr, add in ((parent, target.base - have_base), (cur, target.candidate - have_cand)):
                 if vr is not None and add > 0:
                     cells = wants.setdefault(vr.variant.index, {})
-                    cells[cell_id(where)] = max(cells.get(cell_id(where), 0), add)
+                    cells[where.cell_id] = max(cells.get(where.cell_id, 0), add)
     return wants
 
 

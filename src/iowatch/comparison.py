@@ -9,9 +9,10 @@ store's adapter lives in the web app (webapp/iowatch_web/results/sides.py), whic
 runner side never imports. Several runs on a side pool their
 repetitions per cell. The verdict on two sides is iowatch.judging's.
 
-Cells pair by study, device class, device, filesystem, job group and metric,
-from group-level samples only (job null): job groups stay separate, so a
-starving writer is a regression even while the readers improve.
+Cells pair by their PooledKey (iowatch.cells: study, device class, device,
+filesystem, job group and metric), from group-level samples only (job null):
+job groups stay separate, so a starving writer is a regression even while the
+readers improve.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iowatch import bundle
+from iowatch.cells import CellLocation, PooledKey
 from iowatch.studies import Study
 
 
@@ -220,10 +222,19 @@ class CellContext:
     candidate_cell: dict = field(default_factory=dict)
 
 
-def series_of(side: Side) -> tuple[dict[tuple, list[float]], dict[tuple, dict], dict[str, str]]:
-    """Pooled group-level values by (study, class, device, fs, group, metric)."""
-    values: dict[tuple, list[float]] = defaultdict(list)
-    cells: dict[tuple, dict] = {}
+@dataclass
+class PooledSide:
+    """A side's cells with their runs pooled."""
+    values: dict[PooledKey, list[float]]  # group-level values of passed repetitions
+    cells: dict[CellLocation, dict]  # the bundle's cell that stands for each location
+    hosts: str  # the hosts the runs came from, joined
+    device_models: dict[str, str]  # device name -> model, where the inventory gave one
+
+
+def pool(side: Side) -> PooledSide:
+    """Pool the side's runs: group-level values by PooledKey, one cell per location."""
+    values: dict[PooledKey, list[float]] = defaultdict(list)
+    cells: dict[CellLocation, dict] = {}
     models: dict[str, str] = {}
     hosts = set()
     for run in side.runs:
@@ -233,8 +244,8 @@ def series_of(side: Side) -> tuple[dict[tuple, list[float]], dict[tuple, dict], 
         for cell in run.get("cells") or []:
             if cell.get("status") == "skipped":
                 continue
-            where = (cell["study"], classes.get(cell.get("device"), "?"), cell.get("device") or "",
-                     cell.get("filesystem") or "")
+            where = CellLocation(cell["study"], classes.get(cell.get("device"), "?"),
+                                 cell.get("device") or "", cell.get("filesystem") or "")
             if where not in cells or not cell_passed(cells[where]):
                 cells[where] = cell  # pooled runs: a passed cell stands for the location
             for rep in cell.get("repetitions") or []:
@@ -242,15 +253,10 @@ def series_of(side: Side) -> tuple[dict[tuple, list[float]], dict[tuple, dict], 
                     continue  # a failed repetition gives no performance result
                 for s in rep["samples"]:
                     if s.get("job") is None:
-                        values[(*where, s["group"], s["metric"])].append(float(s["value"]))
-    return values, cells, {"hosts": ", ".join(sorted(hosts)), **models}
+                        values[PooledKey.at(where, s["group"], s["metric"])].append(float(s["value"]))
+    return PooledSide(dict(values), cells, ", ".join(sorted(hosts)), models)
 
 
 def cell_passed(cell: dict) -> bool:
     """At least one repetition of the cell passed: it has a performance result."""
     return any(r.get("status", "passed") == "passed" for r in cell.get("repetitions") or [])
-
-
-def cell_values(side: Side) -> dict[tuple, list[float]]:
-    """The side's pooled values by (study, class, device, filesystem, group, metric)."""
-    return dict(series_of(side)[0])

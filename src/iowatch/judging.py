@@ -33,9 +33,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from iowatch.comparison import CellContext, Side, cell_passed, series_of
+from iowatch.cells import CellKey, CellLocation, Located
+from iowatch.comparison import CellContext, Side, cell_passed, pool
 from iowatch.metrics import INFO, METRICS
-from iowatch.stats import (DEFAULT_CAP, FDR, UNSURE, CellInput, CellKey, CellVerdict, Confounder,
+from iowatch.stats import (DEFAULT_CAP, FDR, UNSURE, CellInput, CellVerdict, Confounder,
                            compare_matrix, confounders, next_target)
 from iowatch.studies import Study
 
@@ -57,7 +58,7 @@ def min_effect(study: Study | None) -> float:
 
 
 @dataclass(frozen=True)
-class FailedCell:
+class FailedCell(Located):
     """A cell that ran on a side without a single passed repetition."""
     study: str
     device_class: str
@@ -65,6 +66,10 @@ class FailedCell:
     filesystem: str
     side: str  # "base", "candidate" or "both"
     status: str
+
+    @classmethod
+    def at(cls, where: CellLocation, side: str, status: str) -> FailedCell:
+        return cls(where.study, where.device_class, where.device, where.filesystem, side, status)
 
 
 @dataclass
@@ -74,7 +79,7 @@ class Comparison:
     fdr: float
     verdicts: list[CellVerdict]  # the deciding cells, one family
     confounders: list[Confounder]
-    context: dict[tuple[str, str, str], CellContext]  # by (study, device, filesystem)
+    context: dict[CellLocation, CellContext]
     studies: dict[str, Study]
     diagnostics: list[CellVerdict] = field(default_factory=list)  # shown, never judged
     failed: list[FailedCell] = field(default_factory=list)
@@ -113,12 +118,12 @@ class Comparison:
 def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr: float = FDR,
                   cap: int = DEFAULT_CAP) -> Comparison:
     """Pair the two sides' cells and judge the deciding ones as one family."""
-    bv, bcells, bmeta = series_of(base)
-    cv, ccells, cmeta = series_of(candidate)
-    host = cmeta["hosts"] if bmeta["hosts"] == cmeta["hosts"] else f"{bmeta['hosts']} -> {cmeta['hosts']}"
+    b, c = pool(base), pool(candidate)
+    bv, cv, bcells, ccells = b.values, c.values, b.cells, c.cells
+    host = c.hosts if b.hosts == c.hosts else f"{b.hosts} -> {c.hosts}"
     judged, shown = [], []
     for key in sorted(set(bv) & set(cv)):
-        cell_key = CellKey.from_series(key, host)
+        cell_key = CellKey.on_host(key, host)
         study, metric = studies.get(cell_key.study), cell_key.metric
         if (cell_key.group, metric) in deciding(study):
             judged.append(CellInput(cell_key, bv[key], cv[key], METRICS[metric].direction,
@@ -134,14 +139,12 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr
         present = where in bcells and where in ccells
         if sides and present:
             cell = (ccells if "candidate" in sides else bcells)[where]
-            failed.append(FailedCell(*where, side="both" if len(sides) == 2 else sides[0],
-                                     status=cell.get("status") or "failed"))
-    context = {}
-    for where in set(bcells) & set(ccells):
-        study_slug, _, device, fs = where
-        context[(study_slug, device, fs)] = CellContext(
-            device_model=cmeta.get(device) or bmeta.get(device),
-            candidate_cell=ccells[where])
+            failed.append(FailedCell.at(where, side="both" if len(sides) == 2 else sides[0],
+                                        status=cell.get("status") or "failed"))
+    context = {where: CellContext(device_model=c.device_models.get(where.device)
+                                  or b.device_models.get(where.device),
+                                  candidate_cell=ccells[where])
+               for where in set(bcells) & set(ccells)}
     conf: list[Confounder] = []
     if base.runs and candidate.runs:
         # Pooled sides: compare the first run of each; pooled runs of one kernel share a setup.
@@ -150,24 +153,26 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr
                       failed, cap)
 
 
-def more_runs(cmp: Comparison) -> dict[tuple[str, str, str], tuple[int, int]]:
-    """Cells (study, device, filesystem) that need more repetitions, with the
-    count each side (base, candidate) should reach: the next look of the
-    schedule for each side, never past the cap. A cell whose sides are both at
-    the cap is left as it is: its verdict says the budget is spent."""
-    want: dict[tuple[str, str, str], tuple[int, int]] = {}
+@dataclass(frozen=True)
+class RunsWanted:
+    """The repetitions a side should reach in a cell: the next look of each side."""
+    base: int
+    candidate: int
+
+
+def more_runs(cmp: Comparison) -> dict[CellLocation, RunsWanted]:
+    """Cells that need more repetitions, with the count each side should
+    reach: the next look of the schedule for each side, never past the cap. A
+    cell whose sides are both at the cap is left as it is: its verdict says
+    the budget is spent."""
+    want: dict[CellLocation, RunsWanted] = {}
     for v in cmp.verdicts:
         if v.outcome not in UNSURE or v.size_only or v.budget_spent:
             continue
         nb, nc = v.base.n, v.candidate.n
         target = (next_target(nb, cap=cmp.cap), next_target(nc, cap=cmp.cap))
         if target[0] > nb or target[1] > nc:
-            where = (v.key.study, v.key.device, v.key.filesystem)
-            old = want.get(where, (0, 0))
-            want[where] = (max(old[0], target[0]), max(old[1], target[1]))
+            where = v.key.location
+            old = want.get(where, RunsWanted(0, 0))
+            want[where] = RunsWanted(max(old.base, target[0]), max(old.candidate, target[1]))
     return want
-
-
-def cell_id(where: tuple[str, str, str]) -> str:
-    """The bundle's id of the cell at (study, device, filesystem)."""
-    return "/".join(where)

@@ -63,7 +63,7 @@ def _profile(cell: dict) -> str:
 
 def _cell_header(cmp: Comparison, v: CellVerdict) -> list[str]:
     k = v.key
-    ctx = cmp.context.get((k.study, k.device, k.filesystem))
+    ctx = cmp.context.get(k.location)
     cell = ctx.candidate_cell if ctx else {}
     fs = k.filesystem
     if cell.get("mkfs_options") is not None or cell.get("mount_options") is not None:
@@ -76,8 +76,8 @@ def _cell_header(cmp: Comparison, v: CellVerdict) -> list[str]:
 def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool):
     for v in verdicts:
         k = v.key
-        if (k.study, k.device, k.filesystem) != current:
-            current = (k.study, k.device, k.filesystem)
+        if k.location != current:
+            current = k.location
             study = cmp.studies.get(k.study)
             out.append("")
             if study:

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from iowatch.cells import CellLocation, PooledKey
 from iowatch.stats import (CellInput, CellKey, benjamini_hochberg, cliffs_delta, compare,
                            compare_matrix, mann_whitney_p)
 
@@ -158,9 +159,11 @@ def test_zero_on_both_sides_is_no_change_and_a_bad_direction_is_refused():
         compare([1, 2], [3, 4], direction="up")
 
 
-def test_a_cell_key_names_its_pooled_series_and_its_bundle_cell():
-    key = CellKey.from_series(("odirect-vs-readers", "hdd", "vhdd", "ext4", "writer", "write.bw_kib_s"),
-                              host="vlab")
+def test_a_cell_key_names_its_pooled_values_its_location_and_its_bundle_cell():
+    pooled = PooledKey("odirect-vs-readers", "hdd", "vhdd", "ext4", "writer", "write.bw_kib_s")
+    key = CellKey.on_host(pooled, host="vlab")
     assert key == CellKey("odirect-vs-readers", "vlab", "hdd", "vhdd", "ext4", "writer", "write.bw_kib_s")
-    assert key.series == ("odirect-vs-readers", "hdd", "vhdd", "ext4", "writer", "write.bw_kib_s")
+    assert key.pooled == pooled
+    assert key.location == pooled.location == CellLocation("odirect-vs-readers", "hdd", "vhdd", "ext4")
+    assert PooledKey.at(key.location, "writer", "write.bw_kib_s") == pooled
     assert key.cell_id == "odirect-vs-readers/vhdd/ext4"  # as tests/fixtures/e2e-check's bundles name it

@@ -19,6 +19,7 @@ from typing import Callable
 
 from iowatch import bundle, metrics
 from iowatch.bisect.search import BisectResult, NothingToBisect, Step, report, search
+from iowatch.cells import PooledKey
 from iowatch.ciapi import Client, ServerError
 from iowatch.judging import Comparison
 from iowatch.kernel.build import Plan
@@ -176,19 +177,19 @@ def work(job: Assignment, plan: Plan, measure: Callable[[int, int], object], pos
          say: Callable[[str], None] = print) -> tuple[BisectResult, dict]:
     """Search plan's variants with measure(), posting as it goes; returns the
     driver's result and the body posted (state done or failed)."""
-    from iowatch.bisect.search import _key, _side
-    from iowatch.comparison import cell_values
+    from iowatch.bisect.search import side_of
+    from iowatch.comparison import pool
     result = BisectResult(plan.series, plan)
     n = len(plan.variants) - 1
     t0 = time.monotonic()
-    target_key: list[tuple] = []
+    target_key: list[PooledKey] = []
 
     def values(step: Step) -> list[float]:
-        return cell_values(_side(step.runs)).get(target_key[0], []) if target_key else []
+        return pool(side_of(step.runs)).values.get(target_key[0], []) if target_key else []
 
     def choose(cmp: Comparison) -> CellVerdict:
         v = choose_cell(cmp, job.cell)
-        target_key[:] = [_key(v)]
+        target_key[:] = [v.key.pooled]
         return v
 
     try:

@@ -15,13 +15,13 @@ is a stored run, so the dashboard shows the bisect's provenance.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from iowatch import bundle, resources
 from iowatch.check import VariantRun, run_variant
-from iowatch.comparison import Side, cell_values
+from iowatch.comparison import Side, pool
 from iowatch.judging import Comparison, compare_sides, more_runs
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
@@ -66,19 +66,15 @@ class BisectResult:
 MAX_END_ATTEMPTS = 3
 
 
-def _key(v: CellVerdict) -> tuple:
-    k = v.key
-    return (k.study, k.device_class, k.device, k.filesystem, k.group, k.metric)
-
-
-def _side(runs: list[VariantRun]) -> Side:
+def side_of(runs: list[VariantRun]) -> Side:
+    """The measured runs of one commit as a comparison side (pooled)."""
     return Side(spec=runs[0].variant.label, source=str(runs[0].bundle),
                 runs=[bundle.load(r.bundle) for r in runs])
 
 
 def _matches(v: CellVerdict, metric: str | None, cell: str | None) -> bool:
     k = v.key
-    where = "/".join((k.study, k.device, k.filesystem, k.group))
+    where = f"{k.cell_id}/{k.group}"
     return (metric is None or k.metric == metric) and (cell is None or cell in where)
 
 
@@ -120,7 +116,7 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
     # The ends must differ by the policy's verdict; while the deciding cells are
     # unsure, both ends are measured again (pooled), a look at a time up to the cap.
     for attempt in range(1, MAX_END_ATTEMPTS + 2):
-        cmp = compare_sides(_side(ends[0]), _side(ends[n]), studies=studies)
+        cmp = compare_sides(side_of(ends[0]), side_of(ends[n]), studies=studies)
         try:
             target = choose(cmp)
             break
@@ -134,16 +130,17 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
                 again = measure(i, attempt)
                 if _measured([again]):
                     ends[i].append(again)
-    key = _key(target)
+    key = target.key.pooled
 
     def values(runs: list[VariantRun]) -> list[float]:
-        return cell_values(_side(runs)).get(key, [])
+        return pool(side_of(runs)).values.get(key, [])
 
     good, bad = values(ends[0]), values(ends[n])
     steps = [Step(0, ends[0], place(good, bad, good)), Step(n, ends[n], place(good, bad, bad))]
     for step in steps:
         on_step(step)
-    say(f"bisect: following {key[4]} {key[5]} of {key[0]} on {key[2]} {key[3]}: {target.words}; "
+    say(f"bisect: following {key.group} {key.metric} of {key.study} on {key.device} {key.filesystem}: "
+        f"{target.words}; "
         f"{n - 1} commits between, about {steps_left(n)} to measure")
     lo, hi, skipped = 0, n, set()
     while hi - lo > 1:
@@ -215,14 +212,33 @@ def guest_measure(plan: Plan, host: Host, inventory: Path, matrix: str, out: Pat
                   profile: str | None = None, reps: int | None = None,
                   store: Callable[[Path], None] = lambda p: None, say: Callable[[str], None] = print,
                   echo_console: bool = False,
-                  phases: dict[str, float] | None = None) -> Callable[[int, int], VariantRun]:
-    """measure(index, attempt) for search(): build, boot and run the variant in the virtual lab."""
+                  phases: dict[str, float] | None = None,
+                  trigger: dict | None = None) -> Callable[[int, int], VariantRun]:
+    """measure(index, attempt) for search(): build, boot and run the variant in the
+    virtual lab. Each bundle is marked a bisect step (trigger kind "bisect", with
+    `trigger`'s regression and job) before it is stored."""
+    step_trigger = {**(trigger or {}), "kind": "bisect"}
+
+    def stored(path: Path) -> None:
+        mark_step(path, step_trigger)
+        store(path)
+
     def measure(index: int, attempt: int) -> VariantRun:
         where = out / (f"variant-{index:02d}" + (f"-again{attempt}" if attempt else ""))
         return run_variant(plan, plan.variants[index], host, inventory, matrix, where,
-                           profile=profile, reps=reps, store=store, say=say,
+                           profile=profile, reps=reps, store=stored, say=say,
                            echo_console=echo_console, phases=phases)
     return measure
+
+
+def mark_step(path: Path, trigger: dict) -> None:
+    """A bisect's measurement of one commit is the bisect's evidence: its variant
+    carries a series named good..bad, and judged like a check's every bad step
+    would open a regression of its own. The trigger tells the server to store
+    it and judge nothing from it (webapp regressions/verdicts.py is_bisect_step)."""
+    doc = bundle.load(path)
+    doc["trigger"] = trigger
+    bundle.write_manifest(path, doc)
 
 
 class NeedMeasurement(Exception):
@@ -261,9 +277,12 @@ def next_step(plan: Plan, bundles: Path, *, metric: str | None = None,
     return {"state": "done", **summary(result), "report": report(result)}
 
 
-def recorded(plan: Plan, bundles: Path) -> Callable[[int, int], VariantRun]:
+def recorded(plan: Plan, bundles: Path, trigger: dict | None = None) -> Callable[[int, int], VariantRun]:
     """measure() over measurements made elsewhere (see next_step): NeedMeasurement
-    for one not there yet."""
+    for one not there yet. A measurement without a trigger is marked a bisect
+    step (mark_step); one with a trigger (the nightly runs at the ends) keeps it."""
+    step_trigger = {**(trigger or {}), "kind": "bisect"}
+
     def measure(index: int, attempt: int) -> VariantRun:
         v = plan.variants[index]
         d = measurement_dir(bundles, index, attempt)
@@ -275,7 +294,10 @@ def recorded(plan: Plan, bundles: Path) -> Callable[[int, int], VariantRun]:
             return VariantRun(v, None, status=text.split(":", 1)[0] or "boot-failed", reason=text)
         if not (d / bundle.MANIFEST).is_file():
             raise NeedMeasurement(index, attempt)
-        return VariantRun(v, d, status=bundle.load(d)["status"])
+        doc = bundle.load(d)
+        if not doc.get("trigger"):
+            mark_step(d, step_trigger)
+        return VariantRun(v, d, status=doc["status"])
     return measure
 
 
@@ -325,9 +347,8 @@ def summary(result: BisectResult) -> dict:
     bad = result.plan.variants[result.first_bad] if t is not None and result.first_bad is not None else None
     return {
         "series": result.series.name, "base": result.plan.base, "reason": result.reason,
-        "target": None if t is None else {**dict(zip(
-            ("study", "device_class", "device", "filesystem", "group", "metric"), _key(t))),
-            "change_pct": t.change_pct, "words": t.words},
+        "target": None if t is None else {**asdict(t.key.pooled),
+                                          "change_pct": t.change_pct, "words": t.words},
         "first_bad": None if bad is None else {"index": bad.index, "commit": bad.commit,
                                                 "subject": bad.subject},
         "last_good": result.last_good, "untestable": result.untestable,

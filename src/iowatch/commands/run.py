@@ -176,15 +176,15 @@ def _judge(base, out: Path, cap: int):
 def _adaptive(runner: Runner, base, cap: int) -> dict:
     """Add repetitions to the cells whose verdict against the base is unsure,
     a look at a time, until every deciding cell is decided or at the cap."""
-    from iowatch.judging import cell_id, more_runs
+    from iowatch.judging import more_runs
     doc = runner.writer.doc
     while True:
         cmp = _judge(base, runner.out, cap)
         targets = {}
-        for where, (_, want) in more_runs(cmp).items():  # the base bundle cannot grow
-            cell = runner.writer.find(cell_id(where))
-            if cell and len(cell["repetitions"]) < want:
-                targets[cell_id(where)] = want
+        for where, want in more_runs(cmp).items():  # the base bundle cannot grow
+            cell = runner.writer.find(where.cell_id)
+            if cell and len(cell["repetitions"]) < want.candidate:
+                targets[where.cell_id] = want.candidate
         if not targets:
             return doc
         progress.current().note("unsure against the base, adding repetitions: " + ", ".join(

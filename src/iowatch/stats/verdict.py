@@ -43,6 +43,7 @@ import numpy as np
 from scipy.special import comb, stdtr, stdtrit
 from scipy.stats import norm
 
+from iowatch.cells import CellKey
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
 from iowatch.stats.sequential import DEFAULT_CAP, effective_n, look_level
 from iowatch.stats.wording import sentence
@@ -95,37 +96,6 @@ class Verdict:
     # that the data cannot rule out at 80% confidence; <= 0 when none.
     hidden_pct: float | None = None
     budget_spent: bool = False  # unsure at the cap: no more runs will be added
-
-
-@dataclass(frozen=True)
-class CellKey:
-    """One metric of one group in one cell: the name a verdict carries.
-
-    The bundle names the cell alone by a string (`cell_id`); the pooled values
-    of a side are keyed by the same fields without the host (`series`, a
-    tuple, since a side may pool hosts). Both are made from here, not by hand."""
-    study: str
-    host: str
-    device_class: str
-    device: str
-    filesystem: str
-    group: str
-    metric: str
-
-    @classmethod
-    def from_series(cls, series: tuple[str, str, str, str, str, str], host: str) -> CellKey:
-        """From a pooled-values key (study, class, device, filesystem, group, metric)."""
-        study, device_class, device, filesystem, group, metric = series
-        return cls(study, host, device_class, device, filesystem, group, metric)
-
-    @property
-    def series(self) -> tuple[str, str, str, str, str, str]:
-        return (self.study, self.device_class, self.device, self.filesystem, self.group, self.metric)
-
-    @property
-    def cell_id(self) -> str:
-        """The bundle's id of the cell: study/device/filesystem."""
-        return f"{self.study}/{self.device}/{self.filesystem}"
 
 
 @dataclass(frozen=True)
