@@ -131,7 +131,16 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
                 assert s["unit"] == "KiB/s" and s["repetitions"] == 5 and s["median"] > 0
                 for run_id in s["run_ids"]:  # every step's run is stored on the server
                     assert get_json(f"{url}/api/v1/runs/{run_id}")["run_id"] == run_id
-            assert get_json(f"{url}/api/v1/regressions/{detail['id']}")["bisect"]["state"] == "done"
+            after = get_json(f"{url}/api/v1/regressions/{detail['id']}")
+            assert after["bisect"]["state"] == "done" and after["state"] == "bisected"
+            # The steps' runs are the bisect's evidence: stored, marked, and judged into
+            # no regression of their own (their variants carry a series good..bad).
+            for run_id in {r for s in steps[2:] for r in s["run_ids"]}:
+                trig = get_json(f"{url}/api/v1/runs/{run_id}")["trigger"]
+                assert trig == {"kind": "bisect", "regression": detail["id"],
+                                "job": detail["bisect"]["id"]}, trig
+            regs = get_json(f"{url}/api/v1/regressions?limit=100")["items"]
+            assert [r["id"] for r in regs] == [detail["id"]], regs
 
             again = _iowatch("bisect", "--next", "--server", url, "--token", token)
             assert again.returncode == 0 and "no bisect job queued" in again.stdout

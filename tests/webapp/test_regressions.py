@@ -119,6 +119,28 @@ def test_a_patch_is_compared_with_its_parent_and_with_the_series_base(arrive):
     assert regressed == {("parent", runs[2].kernel_id), ("series-base", runs[2].kernel_id)}
 
 
+@pytest.mark.parametrize("trigger", [None, {"kind": "bisect", "regression": 7, "job": 3}])
+def test_a_bisect_step_is_evidence_never_a_side_of_a_verdict(arrive, trigger):
+    """The bisect's variants carry a series (good..bad): without the bisect
+    trigger, its slow step opens regressions of its own beside the one it
+    bisects; with it, the runs are stored and nothing is judged from them."""
+    for k, bw in enumerate([1000, 1000, 500]):
+        doc = planted_bundle({"write.bw_kib_s": level(bw)}, kernel=kernel(20 + k, "aaa..bbb", k),
+                             started_at=at(k))
+        if trigger:
+            doc.update(schema_version=2, trigger=trigger)
+        run = arrive(doc)
+        assert run.trigger == (trigger or {})
+    if trigger is None:
+        assert Regression.objects.count() == 2, list(Comparison.objects.values_list("reason", "base_kernel__patch_index", "candidate_kernel__patch_index"))  # the control: what a step did before
+    else:
+        assert not Comparison.objects.exists() and not Regression.objects.exists()
+        # Nor is a later ordinary run of the same series compared with them.
+        arrive(planted_bundle({"write.bw_kib_s": level(500)}, kernel=kernel(23, "aaa..bbb", 3),
+                              started_at=at(3)))
+        assert not Comparison.objects.exists()
+
+
 def test_a_parent_that_arrives_after_its_child_is_still_compared(arrive):
     arrive(planted_bundle({"write.bw_kib_s": level(500)}, kernel=kernel(11, "s", 1), started_at=at(0)))
     assert not Comparison.objects.exists()

@@ -106,10 +106,12 @@ def run_job(args) -> int:
           f"{job.cell.get('metric')}", flush=True)
     out = Path(args.out) if args.out else \
         paths.data_dir() / "bisects" / f"regression-{job.regression}-{time.strftime('%Y%m%d-%H%M%S')}"
+    # Each step's bundle says it is this bisect's evidence (iowatch.bisect.search.mark_step).
+    step_trigger = {"regression": job.regression, **({"job": job.job} if job.job is not None else {})}
     try:
         if args.variants:
             plan, tree = _replay_plan(args, good, bad), None
-            measure = recorded(plan, Path(args.bundles))
+            measure = recorded(plan, Path(args.bundles), step_trigger)
         else:
             host = qemu_host(args.inventory, args.hosts, "the bisect agent measures on a qemu host "
                              "(a lab host's bisect boots each commit with the Jenkins pipeline's "
@@ -131,7 +133,7 @@ def run_job(args) -> int:
     if measure is None:
         measure = guest_measure(plan, host, Path(args.inventory or inventory.default_path()), matrix,
                                 out, profile=args.profile, reps=args.reps, store=poster.store,
-                                say=say, echo_console=args.console)
+                                say=say, echo_console=args.console, trigger=step_trigger)
     try:
         with progress.from_args(args, "bisect"):
             result, body = work(job, plan, measure, poster, say=say)

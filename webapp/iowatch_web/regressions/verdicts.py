@@ -57,16 +57,31 @@ class Pairing:
 def verdicts_for_run(run: Run) -> list[Comparison]:
     """Compare a newly stored run and look for change points; returns the
     comparisons computed (none for a published or unmeasured run)."""
-    if run.published or run.status in NOT_MEASURED:
+    if run.published or run.status in NOT_MEASURED or is_bisect_step(run):
         return []
     comparisons = [compare_kernels(p, run) for p in pairings(run)]
     comparisons += change_point_alerts(run)
     return comparisons
 
 
+# The trigger kinds whose runs are sides of verdicts (a run without one is too).
+JUDGED_TRIGGERS = ("nightly",)
+
+
+def is_bisect_step(run: Run) -> bool:
+    """A bisect's measurement of one commit (trigger kind "bisect"): kept as the
+    bisect's evidence, never a side of a verdict. Its variants carry a series
+    named good..bad; judged like a check, every bad step would open a second
+    regression for the change the bisect is already following."""
+    return (run.trigger or {}).get("kind") == "bisect"
+
+
 def _measured(host_id: int, matrix: str):
     return (Run.objects.filter(host_id=host_id, matrix=matrix, published=False)
             .exclude(status__in=NOT_MEASURED)
+            # Not .exclude(trigger__kind="bisect"): SQL's NOT on a missing key is NULL,
+            # which would drop every run without a trigger too.
+            .filter(Q(trigger__kind__isnull=True) | Q(trigger__kind__in=JUDGED_TRIGGERS))
             .annotate(at=Coalesce("started_at", "received_at")))
 
 

@@ -375,6 +375,7 @@ class RunDetail(RunOut):
     sample_count: int
     bundle_sha256: str
     patches: list[PatchOut]  # every patch of the kernel's series, with its Message-ID
+    trigger: dict[str, Any]  # what started the run: {} or a nightly's or a bisect step's
 
     @staticmethod
     def resolve_kernel_config(run: Run) -> dict:
