@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,16 +27,13 @@ pytestmark = pytest.mark.slow
 HOW = "pip install -e '.[dev]' (ansible-core is in the dev extra)"
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """(the role's variables, the first apply's output, the second apply's output)."""
-    tmp = tmp_path_factory.mktemp("common")
-    wheel = build_wheel(tmp / "src", tmp / "dist")
+def _apply(tmp: Path, wheel: Path, more: dict | None = None, env_more: dict | None = None):
+    """Apply the role's iowatch tasks into tmp/host: (the role's variables, the command, its environment)."""
     host = tmp / "host"
     variables = {"common_iowatch_wheel": str(wheel), "common_iowatch_venv": str(host / "opt/iowatch/venv"),
                  "common_config_dir": str(host / "etc/iowatch"), "common_data_dir": str(host / "var/lib/iowatch"),
                  "common_iowatch_link": str(host / "usr/local/bin/iowatch"),
-                 "common_inventory_source": str(REPO / "hardware-inventory.yml")}
+                 "common_inventory_source": str(REPO / "hardware-inventory.yml"), **(more or {})}
     (host / "usr/local/bin").mkdir(parents=True)
     playbook = tmp / "common-iowatch.yml"
     playbook.write_text(json.dumps([{
@@ -44,7 +42,15 @@ def installed(tmp_path_factory):
                    "ansible.builtin.include_role": {"name": "common", "tasks_from": "iowatch"}}]}]))
     cmd = [tool("ansible-playbook", HOW), "-i", "localhost,", "-c", "local", str(playbook),
            "-e", json.dumps(variables), "-e", f"ansible_python_interpreter={_python()}"]
-    env = {**ansible_env(tmp), "ANSIBLE_ROLES_PATH": str(ANSIBLE_DIR / "roles")}
+    env = {**ansible_env(tmp), "ANSIBLE_ROLES_PATH": str(ANSIBLE_DIR / "roles"), **(env_more or {})}
+    return variables, cmd, env
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(the role's variables, the first apply's output, the second apply's output)."""
+    tmp = tmp_path_factory.mktemp("common")
+    variables, cmd, env = _apply(tmp, build_wheel(tmp / "src", tmp / "dist"))
     first = run(cmd, env, timeout=900)
     second = run(cmd, env, timeout=900)
     return variables, first, second
@@ -119,3 +125,27 @@ def test_the_installed_copy_runs_a_cell_of_a_study_it_ships(installed, tmp_path)
         detach_over(tmp_path / "data")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "passed   ext4-dio-randread/loop-ssd/raw" in done.stdout, done.stdout
+
+
+def test_a_wheelhouse_installs_iowatch_on_a_host_without_an_index(tmp_path):
+    """common_iowatch_wheelhouse: the dependencies' wheels go with iowatch's, and pip
+    installs from them with no index (a lab host that cannot reach PyPI, as the
+    VM of scripts/vm-provision.sh)."""
+    wheel = build_wheel(tmp_path / "src", tmp_path / "dist")
+    wheelhouse = tmp_path / "wheelhouse"
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", str(wheelhouse),
+                    str(wheel)], check=True, timeout=600)
+    (wheelhouse / wheel.name).unlink()
+    # An index that refuses every connection: pip must not need one.
+    variables, cmd, env = _apply(tmp_path, wheel, {"common_iowatch_wheelhouse": str(wheelhouse)},
+                                 {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0"})
+    done = run(cmd, env, timeout=900)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    copied = Path(variables["common_iowatch_venv"]).parent / "wheelhouse"
+    assert sorted(p.name for p in copied.iterdir()) == sorted(p.name for p in wheelhouse.iterdir())
+    version = subprocess.run([variables["common_iowatch_link"], "--version"], capture_output=True, text=True,
+                             timeout=120)
+    assert version.returncode == 0 and "iowatch" in version.stdout, version
+    again = run(cmd, env, timeout=900)
+    assert again.returncode == 0 and recap(again.stdout)["changed"] == 0, (again.stdout + again.stderr)[-4000:]
