@@ -131,8 +131,8 @@ class Collector:
         self.attached = False
         self.majmin: dict[str, str] = {}      # loop device name -> "major:minor" the rules use
         self.rules: dict[str, dict[str, dict[str, int]]] = {}  # cond -> device -> rule file -> value
-        self.declared = {s: {(m["group"], m["metric"]): m["direction"]
-                             for m in load_studies(ROOT / "jobs" / "studies")[s].data["metrics"]}
+        self.declared = {s: {(m.group, m.metric): m.direction
+                             for m in load_studies(ROOT / "jobs" / "studies")[s].metrics}
                          for s in STUDIES}
         # (study, device, filesystem, group, metric) -> condition -> samples, one per repetition
         self.samples: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

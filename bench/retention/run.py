@@ -52,8 +52,8 @@ def smoke_cells() -> tuple[list[tuple[str, str, str]], int]:
 
     matrix = load_matrix(ROOT / "jobs/smoke.yml")
     cells = [(s.slug, cls, fs) for s in matrix.studies
-             for cls in s.data["device_classes"]
-             for fs in matrix.filesystems.get(s.slug) or s.data["filesystems"]]
+             for cls in s.device_classes
+             for fs in matrix.filesystems.get(s.slug) or s.filesystems]
     return cells, matrix.reps
 
 

@@ -9,12 +9,9 @@ to run together.
 """
 from __future__ import annotations
 
-import copy
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
-
 from iowatch.metrics import INFO, METRICS
 from iowatch.resources import matrix_path
 from iowatch.yamlfile import DataFileError, line_at, load_with_nodes, parse as parse_yaml, read as read_yaml
@@ -37,33 +34,156 @@ class StudyMetric:
     decides: bool = False
 
 
-@dataclass
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class FioJob:
+    name: str
+    options: dict[str, Scalar]
+
+
+@dataclass(frozen=True)
+class FioSection:
+    """fio's job file as data: the [global] options and the jobs in order."""
+    global_options: dict[str, Scalar]
+    jobs: tuple[FioJob, ...]
+
+
+@dataclass(frozen=True)
+class FsMarkSection:
+    options: dict[str, int | str]  # fs_mark's one-letter flags
+    dirs: int | None = None  # how many -d directories
+
+
+@dataclass(frozen=True)
+class ScriptSection:
+    """The f2fs checkpoint steps: create, sync, delete one in every N, drop caches, timed sync."""
+    create_files: int
+    workers: int
+    delete_every: int
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A metric reported as filesystem/against per repetition (ext4 over the raw device)."""
+    metric: str
+    group: str
+    filesystem: str
+    against: str
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What a profile, or its layer for one device class, changes in the workload."""
+    fio_global: dict[str, Scalar] = field(default_factory=dict)
+    fio_jobs: dict[str, dict[str, Scalar]] = field(default_factory=dict)  # by job name
+    fs_mark: dict[str, int | str] = field(default_factory=dict)
+    script: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_file(cls, d: dict) -> Overrides:
+        return cls(dict(d.get("global", {})), {k: dict(v) for k, v in d.get("jobs", {}).items()},
+                   dict(d.get("fs_mark", {})), dict(d.get("script", {})))
+
+
+@dataclass(frozen=True)
+class Profile:
+    """`full` (the seed's parameters) or `quick` (the same shape scaled down)."""
+    name: str
+    scaling: str  # how the profile differs from the seed, in words
+    overrides: Overrides
+    by_class: dict[str, Overrides]  # device class -> its layer on top
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The study file's workload: one tool's section, the group names, and extras."""
+    tool: FioSection | FsMarkSection | ScriptSection
+    groups: dict[str, str]  # the tool's group ids -> the names the study reports them by
+    ratio: Ratio | None = None
+    device_stats: bool | None = None
+
+    @property
+    def kind(self) -> str:
+        return {FioSection: "fio", FsMarkSection: "fs_mark", ScriptSection: "script"}[type(self.tool)]
+
+    @classmethod
+    def from_file(cls, w: dict) -> Workload:
+        if "fio" in w:
+            tool = FioSection(dict(w["fio"]["global"]),
+                              tuple(FioJob(j["name"], dict(j.get("options", {}))) for j in w["fio"]["jobs"]))
+        elif "fs_mark" in w:
+            tool = FsMarkSection(dict(w["fs_mark"]["options"]), w["fs_mark"].get("dirs"))
+        else:
+            tool = ScriptSection(**w["script"])
+        return cls(tool, dict(w["groups"]), Ratio(**w["ratio"]) if "ratio" in w else None,
+                   w.get("device_stats"))
+
+    def resolved(self, layers: list[Overrides]) -> dict:
+        """The workload with the layers merged in, as the runner and the bundle
+        carry it (cell params `workload`): a fresh dict the caller may change."""
+        tool = self.tool
+        out: dict = {}
+        if isinstance(tool, FioSection):
+            glob = dict(tool.global_options)
+            jobs = [{"name": j.name, "options": dict(j.options)} for j in tool.jobs]
+            for layer in layers:
+                glob.update(layer.fio_global)
+                for job in jobs:
+                    job["options"].update(layer.fio_jobs.get(job["name"], {}))
+            out["fio"] = {"global": glob, "jobs": jobs}
+        elif isinstance(tool, FsMarkSection):
+            options = dict(tool.options)
+            for layer in layers:
+                options.update(layer.fs_mark)
+            out["fs_mark"] = {"options": options, **({"dirs": tool.dirs} if tool.dirs is not None else {})}
+        else:
+            script = {"create_files": tool.create_files, "workers": tool.workers,
+                      "delete_every": tool.delete_every}
+            for layer in layers:
+                script.update(layer.script)
+            out["script"] = script
+        out["groups"] = dict(self.groups)
+        if self.ratio is not None:
+            out["ratio"] = asdict(self.ratio)
+        if self.device_stats is not None:
+            out["device_stats"] = self.device_stats
+        return out
+
+
+@dataclass(frozen=True)
 class Study:
-    """A study file as typed fields. `data` keeps the file as read, for what is
-    not typed yet (the workload and its profiles are read through workload())."""
+    """A study file as typed fields, made by load_study once the schema passed."""
     slug: str
     path: Path
-    data: dict
-    title: str = field(init=False)
-    seed: str = field(init=False)       # the seed post's file name, such as 003_19c316252e130d8a.txt
-    source: str = field(init=False)     # the post: subject, author, list, date
-    device_classes: tuple[str, ...] = field(init=False)
-    filesystems: tuple[str, ...] = field(init=False)
-    scheduler: str | None = field(init=False)
-    min_effect_pct: float = field(init=False)
-    metrics: tuple[StudyMetric, ...] = field(init=False)
-    published: list[dict] = field(init=False)  # the post's result sets, as the file gives them
+    title: str
+    seed: str  # the seed post's file name, such as 003_19c316252e130d8a.txt
+    source: str  # the post: subject, author, list, date
+    question: str | None
+    device_classes: tuple[str, ...]
+    filesystems: tuple[str, ...]
+    scheduler: str | None
+    min_effect_pct: float
+    spec: Workload  # the workload as the file gives it; workload() resolves a profile
+    profiles: dict[str, Profile]
+    metrics: tuple[StudyMetric, ...]
+    published: list[dict]  # the post's result sets, as the file gives them
 
-    def __post_init__(self) -> None:
-        d = self.data
-        self.title, self.seed, self.source = d["title"], d["seed"], d["source"]
-        self.device_classes = tuple(d["device_classes"])
-        self.filesystems = tuple(d["filesystems"])
-        self.scheduler = d.get("scheduler")
-        self.min_effect_pct = float(d.get("min_effect_pct", 5))
-        self.metrics = tuple(StudyMetric(m["metric"], m["group"], m["direction"],
-                                         bool(m.get("decides"))) for m in d["metrics"])
-        self.published = d["published"]
+    @classmethod
+    def from_file(cls, path: Path, d: dict) -> Study:
+        """From a study file's data that passed the schema (study-v1.json)."""
+        return cls(
+            slug=d["study"], path=path, title=d["title"], seed=d["seed"], source=d["source"],
+            question=d.get("question"), device_classes=tuple(d["device_classes"]),
+            filesystems=tuple(d["filesystems"]), scheduler=d.get("scheduler"),
+            min_effect_pct=float(d.get("min_effect_pct", 5)), spec=Workload.from_file(d["workload"]),
+            profiles={name: Profile(name, p["scaling"], Overrides.from_file(p),
+                                    {cls_: Overrides.from_file(o) for cls_, o in p.get("by_class", {}).items()})
+                      for name, p in d["profiles"].items()},
+            metrics=tuple(StudyMetric(m["metric"], m["group"], m["direction"], bool(m.get("decides")))
+                          for m in d["metrics"]),
+            published=d["published"])
 
     @property
     def deciding(self) -> set[tuple[str, str]]:
@@ -72,34 +192,24 @@ class Study:
 
     def scaling(self, profile: str) -> str | None:
         """How a profile scales the seed's workload down, in the file's words."""
-        return self.data["profiles"].get(profile, {}).get("scaling")
+        p = self.profiles.get(profile)
+        return p.scaling if p else None
 
     @property
     def kind(self) -> str:
-        w = self.data["workload"]
-        return "fio" if "fio" in w else "fs_mark" if "fs_mark" in w else "script"
+        return self.spec.kind
 
     @property
     def groups(self) -> dict[str, str]:
-        return self.data["workload"]["groups"]
+        return self.spec.groups
 
     def workload(self, profile: str, device_class: str) -> dict:
-        """The workload section with the profile's and the class's overrides merged in."""
-        if profile not in self.data["profiles"]:
-            raise ValueError(f"{self.path}: no profile {profile!r}; it has "
-                             f"{', '.join(self.data['profiles'])}")
-        w = copy.deepcopy(self.data["workload"])
-        prof = self.data["profiles"][profile]
-        for layer in (prof, prof.get("by_class", {}).get(device_class, {})):
-            if "fio" in w:
-                w["fio"]["global"].update(layer.get("global", {}))
-                for job in w["fio"]["jobs"]:
-                    job.setdefault("options", {}).update(layer.get("jobs", {}).get(job["name"], {}))
-            if "fs_mark" in w:
-                w["fs_mark"]["options"].update(layer.get("fs_mark", {}))
-            if "script" in w:
-                w["script"].update(layer.get("script", {}))
-        return w
+        """The workload with the profile's and the class's overrides merged in."""
+        if profile not in self.profiles:
+            raise ValueError(f"{self.path}: no profile {profile!r}; it has {', '.join(self.profiles)}")
+        p = self.profiles[profile]
+        return self.spec.resolved([p.overrides, *([p.by_class[device_class]]
+                                                  if device_class in p.by_class else [])])
 
     def published_samples(self, entry: dict) -> list[dict]:
         """One published result set as bundle samples, converted to the table's units."""
@@ -115,16 +225,17 @@ class Study:
 def load_study(path: str | Path) -> Study:
     path = Path(path)
     data, root = load_with_nodes(path, "study-v1.json")
-    study = Study(slug=data["study"], path=path, data=data)
+    study = Study.from_file(path, data)
     _check(study, root)
     return study
 
 
 def _check(study: Study, root=None) -> None:
     """What a schema cannot say: names must exist in the metric table, in the
-    workload's groups and jobs, and published units must fit the metric. Each
-    refusal names the line of the key at fault (root: the file's node tree)."""
-    d, where = study.data, str(study.path)
+    workload's groups and jobs, and published units must fit the metric; a
+    profile changes only what the workload has. Each refusal names the line of
+    the key at fault (root: the file's node tree)."""
+    where = str(study.path)
 
     def refuse(path: list, message: str):
         raise DataFileError(where, line_at(root, path), message)
@@ -132,7 +243,8 @@ def _check(study: Study, root=None) -> None:
     if study.path.stem != study.slug:
         refuse(["study"], f"study {study.slug!r} must live in {study.slug}.yml")
     groups = set(study.groups.values())
-    jobs = {j["name"] for j in d["workload"].get("fio", {}).get("jobs", [])}
+    tool = study.spec.tool
+    jobs = {j.name for j in tool.jobs} if isinstance(tool, FioSection) else set()
 
     def metric(name: str, group: str, path: list, ctx: str, direction: str | None = None) -> None:
         if name not in METRICS:
@@ -146,6 +258,13 @@ def _check(study: Study, root=None) -> None:
 
     for i, m in enumerate(study.metrics):
         metric(m.metric, m.group, ["metrics", i], f"metrics[{i}]", m.direction)
+    ratio = study.spec.ratio
+    if ratio is not None:
+        metric(ratio.metric, ratio.group, ["workload", "ratio"], "workload.ratio")
+        for key in ("filesystem", "against"):
+            if getattr(ratio, key) not in study.filesystems:
+                refuse(["workload", "ratio", key], f"workload.ratio.{key}: {getattr(ratio, key)!r} "
+                       f"is not one of the study's filesystems ({', '.join(study.filesystems)})")
     for i, p in enumerate(study.published):
         if p["device_class"] not in study.device_classes:
             refuse(["published", i, "device_class"], f"published[{i}]: device class "
@@ -157,13 +276,28 @@ def _check(study: Study, root=None) -> None:
             if unit != METRICS[r["metric"]].unit:
                 refuse([*path, "unit"], f"{ctx}: unit {r['unit']!r} cannot be "
                        f"{r['metric']}'s unit {METRICS[r['metric']].unit!r}")
-    for name, prof in d["profiles"].items():
-        for cls, layer in [(None, prof), *prof.get("by_class", {}).items()]:
-            for job in layer.get("jobs", {}):
+    script_keys = {"create_files", "workers", "delete_every"}
+    for name, prof in study.profiles.items():
+        for cls, layer in [(None, prof.overrides), *prof.by_class.items()]:
+            at = ["profiles", name, *(["by_class", cls] if cls else [])]
+            ctx = f"profiles.{name}" + (f".by_class.{cls}" if cls else "")
+            if cls is not None and cls not in study.device_classes:
+                refuse(at, f"{ctx}: device class {cls!r} is not one of the study's device_classes")
+            # A layer for another tool would be dropped without a word (LKP's lesson).
+            for key, given, tool_name in (("global", layer.fio_global, "fio"), ("jobs", layer.fio_jobs, "fio"),
+                                          ("fs_mark", layer.fs_mark, "fs_mark"),
+                                          ("script", layer.script, "script")):
+                if given and study.kind != tool_name:
+                    refuse([*at, key], f"{ctx}.{key}: changes {tool_name}, but the workload "
+                           f"runs {study.kind}")
+            for job in layer.fio_jobs:
                 if job not in jobs:
-                    at = ["profiles", name, *(["by_class", cls] if cls else []), "jobs", job]
-                    refuse(at, f"profiles.{name}: job {job!r} is not in "
+                    refuse([*at, "jobs", job], f"{ctx}: job {job!r} is not in "
                            f"workload.fio.jobs ({', '.join(sorted(jobs))})")
+            for key in layer.script:
+                if key not in script_keys:
+                    refuse([*at, "script", key], f"{ctx}.script: {key!r} is not one of "
+                           f"workload.script's keys ({', '.join(sorted(script_keys))})")
 
 
 def load_studies(directory: str | Path) -> dict[str, Study]:

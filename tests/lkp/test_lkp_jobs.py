@@ -43,7 +43,7 @@ def test_one_shared_file_is_fio_basics_testfile():
 ])
 def test_what_lkp_cannot_express_is_refused_with_the_reason(slug, fs, reason):
     study = STUDIES[slug]
-    w = study.workload("quick", study.data["device_classes"][0])
+    w = study.workload("quick", study.device_classes[0])
     with pytest.raises(NotTranslatable, match=re.escape(reason)):
         atomic_job(w, fs, "/dev/lkp-x", where=slug)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from iowatch.studies import load_matrix, load_studies, load_study
+from iowatch.studies import FsMarkSection, Ratio, load_matrix, load_studies, load_study
 from iowatch.yamlfile import DataFileError
 
 JOBS = Path(__file__).resolve().parents[2] / "jobs"
@@ -45,6 +45,22 @@ def test_profiles_resolve_per_device_class_and_say_their_scaling():
         "D": 10000, "S": 0, "n": 10000, "s": 4096, "L": 120}
 
 
+def test_a_study_is_typed_objects_not_the_file_as_read():
+    ext4 = load_study(JOBS / "studies" / "ext4-dio-randread.yml")
+    assert not hasattr(ext4, "data")
+    assert ext4.kind == "fio" and ext4.spec.ratio == Ratio("read.iops", "randread", "ext4", "raw")
+    assert [j.name for j in ext4.spec.tool.jobs] and ext4.profiles["quick"].overrides.fio_global["numjobs"] == 4
+    xfs = load_study(JOBS / "studies" / "xfs-smallfile-writeback.yml")
+    assert xfs.spec.tool == FsMarkSection({"D": 10000, "S": 0, "n": 10000, "s": 4096, "L": 120}, dirs=8)
+    assert xfs.spec.device_stats is True and xfs.profiles["quick"].overrides.fs_mark["L"] == 3
+    nat = load_study(JOBS / "studies" / "f2fs-nat-flush.yml")
+    assert nat.workload("quick", "hdd")["script"] == {"create_files": 20000, "workers": 16, "delete_every": 455}
+    # The resolved workload is a fresh dict: the runner marks fio --readonly on one cell's copy.
+    first = ext4.workload("quick", "ssd")
+    first["fio"]["readonly"] = True
+    assert "readonly" not in ext4.workload("quick", "ssd")["fio"]
+
+
 def test_smoke_matrix_names_existing_studies():
     m = load_matrix(JOBS / "smoke.yml")
     assert m.profile == "quick" and m.reps >= 1
@@ -60,6 +76,17 @@ def test_smoke_matrix_names_existing_studies():
       "{metric: write.speed, group: writer, direction: higher, decides: true}"), 30, "unknown metric 'write.speed'"),
     (("{metric: write.bw_kib_s, group: writer, direction: higher, decides: true}",
       "{metric: write.bw_kib_s, group: writer, direction: lower, decides: true}"), 30, "higher-is-better"),
+    # A profile layer for a tool the workload does not run would be dropped without a word.
+    (("    global: {runtime: 3}\n", "    global: {runtime: 3}\n    fs_mark: {n: 100}\n"), 28,
+     "profiles.quick.fs_mark: changes fs_mark, but the workload runs fio"),
+    (("jobs: {seqwrite: {size: 256M}", "jobs: {seqwrit: {size: 256M}"), 28,
+     "profiles.quick: job 'seqwrit' is not in workload.fio.jobs"),
+    (("    global: {runtime: 3}\n", "    global: {runtime: 3}\n    by_class: {ssd: {global: {runtime: 1}}}\n"), 28,
+     "profiles.quick.by_class.ssd: device class 'ssd' is not one of the study's device_classes"),
+    (("  groups: {\"0\": writer, \"1\": readers}\n",
+      "  groups: {\"0\": writer, \"1\": readers}\n"
+      "  ratio: {metric: write.bw_kib_s, group: writer, filesystem: ext4, against: raw}\n"), 22,
+     "workload.ratio.against: 'raw' is not one of the study's filesystems (ext4)"),
 ])
 def test_a_bad_study_file_is_refused_with_file_line_and_key(tmp_path, edit, line, words):
     src = (JOBS / "studies" / "odirect-vs-readers.yml").read_text()

@@ -18,7 +18,7 @@ JOBS = Path(__file__).resolve().parents[2] / "jobs"
 def test_published_results_are_stored_once_as_published_runs(tmp_path):
     studies = load_studies(JOBS / "studies")
     dirs = [str(d) for s in studies.values() for d in published_bundles(s, tmp_path)]
-    expected = sum(len(s.data["published"]) for s in studies.values())
+    expected = sum(len(s.published) for s in studies.values())
     assert len(dirs) == expected == 13
 
     call_command("ingest_bundle", *dirs, stdout=StringIO())

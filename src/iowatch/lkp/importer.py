@@ -63,9 +63,9 @@ def match_study(root: ResultRoot, cls: str, studies: dict[str, Study]) -> tuple[
     want = _program_params(root.job)
     fs = root.job.get("fs")
     for slug, study in sorted(studies.items()):
-        if cls not in study.data["device_classes"] or fs not in study.data["filesystems"]:
+        if cls not in study.device_classes or fs not in study.filesystems:
             continue
-        for profile in study.data["profiles"]:
+        for profile in study.profiles:
             try:
                 job = jobs.atomic_job(study.workload(profile, cls), fs, "-", where=slug)
             except jobs.NotTranslatable:

@@ -83,9 +83,8 @@ def claim_check(study: Study) -> dict:
 
 def _published_sides(study: Study, spec) -> list[dict]:
     """The post's result sets as stored (published runs), in the study file's order."""
-    order = {(e["label"], e["device_class"]): i for i, e in enumerate(spec.data["published"])} \
-        if spec else {}
-    entries = {(e["label"], e["device_class"]): e for e in spec.data["published"]} if spec else {}
+    order = {(e["label"], e["device_class"]): i for i, e in enumerate(spec.published)} if spec else {}
+    entries = {(e["label"], e["device_class"]): e for e in spec.published} if spec else {}
     sides: dict[int, dict] = {}
     for run_pk, run_id, label, release, device_class, group, metric, value in (
             Sample.objects.filter(cell__study=study, cell__run__published=True, job__isnull=True)
@@ -332,13 +331,13 @@ def _bars(claim: dict, newest: list[dict]) -> list[dict]:
 
 
 def _study_info(study: Study, spec) -> dict:
-    data = spec.data if spec else {}
-    return {"slug": study.slug, "title": data.get("title") or study.title or study.slug,
-            "seed": data.get("seed") or study.seed, "source": data.get("source", ""),
-            "question": data.get("question", ""),
-            "min_effect_pct": spec.min_effect_pct if spec else study.min_effect_pct,
-            "device_classes": data.get("device_classes", []),
-            "in_files": spec is not None}
+    if spec is None:  # a study in the store whose file is gone
+        return {"slug": study.slug, "title": study.title or study.slug, "seed": study.seed,
+                "source": "", "question": "", "min_effect_pct": study.min_effect_pct,
+                "device_classes": [], "in_files": False}
+    return {"slug": study.slug, "title": spec.title, "seed": spec.seed, "source": spec.source,
+            "question": spec.question or "", "min_effect_pct": spec.min_effect_pct,
+            "device_classes": list(spec.device_classes), "in_files": True}
 
 
 def _claim_check(study: Study) -> dict:
@@ -389,7 +388,7 @@ def published_values(run: Run) -> dict:
             .order_by("cell__key", "group", "metric_id")
             .values_list("cell__study__slug", "cell__device__device_class", "group",
                          "metric_id", "value")):
-        entry = next((e for e in (files[slug].data["published"] if slug in files else [])
+        entry = next((e for e in (files[slug].published if slug in files else [])
                       if e["label"] == run.label and e["device_class"] == device_class), {})
         quoted = next((r.get("as_published", "") for r in entry.get("results", [])
                        if (r["group"], r["metric"]) == (group, metric)), "")
