@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from iowatch.stats import change_points, confirmed_change_points
+from iowatch.stats import change_points, confirm_family, confirmed_change_points
 
 
 def _steps(seed: int, noise: float = 2.0) -> np.ndarray:
@@ -55,3 +55,48 @@ def test_agrees_with_apache_otava_on_planted_steps(seed):
     for a, b in zip(ours, theirs):
         assert a.change_pct == pytest.approx(b.stats.forward_change_percent(), abs=1.0)
         assert a.p_value < 0.01 and b.stats.pvalue < 0.01
+
+
+# A nightly's family: 40 deciding series, 40 kernels each, lognormal noise of CV 5%.
+def _family(seed: int, step: float | None = None, cv: float = 0.05):
+    from iowatch.cells import CellKey
+    from iowatch.stats import History
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(40):
+        values = 1000 * np.exp(rng.normal(0, cv, 40))
+        if step is not None and i == 0:
+            values[30:] *= step  # the last 10 kernels slower
+        out.append(History(CellKey("s", "h", "ssd", "d", "ext4", "g", f"m{i}"), list(values),
+                           "higher", 5.0))
+    return out
+
+
+def _regressed(confirmed) -> set[str]:
+    return {k.metric for k, cps in confirmed.items() if any(c.verdict.outcome == "regression" for c in cps)}
+
+
+def test_a_family_of_flat_histories_raises_no_alert_though_the_chosen_splits_look_significant():
+    """The detector picks each history's best split; the A/B test of that split
+    alone ignores the choice. Without the selection test most of these nights
+    would raise a regression somewhere (the control, computed below)."""
+    from iowatch.stats import compare_matrix
+    from iowatch.stats.verdict import CellInput
+    alarms = naive = 0
+    for seed in range(20):
+        family = _family(1000 + seed)
+        alarms += bool(_regressed(confirm_family(family)))
+        cells = []
+        for h in family:  # each chosen split, A/B between its neighbouring splits
+            cps = [c.index for c in change_points(np.asarray(h.values), min_magnitude_pct=5)]
+            for a, i, b in zip([0] + cps, cps, cps[1:] + [len(h.values)]):
+                cells.append(CellInput(h.key, tuple(h.values[a:i]), tuple(h.values[i:b]), "higher", 5.0))
+        naive += any(v.outcome == "regression" for v in compare_matrix(cells, family_size=40))
+    assert alarms <= 1, alarms
+    assert naive >= 10, naive  # the control: what the A/B test of chosen splits says
+
+
+@pytest.mark.parametrize("step, cv, at_least", [(0.85, 0.05, 18), (0.80, 0.10, 14)])
+def test_a_real_step_in_one_history_of_forty_is_found(step, cv, at_least):
+    found = sum("m0" in _regressed(confirm_family(_family(2000 + seed, step, cv))) for seed in range(20))
+    assert found >= at_least, found

@@ -5,7 +5,8 @@ The CLI, the web app and the bisect reach them through one judging policy
 
 - compare / compare_matrix: A/B of one cell or a family of cells (docs/verdicts.md).
 - look_level / next_target: the look schedule of adaptive repetitions.
-- change_points / confirmed_change_points: e-divisive means over a history.
+- change_points / confirmed_change_points: e-divisive means over a history;
+  confirm_family: the change points of several histories as one family.
 - confounders: differences between two runs that can explain a change.
 - oracle: the bisect oracle, which end a measured commit resembles (imported
   as iowatch.stats.oracle by the bisect search).
@@ -21,6 +22,7 @@ import importlib
 _WHERE = {
     "ChangePoint": "changepoints", "ConfirmedChangePoint": "changepoints",
     "change_points": "changepoints", "confirmed_change_points": "changepoints",
+    "History": "changepoints", "confirm_family": "changepoints",
     "Confounder": "confounders", "confounders": "confounders",
     "DEFAULT_CAP": "sequential", "FIRST": "sequential", "STEP": "sequential",
     "look_level": "sequential", "next_target": "sequential",

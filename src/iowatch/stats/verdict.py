@@ -165,16 +165,18 @@ def _mann_whitney(u_base: np.ndarray, tie_sums: np.ndarray, nb: int, nc: int) ->
     return np.clip(p, 0.0, 1.0)
 
 
-def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
-    """Benjamini–Hochberg adjusted p-values (step-up), in the input's order."""
+def benjamini_hochberg(p_values: Sequence[float], family_size: int | None = None) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values (step-up), in the input's order.
+    `family_size` counts hypotheses of the family that were not tested (a
+    history without a candidate change point): the same as each adding p = 1."""
     p = np.asarray(p_values, dtype=float)
-    m = len(p)
-    if m == 0:
+    if len(p) == 0:
         return []
+    m = max(len(p), family_size or 0)
     order = np.argsort(p)
-    ranked = p[order] * m / np.arange(1, m + 1)
+    ranked = p[order] * m / np.arange(1, len(p) + 1)
     adjusted = np.minimum.accumulate(ranked[::-1])[::-1]
-    out = np.empty(m)
+    out = np.empty(len(p))
     out[order] = np.minimum(adjusted, 1.0)
     return out.tolist()
 
@@ -310,10 +312,11 @@ def _outcome(direction: str, s: _Cell, adj_worse: float | None, adj_better: floa
 
 
 def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
-                   cap: int = DEFAULT_CAP) -> list[CellVerdict]:
+                   cap: int = DEFAULT_CAP, family_size: int | None = None) -> list[CellVerdict]:
     """Verdicts for one family of cells: Benjamini–Hochberg at `fdr` over the
     regression tests (and, apart, the improvement tests) of the cells that have
-    two samples a side, each held to its look's share of `fdr`."""
+    two samples a side, each held to its look's share of `fdr`. `family_size`,
+    when larger than the cells given, counts the family's untested members."""
     stats: list[_Cell] = []
     for cell in cells:
         if cell.direction not in DIRECTIONS:
@@ -324,8 +327,10 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
                                  np.asarray(cell.candidate, dtype=float), cell.direction))
     tested = [i for i, (cell, s) in enumerate(zip(cells, stats))
               if cell.direction != INFO and s.p_worse is not None]
-    adj_worse = dict(zip(tested, benjamini_hochberg([stats[i].p_worse for i in tested])))
-    adj_better = dict(zip(tested, benjamini_hochberg([stats[i].p_better for i in tested])))
+    untested = max((family_size or 0) - len(cells), 0)
+    m = len(tested) + untested
+    adj_worse = dict(zip(tested, benjamini_hochberg([stats[i].p_worse for i in tested], m)))
+    adj_better = dict(zip(tested, benjamini_hochberg([stats[i].p_better for i in tested], m)))
     out = []
     for i, (cell, s) in enumerate(zip(cells, stats)):
         level = look_level(s.n_eff, fdr, cap=cap) if not s.size_only else None

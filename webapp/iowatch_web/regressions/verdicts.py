@@ -26,6 +26,7 @@ from django.db.models import Min, Q
 from django.db.models.functions import Coalesce
 
 from iowatch import stats
+from iowatch.cells import CellKey
 from iowatch.judging import compare_sides, deciding, min_effect
 from iowatch.metrics import METRICS
 from iowatch_web.regressions import nightly
@@ -244,13 +245,21 @@ def change_point_alerts(run: Run) -> list[Comparison]:
             series[key, v.group, v.metric][kernel_id].append(v.value)
 
     cells = {c.key: c for c in run.cells.select_related("study", "device")}
-    steps = defaultdict(list)  # (kernel before, kernel after) → [(series key, change point)]
+    # Every series the run touched is one family (stats.changepoints.confirm_family).
+    histories, kernels_of = [], {}
     for (key, group, metric), per_kernel in sorted(series.items()):
-        kernels = [k for k in order if k in per_kernel]
-        values = [statistics.median(per_kernel[k]) for k in kernels]
-        found = stats.confirmed_change_points(
-            values, METRICS[metric].direction,
-            min_effect(judging_studies().get(cells[key].study.slug)), fdr=FDR)
+        cell = cells[key]
+        name = CellKey(cell.study.slug, run.host.name, cell.device.device_class if cell.device else "",
+                       cell.device.name if cell.device else "", cell.filesystem, group, metric)
+        kernels_of[name] = (key, [k for k in order if k in per_kernel])
+        histories.append(stats.History(
+            name, [statistics.median(per_kernel[k]) for k in kernels_of[name][1]],
+            METRICS[metric].direction, min_effect(judging_studies().get(cell.study.slug))))
+    confirmed = stats.confirm_family(histories, fdr=FDR)
+    steps = defaultdict(list)  # (kernel before, kernel after) → [(series key, change point)]
+    for name, found in sorted(confirmed.items()):
+        key, kernels = kernels_of[name]
+        group, metric = name.group, name.metric
         regressions = [cp for cp in found if cp.verdict.outcome == "regression"]
         if not regressions:
             continue
