@@ -15,6 +15,8 @@
 #   bisect:  `iowatch bisect --next` claims the job and must name the slow
 #            commit (the 6th of 8) in at most ceil(log2 8) + 1 = 4 measured
 #            commits between the ends, the unbuilt one skipped, not blamed;
+#            Its step runs open no regression of their own, and the regression
+#            ends "bisected";
 #   report:  `iowatch report ID --format email` prints the mail.
 # Prints each phase's wall time. The branch is deleted at the end.
 set -euo pipefail
@@ -136,8 +138,14 @@ first = (job["result"] or {}).get("first_bad") or {}
 print(f"e2e-nightly: bisect #{job['id']} {job['state']}; steps: "
       + ", ".join(f"{s['commit'][:12]} {s['outcome']}" for s in steps))
 print(f"e2e-nightly: first bad {first.get('commit', '')[:12]} {first.get('subject')}; skipped {skipped}")
+# The bisect's step runs are its evidence (trigger kind bisect): they open no
+# regression of their own, and the regression it bisected now says "bisected".
+others = [r["id"] for r in json.load(urllib.request.urlopen(f"{url}/api/v1/regressions?limit=100"))["items"]
+          if r["id"] != int(regression)]
+print(f"e2e-nightly: regression {regression} is {detail['state']}; other regressions: {others or 'none'}")
 ok = (job["state"] == "done" and first.get("commit") == slow
-      and len(between) <= math.ceil(math.log2(8)) + 1 and first.get("commit") not in skipped)
+      and len(between) <= math.ceil(math.log2(8)) + 1 and first.get("commit") not in skipped
+      and detail["state"] == "bisected" and not others)
 print("e2e-nightly: " + ("PASS: the slow commit named" if ok else
                          f"FAIL: expected {slow[:12]} within 4 measured commits"))
 sys.exit(0 if ok else 1)
