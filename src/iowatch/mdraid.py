@@ -7,6 +7,7 @@ the cell.
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import time
 from contextlib import contextmanager
@@ -21,6 +22,18 @@ class MdError(RuntimeError):
     pass
 
 
+def available() -> bool:
+    """Whether this kernel can make md arrays (/proc/mdstat exists once its md
+    driver is loaded). On a distribution kernel md is a module that nothing
+    loads before the first array (Debian's 6.1 boots without /proc/mdstat), so
+    the raid0 personality is loaded first, as filesystems.supported loads a
+    filesystem's module."""
+    mdstat = Path("/proc/mdstat")
+    if not mdstat.exists() and shutil.which("modprobe"):
+        subprocess.run(["modprobe", "raid0"], capture_output=True)
+    return mdstat.exists()
+
+
 def _mdadm(*args: str) -> str:
     out = subprocess.run(["mdadm", *args], capture_output=True, text=True)
     if out.returncode:
@@ -31,8 +44,8 @@ def _mdadm(*args: str) -> str:
 @contextmanager
 def assembled(host: Host, device: Device, data_dir=None) -> Iterator[str]:
     """Yield the md device made of `device.members` (RAID0), stopped on the way out."""
-    if not Path("/proc/mdstat").exists():
-        raise MdError("this kernel has no md driver (no /proc/mdstat)")
+    if not available():
+        raise MdError("this kernel has no md driver (no /proc/mdstat, and modprobe raid0 did not load one)")
     for member in device.members:
         safety.require(host, member, data_dir)
     for member in device.members:

@@ -48,9 +48,9 @@ def plan(matrix: Matrix, host: Host) -> list[Cell]:
     each with the reason it must be skipped here, if any."""
     cells = []
     for study in matrix.studies:
-        wanted = matrix.filesystems.get(study.slug, study.data["filesystems"])
+        wanted = matrix.filesystems.get(study.slug, study.filesystems)
         for device in host.devices:
-            if device.device_class not in study.data["device_classes"]:
+            if device.device_class not in study.device_classes:
                 continue
             for fs in wanted:
                 if fs not in device.filesystems:
@@ -58,7 +58,7 @@ def plan(matrix: Matrix, host: Host) -> list[Cell]:
                 cell = Cell(f"{study.slug}/{device.name}/{fs}", study, device, fs)
                 cell.skip = filesystems.supported(fs)
                 if not cell.skip and device.members and not device.path:
-                    if not Path("/proc/mdstat").exists():
+                    if not mdraid.available():
                         cell.skip = ("this kernel has no md driver (no /proc/mdstat) to assemble "
                                      "the RAID0 members; run it in the virtual lab's guest")
                 cells.append(cell)
@@ -173,7 +173,7 @@ class Runner:
                 # virtio-blk reports rotational 1 in the guest: an ssd must say 0.
                 environment.set_rotational(dev_path, cell.device.wants_rotational)
                 notes["rotational"] = environment.device_queue(dev_path)["rotational"]
-            scheduler = cell.study.data.get("scheduler")
+            scheduler = cell.study.scheduler
             if scheduler and queue["scheduler"] != scheduler:
                 try:
                     notes["scheduler"] = environment.set_scheduler(dev_path, scheduler)
@@ -386,30 +386,30 @@ class Runner:
 
     def _add_ratio(self, cell: Cell) -> None:
         """ext4/raw per repetition, once both cells of a ratio study are done."""
-        ratio = cell.study.data["workload"].get("ratio")
-        if not ratio or cell.filesystem not in (ratio["filesystem"], ratio["against"]):
+        ratio = cell.study.spec.ratio
+        if not ratio or cell.filesystem not in (ratio.filesystem, ratio.against):
             return
         cid = lambda fs: f"{cell.study.slug}/{cell.device.name}/{fs}"  # noqa: E731
-        fs_cell = self.writer.find(cid(ratio["filesystem"]))
-        raw_cell = self.writer.find(cid(ratio["against"]))
+        fs_cell = self.writer.find(cid(ratio.filesystem))
+        raw_cell = self.writer.find(cid(ratio.against))
         if not fs_cell or not raw_cell:
             return
 
         def values(c: dict) -> list[float]:
             return [s["value"] for r in c["repetitions"] for s in r["samples"]
-                    if s["metric"] == ratio["metric"] and s["group"] == ratio["group"]
+                    if s["metric"] == ratio.metric and s["group"] == ratio.group
                     and s.get("job") is None]
         raw = values(raw_cell)
         if not raw:
             return
         raw_median = statistics.median(raw)
         for rep in fs_cell["repetitions"]:
-            mine = [s["value"] for s in rep["samples"] if s["metric"] == ratio["metric"]
-                    and s["group"] == ratio["group"] and s.get("job") is None]
+            mine = [s["value"] for s in rep["samples"] if s["metric"] == ratio.metric
+                    and s["group"] == ratio.group and s.get("job") is None]
             rep["samples"] = [s for s in rep["samples"] if s["metric"] != "ratio.fs_to_raw"]
             if mine and raw_median > 0:
                 rep["samples"].append(Sample.of("ratio.fs_to_raw", mine[0] / raw_median,
-                                                ratio["group"]).to_dict())
+                                                ratio.group).to_dict())
 
     def _checkpoint(self, t_start: float, status: str = "incomplete") -> None:
         wall = time.monotonic() - t_start
