@@ -141,6 +141,9 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
                                 "job": detail["bisect"]["id"]}, trig
             regs = get_json(f"{url}/api/v1/regressions?limit=100")["items"]
             assert [r["id"] for r in regs] == [detail["id"]], regs
+            # The recorded measurements themselves are not written to: marked copies went up.
+            assert not any(bundle.load(d).get("trigger") for d in measured.iterdir()
+                           if d.name != f"variant-{len(commits) - 1:02d}" and d.name != "variant-00")
 
             again = _iowatch("bisect", "--next", "--server", url, "--token", token)
             assert again.returncode == 0 and "no bisect job queued" in again.stdout

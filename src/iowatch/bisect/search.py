@@ -14,6 +14,7 @@ is a stored run, so the dashboard shows the bisect's provenance.
 """
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -277,12 +278,13 @@ def next_step(plan: Plan, bundles: Path, *, metric: str | None = None,
     return {"state": "done", **summary(result), "report": report(result)}
 
 
-def recorded(plan: Plan, bundles: Path, trigger: dict | None = None) -> Callable[[int, int], VariantRun]:
+def recorded(plan: Plan, bundles: Path, trigger: dict | None = None,
+             steps: Path | None = None) -> Callable[[int, int], VariantRun]:
     """measure() over measurements made elsewhere (see next_step): NeedMeasurement
-    for one not there yet. A measurement without a trigger is marked a bisect
-    step (mark_step); one with a trigger (the nightly runs at the ends) keeps it."""
-    step_trigger = {**(trigger or {}), "kind": "bisect"}
-
+    for one not there yet. With `trigger` (a bisect agent that uploads them),
+    a measurement without a trigger of its own is copied under `steps` and the
+    copy marked a bisect step (mark_step): the recorded bundles are never
+    written to. One with a trigger (the nightly runs at the ends) is used as it is."""
     def measure(index: int, attempt: int) -> VariantRun:
         v = plan.variants[index]
         d = measurement_dir(bundles, index, attempt)
@@ -295,8 +297,12 @@ def recorded(plan: Plan, bundles: Path, trigger: dict | None = None) -> Callable
         if not (d / bundle.MANIFEST).is_file():
             raise NeedMeasurement(index, attempt)
         doc = bundle.load(d)
-        if not doc.get("trigger"):
-            mark_step(d, step_trigger)
+        if trigger is not None and not doc.get("trigger"):
+            copy = measurement_dir(steps or bundles.parent / f"{bundles.name}-steps", index, attempt)
+            if not copy.exists():
+                shutil.copytree(d, copy)
+                mark_step(copy, {**trigger, "kind": "bisect"})
+            d = copy
         return VariantRun(v, d, status=doc["status"])
     return measure
 

@@ -111,7 +111,7 @@ def run_job(args) -> int:
     try:
         if args.variants:
             plan, tree = _replay_plan(args, good, bad), None
-            measure = recorded(plan, Path(args.bundles), step_trigger)
+            measure = recorded(plan, Path(args.bundles), step_trigger, steps=out / "steps")
         else:
             host = qemu_host(args.inventory, args.hosts, "the bisect agent measures on a qemu host "
                              "(a lab host's bisect boots each commit with the Jenkins pipeline's "
