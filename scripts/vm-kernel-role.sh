@@ -17,49 +17,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
+name=vm-kernel-role
 vm_dir=${IOWATCH_VM_DIR:-$HOME/.cache/iowatch/vm}
+last_run=$vm_dir/last-run
 mkdir -p "$vm_dir"
 run=$(mktemp -d /tmp/iowatch-vm-XXXX)
 qemu_pid=
-t_start=$(date +%s)
-declare -a summary=()
+keep=("*.log" "*.json")
+log_tag=vm
+# shellcheck source=scripts/vmhost/lib.sh
+. scripts/vmhost/lib.sh
 
-log() { echo "[$(date -u +%H:%M:%S)] vm: $*"; }
-phase_start() { phase_name=$1; phase_t0=$(date +%s); log "phase: $1"; }
-phase_end() {  # STATUS [NOTE]
-    local s=$(( $(date +%s) - phase_t0 ))
-    summary+=("$(printf '%-28s %-5s %6s s  %s' "$phase_name" "$1" "$s" "${2:-}")")
-    log "phase: $phase_name: $1 after $s s${2:+ ($2)}"
-    phase_name=
-}
-fail() { phase_end FAIL "$*"; exit 1; }
-
-teardown() {
-    local rc=$?
-    [ -n "${phase_name:-}" ] && phase_end FAIL "interrupted (exit $rc)"
-    if [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null; then
-        kill "$qemu_pid"; wait "$qemu_pid" 2>/dev/null || true
-    fi
-    rm -rf "$vm_dir/last-run"
-    mkdir -p "$vm_dir/last-run"
-    cp "$run"/*.log "$run"/*.json "$vm_dir/last-run/" 2>/dev/null || true
-    rm -rf "$run"
-    echo
-    echo "vm-kernel-role: summary (total $(( $(date +%s) - t_start )) s; logs in $vm_dir/last-run)"
-    printf '%-28s %-5s %8s  %s\n' PHASE STATE TIME NOTE
-    printf '%s\n' "${summary[@]}"
-    if [ "$rc" -eq 0 ]; then echo "vm-kernel-role: PASS"; else echo "vm-kernel-role: FAIL"; fi
-    exit "$rc"
-}
-trap teardown EXIT
-trap 'exit 130' INT TERM
-
-ssh_key=$vm_dir/ssh/id_ed25519
-port=${IOWATCH_VM_SSH_PORT:-$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
-vm_ssh() {
-    ssh -q -i "$ssh_key" -p "$port" -o BatchMode=yes -o ConnectTimeout=10 \
-        -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null root@127.0.0.1 "$@"
-}
+port=${IOWATCH_VM_SSH_PORT:-$(vm_port)}
 
 phase_start "tools"
 need=(mmdebstrap qemu-system-x86_64 qemu-img sfdisk mkfs.ext4 ssh ssh-keygen)
@@ -69,23 +38,9 @@ missing=$(for t in "${need[@]}"; do command -v "$t" >/dev/null || echo "$t"; don
 phase_end PASS
 
 phase_start "disk image"
-image=$vm_dir/lab-host-bookworm.img
-stamp=$(sha256sum scripts/vmhost/image.sh | cut -c1-16)
-if [ ! -f "$ssh_key" ]; then
-    mkdir -p "$(dirname "$ssh_key")"
-    ssh-keygen -q -t ed25519 -N '' -C iowatch-vm -f "$ssh_key"
-fi
-if [ -f "$image" ] && [ "$(cat "$image.stamp" 2>/dev/null)" = "$stamp" ]; then
-    note="reused $image"
-else
-    rm -f "$image" "$image.stamp"
-    scripts/vmhost/image.sh "$image" "$ssh_key.pub" > "$run/image.log" 2>&1 ||
-        fail "image.sh failed: see $run/image.log and $image.firstboot.log"
-    echo "$stamp" > "$image.stamp"
-    note="made $image"
-fi
+vm_image
 qemu-img create -q -f qcow2 -F raw -b "$image" "$run/overlay.qcow2"
-phase_end PASS "$note"
+phase_end PASS "$image_note"
 
 log "starting the machine in the background (it boots while the variants build)"
 # TCG: KVM on this machine cannot boot mainline guests. No -no-reboot: the
@@ -112,12 +67,7 @@ PY
 phase_end PASS "$states; release $good_release"
 
 phase_start "boot the machine"
-# A TCG boot of Debian takes 1-2 min on an idle machine, 8 on a loaded one.
-while ! vm_ssh true 2>/dev/null; do
-    kill -0 "$qemu_pid" 2>/dev/null || fail "qemu exited: see console.log"
-    [ $(( $(date +%s) - qemu_t0 )) -lt 1200 ] || fail "no ssh on port $port 1200 s after qemu started"
-    sleep 5
-done
+vm_wait_ssh 1200
 default_release=$(vm_ssh uname -r)
 phase_end PASS "ssh $(( $(date +%s) - qemu_t0 )) s after qemu started; default kernel $default_release"
 
