@@ -20,7 +20,8 @@ SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux
 # With --kernel: what building kernels and the virtual lab need (not in CI).
 KERNEL_PACKAGES=(linux-source-6.12 qemu-system-x86 ccache bc bison flex libelf-dev libssl-dev
                  build-essential cpio kmod busybox-static git)
-# With --vm: also what scripts/vm-kernel-role.sh needs to make and boot a lab-host disk image.
+# With --vm: also what scripts/vm-kernel-role.sh and scripts/vm-provision.sh need to make and
+# boot a lab-host disk image.
 VM_PACKAGES=(mmdebstrap qemu-utils openssh-client)
 extras="dev"
 if [ "${1:-}" = "--kernel" ] || [ "${1:-}" = "--vm" ]; then
