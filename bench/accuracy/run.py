@@ -1,20 +1,25 @@
 """bench/accuracy: how often iowatch's verdict is right, on real samples, beside the anchors' rules.
 
-Prints, from tests/fixtures/accuracy/real-samples.json (real repetitions of
-one kernel on this machine's loop devices, and the same cells slowed by blkio
-throttling: see that directory's README and bench/accuracy/collect.py):
+Prints, for each file of real samples (by default
+tests/fixtures/accuracy/real-samples-calibrated.json, whose throttles were
+calibrated by feedback to cut the calibrated cells by 10, 20 and 50%, then the
+older real-samples.json and real-samples-quiet.json, whose throttles were set at
+(1 - s) x the median and cut 24-76%; that directory's README and
+bench/accuracy/collect.py say how each was made):
 
 1. the real cells: repetitions, mean and coefficient of variation, and the
    slowdown each throttle achieved;
 2. for one cell and for a 40-cell check, per rule: false alarms on a clean
-   patch (per check and per clean cell), the share of slowed cells found at
-   10, 20 and 50% throttles, and the repetitions a side used; iowatch at a
+   patch (per check and per clean cell), the share of slowed cells found under
+   the 10, 20 and 50% throttles, and the repetitions a side used; iowatch at a
    fixed 5 a side (confirmed; suspected or confirmed) and adaptive (5 to 20 a
    side), LKP, Perfherder, mmtests and fsperf on the same draws
-   (bench/accuracy/simulate.py says how checks are drawn);
+   (bench/accuracy/simulate.py says how checks are drawn); then the same
+   detection by the slowdown the slowed cell really got (5-15%, 15-25%, 25-40%,
+   40% or more), and per slowed cell for iowatch adaptive;
 3. the same for a model of the noise the issue names (lognormal, CV 10%, and
    5%), where the slowdown is exactly the nominal one;
-4. the goals, met or not;
+4. the goals, met or not, by the throttles' labels and by the achieved sizes;
 5. the speed of compare_matrix on 1,000 cells.
 
     .venv/bin/python bench/accuracy/run.py              # 400 checks per condition
@@ -48,6 +53,7 @@ def table(title: str, out: dict) -> dict[str, dict]:
     print(f"  {'rule':<54} {'FA/check':>8} {'FA/cell':>8} {'-10%':>7} {'-20%':>7} {'-50%':>7} {'runs/side':>9}")
     rows = {}
     by_cell = out.pop("_by_cell", None)
+    by_size = out.pop("_by_size", None)
     for rule, by_condition in out.items():
         aa = by_condition["aa"].row()
         found = {c: by_condition[c].row()["detected"] if c in by_condition else None
@@ -58,18 +64,27 @@ def table(title: str, out: dict) -> dict[str, dict]:
         print(f"  {rule:<54} {_pct(aa['false alarm per check']):>8} {_pct(aa['clean cells flagged']):>8} "
               f"{_pct(found['slow10']):>7} {_pct(found['slow20']):>7} {_pct(found['slow50']):>7} "
               f"{runs:9.1f}")
+    if by_size:
+        bins = [name for _, _, name in simulate.SIZE_BINS]
+        print("  by the slowdown the slowed cell really got (share found; checks in brackets):")
+        print(f"  {'rule':<54} " + " ".join(f"{b:>15}" for b in bins))
+        for rule, tallies in by_size.items():
+            cells = [f"{_pct(tallies[b].row()['detected'])} ({tallies[b].slowed:>4})" if b in tallies
+                     else "-" for b in bins]
+            print(f"  {rule:<54} " + " ".join(f"{c:>15}" for c in cells))
+            rows.setdefault(rule, {})["by_size"] = {b: tallies[b].row()["detected"] for b in tallies}
     if by_cell:
         print("  iowatch adaptive, by the slowed cell and the slowdown its throttle achieved:")
-        for name, t in by_cell.items():
-            print(f"    {name:<66} confirmed {_pct(t.row()['detected'])} of {t.slowed}, "
-                  f"{t.runs / max(t.checks, 1):4.1f} runs a side on that cell")
+        for (name, achieved), t in by_cell.items():
+            print(f"    {name + f' {achieved:+.1f}%':<66} confirmed {_pct(t.row()['detected'])} of "
+                  f"{t.slowed}, {t.runs / max(t.checks, 1):4.1f} runs a side on that cell")
     return rows
 
 
 def goals(rows: dict[str, dict], where: str) -> None:
     adaptive = rows["iowatch adaptive (5 to 20 a side): confirmed"]
     fixed = rows["iowatch, 5 a side: suspected or confirmed"]
-    anchors = {k: v for k, v in rows.items() if not k.startswith("iowatch")}
+    anchors = {k: v for k, v in rows.items() if not k.startswith("iowatch") and "fa_check" in v}
     checks = [
         ("adaptive: false alarm on a clean patch <= 5% of checks", adaptive["fa_check"], 0.05, "<="),
         ("adaptive: -20% confirmed >= 95%", adaptive["slow20"], 0.95, ">="),
@@ -84,6 +99,12 @@ def goals(rows: dict[str, dict], where: str) -> None:
             continue
         ok = value <= goal if how == "<=" else value >= goal
         print(f"    {'met ' if ok else 'MISS'} {name}: {100 * value:.1f}%")
+    sized = adaptive.get("by_size", {})
+    for name, b, goal in (("adaptive: a real 15-25% slowdown confirmed >= 95%", "15-25%", 0.95),
+                          ("adaptive: a real 5-15% slowdown confirmed >= 80%", "5-15%", 0.80)):
+        value = sized.get(b)
+        print(f"    {'no data' if value is None else ('met ' if value >= goal else 'MISS')} {name}"
+              + ("" if value is None else f": {100 * value:.1f}%"))
     for size in ("slow10", "slow20", "slow50"):
         best = max((v[size] or 0, k) for k, v in anchors.items()) if anchors else (0, "-")
         ours = adaptive[size]
@@ -106,9 +127,10 @@ def speed() -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--trials", type=int, default=400, help="checks drawn per condition (default 400)")
-    p.add_argument("--samples", nargs="*", default=[str(simulate.SAMPLES), str(
+    p.add_argument("--samples", nargs="*", default=[str(simulate.SAMPLES.with_name(
+        "real-samples-calibrated.json")), str(simulate.SAMPLES), str(
         simulate.SAMPLES.with_name("real-samples-quiet.json"))],
-        help="real-sample files (default: the loaded and the quiet collection)")
+        help="real-sample files (default: the calibrated, the loaded and the quiet collection)")
     p.add_argument("--seed", type=int, default=2026)
     args = p.parse_args()
     t0 = time.monotonic()

@@ -174,10 +174,10 @@ def iowatch_adaptive(d: Draw, rng, cap: int = DEFAULT_CAP):
         want = more_runs(cmp)
         if not want:
             return verdicts, [len(b) for b in base]
-        for (_, device, _), (tb, tc) in want.items():
-            i = int(device[1:])
-            base[i] += list(_sample(d.base_pool[i], tb - len(base[i]), rng))
-            cand[i] += list(_sample(d.cand_pool[i], tc - len(cand[i]), rng))
+        for where, runs in want.items():
+            i = int(where.device[1:])
+            base[i] += list(_sample(d.base_pool[i], runs.base - len(base[i]), rng))
+            cand[i] += list(_sample(d.cand_pool[i], runs.candidate - len(cand[i]), rng))
 
 
 @dataclass
@@ -209,38 +209,54 @@ def _count(t: Tally, flagged: list[bool], slowed: int | None, runs: float) -> No
         t.detected += flagged[slowed]
 
 
+# Bins of the slowdown a slowed cell really got (|mean slowed / mean aa - 1|, in %):
+# a throttle's nominal size is not what it cut, so detection is also counted by these.
+SIZE_BINS = ((5, 15, "5-15%"), (15, 25, "15-25%"), (25, 40, "25-40%"), (40, 101, "40% or more"))
+
+
+def size_bin(achieved_pct: float) -> str | None:
+    return next((name for lo, hi, name in SIZE_BINS if lo <= abs(achieved_pct) < hi), None)
+
+
 def run(real: list[RealCell], trials: int, seed: int, *, size: int = MATRIX_CELLS,
         adaptive: bool = True, anchors: bool = True) -> dict[str, dict[str, Tally]]:
-    """{rule: {condition ("aa" or slowNN): Tally}} over `trials` checks each."""
+    """{rule: {condition ("aa" or slowNN): Tally}} over `trials` checks each; with
+    "_by_cell" ({(cell, achieved %): Tally} of iowatch adaptive) and "_by_size"
+    ({rule: {size bin: Tally}}, the slowed checks by the slowdown really achieved)."""
     rng = np.random.default_rng(seed)
     out: dict[str, dict[str, Tally]] = {}
-    by_cell: dict[str, Tally] = {}
+    by_cell: dict[tuple[str, float], Tally] = {}
+    by_size: dict[str, dict[str, Tally]] = {}
     for condition in ("aa", *CONDITIONS):
         if condition != "aa" and not any(condition in c.slowed for c in real):
             continue
         for _ in range(trials):
             d = draw_matrix(real, rng, None if condition == "aa" else condition, size)
+            achieved = d.cells[d.slowed].achieved.get(condition) if d.slowed is not None else None
+            where = size_bin(achieved) if achieved is not None else None
+
+            def count(rule: str, flagged: list[bool], runs: float) -> None:
+                _count(out.setdefault(rule, {}).setdefault(condition, Tally()), flagged, d.slowed, runs)
+                if where:
+                    _count(by_size.setdefault(rule, {}).setdefault(where, Tally()), flagged, d.slowed, runs)
+
             verdicts, base, cand = iowatch_fixed(d, rng)
-            confirmed = [v.outcome == "regression" for v in verdicts]
-            flagged = [v.outcome in ("regression", "suspected") for v in verdicts]
-            _count(out.setdefault("iowatch, 5 a side: confirmed", {}).setdefault(condition, Tally()),
-                   confirmed, d.slowed, FIRST)
-            _count(out.setdefault("iowatch, 5 a side: suspected or confirmed", {})
-                   .setdefault(condition, Tally()), flagged, d.slowed, FIRST)
+            count("iowatch, 5 a side: confirmed", [v.outcome == "regression" for v in verdicts], FIRST)
+            count("iowatch, 5 a side: suspected or confirmed",
+                  [v.outcome in ("regression", "suspected") for v in verdicts], FIRST)
             if anchors:
                 for name, rule in ANCHORS.items():
-                    _count(out.setdefault(name + ", 5 a side", {}).setdefault(condition, Tally()),
-                           [rule(b, c, cell.direction) for b, c, cell in zip(base, cand, d.cells)],
-                           d.slowed, FIRST)
+                    count(name + ", 5 a side",
+                          [rule(b, c, cell.direction) for b, c, cell in zip(base, cand, d.cells)], FIRST)
             if adaptive:
                 verdicts, runs = iowatch_adaptive(d, rng)
                 flagged = [v.outcome == "regression" for v in verdicts]
-                _count(out.setdefault("iowatch adaptive (5 to 20 a side): confirmed", {})
-                       .setdefault(condition, Tally()), flagged, d.slowed, float(np.mean(runs)))
+                count("iowatch adaptive (5 to 20 a side): confirmed", flagged, float(np.mean(runs)))
                 if d.slowed is not None:  # by the slowed cell and the slowdown it really got
-                    cell = d.cells[d.slowed]
-                    key = f"{cell.name} {cell.achieved.get(condition, float('nan')):+.1f}%"
+                    key = (d.cells[d.slowed].name, float("nan") if achieved is None else achieved)
                     _count(by_cell.setdefault(key, Tally()), flagged, d.slowed, runs[d.slowed])
     if by_cell:
         out["_by_cell"] = {k: by_cell[k] for k in sorted(by_cell)}
+    if by_size:
+        out["_by_size"] = by_size
     return out

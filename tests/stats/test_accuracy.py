@@ -7,6 +7,7 @@ bench/accuracy/run.py prints the full table. The draws are seeded, so each
 figure here is a fixed number that a change to the verdict can move."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ sys.path.insert(0, str(ROOT / "bench" / "accuracy"))
 import simulate  # noqa: E402
 
 TRIALS = 150
+CALIBRATED = simulate.SAMPLES.with_name("real-samples-calibrated.json")
 FIXED = "iowatch, 5 a side: suspected or confirmed"
 CONFIRMED = "iowatch, 5 a side: confirmed"
 ADAPTIVE = "iowatch adaptive (5 to 20 a side): confirmed"
@@ -25,6 +27,7 @@ ADAPTIVE = "iowatch adaptive (5 to 20 a side): confirmed"
 
 def _rows(out: dict) -> dict:
     out.pop("_by_cell", None)
+    out.pop("_by_size", None)
     return {rule: {c: t.row() for c, t in by.items()} for rule, by in out.items()}
 
 
@@ -42,6 +45,12 @@ def quiet():
 
 
 @pytest.fixture(scope="module")
+def calibrated():
+    """The collection whose throttles were calibrated by feedback to real 10/20/50% cuts."""
+    return _rows(simulate.run(simulate.load(CALIBRATED), TRIALS, seed=17, anchors=False))
+
+
+@pytest.fixture(scope="module")
 def model():
     """The noise the issue names: lognormal at a CV of 10%, slowdowns exact."""
     return _rows(simulate.run(simulate.lognormal_cells(0.10), TRIALS, seed=12, anchors=False))
@@ -52,6 +61,34 @@ def test_the_samples_are_real_and_some_cells_were_slowed():
     assert len(cells) >= 5 and all(len(c.aa) >= 20 for c in cells)
     slowed = [c for c in cells if c.slowed]
     assert slowed and all(len(v) >= 20 for c in slowed for v in c.slowed.values())
+
+
+def test_the_calibrated_collection_says_what_each_throttle_really_cut():
+    doc = json.loads(CALIBRATED.read_text())
+    calibrated = [c for c in doc["cells"] if c["calibrated_on"]]
+    assert len(calibrated) == 3
+    for c in calibrated:
+        for cond, target in (("slow10", 10), ("slow20", 20), ("slow50", 50)):
+            achieved = c["achieved_change_pct"][cond]
+            # within_tolerance is the collection's own verdict on its +-3 points
+            assert c["within_tolerance"][cond] == (abs(achieved + target) <= doc["calibration"]["tolerance_points"])
+    for cond in ("slow10", "slow20", "slow50"):
+        search = doc["calibration"]["conditions"][cond]
+        assert search["final_rules"] and all(search["probes"].values())
+        # the rules collected with are the rules the throttle section shows
+        shown = {f"{dev.split(' ')[0]} {f.removeprefix('blkio.throttle.')}": v
+                 for dev, files in doc["throttle"][cond].items() for f, v in files.items()}
+        assert shown == search["final_rules"]
+
+
+def test_on_the_calibrated_collection_false_alarms_stay_near_the_goal(calibrated):
+    # Goal 5%; the bench measured 5.2% of 400 clean checks on this collection (CV 20-40%,
+    # taken beside a QEMU guest): the goal is borderline there, and docs/verdicts.md says so.
+    assert calibrated[ADAPTIVE]["aa"]["false alarm per check"] <= 0.10
+    assert calibrated[FIXED]["aa"]["clean cells flagged"] <= 0.03
+    # Its slow50 condition holds the writer's -60.6% and ext4's -51.3% but also the
+    # readers' -10.7% (the read_bps rule did not bite harder): 75% in the bench.
+    assert calibrated[ADAPTIVE]["slow50"]["detected"] >= 0.60
 
 
 def test_a_clean_patch_rarely_raises_a_false_alarm(real, quiet, model):
