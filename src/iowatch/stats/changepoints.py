@@ -19,6 +19,7 @@ checked it with the same A/B compare a maintainer's comparison uses.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -205,24 +206,25 @@ def selection_ps(values: Sequence[float], indices: Sequence[int], level: float =
     x = np.asarray(values, dtype=float)
     logged = np.log(x) if (x > 0).all() else x
     out = {i: 1.0 for i in indices}
-    cuts = [0, len(x)]
+    cuts = [0, len(x)]  # sorted: the history's ends and the points that held
+
+    def piece(i: int) -> tuple[int, int]:
+        k = bisect.bisect_left(cuts, i)
+        return cuts[k - 1], cuts[k]
+
+    def strength(i: int) -> float:
+        a, b = piece(i)
+        return _split_t(logged[None, a:b])[0, i - a - 2] if b - a >= 5 and 2 <= i - a <= b - a - 2 else 0.0
+
     left = set(indices)
     while left:
-        def piece(i: int) -> tuple[int, int]:
-            k = next(j for j, c in enumerate(cuts) if c >= i)
-            return cuts[k - 1], cuts[k]
-
-        def strength(i: int) -> float:
-            a, b = piece(i)
-            return _split_t(logged[None, a:b])[0, i - a - 2] if b - a >= 5 and 2 <= i - a <= b - a - 2 else 0.0
-
         best = max(left, key=strength)
         a, b = piece(best)
         out[best] = selection_p(x[a:b], best - a)
         if out[best] > level:
             break
         left.discard(best)
-        cuts = sorted(cuts + [best])
+        bisect.insort(cuts, best)
     return out
 
 

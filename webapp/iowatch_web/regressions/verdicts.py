@@ -73,8 +73,10 @@ def is_bisect_step(run: Run) -> bool:
     """A bisect's measurement of one commit (trigger kind "bisect"): kept as the
     bisect's evidence, never a side of a verdict. Its variants carry a series
     named good..bad; judged like a check, every bad step would open a second
-    regression for the change the bisect is already following."""
-    return (run.trigger or {}).get("kind") == "bisect"
+    regression for the change the bisect is already following. The same rule
+    as _measured's filter: only runs without a trigger or with a judged one."""
+    kind = (run.trigger or {}).get("kind")
+    return kind is not None and kind not in JUDGED_TRIGGERS
 
 
 def _measured(host_id: int, matrix: str):
