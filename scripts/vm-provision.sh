@@ -17,7 +17,8 @@
 #      those devices for host lab-vm; installs ansible-core into a virtualenv;
 #   4. provision.yml -c local, twice: the second run must change nothing;
 #   5. storage.yml (md RAID0, f2fs, ext4, mounts, schedulers), again with no
-#      change, then storage_state=absent: the devices are left unmounted;
+#      change, then storage_state=absent, twice: the devices are left unmounted,
+#      with no array and no md superblock, even after a udev "add" event;
 #   6. from the installed copy (/usr/local/bin/iowatch, the role's virtualenv):
 #      `iowatch device check` on each declared device, and the smoke matrix,
 #      one repetition, on the guest's devices;
@@ -186,9 +187,16 @@ phase_end PASS "$(recap storage-2.log)"
 
 phase_start "storage.yml absent"
 playbook storage-absent.log storage.yml -e storage_state=absent || fail "storage.yml absent failed: see storage-absent.log"
-left=$(vm_ssh "findmnt -rn -o TARGET | grep -c /srv/iowatch/scratch; ls /dev/md 2>/dev/null | wc -l" | tr '\n' ' ')
-[ "$left" = "0 0 " ] || fail "left behind (mounts, md arrays): $left"
-phase_end PASS "$(recap storage-absent.log); no mount or array left"
+# An "add" event on every disk, as a reboot or a hot-plug gives: Debian's mdadm
+# udev rules assemble any disk that still carries an md superblock.
+left=$(vm_ssh "udevadm trigger --action=add --subsystem-match=block; udevadm settle; sleep 5
+    findmnt -rn -o TARGET | grep -c /srv/iowatch/scratch; ls /dev/md 2>/dev/null | wc -l
+    for d in r0a r0b; do mdadm --examine /dev/disk/by-id/virtio-iowatch-\$d >/dev/null 2>&1 && echo \$d; done | wc -l" |
+    tr '\n' ' ')
+[ "$left" = "0 0 0 " ] || fail "left behind (mounts, md arrays, members with superblocks): $left"
+playbook storage-absent-2.log storage.yml -e storage_state=absent || fail "storage.yml absent failed: see storage-absent-2.log"
+[ "$(changed storage-absent-2.log)" = 0 ] || fail "absent not idempotent: $(recap storage-absent-2.log)"
+phase_end PASS "$(recap storage-absent.log); no mount, array or superblock left, even after a udev add event; again: $(recap storage-absent-2.log)"
 
 # The installed copy, as the Jenkins agent runs it: the role's environment file,
 # /usr/local/bin/iowatch, from a directory that holds no checkout.

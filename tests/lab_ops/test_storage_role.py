@@ -206,6 +206,10 @@ def test_storage_role_assembles_raid0(loops, tmp_path):
     done, out = play(tmp_path, inv, "-e", "storage_state=absent")
     assert done.returncode == 0, out
     assert not os.path.exists("/dev/md/iowatch-pair")
+    # No superblock left for udev's incremental assembly to bring the array back.
+    assert _sh("mdadm", "--examine", m1).returncode != 0 and _sh("mdadm", "--examine", m2).returncode != 0
+    done, out = play(tmp_path, inv, "-e", "storage_state=absent")
+    assert done.returncode == 0 and recap(out)["changed"] == 0, out
 
 
 VLAB_HOST = os.environ.get("IOWATCH_VLAB_HOST")
@@ -250,5 +254,7 @@ def test_storage_role_on_the_virtual_lab_devices(tmp_path):
     assert done.returncode == 0, out
     assert not any(mounted(mnt / d["name"]) for d in devices)
     assert not any(Path("/dev/md").glob("iowatch-*"))
+    members = [m for d in devices for m in d.get("members", [])]
+    assert members and not any(_sh("mdadm", "--examine", m).returncode == 0 for m in members)
     done, out = apply("-e", "storage_state=absent")
     assert done.returncode == 0 and recap(out, VLAB_HOST)["changed"] == 0, out
