@@ -62,6 +62,7 @@ As root, from the repository (about 50 minutes with --reps 20: 15-25 for the sea
 
     sudo .venv/bin/python bench/accuracy/collect.py --reps 20 --out tests/fixtures/accuracy/real-samples-calibrated.json
     sudo .venv/bin/python bench/accuracy/collect.py --reps 1 --calibration 2 --probes 1 --max-steps 2 --out /tmp/try.json
+    sudo .venv/bin/python bench/accuracy/collect.py --reps 20 --images-on /dev/shm --out /tmp/in-memory.json
 
 iowatch is run as `python -m iowatch.cli` from this checkout's src/ (PYTHONPATH),
 so a worktree of another commit collects with its own code.
@@ -118,7 +119,12 @@ def log(msg: str) -> None:
 class Collector:
     def __init__(self, args: argparse.Namespace):
         self.args = args
-        self.tmp = Path(tempfile.mkdtemp(prefix="iowatch-collect-"))
+        # --images-on: the loop devices' image files (and the bundles) go there. On a
+        # tmpfs (/dev/shm) the loop devices do direct I/O to memory, and the noise is
+        # the kernel's and the CPU's alone rather than also the disk under /tmp's.
+        self.tmp = Path(tempfile.mkdtemp(prefix="iowatch-collect-", dir=args.images_on))
+        self.images_fs = subprocess.run(["stat", "-f", "-c", "%T", str(self.tmp)],
+                                        capture_output=True, text=True).stdout.strip()
         self.data_dir = self.tmp / "data"
         self.env = {**os.environ, "IOWATCH_DATA_DIR": str(self.data_dir),
                     "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"),
@@ -447,7 +453,8 @@ class Collector:
             "host": {"kernel": uname.release, "cpus": os.cpu_count(),
                      "iowatch_commit": _git_head()},
             "how": (
-                "Real runs on this machine's loop devices (2 GiB sparse image files, direct I/O), "
+                "Real runs on this machine's loop devices (2 GiB sparse image files, direct I/O, "
+                f"on {self.images_fs} at {self.tmp.parent}), "
                 f"matrix of the quick profile with studies {', '.join(STUDIES)}; each repetition is one "
                 "`iowatch run MATRIX --target localhost --reps 1`, run inside a cgroup v1 blkio cgroup of "
                 "its condition (a shell writes its PID to cgroup.procs and execs iowatch, so fio, "
@@ -472,7 +479,8 @@ class Collector:
             "failed_repetitions": {c: self.failed.get(c, 0) for c in ("probe", *CONDITIONS)},
             "mean_repetition_s": {c: round(statistics.mean(v), 1) for c, v in self.rep_seconds.items()},
             "wall_s": round(seconds),
-            "machine": {**self.conditions_at,
+            "machine": {**self.conditions_at, "images_on": {"dir": str(self.tmp.parent),
+                                                           "filesystem": self.images_fs},
                         "load_1min_before_each_run": {
                             "min": min(self.loads), "median": statistics.median(self.loads),
                             "max": max(self.loads)} if self.loads else None},
@@ -606,6 +614,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=2024, help="seed of the per-round order")
     p.add_argument("--out", required=True, help="the JSON file to write")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (bundles, logs)")
+    p.add_argument("--images-on", default=None, metavar="DIR",
+                   help="where the loop devices' image files live (default: the temp dir, "
+                        "$TMPDIR or /tmp); /dev/shm puts them in memory")
     args = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root: loop devices, mkfs, mounts and blkio cgroups")
