@@ -189,27 +189,27 @@ def load_side(spec: str, *, server: str | None = None, role: str = "side") -> Si
 
 def published_side(study: Study, label: str, device_class: str | None, role: str) -> Side:
     """A study's published result set(s) under one label, as manifests (n = 1)."""
-    entries = [e for e in study.published if e["label"] == label
-               and (device_class is None or e["device_class"] == device_class)]
+    entries = [e for e in study.published if e.label == label
+               and (device_class is None or e.device_class == device_class)]
     if not entries:
-        labels = sorted({e["label"] for e in study.published})
+        labels = sorted({e.label for e in study.published})
         where = f" on device class {device_class}" if device_class else ""
         raise SideNotFound(f"{role} {label!r}: study {study.slug} published nothing under that "
                            f"label{where}; its labels are {', '.join(labels)}")
     fs = study.filesystems[0]
     runs = []
     for e in entries:
-        cls = e["device_class"]
+        cls = e.device_class
         device = f"published-{cls}"
         runs.append({
-            "run_id": None, "published": True, "label": e["label"],
-            "kernel": {"release": e["kernel"]}, "host": {"name": "published", "kind": "published"},
-            "devices": [{"name": device, "class": cls, "model": e.get("setup")}],
-            "environment": {"setup": e.get("setup"), "source": study.source},
+            "run_id": None, "published": True, "label": e.label,
+            "kernel": {"release": e.kernel}, "host": {"name": "published", "kind": "published"},
+            "devices": [{"name": device, "class": cls, "model": e.setup}],
+            "environment": {"setup": e.setup, "source": study.source},
             "command": None, "tools": {},
             "cells": [{"id": f"{study.slug}/{device}/{fs}", "study": study.slug, "device": device,
                        "filesystem": fs, "params": {"published": True},
-                       "repetitions": [{"index": 1, "samples": study.published_samples(e)}]}]})
+                       "repetitions": [{"index": 1, "samples": e.samples()}]}]})
     return Side(label, "published", runs)
 
 

@@ -153,6 +153,53 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class PublishedResult:
+    """One number of a seed post's result set, in the post's own unit."""
+    metric: str
+    group: str
+    value: float
+    unit: str  # one of PUBLISHED_UNITS
+    as_published: str  # the post's own words for it
+    spread: float | None = None
+    qualifier: str | None = None
+
+    def sample(self) -> dict:
+        """As a bundle sample, converted to the metric table's unit."""
+        unit, factor = PUBLISHED_UNITS[self.unit]
+        m = METRICS[self.metric]
+        return {"metric": m.name, "value": self.value * factor, "unit": m.unit,
+                "direction": m.direction, "group": self.group, "job": None}
+
+
+@dataclass(frozen=True)
+class PublishedSet:
+    """One result set a seed post published: a kernel (label) on a device class."""
+    label: str
+    kernel: str
+    device_class: str
+    setup: str | None
+    results: tuple[PublishedResult, ...]
+    # The file's mapping as given: import-published derives the run id from it, so a
+    # published run keeps its id for as long as the study file says the same thing.
+    as_given: dict = field(compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_file(cls, d: dict) -> PublishedSet:
+        return cls(label=d["label"], kernel=d["kernel"], device_class=d["device_class"],
+                   setup=d.get("setup"), as_given=d,
+                   results=tuple(PublishedResult(r["metric"], r["group"], r["value"], r["unit"],
+                                                 r["as_published"], r.get("spread"), r.get("qualifier"))
+                                 for r in d["results"]))
+
+    def samples(self) -> list[dict]:
+        """The set as bundle samples, converted to the metric table's units."""
+        return [r.sample() for r in self.results]
+
+    def result(self, group: str, metric: str) -> PublishedResult | None:
+        return next((r for r in self.results if (r.group, r.metric) == (group, metric)), None)
+
+
+@dataclass(frozen=True)
 class Study:
     """A study file as typed fields, made by load_study once the schema passed."""
     slug: str
@@ -168,7 +215,7 @@ class Study:
     spec: Workload  # the workload as the file gives it; workload() resolves a profile
     profiles: dict[str, Profile]
     metrics: tuple[StudyMetric, ...]
-    published: list[dict]  # the post's result sets, as the file gives them
+    published: tuple[PublishedSet, ...]  # the post's result sets, in the file's order
 
     @classmethod
     def from_file(cls, path: Path, d: dict) -> Study:
@@ -183,7 +230,7 @@ class Study:
                       for name, p in d["profiles"].items()},
             metrics=tuple(StudyMetric(m["metric"], m["group"], m["direction"], bool(m.get("decides")))
                           for m in d["metrics"]),
-            published=d["published"])
+            published=tuple(PublishedSet.from_file(p) for p in d["published"]))
 
     @property
     def deciding(self) -> set[tuple[str, str]]:
@@ -210,16 +257,6 @@ class Study:
         p = self.profiles[profile]
         return self.spec.resolved([p.overrides, *([p.by_class[device_class]]
                                                   if device_class in p.by_class else [])])
-
-    def published_samples(self, entry: dict) -> list[dict]:
-        """One published result set as bundle samples, converted to the table's units."""
-        out = []
-        for r in entry["results"]:
-            unit, factor = PUBLISHED_UNITS[r["unit"]]
-            m = METRICS[r["metric"]]
-            out.append({"metric": m.name, "value": r["value"] * factor, "unit": m.unit,
-                        "direction": m.direction, "group": r["group"], "job": None})
-        return out
 
 
 def load_study(path: str | Path) -> Study:
@@ -266,16 +303,16 @@ def _check(study: Study, root=None) -> None:
                 refuse(["workload", "ratio", key], f"workload.ratio.{key}: {getattr(ratio, key)!r} "
                        f"is not one of the study's filesystems ({', '.join(study.filesystems)})")
     for i, p in enumerate(study.published):
-        if p["device_class"] not in study.device_classes:
+        if p.device_class not in study.device_classes:
             refuse(["published", i, "device_class"], f"published[{i}]: device class "
-                   f"{p['device_class']!r} is not one of the study's device_classes")
-        for j, r in enumerate(p["results"]):
+                   f"{p.device_class!r} is not one of the study's device_classes")
+        for j, r in enumerate(p.results):
             path, ctx = ["published", i, "results", j], f"published[{i}].results[{j}]"
-            metric(r["metric"], r["group"], path, ctx)
-            unit = PUBLISHED_UNITS[r["unit"]][0]
-            if unit != METRICS[r["metric"]].unit:
-                refuse([*path, "unit"], f"{ctx}: unit {r['unit']!r} cannot be "
-                       f"{r['metric']}'s unit {METRICS[r['metric']].unit!r}")
+            metric(r.metric, r.group, path, ctx)
+            unit = PUBLISHED_UNITS[r.unit][0]
+            if unit != METRICS[r.metric].unit:
+                refuse([*path, "unit"], f"{ctx}: unit {r.unit!r} cannot be "
+                       f"{r.metric}'s unit {METRICS[r.metric].unit!r}")
     script_keys = {"create_files", "workers", "delete_every"}
     for name, prof in study.profiles.items():
         for cls, layer in [(None, prof.overrides), *prof.by_class.items()]:

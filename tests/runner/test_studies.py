@@ -16,17 +16,17 @@ def test_the_five_studies_load_with_the_seeds_labels_and_numbers():
     studies = load_studies(JOBS / "studies")
     assert sorted(studies) == ["ext4-dio-randread", "f2fs-dio-write", "f2fs-nat-flush",
                                "odirect-vs-readers", "xfs-smallfile-writeback"]
-    labels = {slug: [p["label"] for p in s.published] for slug, s in studies.items()}
+    labels = {slug: [p.label for p in s.published] for slug, s in studies.items()}
     assert labels["f2fs-dio-write"] == ["before", "patched", "before", "patched"]
     assert labels["odirect-vs-readers"] == ["2.6.32-rc7", "for-2.6.33", "for-2.6.33+fix"]
     assert labels["xfs-smallfile-writeback"] == ["unpatched", "patched"]
     # Published units become the metric table's: fio's KB/s is KiB/s, MB/s is MiB/s.
     odirect = studies["odirect-vs-readers"]
-    samples = odirect.published_samples(odirect.published[1])
+    samples = odirect.published[1].samples()
     assert {(s["group"], s["metric"], s["value"]) for s in samples} == {
         ("writer", "write.bw_kib_s", 19), ("readers", "read.bw_kib_s", 137 * 1024)}
     f2fs = studies["f2fs-dio-write"]
-    emmc_patched = f2fs.published_samples(f2fs.published[3])
+    emmc_patched = f2fs.published[3].samples()
     assert emmc_patched[0] == {"metric": "write.bw_kib_s", "value": 124860, "unit": "KiB/s",
                                "direction": "higher", "group": "seqw", "job": None}
 

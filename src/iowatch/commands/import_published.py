@@ -39,22 +39,22 @@ def published_bundles(study: Study, out: Path) -> list[Path]:
     dirs = []
     fs = study.filesystems[0]
     for entry in study.published:
-        samples = study.published_samples(entry)
-        content = json.dumps([study.slug, entry], sort_keys=True)
+        samples = entry.samples()
+        content = json.dumps([study.slug, entry.as_given], sort_keys=True)
         run_id = str(uuid.uuid5(NAMESPACE, content))
         d = out / study.slug / run_id
-        cls = entry["device_class"]
+        cls = entry.device_class
         excerpt = "\n".join([f"study: {study.slug} ({study.seed})",
-                             f"source: {study.source}", f"label: {entry['label']}",
-                             f"kernel: {entry['kernel']}", f"setup: {entry.get('setup', '')}", ""]
-                            + [f"{r['metric']} [{r['group']}]: {r['as_published']}"
-                               for r in entry["results"]]) + "\n"
-        w = BundleWriter(d, run_id=run_id, kernel={"release": entry["kernel"][:200]},
+                             f"source: {study.source}", f"label: {entry.label}",
+                             f"kernel: {entry.kernel}", f"setup: {entry.setup or ''}", ""]
+                            + [f"{r.metric} [{r.group}]: {r.as_published}"
+                               for r in entry.results]) + "\n"
+        w = BundleWriter(d, run_id=run_id, kernel={"release": entry.kernel[:200]},
                          host={"name": "published", "kind": "published"},
                          devices=[{"name": f"published-{cls}", "class": cls}],
-                         environment={"setup": entry.get("setup"), "seed": study.seed,
+                         environment={"setup": entry.setup, "seed": study.seed,
                                       "source": study.source},
-                         published=True, label=entry["label"])
+                         published=True, label=entry.label)
         w.add_repetition(f"{study.slug}/published-{cls}/{fs}", study.slug, 1, samples,
                          {"published.txt": excerpt.encode()}, device=f"published-{cls}",
                          filesystem=fs, params={"published": True})

@@ -83,8 +83,8 @@ def claim_check(study: Study) -> dict:
 
 def _published_sides(study: Study, spec) -> list[dict]:
     """The post's result sets as stored (published runs), in the study file's order."""
-    order = {(e["label"], e["device_class"]): i for i, e in enumerate(spec.published)} if spec else {}
-    entries = {(e["label"], e["device_class"]): e for e in spec.published} if spec else {}
+    order = {(e.label, e.device_class): i for i, e in enumerate(spec.published)} if spec else {}
+    entries = {(e.label, e.device_class): e for e in spec.published} if spec else {}
     sides: dict[int, dict] = {}
     for run_pk, run_id, label, release, device_class, group, metric, value in (
             Sample.objects.filter(cell__study=study, cell__run__published=True, job__isnull=True)
@@ -95,10 +95,11 @@ def _published_sides(study: Study, spec) -> list[dict]:
         side = sides.setdefault(run_pk, {
             "run_id": str(run_id), "label": label, "kernel": release,
             "device_class": device_class or "", "values": {}, "as_published": {},
-            "setup": entries.get((label, device_class), {}).get("setup", "") or ""})
+            "setup": getattr(entries.get((label, device_class)), "setup", "") or ""})
         side["values"][group, metric] = value
-        for r in entries.get((label, device_class), {}).get("results", []):
-            side["as_published"][r["group"], r["metric"]] = r.get("as_published", "")
+        entry = entries.get((label, device_class))
+        for r in entry.results if entry else ():
+            side["as_published"][r.group, r.metric] = r.as_published
     return sorted(sides.values(), key=lambda s: order.get((s["label"], s["device_class"]), 1 << 30))
 
 
@@ -388,10 +389,10 @@ def published_values(run: Run) -> dict:
             .order_by("cell__key", "group", "metric_id")
             .values_list("cell__study__slug", "cell__device__device_class", "group",
                          "metric_id", "value")):
-        entry = next((e for e in (files[slug].published if slug in files else [])
-                      if e["label"] == run.label and e["device_class"] == device_class), {})
-        quoted = next((r.get("as_published", "") for r in entry.get("results", [])
-                       if (r["group"], r["metric"]) == (group, metric)), "")
+        entry = next((e for e in (files[slug].published if slug in files else ())
+                      if e.label == run.label and e.device_class == device_class), None)
+        result = entry.result(group, metric) if entry else None
+        quoted = result.as_published if result else ""
         rows.append({"study": slug, "group": group, "metric": metric, "value": value,
                      "text": f"{number(value)} {METRICS[metric].unit}" if metric in METRICS
                      else number(value), "as_published": quoted})
