@@ -152,10 +152,10 @@ def _sample(pool: np.ndarray, n: int, rng) -> np.ndarray:
     return rng.choice(pool, size=n, replace=True)
 
 
-def _family(d: Draw, base: list, cand: list):
+def _family(d: Draw, base: list, cand: list, cap: int = DEFAULT_CAP):
     inputs = [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), base[i], cand[i],
                         d.cells[i].direction) for i in range(len(d.cells))]
-    return compare_matrix(inputs)
+    return compare_matrix(inputs, cap=cap)
 
 
 def iowatch_fixed(d: Draw, rng, n: int = FIRST):
@@ -169,7 +169,7 @@ def iowatch_adaptive(d: Draw, rng, cap: int = DEFAULT_CAP):
     base = [list(_sample(p, FIRST, rng)) for p in d.base_pool]
     cand = [list(_sample(p, FIRST, rng)) for p in d.cand_pool]
     while True:
-        verdicts = _family(d, base, cand)
+        verdicts = _family(d, base, cand, cap)
         cmp = Comparison(None, None, 0.05, verdicts, [], {}, {}, cap=cap)
         want = more_runs(cmp)
         if not want:
@@ -219,7 +219,8 @@ def size_bin(achieved_pct: float) -> str | None:
 
 
 def run(real: list[RealCell], trials: int, seed: int, *, size: int = MATRIX_CELLS,
-        adaptive: bool = True, anchors: bool = True) -> dict[str, dict[str, Tally]]:
+        adaptive: bool = True, anchors: bool = True,
+        cap: int = DEFAULT_CAP) -> dict[str, dict[str, Tally]]:
     """{rule: {condition ("aa" or slowNN): Tally}} over `trials` checks each; with
     "_by_cell" ({(cell, achieved %): Tally} of iowatch adaptive) and "_by_size"
     ({rule: {size bin: Tally}}, the slowed checks by the slowdown really achieved)."""
@@ -249,9 +250,9 @@ def run(real: list[RealCell], trials: int, seed: int, *, size: int = MATRIX_CELL
                     count(name + ", 5 a side",
                           [rule(b, c, cell.direction) for b, c, cell in zip(base, cand, d.cells)], FIRST)
             if adaptive:
-                verdicts, runs = iowatch_adaptive(d, rng)
+                verdicts, runs = iowatch_adaptive(d, rng, cap)
                 flagged = [v.outcome == "regression" for v in verdicts]
-                count("iowatch adaptive (5 to 20 a side): confirmed", flagged, float(np.mean(runs)))
+                count(f"iowatch adaptive (5 to {cap} a side): confirmed", flagged, float(np.mean(runs)))
                 if d.slowed is not None:  # by the slowed cell and the slowdown it really got
                     key = (d.cells[d.slowed].name, float("nan") if achieved is None else achieved)
                     _count(by_cell.setdefault(key, Tally()), flagged, d.slowed, runs[d.slowed])
