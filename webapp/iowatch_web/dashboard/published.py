@@ -92,14 +92,15 @@ def _published_sides(study: Study, spec) -> list[dict]:
             .values_list("cell__run_id", "cell__run__run_id", "cell__run__label",
                          "cell__run__kernel__release", "cell__device__device_class",
                          "group", "metric_id", "value")):
-        side = sides.setdefault(run_pk, {
-            "run_id": str(run_id), "label": label, "kernel": release,
-            "device_class": device_class or "", "values": {}, "as_published": {},
-            "setup": getattr(entries.get((label, device_class)), "setup", "") or ""})
-        side["values"][group, metric] = value
-        entry = entries.get((label, device_class))
-        for r in entry.results if entry else ():
-            side["as_published"][r.group, r.metric] = r.as_published
+        if run_pk not in sides:
+            entry = entries.get((label, device_class))
+            sides[run_pk] = {
+                "run_id": str(run_id), "label": label, "kernel": release,
+                "device_class": device_class or "", "values": {},
+                "as_published": {(r.group, r.metric): r.as_published
+                                 for r in (entry.results if entry else ())},
+                "setup": (entry.setup if entry else "") or ""}
+        sides[run_pk]["values"][group, metric] = value
     return sorted(sides.values(), key=lambda s: order.get((s["label"], s["device_class"]), 1 << 30))
 
 
