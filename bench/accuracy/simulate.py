@@ -170,7 +170,7 @@ def iowatch_adaptive(d: Draw, rng, cap: int = DEFAULT_CAP):
     cand = [list(_sample(p, FIRST, rng)) for p in d.cand_pool]
     while True:
         verdicts = _family(d, base, cand, cap)
-        cmp = Comparison(None, None, 0.05, verdicts, [], {}, {}, cap=cap)
+        cmp = Comparison(None, None, 0.05, verdicts, [], {}, {})
         want = more_runs(cmp)
         if not want:
             return verdicts, [len(b) for b in base]

@@ -21,6 +21,7 @@ from iowatch.judging import Comparison, compare_sides, more_runs
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
+from iowatch.stats.sequential import DEFAULT_CAP, looks
 from iowatch.studies import load_studies
 from iowatch.vlab import boot_and_run, guest_run_command
 
@@ -109,19 +110,19 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
     return result
 
 
-# Rounds that add repetitions to unsure cells: looks at 10, 15 and 20 a side.
-MAX_ROUNDS = 3
-
-
 def add_repetitions(result: CheckResult,
                     measure_more: Callable[[VariantRun, list[str], int, int], VariantRun],
                     say: Callable[[str], None] = print) -> int:
     """Compare, then while a patch's comparison with its parent has unsure
     deciding cells, measure both sides of it again (only those cells, as many
     repetitions as the next look needs; measure_more(variant, cell ids,
-    repetitions, round) boots it) and compare again. Returns the rounds taken."""
+    repetitions, round) boots it) and compare again, at most one round per look
+    after the first of the largest cap (3 rounds for 20 a side: 10, 15 and 20).
+    Returns the rounds taken."""
     _compare(result)
-    for round_no in range(1, MAX_ROUNDS + 1):
+    caps = [cap for r in result.runs if r.vs_parent for cap in r.vs_parent.caps]
+    max_rounds = looks(max(caps, default=DEFAULT_CAP)) - 1
+    for round_no in range(1, max_rounds + 1):
         wants = _wanted_repetitions(result)
         if not wants:
             return round_no - 1
@@ -134,7 +135,7 @@ def add_repetitions(result: CheckResult,
             if extra.status in ("passed", "failed") and extra.bundle:
                 by_index[index].extra.append(extra.bundle)
         _compare(result)
-    return MAX_ROUNDS
+    return max_rounds
 
 
 def _wanted_repetitions(result: CheckResult) -> dict[int, dict[str, int]]:

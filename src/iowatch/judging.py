@@ -16,6 +16,10 @@ directory, the HTTP API, a study's published numbers, or the Django store
   has no deciding metric: its cells are all diagnostics.
 - The minimum effect: the study file's `min_effect_pct` (default 5%), on the
   server too.
+- The cap of repetitions a side: the study file's `max_runs` (default 20).
+  It is part of the decision, not of one run: the looks' levels are shares of
+  the false-discovery rate spread over the schedule up to the cap, so every
+  path takes it from the same study file.
 - The family over which the false-discovery rate is controlled: all the
   deciding cells of one comparison (one patch against its parent, one run
   against the previous one). A check of k patches is k families: its false
@@ -25,7 +29,7 @@ directory, the HTTP API, a study's published numbers, or the Django store
   with a failed cell is never "no change".
 - One-sample sides (published numbers) are judged by size only, and say so.
 - When to add repetitions (`more_runs`): a deciding cell that is suspected
-  or unsure gets more, up to the cap, at the look schedule of
+  or unsure gets more, up to its study's cap, at the look schedule of
   iowatch.stats.sequential; a cell stops as decided, as "no change" once the
   slowdown it could still hide is below the minimum effect, or at the cap.
 """
@@ -57,6 +61,11 @@ def min_effect(study: Study | None) -> float:
     return study.min_effect_pct if study is not None else DEFAULT_MIN_EFFECT
 
 
+def max_runs(study: Study | None) -> int:
+    """The study's cap of repetitions a side (DEFAULT_CAP for a study unknown here)."""
+    return study.max_runs if study is not None else DEFAULT_CAP
+
+
 @dataclass(frozen=True)
 class FailedCell(Located):
     """A cell that ran on a side without a single passed repetition."""
@@ -83,7 +92,11 @@ class Comparison:
     studies: dict[str, Study]
     diagnostics: list[CellVerdict] = field(default_factory=list)  # shown, never judged
     failed: list[FailedCell] = field(default_factory=list)
-    cap: int = DEFAULT_CAP
+
+    @property
+    def caps(self) -> list[int]:
+        """The caps of repetitions a side of the deciding cells, smallest first."""
+        return sorted({v.cap for v in self.verdicts})
 
     @property
     def regressions(self) -> list[CellVerdict]:
@@ -115,8 +128,8 @@ class Comparison:
         return "no-change"
 
 
-def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr: float = FDR,
-                  cap: int = DEFAULT_CAP) -> Comparison:
+def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
+                  fdr: float = FDR) -> Comparison:
     """Pair the two sides' cells and judge the deciding ones as one family."""
     b, c = pool(base), pool(candidate)
     bv, cv, bcells, ccells = b.values, c.values, b.cells, c.cells
@@ -127,11 +140,12 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr
         study, metric = studies.get(cell_key.study), cell_key.metric
         if (cell_key.group, metric) in deciding(study):
             judged.append(CellInput(cell_key, bv[key], cv[key], METRICS[metric].direction,
-                                    min_effect(study)))
+                                    min_effect(study), max_runs(study)))
         elif METRICS[metric].direction != INFO:
-            shown.append(CellInput(cell_key, bv[key], cv[key], INFO, min_effect(study)))
-    verdicts = compare_matrix(judged, fdr=fdr, cap=cap)
-    diagnostics = compare_matrix(shown, fdr=fdr, cap=cap)
+            shown.append(CellInput(cell_key, bv[key], cv[key], INFO, min_effect(study),
+                                   max_runs(study)))
+    verdicts = compare_matrix(judged, fdr=fdr)
+    diagnostics = compare_matrix(shown, fdr=fdr)
     failed = []
     for where in sorted(set(bcells) | set(ccells)):
         sides = [role for role, cells in (("base", bcells), ("candidate", ccells))
@@ -150,7 +164,7 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study], fdr
         # Pooled sides: compare the first run of each; pooled runs of one kernel share a setup.
         conf = confounders(base.runs[0], candidate.runs[0])
     return Comparison(base, candidate, fdr, verdicts, conf, context, studies, diagnostics,
-                      failed, cap)
+                      failed)
 
 
 @dataclass(frozen=True)
@@ -162,7 +176,7 @@ class RunsWanted:
 
 def more_runs(cmp: Comparison) -> dict[CellLocation, RunsWanted]:
     """Cells that need more repetitions, with the count each side should
-    reach: the next look of the schedule for each side, never past the cap. A
+    reach: the next look of the schedule for each side, never past the cell's cap. A
     cell whose sides are both at the cap is left as it is: its verdict says
     the budget is spent."""
     want: dict[CellLocation, RunsWanted] = {}
@@ -170,7 +184,7 @@ def more_runs(cmp: Comparison) -> dict[CellLocation, RunsWanted]:
         if v.outcome not in UNSURE or v.size_only or v.budget_spent:
             continue
         nb, nc = v.base.n, v.candidate.n
-        target = (next_target(nb, cap=cmp.cap), next_target(nc, cap=cmp.cap))
+        target = (next_target(nb, cap=v.cap), next_target(nc, cap=v.cap))
         if target[0] > nb or target[1] > nc:
             where = v.key.location
             old = want.get(where, RunsWanted(0, 0))

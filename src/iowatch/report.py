@@ -15,6 +15,7 @@ from iowatch.judging import Comparison
 from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
+from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP
 from iowatch.stats.wording import amount
 
 FORMATS = ("text", "json", "junit", "markdown")
@@ -110,6 +111,15 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
 _OUTCOME_WORDS = {"inconclusive": "unsure, rerun", "suspected": "suspected regression"}
 
 
+def _looks(caps: list[int]) -> str:
+    """The look schedule in words: "5, 10, 15 and 20", or up to each cap."""
+    caps = caps or [DEFAULT_CAP]
+    if len(caps) == 1:
+        looks = [*range(FIRST, caps[0], STEP), caps[0]]
+        return ", ".join(map(str, looks[:-1])) + f" and {looks[-1]}" if len(looks) > 1 else str(looks[0])
+    return f"every {STEP} from {FIRST} up to the study's cap ({', '.join(map(str, caps))})"
+
+
 def render_text(cmp: Comparison) -> str:
     out = [f"iowatch compare: {cmp.base.spec} -> {cmp.candidate.spec}", ""]
     out += _side_lines("base", cmp.base) + _side_lines("candidate", cmp.candidate)
@@ -124,7 +134,7 @@ def render_text(cmp: Comparison) -> str:
                 f"{c['no-change']} without change, {len(cmp.failed)} failed "
                 f"({len(cmp.verdicts)} cells in one family; one-sided t-tests on log values, "
                 f"Benjamini-Hochberg at a false-discovery rate of {cmp.fdr:g} spent over looks at "
-                f"5, 10, 15 and {cmp.cap} runs a side; minimum effect per study)"]
+                f"{_looks(cmp.caps)} runs a side; minimum effect and cap per study)"]
     runs = sorted({(v.base.n, v.candidate.n) for v in cmp.verdicts})
     if runs:
         out.append("  runs a side per cell: " + ", ".join(f"{b} vs {c}" for b, c in runs))
@@ -175,7 +185,8 @@ def _cell_json(v: CellVerdict) -> dict:
             "p_value": v.p_value, "p_worse": v.p_worse, "p_adjusted": v.p_adjusted,
             "level": v.level, "cliffs_delta": v.cliffs_delta, "min_effect_pct": v.min_effect_pct,
             "outcome": v.outcome, "needs_runs": v.needs_runs, "hidden_pct": v.hidden_pct,
-            "budget_spent": v.budget_spent, "size_only": v.size_only, "words": v.words}
+            "budget_spent": v.budget_spent, "cap": v.cap, "size_only": v.size_only,
+            "words": v.words}
 
 
 def render_json(cmp: Comparison) -> str:

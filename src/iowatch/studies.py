@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from iowatch.metrics import INFO, METRICS
 from iowatch.resources import matrix_path
+from iowatch.stats.sequential import DEFAULT_CAP
 from iowatch.yamlfile import DataFileError, line_at, load_with_nodes, parse as parse_yaml, read as read_yaml
 
 # Published units and how they become the metric table's units. fio's KB and
@@ -212,6 +213,9 @@ class Study:
     filesystems: tuple[str, ...]
     scheduler: str | None
     min_effect_pct: float
+    # The adaptive loop's cap: at most this many repetitions a side in a cell
+    # (iowatch.stats.sequential; the looks' levels depend on it).
+    max_runs: int
     spec: Workload  # the workload as the file gives it; workload() resolves a profile
     profiles: dict[str, Profile]
     metrics: tuple[StudyMetric, ...]
@@ -224,7 +228,8 @@ class Study:
             slug=d["study"], path=path, title=d["title"], seed=d["seed"], source=d["source"],
             question=d.get("question"), device_classes=tuple(d["device_classes"]),
             filesystems=tuple(d["filesystems"]), scheduler=d.get("scheduler"),
-            min_effect_pct=float(d.get("min_effect_pct", 5)), spec=Workload.from_file(d["workload"]),
+            min_effect_pct=float(d.get("min_effect_pct", 5)),
+            max_runs=int(d.get("max_runs", DEFAULT_CAP)), spec=Workload.from_file(d["workload"]),
             profiles={name: Profile(name, p["scaling"], Overrides.from_file(p),
                                     {cls_: Overrides.from_file(o) for cls_, o in p.get("by_class", {}).items()})
                       for name, p in d["profiles"].items()},

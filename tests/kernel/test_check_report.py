@@ -101,6 +101,51 @@ def test_unsure_patches_are_measured_again_on_both_sides_only_for_their_cells(tm
     assert "[writer] write bandwidth fell" in report(result)
 
 
+def test_the_studys_cap_sets_how_far_the_check_measures_again(tmp_path, monkeypatch):
+    """max_runs in the study file is the cap of every path: with 40, a cell kept
+    unsure (variant 1 replays the same scattered bundle each round) is measured
+    again past 20, look by look, to 40 a side, and the report names the looks;
+    the same bundles judged with the shipped file (20) stop at 20."""
+    import shutil
+    from iowatch.check import add_repetitions
+    studies = tmp_path / "studies"
+    shutil.copytree(REPO / "jobs/studies", studies)
+    path = studies / "odirect-vs-readers.yml"
+    path.write_text(path.read_text().replace("\nmin_effect_pct:", "\nmax_runs: 40\nmin_effect_pct:", 1))
+    monkeypatch.setenv("IOWATCH_STUDIES", str(studies))
+    result = result_from_fixtures()
+    scattered = _scattered(result.runs[1].bundle, tmp_path / "scattered", [0.3, 1.5, 0.5, 1.4, 1.0])
+    result.runs[1].bundle = scattered
+    _compare(result)
+    asked = []
+
+    def measure_more(vr, cells, reps, round_no):
+        asked.append((round_no, vr.variant.index, reps))
+        again = scattered if vr.variant.index == 1 else FIXTURES / f"guest-{vr.variant.index:02d}" / "bundle"
+        return VariantRun(vr.variant, again, status="passed")
+
+    rounds = add_repetitions(result, measure_more, say=lambda s: None)
+    p1 = result.runs[1].vs_parent
+    assert p1.caps == [40] and {v.cap for v in p1.verdicts} == {40}
+    assert 3 < rounds <= 7  # past the 3 rounds of a cap of 20, at most one round per look
+    assert max(v.candidate.n for v in p1.verdicts) == 5 * (1 + rounds) > 20
+    assert max(n for _, _, n in asked) == 5
+    # At the cap every unsure cell says its budget is spent; none asks for more.
+    assert all(v.budget_spent for v in p1.unsure) and max(v.candidate.n for v in p1.verdicts) <= 40
+    assert "5, 10, 15, 20, 25, 30, 35 and 40 runs a side" in report_text(p1)
+
+    monkeypatch.delenv("IOWATCH_STUDIES")
+    capped = result_from_fixtures()
+    capped.runs[1].bundle = scattered
+    assert add_repetitions(capped, measure_more, say=lambda s: None) <= 3
+    assert max(v.candidate.n for v in capped.runs[1].vs_parent.verdicts) <= 20
+
+
+def report_text(cmp) -> str:
+    from iowatch.report import render_text
+    return render_text(cmp)
+
+
 def test_a_cell_is_failed_only_when_no_repetition_passed(tmp_path):
     """One failed repetition of five leaves four results: the cell is judged on
     them; with every repetition failed, it is listed as failed, never judged."""

@@ -5,7 +5,9 @@ decided or at the cap. Real fio on the local target's loop devices.
 The base bundles are a real run of the same kernel whose deciding samples are
 set far above anything measured (the candidate is clearly slower: decided at
 the first look), or scattered over a factor of 25 (nothing can be decided: the
-candidate grows to the cap)."""
+candidate grows to the cap). The cap is the study file's max_runs: the tests
+run on a copy of the studies whose odirect-vs-readers says 10 (IOWATCH_STUDIES),
+and `iowatch compare` in the same environment judges with it too."""
 from __future__ import annotations
 
 import copy
@@ -19,10 +21,12 @@ from pathlib import Path
 import pytest
 
 from iowatch import bundle
+from iowatch.report import STATE_WORDS
 
 ROOT = Path(__file__).resolve().parents[2]
 IOWATCH = str(Path(sys.executable).parent / "iowatch")
-STUDY = ROOT / "jobs/studies/odirect-vs-readers.yml"
+STUDY_NAME = "odirect-vs-readers"
+CAP = 10
 CELL = "odirect-vs-readers/loop-hdd/ext4"
 DECIDING = {("writer", "write.bw_kib_s"), ("readers", "read.bw_kib_s")}
 
@@ -41,7 +45,13 @@ def _run(*args, env):
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("adaptive")
-    env = {**os.environ, "IOWATCH_DATA_DIR": str(tmp / "data")}
+    studies = tmp / "studies"
+    shutil.copytree(ROOT / "jobs/studies", studies)
+    study = studies / f"{STUDY_NAME}.yml"
+    text = study.read_text()
+    assert "\nmin_effect_pct:" in text and "max_runs" not in text
+    study.write_text(text.replace("\nmin_effect_pct:", f"\nmax_runs: {CAP}\nmin_effect_pct:", 1))
+    env = {**os.environ, "IOWATCH_DATA_DIR": str(tmp / "data"), "IOWATCH_STUDIES": str(studies)}
     yield env
     subprocess.run([IOWATCH, "device", "detach", "localhost", "--inventory",
                     str(ROOT / "hardware-inventory.yml")], env=env, capture_output=True)
@@ -50,7 +60,7 @@ def env(tmp_path_factory):
 @pytest.fixture(scope="module")
 def measured(env, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("base") / "bundle"
-    r = _run("run", STUDY, "--profile", "quick", "--target", "localhost", "--reps", 5,
+    r = _run("run", _study(env), "--profile", "quick", "--target", "localhost", "--reps", 5,
              "--out", out, "--no-progress", env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     return out
@@ -97,6 +107,10 @@ def _far_above(src: Path, dst: Path) -> Path:
     return dst
 
 
+def _study(env) -> Path:
+    return Path(env["IOWATCH_STUDIES"]) / f"{STUDY_NAME}.yml"
+
+
 def _reps(out: Path) -> int:
     (cell,) = [c for c in bundle.load(out)["cells"] if c["id"] == CELL]
     return len(cell["repetitions"])
@@ -105,8 +119,8 @@ def _reps(out: Path) -> int:
 def test_a_clear_regression_is_decided_at_the_first_look(env, measured, tmp_path):
     base = _far_above(measured, tmp_path / "fast-base")
     out = tmp_path / "candidate"
-    r = _run("run", STUDY, "--profile", "quick", "--target", "localhost", "--reps", 5,
-             "--against", base, "--cap", 10, "--out", out, "--no-progress", env=env)
+    r = _run("run", _study(env), "--profile", "quick", "--target", "localhost", "--reps", 5,
+             "--against", base, "--out", out, "--no-progress", env=env)
     assert r.returncode == 1, r.stdout + r.stderr  # a regression against the base
     assert "adding repetitions" not in r.stderr
     assert _reps(out) == 5
@@ -118,11 +132,11 @@ def test_an_unsure_cell_gets_more_repetitions_up_to_the_cap(env, measured, tmp_p
     # speed-up can be ruled out, whatever this machine's own noise does.
     base = _rewritten(measured, tmp_path / "scattered-base", [0.2, 5.0, 1 / 3, 3.0, 1.0])
     out = tmp_path / "candidate"
-    r = _run("run", STUDY, "--profile", "quick", "--target", "localhost", "--reps", 5,
-             "--against", base, "--cap", 10, "--out", out, "--no-progress", env=env)
+    r = _run("run", _study(env), "--profile", "quick", "--target", "localhost", "--reps", 5,
+             "--against", base, "--out", out, "--no-progress", env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"adding repetitions: {CELL} to 10" in r.stderr
-    assert _reps(out) == 10  # the cap: no more
+    assert _reps(out) == CAP  # the study's cap: no more
     doc = bundle.load(out)
     assert doc["status"] == "passed"
     (cell,) = [c for c in doc["cells"] if c["id"] == CELL]
@@ -131,12 +145,15 @@ def test_an_unsure_cell_gets_more_repetitions_up_to_the_cap(env, measured, tmp_p
     # cell (the readers' own noise here is 25-55%), so only the counts are fixed.
     assert "[5 vs 10 runs]" in r.stdout and "verdict: " in r.stdout
     cmp = subprocess.run([IOWATCH, "compare", str(base), str(out), "--format", "json"],
-                         capture_output=True, text=True, cwd=ROOT)
+                         capture_output=True, text=True, cwd=ROOT, env=env)
     cells = json.loads(cmp.stdout)["cells"]
     assert {c["candidate"]["n"] for c in cells} == {10} and {c["base"]["n"] for c in cells} == {5}
+    # The same cap judges the same bundles afterwards, so the same verdict.
+    assert {c["cap"] for c in cells} == {CAP}
+    assert f"verdict: {STATE_WORDS[json.loads(cmp.stdout)['state']]}" in r.stdout
     assert {c["outcome"] for c in cells} <= {"inconclusive", "suspected", "no-change",
                                             "improvement", "regression"}
     # Nothing was decided at the first look: that is why it grew.
     first = subprocess.run([IOWATCH, "compare", str(base), str(measured), "--format", "json"],
-                           capture_output=True, text=True, cwd=ROOT)
+                           capture_output=True, text=True, cwd=ROOT, env=env)
     assert {c["outcome"] for c in json.loads(first.stdout)["cells"]} & {"inconclusive", "suspected"}

@@ -7,7 +7,7 @@ import pytest
 
 from iowatch.stats import confounders
 from iowatch.stats.confounders import kernel_flags
-from iowatch.stats.sequential import (alpha_spent, effective_n, look_index, look_level,
+from iowatch.stats.sequential import (alpha_spent, effective_n, look_index, look_level, looks,
                                       next_target)
 
 
@@ -26,6 +26,22 @@ def test_next_target_walks_the_schedule_up_to_the_cap():
     assert next_target(5, cap=8) == 8
     # A fixed side of 5 and a growing side count as fewer runs than the larger.
     assert effective_n(5, 5) == 5 and effective_n(5, 20) == 8
+
+
+def test_a_larger_cap_adds_looks_and_still_spends_no_more_than_the_rate():
+    from iowatch.stats import CellInput, CellKey, compare_matrix
+    assert looks() == 4 and looks(40) == 8 and looks(22) == 5
+    levels = [look_level(n, 0.05, cap=40) for n in range(5, 41, 5)]
+    assert sum(levels) == pytest.approx(0.05) and levels[0] < look_level(5, 0.05)
+    assert [next_target(n, cap=40) for n in (20, 35, 40)] == [25, 40, 40]
+    # A cell's own cap (its study's max_runs) overrides the family's default.
+    key = CellKey("s", "h", "c", "d", "fs", "g", "m")
+    values = [100, 140, 70, 120, 90] * 4  # 20 a side, the same spread both sides
+    at20, at40 = compare_matrix([CellInput(key, values, values, "higher"),
+                                 CellInput(key, values, values, "higher", cap=40)])
+    assert (at20.cap, at40.cap) == (20, 40)
+    assert at20.outcome == at40.outcome == "inconclusive"
+    assert at20.budget_spent and not at40.budget_spent and at40.needs_runs
 
 
 BASE = {

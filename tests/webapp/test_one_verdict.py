@@ -154,16 +154,21 @@ def _check_result() -> CheckResult:
     return result
 
 
-def test_the_study_files_minimum_effect_judges_on_the_server_too(post, settings, tmp_path):
-    """A study with a 30% minimum effect: a -20% change is no regression, on the
-    server as in the library; with the default 5% the same data is one."""
+def _server_studies(settings, tmp_path, **changes) -> Path:
+    """A copy of the studies whose f2fs-dio-write (planted_bundle's study) has
+    these settings changed, made the server's (IOWATCH_STUDIES)."""
     studies = tmp_path / "studies"
     shutil.copytree(REPO / "jobs" / "studies", studies)
     path = studies / "f2fs-dio-write.yml"
-    data = yaml.safe_load(path.read_text())
-    data["min_effect_pct"] = 30
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path.write_text(yaml.safe_dump(yaml.safe_load(path.read_text()) | changes, sort_keys=False))
     settings.IOWATCH_STUDIES = str(studies)
+    return studies
+
+
+def test_the_study_files_minimum_effect_judges_on_the_server_too(post, settings, tmp_path):
+    """A study with a 30% minimum effect: a -20% change is no regression, on the
+    server as in the library; with the default 5% the same data is one."""
+    studies = _server_studies(settings, tmp_path, min_effect_pct=30)
     noise = [-4, 2, 4, -2, 0]
     docs = [planted_bundle({"write.bw_kib_s": [level + e for e in noise]}, started_at=f"2024-05-01T0{i}:00:00Z",
                            kernel={"release": "6.12.0", "git_commit": f"{i + 1:012x}"})
@@ -180,3 +185,27 @@ def test_the_study_files_minimum_effect_judges_on_the_server_too(post, settings,
     assert (strict.outcome, strict.min_effect_pct) == (stored.outcome, 30)
     # The repository's study (5%): the same drop is a regression.
     assert compare_sides(*sides, studies=load_studies(REPO / "jobs/studies")).verdicts[0].outcome == "regression"
+
+
+def test_the_study_files_cap_judges_on_the_server_too(post, settings, tmp_path):
+    """max_runs: 40 in the study file: an unsure cell at 20 runs a side has
+    budget left and asks for more, on the server as in the library; with the
+    default cap (20) the same data has spent its budget."""
+    studies = _server_studies(settings, tmp_path, max_runs=40)
+    spread = [1000, 1400, 700, 1200, 900] * 4  # 20 a side, the same values: neither side ruled out
+    docs = [planted_bundle({"write.bw_kib_s": spread}, started_at=f"2024-05-01T0{i}:00:00Z",
+                           kernel={"release": "6.12.0", "git_commit": f"{i + 1:012x}"})
+            for i in range(2)]
+    for doc in docs:
+        status, body = post(doc)
+        assert status == 201, body
+    (stored,) = CellVerdict.objects.all()
+    assert (stored.base_n, stored.candidate_n, stored.outcome) == (20, 20, "inconclusive")
+    assert not stored.budget_spent and stored.needs_runs
+    sides = [Side(str(i), "wire", [json.loads(json.dumps(d))]) for i, d in enumerate(docs)]
+    wide = compare_sides(*sides, studies=load_studies(studies)).verdicts[0]
+    assert (wide.cap, wide.budget_spent, wide.needs_runs, wide.level) == (
+        40, stored.budget_spent, stored.needs_runs, stored.level)
+    # The repository's study (20): the same cell is at its cap.
+    shipped = compare_sides(*sides, studies=load_studies(REPO / "jobs/studies")).verdicts[0]
+    assert shipped.cap == 20 and shipped.budget_spent and shipped.level > wide.level

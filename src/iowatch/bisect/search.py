@@ -27,6 +27,7 @@ from iowatch.judging import Comparison, compare_sides, more_runs
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
 from iowatch.kernel.series import Series
+from iowatch.stats.sequential import DEFAULT_CAP, looks
 from iowatch.stats.oracle import Placement, place, steps_left
 from iowatch.stats.verdict import CellVerdict
 from iowatch.studies import load_studies
@@ -62,9 +63,11 @@ class BisectResult:
     phases: dict[str, float] = field(default_factory=dict)
 
 
-# Extra measurements of both ends while their comparison is unsure: looks at
-# 10, 15 and 20 repetitions a side with the default 5 a measurement.
-MAX_END_ATTEMPTS = 3
+def _end_attempts(cmp: Comparison) -> int:
+    """Extra measurements of both ends while their comparison is unsure: one per
+    look after the first up to the largest cap (3 for 20 a side: 10, 15 and 20
+    with the default 5 repetitions a measurement)."""
+    return looks(max(cmp.caps, default=DEFAULT_CAP)) - 1
 
 
 def side_of(runs: list[VariantRun]) -> Side:
@@ -116,13 +119,15 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
         ends[i] = runs
     # The ends must differ by the policy's verdict; while the deciding cells are
     # unsure, both ends are measured again (pooled), a look at a time up to the cap.
-    for attempt in range(1, MAX_END_ATTEMPTS + 2):
+    attempt = 0
+    while True:
+        attempt += 1
         cmp = compare_sides(side_of(ends[0]), side_of(ends[n]), studies=studies)
         try:
             target = choose(cmp)
             break
         except NothingToBisect:
-            if attempt > MAX_END_ATTEMPTS or not more_runs(cmp):
+            if attempt > _end_attempts(cmp) or not more_runs(cmp):
                 raise
             say(f"bisect: good and bad are {cmp.state} ("
                 + ", ".join(f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure)

@@ -48,9 +48,8 @@ def register(sub):
                    help="run only these cells (study/device/filesystem), comma-separated")
     p.add_argument("--against", default=None, metavar="BUNDLE",
                    help="judge each cell against this base bundle as it finishes, and add "
-                        "repetitions to the cells still unsure until each is decided or at --cap")
-    p.add_argument("--cap", type=int, default=None,
-                   help="with --against: at most this many repetitions a cell (default 20)")
+                        "repetitions to the cells still unsure until each is decided or at its "
+                        "study's cap (max_runs in the study file, default 20)")
     p.add_argument("--harness", choices=("native", "lkp"), default="native",
                    help="lkp: run each fio-basic or fsmark-shaped cell through LKP-tests' `lkp run` "
                         "(README, \"Running through LKP-tests\"); others are skipped with the reason")
@@ -81,8 +80,7 @@ def run(args) -> int:
         return 2
     # Imported here: iowatch.stats loads scipy, about a second that a run without
     # --against (and a guest under TCG) should not pay.
-    from iowatch.stats.sequential import DEFAULT_CAP, FIRST, MIN_REPS
-    args.cap = args.cap or DEFAULT_CAP
+    from iowatch.stats.sequential import FIRST, MIN_REPS
     base = None
     if args.against:
         from iowatch.comparison import SideNotFound, load_side
@@ -90,10 +88,6 @@ def run(args) -> int:
             base = load_side(args.against, role="--against")
         except SideNotFound as e:
             print(f"iowatch run: {e}", file=sys.stderr)
-            return 2
-        if args.cap < FIRST:
-            print(f"iowatch run: --cap {args.cap} is below the first look of {FIRST} repetitions",
-                  file=sys.stderr)
             return 2
     reps = args.reps or matrix.reps
     if reps < MIN_REPS:
@@ -133,7 +127,7 @@ def run(args) -> int:
         with display:
             doc = runner.run()
             if base is not None:
-                doc = _adaptive(runner, base, args.cap)
+                doc = _adaptive(runner, base)
     except (KeyboardInterrupt, Interrupted) as e:
         print(f"iowatch run: interrupted ({e or 'Ctrl-C'}); bundle {out} is marked incomplete; "
               f"rerun with --out {out} to finish it", file=sys.stderr)
@@ -147,7 +141,7 @@ def run(args) -> int:
     env = doc["environment"].get("runner", {})
     print(f"runner: wall {env.get('wall_s')} s, inside the tools {env.get('tool_s')} s, "
           f"overhead {env.get('overhead_pct')}%")
-    verdict = _against_report(base, out, args.cap) if base is not None else None
+    verdict = _against_report(base, out) if base is not None else None
     if args.upload:
         from iowatch.upload import Spool, upload
         outcomes = upload([str(out)], args.upload, args.token or "", Spool(paths.spool_dir()))
@@ -164,22 +158,22 @@ def run(args) -> int:
     return 1 if doc["status"] == "failed" else 0
 
 
-def _judge(base, out: Path, cap: int):
+def _judge(base, out: Path):
     from iowatch import resources
     from iowatch.comparison import Side
     from iowatch.judging import compare_sides
     from iowatch.studies import load_studies
     return compare_sides(base, Side(str(out), str(out), [bundle.load(out)]),
-                         studies=load_studies(resources.studies_dir()), cap=cap)
+                         studies=load_studies(resources.studies_dir()))
 
 
-def _adaptive(runner: Runner, base, cap: int) -> dict:
+def _adaptive(runner: Runner, base) -> dict:
     """Add repetitions to the cells whose verdict against the base is unsure,
-    a look at a time, until every deciding cell is decided or at the cap."""
+    a look at a time, until every deciding cell is decided or at its study's cap."""
     from iowatch.judging import more_runs
     doc = runner.writer.doc
     while True:
-        cmp = _judge(base, runner.out, cap)
+        cmp = _judge(base, runner.out)
         targets = {}
         for where, want in more_runs(cmp).items():  # the base bundle cannot grow
             cell = runner.writer.find(where.cell_id)
@@ -192,9 +186,9 @@ def _adaptive(runner: Runner, base, cap: int) -> dict:
         doc = runner.add_repetitions(targets)
 
 
-def _against_report(base, out: Path, cap: int) -> str:
+def _against_report(base, out: Path) -> str:
     from iowatch.report import render_text
-    cmp = _judge(base, out, cap)
+    cmp = _judge(base, out)
     print()
     print(render_text(cmp), end="")
     return cmp.state

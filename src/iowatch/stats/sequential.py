@@ -1,7 +1,7 @@
 """How many repetitions a verdict rests on: the look schedule and when to add runs.
 
-A cell is judged at looks of 5, 10, 15 and 20 repetitions a side (the cap,
-DEFAULT_CAP). Each look tests at a share of the false-discovery rate q from
+A cell is judged at looks of 5, 10, 15 and 20 repetitions a side (the cap:
+DEFAULT_CAP, or the study file's max_runs, which adds looks every 5). Each look tests at a share of the false-discovery rate q from
 Lan–DeMets alpha spending with the Pocock-type function
 α(t) = q·ln(1 + (e − 1)·t), t = look / number of looks: 0.0179, 0.0131,
 0.0105 and 0.0085 of q = 0.05. The shares sum to q, so however many looks an
@@ -40,20 +40,24 @@ def effective_n(nb: int, nc: int) -> float:
     return 2 * nb * nc / (nb + nc) if nb and nc else 0.0
 
 
+def looks(cap: int = DEFAULT_CAP, *, first: int = FIRST, step: int = STEP) -> int:
+    """How many looks the schedule up to the cap has: 4 for 5, 10, 15 and 20."""
+    return 1 + math.ceil((cap - first) / step)
+
+
 def look_index(n: float, *, first: int = FIRST, step: int = STEP, cap: int = DEFAULT_CAP) -> int:
     """Which look (1-based) n repetitions a side belong to: 1..5 -> 1, 6..10 -> 2, ..."""
-    looks = 1 + math.ceil((cap - first) / step)
     if n <= first:
         return 1
-    return min(looks, 1 + math.ceil((n - first - 1e-9) / step))
+    return min(looks(cap, first=first, step=step), 1 + math.ceil((n - first - 1e-9) / step))
 
 
 def look_level(n: float, q: float = 0.05, *, first: int = FIRST, step: int = STEP,
                cap: int = DEFAULT_CAP) -> float:
     """The share of q a test at n repetitions a side may use."""
-    looks = 1 + math.ceil((cap - first) / step)
+    total = looks(cap, first=first, step=step)
     k = look_index(n, first=first, step=step, cap=cap)
-    return alpha_spent(k / looks, q) - alpha_spent((k - 1) / looks, q)
+    return alpha_spent(k / total, q) - alpha_spent((k - 1) / total, q)
 
 
 def next_target(n: int, *, first: int = FIRST, step: int = STEP, cap: int = DEFAULT_CAP) -> int:

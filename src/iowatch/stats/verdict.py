@@ -96,6 +96,7 @@ class Verdict:
     # that the data cannot rule out at 80% confidence; <= 0 when none.
     hidden_pct: float | None = None
     budget_spent: bool = False  # unsure at the cap: no more runs will be added
+    cap: int = DEFAULT_CAP  # the most repetitions a side this cell may take (its study's max_runs)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class CellInput:
     candidate: Sequence[float]
     direction: str
     min_effect_pct: float = 5.0
+    cap: int | None = None  # the study's max_runs; None: compare_matrix's cap
 
 
 @dataclass(frozen=True)
@@ -315,8 +317,9 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
                    cap: int = DEFAULT_CAP, family_size: int | None = None) -> list[CellVerdict]:
     """Verdicts for one family of cells: Benjamini–Hochberg at `fdr` over the
     regression tests (and, apart, the improvement tests) of the cells that have
-    two samples a side, each held to its look's share of `fdr`. `family_size`,
-    when larger than the cells given, counts the family's untested members."""
+    two samples a side, each held to its look's share of `fdr` in the schedule
+    up to its cap (the cell's own, else `cap`). `family_size`, when larger
+    than the cells given, counts the family's untested members."""
     stats: list[_Cell] = []
     for cell in cells:
         if cell.direction not in DIRECTIONS:
@@ -333,12 +336,13 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     adj_better = dict(zip(tested, benjamini_hochberg([stats[i].p_better for i in tested], m)))
     out = []
     for i, (cell, s) in enumerate(zip(cells, stats)):
-        level = look_level(s.n_eff, fdr, cap=cap) if not s.size_only else None
+        cell_cap = cell.cap or cap
+        level = look_level(s.n_eff, fdr, cap=cell_cap) if not s.size_only else None
         outcome = _outcome(cell.direction, s, adj_worse.get(i), adj_better.get(i), level or 0.0,
                            cell.min_effect_pct)
         unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
-        budget_spent = unsure and s.n_eff >= cap
-        needs = _needs_runs(s, cell.min_effect_pct, fdr, cap) if unsure else None
+        budget_spent = unsure and s.n_eff >= cell_cap
+        needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap) if unsure else None
         p_adj = None
         if i in adj_worse:
             p_adj = adj_better[i] if outcome == IMPROVEMENT else adj_worse[i]
@@ -352,7 +356,8 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
             ci_high=s.ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,
             direction=cell.direction, min_effect_pct=cell.min_effect_pct, outcome=outcome,
             needs_runs=needs, size_only=s.size_only, words=words, level=level,
-            hidden_pct=s.hidden, budget_spent=budget_spent, key=cell.key, p_adjusted=p_adj))
+            hidden_pct=s.hidden, budget_spent=budget_spent, cap=cell_cap, key=cell.key,
+            p_adjusted=p_adj))
     return out
 
 
