@@ -15,7 +15,7 @@ from iowatch.judging import Comparison
 from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
-from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP
+from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP, look_points
 from iowatch.stats.wording import amount
 
 FORMATS = ("text", "json", "junit", "markdown")
@@ -115,8 +115,8 @@ def _looks(caps: list[int]) -> str:
     """The look schedule in words: "5, 10, 15 and 20", or up to each cap."""
     caps = caps or [DEFAULT_CAP]
     if len(caps) == 1:
-        looks = [*range(FIRST, caps[0], STEP), caps[0]]
-        return ", ".join(map(str, looks[:-1])) + f" and {looks[-1]}" if len(looks) > 1 else str(looks[0])
+        *before, last = look_points(caps[0])
+        return f"{', '.join(map(str, before))} and {last}" if before else str(last)
     return f"every {STEP} from {FIRST} up to the study's cap ({', '.join(map(str, caps))})"
 
 

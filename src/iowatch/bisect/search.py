@@ -14,6 +14,7 @@ is a stored run, so the dashboard shows the bisect's provenance.
 """
 from __future__ import annotations
 
+import itertools
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -119,9 +120,7 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
         ends[i] = runs
     # The ends must differ by the policy's verdict; while the deciding cells are
     # unsure, both ends are measured again (pooled), a look at a time up to the cap.
-    attempt = 0
-    while True:
-        attempt += 1
+    for attempt in itertools.count(1):
         cmp = compare_sides(side_of(ends[0]), side_of(ends[n]), studies=studies)
         try:
             target = choose(cmp)

@@ -1,7 +1,8 @@
 """How many repetitions a verdict rests on: the look schedule and when to add runs.
 
 A cell is judged at looks of 5, 10, 15 and 20 repetitions a side (the cap:
-DEFAULT_CAP, or the study file's max_runs, which adds looks every 5). Each look tests at a share of the false-discovery rate q from
+DEFAULT_CAP, or the study file's max_runs, which adds looks every 5). Each
+look tests at a share of the false-discovery rate q from
 Lan–DeMets alpha spending with the Pocock-type function
 α(t) = q·ln(1 + (e − 1)·t), t = look / number of looks: 0.0179, 0.0131,
 0.0105 and 0.0085 of q = 0.05. The shares sum to q, so however many looks an
@@ -40,9 +41,14 @@ def effective_n(nb: int, nc: int) -> float:
     return 2 * nb * nc / (nb + nc) if nb and nc else 0.0
 
 
+def look_points(cap: int = DEFAULT_CAP, *, first: int = FIRST, step: int = STEP) -> list[int]:
+    """The repetitions a side of each look up to the cap: [5, 10, 15, 20]."""
+    return [*range(first, cap, step), cap]
+
+
 def looks(cap: int = DEFAULT_CAP, *, first: int = FIRST, step: int = STEP) -> int:
     """How many looks the schedule up to the cap has: 4 for 5, 10, 15 and 20."""
-    return 1 + math.ceil((cap - first) / step)
+    return len(look_points(cap, first=first, step=step))
 
 
 def look_index(n: float, *, first: int = FIRST, step: int = STEP, cap: int = DEFAULT_CAP) -> int:
