@@ -8,6 +8,7 @@ figure here is a fixed number that a change to the verdict can move."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -98,10 +99,18 @@ def test_a_clean_patch_rarely_raises_a_false_alarm(real, quiet, model):
         assert rows[CONFIRMED]["aa"]["false alarm per check"] <= 0.05
 
 
+def _within(goal: float, n: int) -> float:
+    """The goal plus two standard errors of a share measured on n draws: a share whose
+    true value is the goal lands below this 97.7% of the time."""
+    return goal + 2 * math.sqrt(goal * (1 - goal) / n)
+
+
 def test_at_five_runs_few_clean_cells_are_even_suspected(real, quiet, model):
-    # Goal: at most 2% of unchanged cells flagged (suspected or confirmed).
+    # Goal: at most 2% of unchanged cells flagged (suspected or confirmed). The
+    # suspicion test is one-sided at 2% a cell (SUSPECT_P), so on the moderated t the
+    # share sits at the goal: 1.8-2.0% here, 150 checks x 39 clean cells a collection.
     for rows in (real, quiet, model):
-        assert rows[FIXED]["aa"]["clean cells flagged"] <= 0.02
+        assert rows[FIXED]["aa"]["clean cells flagged"] <= _within(0.02, TRIALS * 39)
 
 
 def test_iowatch_raises_fewer_false_alarms_per_check_than_every_anchor(real):
@@ -118,8 +127,12 @@ def test_a_large_slowdown_is_confirmed(real, model):
     assert model[ADAPTIVE]["slow20"]["detected"] >= 0.95
 
 
-def test_at_five_runs_a_20_percent_drop_is_mostly_flagged_on_the_model(model):
-    assert model[FIXED]["slow20"]["detected"] >= 0.80
+def test_at_five_runs_a_20_percent_drop_is_flagged_on_the_model(model):
+    # Goal: a lone -20% cell in a 40-cell check at least suspected in 90% at CV 10%.
+    # The plain per-cell t reached about 80% (its variance on 8 degrees of freedom);
+    # the moderated t borrows the family's and reaches the goal (bench/accuracy, 400
+    # checks, has the figure); here within two standard errors of 150 checks.
+    assert model[FIXED]["slow20"]["detected"] >= 0.90 - 2 * math.sqrt(0.9 * 0.1 / TRIALS)
 
 
 def test_on_the_quiet_machine_the_throttled_cells_are_found(quiet):

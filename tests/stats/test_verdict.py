@@ -6,6 +6,7 @@ import scipy.stats
 from iowatch.cells import CellLocation, PooledKey
 from iowatch.stats import (CellInput, CellKey, benjamini_hochberg, cliffs_delta, compare,
                            compare_matrix, mann_whitney_p)
+from iowatch.stats.verdict import PRIOR_MIN_CELLS, variance_prior
 
 
 @pytest.mark.parametrize("x, y", [
@@ -127,20 +128,74 @@ def test_one_sample_on_a_side_is_judged_by_size_only():
     assert compare([100], [103], direction="higher").outcome == "no-change"
 
 
-def test_a_family_adjusts_and_agrees_with_compare_per_cell():
+def test_a_family_adjusts_and_judges_each_cell_by_the_moderated_t():
     rng = np.random.default_rng(0)
     cells = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"),
                        rng.normal(100, 5, 6), rng.normal(100 if i % 2 else 70, 5, 6), "higher")
              for i in range(20)]
     out = compare_matrix(cells)
-    for cell, v in zip(cells, out):
-        single = compare(cell.base, cell.candidate, direction="higher")
-        assert v.p_worse == pytest.approx(single.p_worse) and v.ci_low == pytest.approx(single.ci_low)
+    logs = [(np.log(c.base), np.log(c.candidate)) for c in cells]
+    pooled = [(b.var(ddof=1) + c.var(ddof=1)) / 2 for b, c in logs]
+    prior = variance_prior(pooled, [10] * 20)
+    assert prior is not None and prior.df > 10
+    for cell, v, (b, c), s2 in zip(cells, out, logs, pooled):
+        # Smyth's moderated t, written out: the cell's variance shrunk toward
+        # the family's, the prior's degrees of freedom added to the test's.
+        moderated = (prior.df * prior.var + 10 * s2) / (prior.df + 10)
+        t = (c.mean() - b.mean()) / np.sqrt(moderated * 2 / 6)
+        assert v.p_worse == pytest.approx(scipy.stats.t.cdf(t, prior.df + 10), rel=1e-9, abs=1e-300)
+        half = scipy.stats.t.ppf(0.975, prior.df + 10) * np.sqrt(moderated * 2 / 6)
+        assert v.ci_low == pytest.approx(100 * np.expm1(c.mean() - b.mean() - half))
         assert v.key == cell.key
     assert [v.outcome == "regression" for v in out] == [i % 2 == 0 for i in range(20)]
     slow = [v for v in out if v.outcome == "regression"]
     assert benjamini_hochberg([v.p_worse for v in out])[0] == pytest.approx(out[0].p_adjusted)
     assert all(v.p_adjusted >= v.p_worse for v in slow)
+
+
+def test_a_small_family_lends_nothing_and_agrees_with_compare_per_cell():
+    rng = np.random.default_rng(1)
+    cells = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"),
+                       rng.normal(100, 5, 5), rng.normal(90, 5, 5), "higher")
+             for i in range(PRIOR_MIN_CELLS - 1)]
+    for cell, v in zip(cells, compare_matrix(cells)):
+        single = compare(cell.base, cell.candidate, direction="higher")
+        assert v.p_worse == pytest.approx(single.p_worse) and v.ci_low == pytest.approx(single.ci_low)
+        assert v.p_worse == pytest.approx(
+            scipy.stats.ttest_ind(np.log(cell.candidate), np.log(cell.base), alternative="less").pvalue)
+
+
+def test_the_prior_recovers_the_family_noise_it_was_drawn_from():
+    # Cell variances drawn from a scaled inverse chi-square prior (d0 = 12, s0² = 0.01),
+    # each measured on 8 degrees of freedom: the moments give both back.
+    rng = np.random.default_rng(5)
+    sigma2 = 12 * 0.01 / rng.chisquare(12, 4000)
+    s2 = sigma2 * rng.chisquare(8, 4000) / 8
+    prior = variance_prior(s2, [8] * 4000)
+    assert prior.df == pytest.approx(12, rel=0.15) and prior.var == pytest.approx(0.01, rel=0.05)
+    # One noise for all: the family lends each cell several times what it measured
+    # itself, and never more than the family's own 320 degrees of freedom.
+    alike = 0.01 * rng.chisquare(8, 40) / 8
+    assert 3 * 8 < variance_prior(alike, [8] * 40).df <= 320
+    assert variance_prior(np.full(40, 0.01), [8] * 40).df == 320
+    # Noise that truly differs (CV 3% beside CV 40%): little to lend.
+    apart = np.r_[0.0009 * rng.chisquare(8, 20) / 8, 0.15 * rng.chisquare(8, 20) / 8]
+    assert variance_prior(apart, [8] * 40).df < 3
+    assert variance_prior(alike[:PRIOR_MIN_CELLS - 1], [8] * (PRIOR_MIN_CELLS - 1)) is None
+
+
+def test_a_noisy_cell_among_quiet_ones_borrows_little_and_stays_unsure():
+    # Five quiet cells and one at CV 40% that looks 15% worse: the spread tells
+    # the prior the cells differ, so the noisy cell is not made sure by its neighbours.
+    rng = np.random.default_rng(8)
+    quiet = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"),
+                       rng.lognormal(0, 0.03, 5), rng.lognormal(0, 0.03, 5), "higher") for i in range(8)]
+    noisy = CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", "noisy"),
+                      [1.3, 0.8, 1.1, 0.7, 1.2], [0.9, 1.1, 0.6, 0.8, 1.0], "higher")
+    out = compare_matrix([*quiet, noisy])
+    alone = compare(noisy.base, noisy.candidate, direction="higher")
+    assert out[-1].outcome == alone.outcome == "inconclusive"
+    assert out[-1].p_worse == pytest.approx(alone.p_worse, rel=0.5)
 
 
 def test_a_lone_slowdown_in_a_40_cell_family_is_still_found():
