@@ -182,7 +182,7 @@ def _cell_json(v: CellVerdict) -> dict:
     return {**asdict(k), "unit": METRICS[k.metric].unit, "direction": v.direction,
             "base": asdict(v.base), "candidate": asdict(v.candidate),
             "change_pct": v.change_pct, "ci": {"low": v.ci_low, "high": v.ci_high},
-            "p_value": v.p_value, "p_worse": v.p_worse, "p_adjusted": v.p_adjusted,
+            "p_value": v.p_value, "p_worse": v.p_worse, "p_worse_family": v.p_worse_family, "p_adjusted": v.p_adjusted,
             "level": v.level, "cliffs_delta": v.cliffs_delta, "min_effect_pct": v.min_effect_pct,
             "outcome": v.outcome, "needs_runs": v.needs_runs, "hidden_pct": v.hidden_pct,
             "budget_spent": v.budget_spent, "cap": v.cap, "size_only": v.size_only,

@@ -16,16 +16,21 @@ Why these tests (issue 11; docs/verdicts.md has the measurements):
   the same way (they never open anything).
 - Each test uses the share of the rate that its look may spend
   (iowatch.stats.sequential): 5 runs a side is the first look, 20 the last.
-- The cells of a family lend each other their variances (empirical Bayes,
-  the moderated t of Smyth 2004, as limma uses it for thousands of genes
-  measured a few times each): at 5 runs a side a cell's own variance rests
-  on 8 degrees of freedom, and the t critical value that a per-cell 2% needs
-  is 2.45 instead of the normal 2.05. That gap, not the noise, is what kept a
-  -20% cell at CV 10% from being suspected 90% of the time (docs/verdicts.md).
-  The family's spread of log-variances says how much to borrow (d0, the
-  prior's degrees of freedom): cells whose variances differ more than
-  sampling explains (a buffered reader at CV 40% beside a count at CV 4%)
-  borrow little, cells alike borrow much. Nothing on PyPI does this alone
+- Suspicion borrows the family's variance; confirmation does not. At 5 runs
+  a side a cell's own variance rests on 8 degrees of freedom, and a per-cell
+  2% needs t > 2.45 instead of the normal 2.05: that gap, not the noise,
+  kept a -20% cell at CV 10% from being suspected 90% of the time. The
+  screen for "suspected" uses the moderated t of Smyth (2004), the empirical
+  Bayes test limma applies to thousands of genes measured a few times each:
+  the family's log-scale variances give a prior (s0², and d0 degrees of
+  freedom from how much more they spread than sampling explains), each
+  cell's variance is shrunk toward it and the test gains d0 degrees of
+  freedom. Confirmation, "no change" and the CI stay on the cell's own t:
+  measured on real matrices, whose cells' noise differs (a buffered reader at
+  CV 40% beside a throttled cell at CV 3%), lending variances to the
+  confirmation raised clean checks' false alarms (5.3% -> 6.0%) and lost
+  real 25-40% slowdowns (98.9% -> 92.0%), because a quiet cell's variance
+  was pulled up and a noisy one's down. Nothing on PyPI does this alone
   (limma is R; its Python ports pull in whole RNA-seq toolkits), and it is a
   dozen lines of textbook moments: see variance_prior.
 
@@ -35,8 +40,9 @@ Outcomes of a cell with at least two samples a side:
 - improvement: the same, the other way;
 - no-change: a slowdown beyond the minimum effect is ruled out (the 80%
   one-sided bound of the change lies inside it), said with what was ruled out;
-- suspected: not confirmed, but the cell alone is unlikely to be clean
-  (one-sided p <= SUSPECT_P with a slowdown beyond the minimum effect), or,
+- suspected: not confirmed, but the cell is unlikely to be clean (one-sided
+  p <= SUSPECT_P on the moderated t, with a slowdown beyond the minimum
+  effect), or,
   with fewer than FEW_RUNS a side, the drop is over BIG_DROP times the
   minimum effect: rerun to confirm;
 - inconclusive: "unsure, rerun", with about how many more runs a side would
@@ -112,6 +118,9 @@ class Verdict:
     hidden_pct: float | None = None
     budget_spent: bool = False  # unsure at the cap: no more runs will be added
     cap: int = DEFAULT_CAP  # the most repetitions a side this cell may take (its study's max_runs)
+    # One-sided p of the worse direction with the family's variance lent (the
+    # moderated t): what "suspected" reads. p_worse when the family lends nothing.
+    p_worse_family: float | None = None
 
 
 @dataclass(frozen=True)
@@ -230,6 +239,7 @@ class _Cell:
     n_eff: float
     size_only: bool
     centre: tuple[float, float] | None = None  # the values the change is between (words)
+    p_screen: float | None = None  # one-sided p of the worse direction, the family's variance lent
 
 
 @dataclass(frozen=True)
@@ -290,6 +300,27 @@ def _log_variance(b: np.ndarray, c: np.ndarray) -> tuple[float, int] | None:
     return float(((xb - xb.mean()) ** 2).sum() + ((xc - xc.mean()) ** 2).sum()) / df, df
 
 
+def _t_scale(xb: np.ndarray, xc: np.ndarray, prior: VariancePrior | None = None
+             ) -> tuple[float, float, float]:
+    """The standard error of the difference of means, its degrees of freedom and the
+    pooled sd: Student's pooled t for equal counts, Welch's otherwise. With a
+    prior, the moderated t: each variance shrunk toward the family's, and the
+    prior's degrees of freedom added to the test's (for Welch, to each side's)."""
+    nb, nc = len(xb), len(xc)
+    vb, vc = float(xb.var(ddof=1)), float(xc.var(ddof=1))
+    pooled = ((nb - 1) * vb + (nc - 1) * vc) / (nb + nc - 2)
+    d0 = prior.df if prior is not None else 0.0
+    if prior is not None:
+        pooled = prior.moderate(pooled, nb + nc - 2)
+        vb, vc = prior.moderate(vb, nb - 1), prior.moderate(vc, nc - 1)
+    if nb == nc:
+        return math.sqrt(pooled * 2 / nb), d0 + 2 * nb - 2, math.sqrt(pooled)
+    se = math.sqrt(vb / nb + vc / nc)
+    df = (vb / nb + vc / nc) ** 2 / ((vb / nb) ** 2 / (d0 + nb - 1) + (vc / nc) ** 2 / (d0 + nc - 1)) \
+        if se > 0 else d0 + nb + nc - 2
+    return se, df, math.sqrt(pooled)
+
+
 def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
                 prior: VariancePrior | None = None) -> _Cell:
     nb, nc = len(b), len(c)
@@ -320,22 +351,7 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
                          n_eff, False)
         return _Cell(bs, cs, 0.0, (0.0, 0.0), 1.0, 1.0, 1.0, cliffs, 0.0, 0.0, 0.0, n_eff, False)
     d = float(xc.mean() - xb.mean())
-    vb, vc = float(xb.var(ddof=1)), float(xc.var(ddof=1))
-    pooled = ((nb - 1) * vb + (nc - 1) * vc) / (nb + nc - 2)
-    d0 = prior.df if prior is not None and log_scale else 0.0
-    if d0:
-        # The moderated t: each variance shrunk toward the family's, with the
-        # prior's degrees of freedom added to the test's.
-        pooled = prior.moderate(pooled, nb + nc - 2)
-        vb, vc = prior.moderate(vb, nb - 1), prior.moderate(vc, nc - 1)
-    if nb == nc:
-        se, df = math.sqrt(pooled * 2 / nb), d0 + 2 * nb - 2
-    else:
-        # Welch: the sides' variances apart, each with the prior's weight.
-        se = math.sqrt(vb / nb + vc / nc)
-        df = (vb / nb + vc / nc) ** 2 / ((vb / nb) ** 2 / (d0 + nb - 1) + (vc / nc) ** 2 / (d0 + nc - 1)) \
-            if se > 0 else d0 + nb + nc - 2
-    sd_pooled = math.sqrt(pooled)
+    se, df, sd_pooled = _t_scale(xb, xc)
     if se == 0:
         tstat = 0.0 if d == 0 else math.copysign(math.inf, d)
     else:
@@ -355,10 +371,15 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
     else:
         p_worse, p_better = p_higher, p_lower
         hidden = to_pct(d + bound)  # the rise not ruled out
+    p_screen = p_worse
+    if prior is not None and log_scale:
+        m_se, m_df, _ = _t_scale(xb, xc, prior)
+        m_t = d / m_se
+        p_screen = float(stdtr(m_df, m_t)) if direction == HIGHER else float(stdtr(m_df, -m_t))
     centre = ((math.exp(float(xb.mean())), math.exp(float(xc.mean()))) if log_scale
               else (bs.mean, cs.mean))  # geometric means on the log scale
     return _Cell(bs, cs, change, ci, p_two, p_worse, p_better, cliffs, sign * change, hidden,
-                 sd_pooled, n_eff, False, centre)
+                 sd_pooled, n_eff, False, centre, p_screen)
 
 
 def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | None:
@@ -389,7 +410,7 @@ def _outcome(direction: str, s: _Cell, adj_worse: float | None, adj_better: floa
     if s.hidden is not None and s.hidden < min_effect:
         return NO_CHANGE
     few = min(s.base.n, s.candidate.n) < FEW_RUNS
-    if (s.p_worse is not None and s.p_worse <= SUSPECT_P and s.worse >= min_effect) \
+    if (s.p_screen is not None and s.p_screen <= SUSPECT_P and s.worse >= min_effect) \
             or (few and s.worse >= BIG_DROP * min_effect):
         return SUSPECTED
     return INCONCLUSIVE
@@ -442,7 +463,7 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
             direction=cell.direction, min_effect_pct=cell.min_effect_pct, outcome=outcome,
             needs_runs=needs, size_only=s.size_only, words=words, level=level,
             hidden_pct=s.hidden, budget_spent=budget_spent, cap=cell_cap, key=cell.key,
-            p_adjusted=p_adj))
+            p_adjusted=p_adj, p_worse_family=s.p_screen))
     return out
 
 

@@ -119,6 +119,9 @@ class CellVerdict(models.Model):
     p_value = models.FloatField(null=True, blank=True)
     p_adjusted = models.FloatField(null=True, blank=True)
     p_worse = models.FloatField(null=True, blank=True, help_text="one-sided: the candidate is worse")
+    p_worse_family = models.FloatField(
+        null=True, blank=True,
+        help_text="p_worse with the family's variance lent (moderated t): what 'suspected' reads")
     level = models.FloatField(null=True, blank=True,
                               help_text="the share of the false-discovery rate this look used")
     hidden_pct = models.FloatField(null=True, blank=True,
