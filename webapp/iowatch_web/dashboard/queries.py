@@ -202,7 +202,7 @@ def _cell_row(v, *, deciding: bool) -> dict:
         "candidate": {"n": v.candidate.n, "mean": v.candidate.mean,
                       "median": v.candidate.median, "sd": v.candidate.sd},
         "change_pct": v.change_pct, "ci_low": v.ci_low, "ci_high": v.ci_high,
-        "p_value": v.p_value, "p_adjusted": v.p_adjusted,
+        "p_value": v.p_value, "p_adjusted": v.p_adjusted, "p_worse_family": v.p_worse_family,
         "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
         "label": OUTCOME_LABELS[v.outcome if deciding else "diagnostic"],
         "size_only": v.size_only, "words": v.words,

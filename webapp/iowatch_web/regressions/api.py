@@ -142,6 +142,8 @@ class CellVerdictOut(Schema):
     ci_high: float | None
     p_value: float | None
     p_adjusted: float | None
+    p_worse: float | None  # one-sided, the cell's own t: what confirmation reads
+    p_worse_family: float | None  # the same with the family's variance lent: what "suspected" reads
     cliffs_delta: float | None
     outcome: str
     needs_runs: int | None
