@@ -1,8 +1,10 @@
 """bench/accuracy: how often iowatch's verdict is right, on real samples, beside the anchors' rules.
 
 Prints, for each file of real samples (by default
-tests/fixtures/accuracy/real-samples-calibrated.json, whose throttles were
-calibrated by feedback to cut the calibrated cells by 10, 20 and 50%, then the
+tests/fixtures/accuracy/real-samples-in-memory.json, the loop images in memory so
+that the noise is the kernel's and the CPU's, and real-samples-calibrated.json,
+images on the VM's disk beside a QEMU guest, both with throttles calibrated by
+feedback to cut the calibrated cells by 10, 20 and 50%, then the
 older real-samples.json and real-samples-quiet.json, whose throttles were set at
 (1 - s) x the median and cut 24-76%; that directory's README and
 bench/accuracy/collect.py say how each was made):
@@ -19,7 +21,9 @@ bench/accuracy/collect.py say how each was made):
    40% or more), and per slowed cell for iowatch adaptive;
 3. the same for a model of the noise the issue names (lognormal, CV 10%, and
    5%), where the slowdown is exactly the nominal one;
-4. the goals, met or not, by the throttles' labels and by the achieved sizes;
+4. the goals, met or not, by the throttles' labels and by the achieved sizes,
+   for all the file's cells and again for a check drawn only from its cells at
+   CV <= 15% (the noise the issue's goals are set for), where it has such cells;
 5. the speed of compare_matrix on 1,000 cells.
 
     .venv/bin/python bench/accuracy/run.py              # 400 checks per condition
@@ -42,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import simulate  # noqa: E402
 from iowatch.stats import CellInput, CellKey, compare_matrix  # noqa: E402
 
+QUIET_CV = 0.15  # "noise at a CV of about 10%": the cells the issue's goals speak of
 COLUMNS = ("false alarm per check", "clean cells flagged", "slow10", "slow20", "slow50", "runs a side")
 
 
@@ -100,9 +105,11 @@ def goals(rows: dict[str, dict], where: str) -> None:
             continue
         ok = value <= goal if how == "<=" else value >= goal
         print(f"    {'met ' if ok else 'MISS'} {name}: {100 * value:.1f}%")
-    sized = adaptive.get("by_size", {})
-    for name, b, goal in (("adaptive: a real 15-25% slowdown confirmed >= 95%", "15-25%", 0.95),
-                          ("adaptive: a real 5-15% slowdown confirmed >= 80%", "5-15%", 0.80)):
+    for name, b, goal, sized in (
+            ("adaptive: a real 15-25% slowdown confirmed >= 95%", "15-25%", 0.95, adaptive.get("by_size", {})),
+            ("adaptive: a real 5-15% slowdown confirmed >= 80%", "5-15%", 0.80, adaptive.get("by_size", {})),
+            ("5 a side: a real 15-25% slowdown suspected or confirmed >= 90%", "15-25%", 0.90,
+             fixed.get("by_size", {}))):
         value = sized.get(b)
         print(f"    {'no data' if value is None else ('met ' if value >= goal else 'MISS')} {name}"
               + ("" if value is None else f": {100 * value:.1f}%"))
@@ -128,10 +135,11 @@ def speed() -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--trials", type=int, default=400, help="checks drawn per condition (default 400)")
-    p.add_argument("--samples", nargs="*", default=[str(simulate.SAMPLES.with_name(
-        "real-samples-calibrated.json")), str(simulate.SAMPLES), str(
-        simulate.SAMPLES.with_name("real-samples-quiet.json"))],
-        help="real-sample files (default: the calibrated, the loaded and the quiet collection)")
+    p.add_argument("--samples", nargs="*", default=[str(simulate.SAMPLES.with_name(name)) for name in (
+        "real-samples-in-memory.json", "real-samples-calibrated.json", "real-samples.json",
+        "real-samples-quiet.json")],
+        help="real-sample files (default: the in-memory, the calibrated, the loaded and the quiet "
+             "collection)")
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--caps", type=int, nargs="*", default=[],
                    help="also run the noise model with these caps of the adaptive loop (default "
@@ -154,6 +162,16 @@ def main() -> None:
         rows = table(f"{simulate.MATRIX_CELLS}-cell check (one slowed cell)",
                      simulate.run(real, args.trials, args.seed + 10 * n + 1))
         goals(rows, Path(samples).name)
+        # The issue's goals are for noise at a CV of about 10%: the same checks drawn
+        # only from the real cells that are that quiet, when the file has such cells
+        # and one of them was slowed.
+        quiet = [c for c in real if c.aa.std(ddof=1) / c.aa.mean() <= QUIET_CV]
+        if len(quiet) >= 2 and any(c.slowed for c in quiet):
+            print(f"\n  real cells at CV <= {QUIET_CV:.0%}: " + ", ".join(c.name for c in quiet))
+            rows = table(f"{simulate.MATRIX_CELLS}-cell check of the cells at CV <= {QUIET_CV:.0%} "
+                         f"(one slowed cell)",
+                         simulate.run(quiet, args.trials, args.seed + 10 * n + 2))
+            goals(rows, f"{Path(samples).name}, cells at CV <= {QUIET_CV:.0%}")
         print()
 
     print("\n== 3. the noise model of the issue (lognormal, exact slowdowns)")

@@ -19,7 +19,13 @@ that writes the workload's metadata in place) is a fixed cost per repetition,
 so its share falls as the repetitions get longer. The last line says how long
 a repetition must be for this run's overhead to stay under 3%.
 
+With --image-size the local target's loop images are made that large (a
+copy of the inventory under the scratch directory; the images are sparse),
+so that a full-profile matrix fits: bench/runner/full-fio.yml runs the fio
+studies at the seeds' sizes, 10 s and 60 s repetitions.
+
 Usage: sudo .venv/bin/python bench/runner/run.py [--reps N] [--matrix FILE|NAME] [--profile quick|full]
+       sudo .venv/bin/python bench/runner/run.py --matrix bench/runner/full-fio.yml --image-size 12GiB
 """
 from __future__ import annotations
 
@@ -37,6 +43,19 @@ ROOT = Path(__file__).resolve().parents[2]
 IOWATCH = str(Path(sys.executable).parent / "iowatch")
 
 
+def _with_image_size(text: str, size: str) -> str:
+    """The inventory with every loop image's size set to `size` (the safety check
+    reads the same declared devices, only larger images back them)."""
+    import yaml
+
+    doc = yaml.safe_load(text)
+    for host in doc["all"]["children"]["local"]["hosts"].values():
+        for device in host["iowatch_devices"]:
+            if "image" in device:
+                device["size"] = size
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--matrix", default="smoke",
@@ -45,14 +64,25 @@ def main() -> int:
                     help="the studies' profile (default: the matrix's)")
     ap.add_argument("--reps", type=int, default=None, help="override the matrix's repetitions")
     ap.add_argument("--runs", type=int, default=2, help="how many times to run the matrix")
+    ap.add_argument("--image-size", default=None, metavar="SIZE",
+                    help="make the local target's loop images this large (e.g. 12GiB) for a "
+                         "full-profile matrix (default: the inventory's 2GiB)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/runner: needs root (loop devices, mkfs, mount)", file=sys.stderr)
         return 2
     scratch = Path(tempfile.mkdtemp(prefix="iowatch-bench-runner-"))
-    env = dict(os.environ, IOWATCH_DATA_DIR=str(scratch / "data"))
+    # The studies iowatch ships, also for a matrix file kept outside jobs/ (full-fio.yml).
+    env = dict(os.environ, IOWATCH_DATA_DIR=str(scratch / "data"),
+               IOWATCH_STUDIES=os.environ.get("IOWATCH_STUDIES", str(ROOT / "jobs" / "studies")))
+    inventory = ROOT / "hardware-inventory.yml"
+    if args.image_size:
+        inventory = scratch / "hardware-inventory.yml"
+        inventory.write_text(_with_image_size((ROOT / "hardware-inventory.yml").read_text(),
+                                              args.image_size))
     print(f"bench/runner: {args.matrix}{' (' + args.profile + ' profile)' if args.profile else ''} "
-          f"on localhost loop devices, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+          f"on localhost loop devices{' of ' + args.image_size if args.image_size else ''}, "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     print(f"{'run':>4} {'wall s':>8} {'in tools s':>11} {'writeback s':>12} {'overhead':>9} "
           f"{'(+writeback)':>13}   overhead by phase (s)")
     rows = []
@@ -60,7 +90,7 @@ def main() -> int:
         for i in range(1, args.runs + 1):
             out = scratch / f"bundle-{i}"
             argv = [IOWATCH, "run", args.matrix, "--target", "localhost",
-                    "--inventory", str(ROOT / "hardware-inventory.yml"), "--out", str(out),
+                    "--inventory", str(inventory), "--out", str(out),
                     "--no-progress"] + (["--reps", str(args.reps)] if args.reps else []) \
                 + (["--profile", args.profile] if args.profile else [])
             t0 = time.perf_counter()

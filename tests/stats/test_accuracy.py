@@ -21,9 +21,16 @@ import simulate  # noqa: E402
 
 TRIALS = 150
 CALIBRATED = simulate.SAMPLES.with_name("real-samples-calibrated.json")
+IN_MEMORY = simulate.SAMPLES.with_name("real-samples-in-memory.json")
 FIXED = "iowatch, 5 a side: suspected or confirmed"
 CONFIRMED = "iowatch, 5 a side: confirmed"
 ADAPTIVE = "iowatch adaptive (5 to 20 a side): confirmed"
+
+
+def _by_size(out: dict) -> dict:
+    """{rule: {size bin: share of the slowed checks found}}, by the slowdown really achieved."""
+    return {rule: {b: t.row()["detected"] for b, t in bins.items()}
+            for rule, bins in out["_by_size"].items()}
 
 
 def _rows(out: dict) -> dict:
@@ -49,6 +56,24 @@ def quiet():
 def calibrated():
     """The collection whose throttles were calibrated by feedback to real 10/20/50% cuts."""
     return _rows(simulate.run(simulate.load(CALIBRATED), TRIALS, seed=17, anchors=False))
+
+
+@pytest.fixture(scope="module")
+def in_memory():
+    """The collection with the loop images in memory (tmpfs), throttles calibrated by
+    feedback, all its deciding cells: the random readers at CV 10-13%, the direct
+    writer, the buffered readers and fs_mark at CV 19-67%."""
+    out = simulate.run(simulate.load(IN_MEMORY), TRIALS, seed=19)
+    return _rows(dict(out)), _by_size(out)
+
+
+@pytest.fixture(scope="module")
+def in_memory_quiet():
+    """Checks drawn only from the in-memory collection's cells at CV <= 15% (ext4 and
+    raw random-read IOPS and their ratio): the noise the issue's goals are set for."""
+    cells = [c for c in simulate.load(IN_MEMORY) if c.aa.std(ddof=1) / c.aa.mean() <= 0.15]
+    out = simulate.run(cells, TRIALS, seed=23)
+    return cells, _rows(dict(out)), _by_size(out)
 
 
 @pytest.fixture(scope="module")
@@ -141,3 +166,45 @@ def test_on_the_quiet_machine_the_throttled_cells_are_found(quiet):
     assert quiet[ADAPTIVE]["slow10"]["detected"] >= 0.80
     assert quiet[ADAPTIVE]["slow20"]["detected"] >= 0.95
     assert quiet[FIXED]["slow20"]["detected"] >= 0.90
+
+
+def test_on_in_memory_noise_the_goals_hold_on_real_slowdowns_at_cv_10_percent(in_memory_quiet):
+    """The issue's goals for a 40-cell check, on real runs and real throttled slowdowns of
+    the cells at CV <= 15% (ext4 -13.8/-24.3/-54.3%, raw -21.9/-32.9/-59.6%: the
+    fixture README has each)."""
+    cells, rows, by_size = in_memory_quiet
+    assert {c.name.split(" ")[-1] for c in cells} == {"read.iops", "ratio.fs_to_raw"}
+    assert rows[ADAPTIVE]["aa"]["false alarm per check"] <= 0.05
+    assert rows[FIXED]["aa"]["clean cells flagged"] <= _within(0.02, TRIALS * 39)
+    assert by_size[ADAPTIVE]["5-15%"] >= 0.80      # -10%: confirmed >= 80%
+    assert by_size[ADAPTIVE]["15-25%"] >= 0.95     # -20%: confirmed >= 95%
+    assert by_size[FIXED]["15-25%"] >= 0.90        # -20% at 5 a side: flagged >= 90%
+    assert by_size[ADAPTIVE]["40% or more"] >= 0.99
+
+
+def test_on_the_whole_in_memory_collection_false_alarms_hold_and_big_drops_are_found(in_memory):
+    # With the noisy cells too (buffered readers at CV 67%), the false-alarm goals hold,
+    # and a real slowdown of 25% or more is confirmed; 10-20% on a cell at CV 38-67% is
+    # not (docs/verdicts.md gives the figures).
+    rows, by_size = in_memory
+    # 8 of these 150 clean checks (5.3%); the bench's 400 give 3.2%: within the goal
+    # up to the draw's error.
+    assert rows[ADAPTIVE]["aa"]["false alarm per check"] <= _within(0.05, TRIALS)
+    assert rows[FIXED]["aa"]["clean cells flagged"] <= _within(0.02, TRIALS * 39)
+    assert by_size[ADAPTIVE]["25-40%"] >= 0.95
+    assert by_size[ADAPTIVE]["40% or more"] >= 0.99
+
+
+def test_on_in_memory_noise_iowatch_is_above_every_anchor(in_memory, in_memory_quiet):
+    """Fewer false alarms per check than every anchor's rule, and at least as many
+    real 5-15% and 15-25% slowdowns found as each of them."""
+    rows, by_size = in_memory
+    _, quiet_rows, quiet_by_size = in_memory_quiet
+    anchors = [k for k in rows if not k.startswith("iowatch")]
+    assert len(anchors) == 5
+    for rule in anchors:
+        assert rows[ADAPTIVE]["aa"]["false alarm per check"] < rows[rule]["aa"]["false alarm per check"], rule
+        assert quiet_rows[ADAPTIVE]["aa"]["false alarm per check"] < quiet_rows[rule]["aa"]["false alarm per check"], rule
+        for size in ("5-15%", "15-25%"):
+            assert by_size[ADAPTIVE][size] >= by_size[rule][size], (rule, size)
+            assert quiet_by_size[ADAPTIVE][size] >= quiet_by_size[rule][size], (rule, size)
