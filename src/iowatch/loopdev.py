@@ -148,8 +148,11 @@ def _set_rotational(device: Device, kname: str) -> None:
                       stacklevel=3)
 
 
-# How long detach waits for a busy device's deferred clear.
-RELEASE_WAIT_S = 15.0
+# How long detach waits for a busy device's deferred clear. After a SIGTERM in the
+# middle of a buffered writer the lazily unmounted filesystem first writes back
+# its dirty pages, on a throttled loop device; on a loaded 2-core CI machine
+# that took more than 15 s. The wait ends as soon as the device is free.
+RELEASE_WAIT_S = 90.0
 
 
 def detach(path: str, tries: int = 6) -> None:
@@ -171,6 +174,9 @@ def detach(path: str, tries: int = 6) -> None:
     deadline = time.monotonic() + RELEASE_WAIT_S
     while backing.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
+    if backing.exists():
+        raise LoopError(f"{path} is still held {RELEASE_WAIT_S:.0f} s after its detach: the kernel "
+                        "clears it on its last close; see `fuser -m` or `lsof` on it")
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -149,6 +150,17 @@ def _env() -> dict:
     return env
 
 
+def _cc() -> str:
+    """gcc through ccache, so each patch costs an incremental build; plain gcc
+    when ccache is missing (scripts/setup.sh --kernel installs it), with a warning
+    rather than a build that fails on "ccache: No such file or directory"."""
+    if shutil.which("ccache"):
+        return "ccache gcc"
+    warnings.warn("ccache is not installed: every variant is compiled in full "
+                  "(scripts/setup.sh --kernel installs it)", stacklevel=3)
+    return "gcc"
+
+
 def configure(plan: Plan, fragments: list[Path] | None = None) -> Path:
     """The build directory's .config: virtme-ng's minimal bootable config plus
     the fragments; made again only when the fragments change."""
@@ -255,7 +267,7 @@ def build_variant(plan: Plan, v: Variant, jobs: int | None = None,
     with progress.current().phase(f"build variant {v.index}", total=last.get("objects"),
                                   detail=detail, each=False) as phase:
         with open(artifacts / "build.log", "w") as logf:
-            argv = ["make", "-C", str(plan.work), f"O={plan.build}", f"-j{jobs}", "CC=ccache gcc",
+            argv = ["make", "-C", str(plan.work), f"O={plan.build}", f"-j{jobs}", f"CC={_cc()}",
                     "olddefconfig", "bzImage"]
             logf.write("$ " + " ".join(argv) + "\n")
             logf.flush()
