@@ -86,6 +86,7 @@ import time
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
@@ -258,19 +259,7 @@ class Collector:
         return got
 
     def _samples(self, doc: dict) -> dict[tuple, tuple[float, str]]:
-        got = {}
-        for cell in doc["cells"]:
-            if cell["status"] != "passed" or cell["study"] not in self.declared:
-                continue
-            wanted = self.declared[cell["study"]]
-            for rep in cell["repetitions"]:
-                if rep.get("status", "passed") != "passed":
-                    continue
-                for s in rep["samples"]:
-                    if s.get("job") is None and (s["group"], s["metric"]) in wanted:
-                        key = (cell["study"], cell["device"], cell["filesystem"], s["group"], s["metric"])
-                        got[key] = (s["value"], wanted[(s["group"], s["metric"])])
-        return got
+        return {key: (value, direction) for key, value, direction in declared_samples(doc, self.declared)}
 
     # -- calibration by feedback ------------------------------------------
 
@@ -531,6 +520,22 @@ class Collector:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def declared_samples(doc: dict, declared: dict[str, dict]) -> Iterator[tuple[tuple, float, str]]:
+    """(cell key, value, direction) of every passed repetition's group-level sample
+    (job null) of a metric its study declares; declared: {study: {(group, metric): direction}}."""
+    for cell in doc["cells"]:
+        wanted = declared.get(cell["study"])
+        if cell["status"] != "passed" or wanted is None:
+            continue
+        for rep in cell["repetitions"]:
+            if rep.get("status", "passed") != "passed":
+                continue
+            for s in rep["samples"]:
+                if s.get("job") is None and (s["group"], s["metric"]) in wanted:
+                    key = (cell["study"], cell["device"], cell["filesystem"], s["group"], s["metric"])
+                    yield key, s["value"], wanted[(s["group"], s["metric"])]
+
+
 def slowdown(slowed: list[float], aa: list[float]) -> float:
     """1 - mean(slowed) / mean(aa): the share a higher-is-better cell lost."""
     return 1 - statistics.mean(slowed) / statistics.mean(aa)
@@ -632,11 +637,14 @@ def main() -> int:
         return 130
     finally:
         c.cleanup()
-    out = Path(args.out)
+    write_output(Path(args.out), doc)
+    return 0
+
+
+def write_output(out: Path, doc: dict) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     log(f"wrote {out}")
-    return 0
 
 
 if __name__ == "__main__":

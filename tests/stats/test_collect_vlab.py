@@ -1,0 +1,51 @@
+"""bench/accuracy/collect_vlab.py without a guest: the throttled inventories it boots
+with go through iowatch's own inventory loader and QEMU arguments, and the share of
+the noise between boots is the one-way ANOVA estimate."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "accuracy"))
+
+import collect_vlab  # noqa: E402
+from iowatch import inventory, vlab  # noqa: E402
+
+
+@pytest.fixture
+def collector(tmp_path, monkeypatch):
+    monkeypatch.setattr(collect_vlab, "_bzimage", lambda p: p)
+    args = argparse.Namespace(kernel=str(tmp_path / "bzImage"), work=str(tmp_path / "work"),
+                              reps_per_boot=2)
+    return collect_vlab.VlabCollector(args)
+
+
+def test_a_condition_adds_its_throttles_to_the_inventorys_own(collector, tmp_path):
+    collector.rules["slow20"] = {"vssd": {"iops-read": 24000}, "vhdd": {"iops-write": 61}}
+    aa = inventory.load(collector._inventory("aa")).host("vlab")
+    slow = inventory.load(collector._inventory("slow20")).host("vlab")
+    assert [d.name for d in aa.devices] == ["vssd", "vhdd"]
+    assert aa.device("vssd").filesystems == ("ext4", "raw")
+    assert "throttle" not in aa.device("vssd").qemu
+    assert aa.device("vhdd").qemu["throttle"] == {"iops-total": 150}   # the inventory's own
+    assert slow.device("vhdd").qemu["throttle"] == {"iops-total": 150, "iops-write": 61}
+    argv = " ".join(vlab.qemu_device_args(slow, tmp_path / "disks"))
+    assert "id=iow-vssd,format=raw,cache=none,aio=threads,throttling.iops-read=24000" in argv
+    assert "throttling.iops-total=150" in argv and "throttling.iops-write=61" in argv
+    # The matrix the guest runs is in the shared work directory, beside the studies.
+    assert (collector.matrix.parent / "studies" / "ext4-dio-randread.yml").is_file()
+
+
+def test_between_boot_share():
+    share = collect_vlab.between_boot_share
+    # Boots far apart, repetitions inside each nearly equal: almost all between boots.
+    assert share([1.0, 1.1, 2.0, 2.1, 3.0, 3.1], [0, 0, 1, 1, 2, 2]) > 0.99
+    # Boots with the same mean: nothing between them.
+    assert share([1.0, 2.0, 1.0, 2.0], [0, 0, 1, 1]) == 0.0
+    # One repetition a boot, or one boot: it cannot be told.
+    assert share([1.0, 2.0, 3.0], [0, 1, 2]) is None
+    assert share([1.0, 2.0], [0, 0]) is None
