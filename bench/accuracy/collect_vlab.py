@@ -19,7 +19,8 @@ the cell with the lower mean), `throttling.iops-write` and `throttling.bps-read`
 on vhdd slow the direct writer (write.bw_kib_s, 4 KiB writes; a bps-write
 ceiling at its 300 KiB/s slowed mkfs's journal zeroing to minutes) and the
 buffered readers (read.bw_kib_s). vhdd keeps the inventory's own 150 IOPS limit under every
-condition. QEMU applies the limits to the guest's requests at the disk, below
+condition, split into 150 read and 150 write IOPS (QEMU takes no total limit
+beside a read or write one). QEMU applies the limits to the guest's requests at the disk, below
 the guest kernel, so they slow every process of the guest alike; the guest
 kernel's cgroup v2 io.max (CONFIG_BLK_DEV_THROTTLING is in kernels/config) would
 do the same from inside, at the cost of a wrapper around iowatch in the guest.
@@ -56,6 +57,7 @@ import platform
 import random
 import shlex
 import shutil
+import signal
 import statistics
 import sys
 import time
@@ -69,7 +71,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from collect import _git_head, ceiling_for, declared_samples, machine_state, write_output  # noqa: E402
+from collect import _git_head, _interrupt, ceiling_for, declared_samples, machine_state, write_output  # noqa: E402
 from iowatch import bundle, inventory, vlab  # noqa: E402
 from iowatch.studies import load_studies  # noqa: E402
 
@@ -132,16 +134,27 @@ class VlabCollector:
         for d in devices:
             d["filesystems"] = ["ext4", "raw"] if d["name"] == SSD else ["ext4"]
             d["qemu"] = dict(d.get("qemu") or {})
+            throttle = dict(d["qemu"].get("throttle") or {})
+            # QEMU refuses a total limit beside a read or write one: the conditions'
+            # iops-write needs vhdd's 150 IOPS split into 150 read and 150 write, in
+            # every condition alike (aa included).
+            for kind in ("iops", "bps"):
+                total = throttle.pop(f"{kind}-total", None)
+                if total is not None:
+                    throttle.update({f"{kind}-read": total, f"{kind}-write": total})
+            if throttle:
+                d["qemu"]["throttle"] = throttle
         return devices
 
     def _inventory(self, cond: str) -> Path:
         """An inventory whose vlab host carries `cond`'s throttling on top of its own."""
         devices = []
         for d in self.base_devices:
-            d = {**d, "qemu": {**d["qemu"], "throttle": {**d["qemu"].get("throttle", {}),
-                                                         **self.rules[cond].get(d["name"], {})}}}
-            if not d["qemu"]["throttle"]:
-                del d["qemu"]["throttle"]
+            throttle = dict(d["qemu"].get("throttle", {}))
+            for option, value in self.rules[cond].get(d["name"], {}).items():
+                # A rule only ever lowers the inventory's own limit.
+                throttle[option] = min(value, throttle.get(option, value))
+            d = {**d, "qemu": {**d["qemu"], **({"throttle": throttle} if throttle else {})}}
             devices.append(d)
         doc = {"all": {"children": {"virtual": {"hosts": {"vlab": {
             "ansible_connection": "local", "iowatch_kind": "qemu", "iowatch_devices": devices}}}}}}
@@ -216,9 +229,9 @@ class VlabCollector:
                 "aa_reference": {"/".join(str(k) for k in key): v for key, v in self.calibration.items()}}
 
     def collect(self) -> dict:
-        t0 = time.monotonic()
-        at = {"start": machine_state()}
-        calibration = self.calibrate()
+        t0 = self.t0 = time.monotonic()
+        at = self.at = {"start": machine_state()}
+        calibration = self.calibration_record = self.calibrate()
         at["after_calibration"] = machine_state()
         rng = random.Random(self.args.seed)
         for r in range(self.args.rounds):
@@ -273,7 +286,7 @@ class VlabCollector:
             "how": (
                 "Real runs in the virtual lab: each boot is a QEMU guest of one bzImage (virtme-ng, "
                 "the host's root over 9p) with the inventory's vlab disks vssd (virtio-blk, 2 GiB, "
-                "ext4 and raw) and vhdd (scsi-hd, 150 IOPS), running `iowatch run` of the quick "
+                "ext4 and raw) and vhdd (scsi-hd, the inventory's 150 IOPS as 150 read and 150 write IOPS), running `iowatch run` of the quick "
                 f"profile of {', '.join(STUDIES)} with {self.args.reps_per_boot} repetitions per boot. "
                 "'aa' boots the inventory's disks as they are: repeated boots of one kernel. slowN adds "
                 "QEMU block throttling (iops-read on vssd, iops-write and bps-read on vhdd) set by a "
@@ -285,7 +298,7 @@ class VlabCollector:
                 "index into boots of each sample; between_boot_share is the share of the aa variance "
                 "that lies between boots (one-way ANOVA estimate, 0 when the boots differ less than "
                 "the repetitions inside them)."),
-            "reps_per_condition": self.args.rounds * self.args.reps_per_boot,
+            "reps_per_condition": {c: n * self.args.reps_per_boot for c, n in self.done.items()},
             "reps_per_boot": self.args.reps_per_boot,
             "completed_boots": dict(self.done),
             "failed_boots": {c: self.failed.get(c, 0) for c in CONDITIONS},
@@ -355,11 +368,16 @@ def main() -> int:
     args = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root: the guest makes filesystems and runs fio on its disks")
+    signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM writes what was collected, as Ctrl-C does
     c = VlabCollector(args)
     try:
         doc = c.collect()
     except KeyboardInterrupt:
         print(f"interrupted; the boots so far are in {c.work}", file=sys.stderr)
+        if getattr(c, "calibration_record", None) and c.samples:
+            # The rounds done so far are a collection too, with fewer repetitions.
+            c.at["end"] = machine_state()
+            write_output(Path(args.out), c.result(c.calibration_record, c.at, time.monotonic() - c.t0))
         return 130
     write_output(Path(args.out), doc)
     log(f"the boots' bundles and consoles are in {c.work}")

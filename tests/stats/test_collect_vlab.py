@@ -31,11 +31,15 @@ def test_a_condition_adds_its_throttles_to_the_inventorys_own(collector, tmp_pat
     assert [d.name for d in aa.devices] == ["vssd", "vhdd"]
     assert aa.device("vssd").filesystems == ("ext4", "raw")
     assert "throttle" not in aa.device("vssd").qemu
-    assert aa.device("vhdd").qemu["throttle"] == {"iops-total": 150}   # the inventory's own
-    assert slow.device("vhdd").qemu["throttle"] == {"iops-total": 150, "iops-write": 61}
+    # The inventory's own 150 IOPS, split: QEMU takes no total beside a read or write limit.
+    assert aa.device("vhdd").qemu["throttle"] == {"iops-read": 150, "iops-write": 150}
+    assert slow.device("vhdd").qemu["throttle"] == {"iops-read": 150, "iops-write": 61}
+    collector.rules["slow10"] = {"vhdd": {"iops-write": 400}}   # never above the inventory's own
+    assert inventory.load(collector._inventory("slow10")).host("vlab").device("vhdd").qemu[
+        "throttle"] == {"iops-read": 150, "iops-write": 150}
     argv = " ".join(vlab.qemu_device_args(slow, tmp_path / "disks"))
     assert "id=iow-vssd,format=raw,cache=none,aio=threads,throttling.iops-read=24000" in argv
-    assert "throttling.iops-total=150" in argv and "throttling.iops-write=61" in argv
+    assert "throttling.iops-read=150,throttling.iops-write=61" in argv
     # The matrix the guest runs is in the shared work directory, beside the studies.
     assert (collector.matrix.parent / "studies" / "ext4-dio-randread.yml").is_file()
 
