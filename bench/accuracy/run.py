@@ -4,7 +4,9 @@ Prints, for each file of real samples (by default
 tests/fixtures/accuracy/real-samples-in-memory.json, the loop images in memory so
 that the noise is the kernel's and the CPU's, and real-samples-calibrated.json,
 images on the VM's disk beside a QEMU guest, both with throttles calibrated by
-feedback to cut the calibrated cells by 10, 20 and 50%, then the
+feedback to cut the calibrated cells by 10, 20 and 50%; real-samples-vlab.json,
+boots of one built kernel in the virtual lab slowed by QEMU block throttling
+(bench/accuracy/collect_vlab.py); then the
 older real-samples.json and real-samples-quiet.json, whose throttles were set at
 (1 - s) x the median and cut 24-76%; that directory's README and
 bench/accuracy/collect.py say how each was made):
@@ -136,10 +138,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--trials", type=int, default=400, help="checks drawn per condition (default 400)")
     p.add_argument("--samples", nargs="*", default=[str(simulate.SAMPLES.with_name(name)) for name in (
-        "real-samples-in-memory.json", "real-samples-calibrated.json", "real-samples.json",
-        "real-samples-quiet.json")],
-        help="real-sample files (default: the in-memory, the calibrated, the loaded and the quiet "
-             "collection)")
+        "real-samples-in-memory.json", "real-samples-vlab.json", "real-samples-calibrated.json",
+        "real-samples.json", "real-samples-quiet.json")],
+        help="real-sample files (default: the in-memory, the virtual lab's, the calibrated, the "
+             "loaded and the quiet collection)")
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--caps", type=int, nargs="*", default=[],
                    help="also run the noise model with these caps of the adaptive loop (default "

@@ -109,7 +109,10 @@ def lkp(b, c, direction):
 
 
 def perfherder_t(b, c, direction):
-    t = (c.mean() - b.mean()) / math.sqrt(b.var(ddof=1) / len(b) + c.var(ddof=1) / len(c))  # Welch
+    se = math.sqrt(b.var(ddof=1) / len(b) + c.var(ddof=1) / len(c))  # Welch
+    if se == 0:  # both sides constant (a cell at CV 0.1% draws repeats): any change is infinite t
+        return c.mean() != b.mean() and abs(c.mean() / b.mean() - 1) >= 0.02 and _worse(direction, b, c)
+    t = (c.mean() - b.mean()) / se
     return abs(t) >= 3 and abs(c.mean() / b.mean() - 1) >= 0.02 and _worse(direction, b, c)
 
 

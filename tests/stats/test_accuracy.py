@@ -22,6 +22,7 @@ import simulate  # noqa: E402
 TRIALS = 150
 CALIBRATED = simulate.SAMPLES.with_name("real-samples-calibrated.json")
 IN_MEMORY = simulate.SAMPLES.with_name("real-samples-in-memory.json")
+VLAB = simulate.SAMPLES.with_name("real-samples-vlab.json")
 FIXED = "iowatch, 5 a side: suspected or confirmed"
 CONFIRMED = "iowatch, 5 a side: confirmed"
 ADAPTIVE = "iowatch adaptive (5 to 20 a side): confirmed"
@@ -74,6 +75,15 @@ def in_memory_quiet():
     cells = [c for c in simulate.load(IN_MEMORY) if c.aa.std(ddof=1) / c.aa.mean() <= 0.15]
     out = simulate.run(cells, TRIALS, seed=23)
     return cells, _rows(dict(out)), _by_size(out)
+
+
+@pytest.fixture(scope="module")
+def vlab():
+    """Boots of one built kernel in the virtual lab (TCG), slowed by QEMU block throttling:
+    the random readers at CV 6.5-7%, the direct writer and buffered readers of the
+    150-IOPS hdd at CV 0.1%."""
+    out = simulate.run(simulate.load(VLAB), TRIALS, seed=29)
+    return _rows(dict(out)), _by_size(out)
 
 
 @pytest.fixture(scope="module")
@@ -208,3 +218,34 @@ def test_on_in_memory_noise_iowatch_is_above_every_anchor(in_memory, in_memory_q
         for size in ("5-15%", "15-25%"):
             assert by_size[ADAPTIVE][size] >= by_size[rule][size], (rule, size)
             assert quiet_by_size[ADAPTIVE][size] >= quiet_by_size[rule][size], (rule, size)
+
+
+def test_the_virtual_lab_collection_is_real_boots_with_real_slowdowns():
+    doc = json.loads(VLAB.read_text())
+    assert doc["guest"]["accel"] and set(doc["completed_boots"]) == {"aa", "slow10", "slow20", "slow50"}
+    assert all(b["status"] == "passed" for b in doc["boots"])
+    for cell in doc["cells"]:
+        for cond, values in cell["samples"].items():
+            boots = cell["boot_of_samples"][cond]
+            assert len(boots) == len(values) >= 10
+            # every sample's boot ran under its condition, and the conditions were interleaved
+            assert {doc["boots"][i]["condition"] for i in boots} == {cond}
+        if cell["calibrated_on"]:
+            changes = cell["achieved_change_pct"]
+            assert changes["slow50"] < changes["slow20"] < changes["slow10"] < 0, cell
+
+
+def test_in_the_virtual_lab_the_goals_hold_on_real_slowdowns(vlab):
+    """Every deciding cell of the vlab collection is at CV <= 15%: the issue's goals by the
+    slowdown really achieved (the fixture README has each cell's)."""
+    rows, by_size = vlab
+    assert rows[ADAPTIVE]["aa"]["false alarm per check"] <= _within(0.05, TRIALS)
+    assert rows[FIXED]["aa"]["clean cells flagged"] <= _within(0.02, TRIALS * 39)
+    assert by_size[ADAPTIVE]["5-15%"] >= 0.80
+    assert by_size[ADAPTIVE]["15-25%"] >= 0.95
+    assert by_size[FIXED]["15-25%"] >= 0.90
+    assert by_size[ADAPTIVE]["40% or more"] >= 0.99
+    anchors = [k for k in rows if not k.startswith("iowatch")]
+    assert len(anchors) == 5
+    for rule in anchors:
+        assert rows[ADAPTIVE]["aa"]["false alarm per check"] < rows[rule]["aa"]["false alarm per check"], rule
