@@ -71,7 +71,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from collect import _git_head, _interrupt, ceiling_for, declared_samples, machine_state, write_output  # noqa: E402
+from collect import (_git_head, _interrupt, ceiling_for, declared_samples,  # noqa: E402
+                     machine_state, write_output)
 from iowatch import bundle, inventory, vlab  # noqa: E402
 from iowatch.studies import load_studies  # noqa: E402
 
@@ -128,9 +129,8 @@ class VlabCollector:
     def _base_devices(self) -> list[dict]:
         """The vlab host's vssd and vhdd entries as the inventory has them, the
         filesystems cut to what the two studies run on (ext4 and raw)."""
-        raw = yaml.safe_load(INVENTORY.read_text())
-        hosts = _find_host(raw, "vlab")
-        devices = [dict(d) for d in hosts["iowatch_devices"] if d["name"] in (SSD, HDD)]
+        vlab_host = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["virtual"]["hosts"]["vlab"]
+        devices = [dict(d) for d in vlab_host["iowatch_devices"] if d["name"] in (SSD, HDD)]
         for d in devices:
             d["filesystems"] = ["ext4", "raw"] if d["name"] == SSD else ["ext4"]
             d["qemu"] = dict(d.get("qemu") or {})
@@ -286,7 +286,8 @@ class VlabCollector:
             "how": (
                 "Real runs in the virtual lab: each boot is a QEMU guest of one bzImage (virtme-ng, "
                 "the host's root over 9p) with the inventory's vlab disks vssd (virtio-blk, 2 GiB, "
-                "ext4 and raw) and vhdd (scsi-hd, the inventory's 150 IOPS as 150 read and 150 write IOPS), running `iowatch run` of the quick "
+                "ext4 and raw) and vhdd (scsi-hd, the inventory's 150 IOPS as 150 read and 150 write "
+                "IOPS), running `iowatch run` of the quick "
                 f"profile of {', '.join(STUDIES)} with {self.args.reps_per_boot} repetitions per boot. "
                 "'aa' boots the inventory's disks as they are: repeated boots of one kernel. slowN adds "
                 "QEMU block throttling (iops-read on vssd, iops-write and bps-read on vhdd) set by a "
@@ -330,19 +331,6 @@ def between_boot_share(values: list[float], boots: list[int]) -> float | None:
         len(groups) * (k - 1))
     between = max(0.0, (msb - msw) / k)
     return round(between / (between + msw), 3) if between + msw else None
-
-
-def _find_host(node: dict, name: str) -> dict:
-    if "hosts" in node and name in (node["hosts"] or {}):
-        return node["hosts"][name]
-    for child in (node.get("children") or {}).values():
-        try:
-            return _find_host(child, name)
-        except KeyError:
-            pass
-    if "all" in node:
-        return _find_host(node["all"], name)
-    raise KeyError(name)
 
 
 def _bzimage(path: Path) -> Path:

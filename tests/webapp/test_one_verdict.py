@@ -88,7 +88,8 @@ def test_every_path_names_patch_2_with_the_same_cells_and_numbers(arrived, clien
         got = {(c["group"], c["metric"]): {"outcome": c["outcome"], "change_pct": c["change_pct"],
                                            "ci_low": c["ci"]["low"], "ci_high": c["ci"]["high"],
                                            "p_value": c["p_value"], "p_adjusted": c["p_adjusted"],
-                                           "p_worse_family": c["p_worse_family"], "base_n": c["base"]["n"], "candidate_n": c["candidate"]["n"],
+                                           "p_worse_family": c["p_worse_family"],
+                                           "base_n": c["base"]["n"], "candidate_n": c["candidate"]["n"],
                                            "base_mean": c["base"]["mean"]}
                for c in json.loads(r.stdout)["cells"]}
         _same(expected[patch], got)
@@ -132,7 +133,8 @@ def test_every_path_names_patch_2_with_the_same_cells_and_numbers(arrived, clien
         judged = {(c["group"], c["metric"]): {"outcome": c["outcome"], "change_pct": c["change_pct"],
                                               "ci_low": c["ci_low"], "ci_high": c["ci_high"],
                                               "p_value": c["p_value"], "p_adjusted": c["p_adjusted"],
-                                              "p_worse_family": c["p_worse_family"], "base_n": c["base"]["n"], "candidate_n": c["candidate"]["n"],
+                                              "p_worse_family": c["p_worse_family"],
+                                              "base_n": c["base"]["n"], "candidate_n": c["candidate"]["n"],
                                               "base_mean": c["base"]["mean"]}
                   for c in got["cells"]}
         _same(expected[patch], judged)

@@ -374,8 +374,7 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
     p_screen = p_worse
     if prior is not None and log_scale:
         m_se, m_df, _ = _t_scale(xb, xc, prior)
-        m_t = d / m_se
-        p_screen = float(stdtr(m_df, m_t)) if direction == HIGHER else float(stdtr(m_df, -m_t))
+        p_screen = float(stdtr(m_df, (d if direction == HIGHER else -d) / m_se))
     centre = ((math.exp(float(xb.mean())), math.exp(float(xc.mean()))) if log_scale
               else (bs.mean, cs.mean))  # geometric means on the log scale
     return _Cell(bs, cs, change, ci, p_two, p_worse, p_better, cliffs, sign * change, hidden,
