@@ -15,7 +15,10 @@ SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux
                  # LKP-tests (--harness lkp, tests/lkp): its Ruby libraries, GNU time and helpers
                  # (README, "Running through LKP-tests"); gcc and make build its wakeup helper.
                  ruby ruby-activesupport ruby-colorize ruby-term-ansicolor ruby-git ruby-tty-command
-                 ruby-gnuplot bc time rsync numactl sysstat gcc make libc6-dev)
+                 ruby-gnuplot bc time rsync numactl sysstat gcc make libc6-dev
+                 # the kernel series of the seeds (tests/kernel/test_seed_series.py) are
+                 # checked with git apply against Debian's 6.12 source in CI too
+                 linux-source-6.12)
 
 # With --kernel: what building kernels and the virtual lab need (not in CI).
 KERNEL_PACKAGES=(linux-source-6.12 qemu-system-x86 ccache bc bison flex libelf-dev libssl-dev
