@@ -28,8 +28,10 @@ def main() -> int:
     args = ap.parse_args()
     tree = source.open_source(None)
     plan = build.make_variants(tree, args.base, series.load_series(args.series, tree))
-    fragments = [build.CONFIG_DIR / f for f in build.DEFAULT_FRAGMENTS] + [LAB_HOST_FRAGMENT, VM_FRAGMENT]
-    config = build.configure(plan, fragments)
+    fragments = build.default_fragments() + [LAB_HOST_FRAGMENT, VM_FRAGMENT]
+    # A lab host boots Debian with systemd from a disk: a full distribution-like
+    # base (virtme-ng's defconfig), not the virtual lab's allnoconfig guest.
+    config = build.configure(plan, fragments, base="vng")
     config_hash = hashlib.sha256(config.read_bytes()).hexdigest()
     out = []
     for v in plan.variants:

@@ -27,7 +27,16 @@ from iowatch.resources import kernel_config_dir
 from iowatch.kernel.source import SourceError, cache_dir, git, resolve
 
 CONFIG_DIR = kernel_config_dir()
-DEFAULT_FRAGMENTS = ("iowatch.config", "no-debug.config")
+DEFAULT_FRAGMENTS = ("guest-base.config", "iowatch.config", "no-debug.config")
+# Where a guest kernel's config starts. "allnoconfig": nothing, plus
+# guest-base.config (what a virtme-ng guest needs) and the studies' fragments:
+# about a third of the objects of "vng", virtme-ng's `--kconfig` (x86_64_defconfig
+# plus its desktop-guest list: DRM, sound, wireless, USB ...), which bench/kernel
+# still builds for the before/after figure. Lab hosts build a distribution config
+# plus the fragments instead (docs/lab.md).
+CONFIG_BASES = ("allnoconfig", "vng")
+DEFAULT_BASE = "allnoconfig"
+NOT_SET = re.compile(r"^# (CONFIG_\w+) is not set$")
 # kbuild's quiet output (no V=1) names each step and its target, such as
 # "  CC      fs/xfs/xfs_buf.o" or "  LD [M]  fs/xfs/xfs.ko": the steps that make an
 # object (compile, assemble, link, archive) are what a build's progress counts.
@@ -161,36 +170,97 @@ def _cc() -> str:
     return "gcc"
 
 
-def configure(plan: Plan, fragments: list[Path] | None = None) -> Path:
-    """The build directory's .config: virtme-ng's minimal bootable config plus
-    the fragments; made again only when the fragments change."""
-    fragments = fragments or [CONFIG_DIR / f for f in DEFAULT_FRAGMENTS]
+def configure(plan: Plan, fragments: list[Path] | None = None, *,
+              base: str = DEFAULT_BASE) -> Path:
+    """The build directory's .config: the base (CONFIG_BASES) plus the fragments;
+    made again only when the base or the fragments change."""
+    fragments = fragments or default_fragments()
     stamp = plan.build / ".iowatch-fragments"
-    digest = _fragments_hash(fragments)
+    digest = f"{base}:{_fragments_hash(fragments)}"
     if (plan.build / ".config").is_file() and stamp.is_file() and stamp.read_text() == digest:
         return plan.build / ".config"
-    with progress.current().phase("configure", detail="vng --kconfig and the fragments", each=False):
-        _configure(plan, fragments, stamp, digest)
+    with progress.current().phase("configure", detail=f"{base} and the fragments", each=False):
+        make_config(plan.work, plan.build, fragments, base=base)
+        stamp.write_text(digest)
     return plan.build / ".config"
 
 
-def _configure(plan: Plan, fragments: list[Path], stamp: Path, digest: str) -> None:
-    plan.build.mkdir(parents=True, exist_ok=True)
+def default_fragments() -> list[Path]:
+    return [CONFIG_DIR / f for f in DEFAULT_FRAGMENTS]
+
+
+def make_config(work: Path, build: Path, fragments: list[Path], *,
+                base: str = DEFAULT_BASE) -> Path:
+    """Write build/.config for the source tree `work`: the base, then the
+    fragments appended in order (a later line overrides an earlier one, as
+    kconfig reads them), then olddefconfig. Every option a fragment sets must
+    survive olddefconfig: one that does not lacks a dependency, and a guest
+    without it would fail at run time, far from here. So it is refused here."""
+    if base not in CONFIG_BASES:
+        raise SourceError(f"unknown kernel config base {base!r}: one of {', '.join(CONFIG_BASES)}")
+    build.mkdir(parents=True, exist_ok=True)
     env = _env()
+    make = ["make", "-s", "-C", str(work), f"O={build}", "ARCH=x86_64"]
+    if base == "vng":
+        _vng_kconfig(work, build, fragments, env)
+    else:
+        out = subprocess.run(make + ["allnoconfig"], env=env, capture_output=True, text=True)
+        if out.returncode:
+            raise SourceError(f"make allnoconfig failed in {work}: "
+                              f"{(out.stderr or out.stdout).strip()[-800:]}")
+    config = build / ".config"
+    with open(config, "a") as f:
+        for frag in fragments:
+            f.write(f"\n# {frag.name}\n" + frag.read_text())
+    out = subprocess.run(make + ["olddefconfig"], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SourceError(f"make olddefconfig failed in {work}: "
+                          f"{(out.stderr or out.stdout).strip()[-800:]}")
+    missing = config_mismatches(config, fragments)
+    if missing:
+        raise SourceError(
+            f"{len(missing)} option(s) of the config fragments did not survive olddefconfig on "
+            f"the {base} base ({', '.join(f.name for f in fragments)}): "
+            + "; ".join(f"{name} wanted {want}, got {got}" for name, want, got in missing)
+            + ". Each lacks a dependency: add it to the fragment (`make menuconfig`, then / and "
+              "the option's name, shows what it depends on).")
+    return config
+
+
+def read_config(text: str) -> dict[str, str]:
+    """CONFIG_FOO -> its value ("y", "m", "n" for "is not set", or the literal)."""
+    values = {}
+    for line in text.splitlines():
+        line = line.strip()
+        unset = NOT_SET.match(line)
+        if unset:
+            values[unset.group(1)] = "n"
+        elif line.startswith("CONFIG_") and "=" in line:
+            name, _, value = line.partition("=")
+            values[name] = value
+    return values
+
+
+def config_mismatches(config: Path, fragments: list[Path]) -> list[tuple[str, str, str]]:
+    """(option, wanted, got) for each option the fragments set that the .config
+    does not have as set (the last fragment to name an option wins, as in kconfig)."""
+    wanted: dict[str, str] = {}
+    for frag in fragments:
+        wanted.update(read_config(frag.read_text()))
+    got = read_config(config.read_text())
+    return [(name, want, got.get(name, "n")) for name, want in wanted.items()
+            if got.get(name, "n") != want]
+
+
+def _vng_kconfig(work: Path, build: Path, fragments: list[Path], env: dict) -> None:
+    """The old base: virtme-ng's config (x86_64_defconfig plus its own list)."""
     args = ["vng", "--kconfig"] + [a for f in fragments for a in ("--config", str(f))]
-    out = subprocess.run(args, cwd=plan.work, env=env, capture_output=True, text=True)
-    if out.returncode or not (plan.work / ".config").is_file():
+    out = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True)
+    if out.returncode or not (work / ".config").is_file():
         raise SourceError(f"vng --kconfig failed: {(out.stderr or out.stdout).strip()[-800:]}")
-    shutil.move(str(plan.work / ".config"), plan.build / ".config")
+    shutil.move(str(work / ".config"), build / ".config")
     # vng configures in the source tree; an O= build needs it clean again.
-    subprocess.run(["make", "-s", "mrproper"], cwd=plan.work, env=env, check=True)
-    # virtme-ng turns debug info on; benchmark kernels build without it.
-    subprocess.run([str(plan.work / "scripts/config"), "--file", str(plan.build / ".config"),
-                    "--disable", "DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT", "--disable", "DEBUG_INFO_DWARF4",
-                    "--disable", "DEBUG_INFO_DWARF5", "--enable", "DEBUG_INFO_NONE"], check=True)
-    subprocess.run(["make", "-s", "-C", str(plan.work), f"O={plan.build}", "olddefconfig"],
-                   env=env, check=True, capture_output=True)
-    stamp.write_text(digest)
+    subprocess.run(["make", "-s", "mrproper"], cwd=work, env=env, check=True)
 
 
 def _compiler() -> str:
