@@ -18,7 +18,10 @@ SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux
                  ruby-gnuplot bc time rsync numactl sysstat gcc make libc6-dev
                  # the kernel series of the seeds (tests/kernel/test_seed_series.py) are
                  # checked with git apply against Debian's 6.12 source in CI too
-                 linux-source-6.12)
+                 linux-source-6.12
+                 # the guest kernel's configuration step (tests/kernel/test_guest_config.py):
+                 # kconfig's parser is built with flex and bison
+                 flex bison)
 
 # With --kernel: what building kernels and the virtual lab need (not in CI).
 KERNEL_PACKAGES=(linux-source-6.12 qemu-system-x86 ccache bc bison flex libelf-dev libssl-dev
