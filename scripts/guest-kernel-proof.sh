@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The slow proof of the virtual lab's guest kernel (not in CI): a build of
+# Debian's 6.12 from allnoconfig plus kernels/config/*.config, then one boot
+# that runs every study on every device class of the virtual lab
+# (jobs/guest-proof.yml: quick profile, one repetition), including md RAID0
+# and f2fs, which this machine's own kernel does not have. Prints the build,
+# the boot, and each cell's status; exits non-zero when any cell did not pass.
+#
+#   ./scripts/guest-kernel-proof.sh            # output under a new /tmp dir
+#   IOWATCH_PROOF_OUT=DIR ./scripts/guest-kernel-proof.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh --kernel
+out=${IOWATCH_PROOF_OUT:-$(mktemp -d /tmp/iowatch-guest-proof-XXXXXX)}
+mkdir -p "$out/guest"
+py=.venv/bin/python
+iowatch=$(pwd)/.venv/bin/iowatch
+
+start=$SECONDS
+"$iowatch" kernel build --base debian-base --no-progress --json > "$out/build.json"
+echo "guest-proof: build $((SECONDS - start)) s"
+artifacts=$("$py" -c 'import json, sys; v = json.load(open(sys.argv[1]))[0]; print(v["artifacts"])' "$out/build.json")
+grep -c '=y' "$artifacts/config" | sed 's/^/guest-proof: options built in: /'
+
+start=$SECONDS
+rc=0
+"$iowatch" kernel boot --quiet --shared "$out/guest" --timeout 5400 "$artifacts" -- \
+    env IOWATCH_DATA_DIR=/tmp/iowatch "$iowatch" run "$(pwd)/jobs/guest-proof.yml" --target vlab \
+    --out "$out/guest/bundle" --no-progress || rc=$?
+echo "guest-proof: boot and matrix $((SECONDS - start)) s (guest exit $rc); console $out/guest/console.log"
+"$py" - "$out/guest/bundle" <<'PY'
+import sys
+from iowatch import bundle
+doc = bundle.load(sys.argv[1])
+print(f"guest-proof: kernel {doc['kernel']['release']}, run {doc['status']}")
+bad = 0
+for cell in doc["cells"]:
+    ok = cell["status"] == "passed"
+    bad += not ok
+    print(f"  {cell['study']:<24} {cell.get('device_class', '-'):<10} {cell.get('device', '-'):<7} "
+          f"{cell.get('filesystem', '-'):<6} {cell['status']}")
+print(f"guest-proof: {len(doc['cells']) - bad} of {len(doc['cells'])} cells passed")
+sys.exit(1 if bad else 0)
+PY
