@@ -24,10 +24,17 @@ def test_each_device_class_gets_its_emulated_disk(tmp_path):
     assert any("id=iow-vhdd" in d and "throttling.iops-total=150" in d for d in drives)
     assert "sd-card,drive=iow-vsd" in devices and "sdhci-pci,id=iow-sdhci-vsd" in devices
     assert any("id=iow-vsd" in d and "throttling.bps-total=20000000" in d for d in drives)
+    # emmc: the nearest QEMU 7.2 has, a second SD card on its own controller (mmcblk1),
+    # limited to the seed's eMMC rates.
+    assert "sd-card,drive=iow-vemmc" in devices and "sdhci-pci,id=iow-sdhci-vemmc" in devices
+    assert devices.index("sdhci-pci,id=iow-sdhci-vsd") < devices.index("sdhci-pci,id=iow-sdhci-vemmc")
+    assert any("id=iow-vemmc" in d and "throttling.bps-total=125000000" in d
+               and "throttling.iops-total=3000" in d for d in drives)
     # No id clashes with virtme-ng's own (such as sd0): every id of ours starts with iow.
     assert all("id=iow" in d for d in drives)
     images = sorted(p.name for p in (tmp_path / "disks").glob("*.img"))
-    assert images == ["vhdd.img", "vraid0-0.img", "vraid0-1.img", "vsd.img", "vssd.img"]
+    assert images == ["vemmc.img", "vhdd.img", "vraid0-0.img", "vraid0-1.img", "vsd.img",
+                      "vssd.img"]
     assert (tmp_path / "disks" / "vsd.img").stat().st_size == 1 << 30
     assert all(str(tmp_path / "disks") in d for d in drives)
 

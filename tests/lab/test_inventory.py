@@ -44,7 +44,7 @@ def test_the_repository_inventory_loads():
     assert set(inv.hosts) == {"localhost", "vlab"} and "hdd" in host.groups
     vlab = inv.host("vlab")
     assert vlab.kind == "qemu"
-    assert {d.device_class for d in vlab.devices} == {"ssd", "ssd-raid0", "hdd", "sdcard"}
+    assert {d.device_class for d in vlab.devices} == {"ssd", "ssd-raid0", "hdd", "sdcard", "emmc"}
     assert vlab.device("vraid0").members == ("/dev/vdb", "/dev/vdc")
     assert vlab.device("vhdd").qemu["throttle"] == {"iops-total": 150}
 
