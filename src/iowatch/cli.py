@@ -13,7 +13,8 @@ import sys
 from iowatch import __version__
 
 COMMANDS = ("parse", "run", "import_published", "upload", "serve", "manage", "device",
-            "kernel", "check", "bisect", "compare", "export", "import_lkp", "nightly", "report")
+            "kernel", "check", "bisect", "compare", "export", "import_lkp", "nightly", "report",
+            "claims")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

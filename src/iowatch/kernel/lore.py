@@ -10,6 +10,7 @@ applies (iowatch.kernel.series), with the Message-IDs a report replies to.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import email.utils
 import re
@@ -72,8 +73,11 @@ def _archive() -> str:
     return mask.split("%s")[0] if mask and "%s" in mask else LORE
 
 
-def series_from_message_id(spec: str) -> Series:
-    """Fetch the thread of a Message-ID with `b4 mbox` and read its series."""
+@contextlib.contextmanager
+def thread_mbox(spec: str, *, instead: str = "pass that file to --series"):
+    """The thread of a Message-ID as an mbox file, fetched with `b4 mbox` into a
+    directory that lasts as long as the `with` block. `instead` says what to do
+    with a thread saved by hand when b4 cannot reach the archive."""
     mid = message_id(spec)
     if mid is None:
         raise SeriesError(f"{spec!r} is not a Message-ID")
@@ -84,8 +88,15 @@ def series_from_message_id(spec: str) -> Series:
             raise SeriesError(
                 f"Message-ID {mid}: b4 could not fetch its thread ({_said(out)}). Without "
                 f"network, save the thread as an mbox where there is network ({_archive()}{mid}"
-                f"/t.mbox.gz, gunzipped, or `b4 mbox {mid}`) and pass that file to --series")
-        return _series(threads[0], d, source=spec, wanted=mid, archive=_archive())
+                f"/t.mbox.gz, gunzipped, or `b4 mbox {mid}`) and {instead}")
+        yield threads[0]
+
+
+def series_from_message_id(spec: str) -> Series:
+    """Fetch the thread of a Message-ID with `b4 mbox` and read its series."""
+    with thread_mbox(spec) as thread:
+        return _series(thread, str(thread.parent), source=spec, wanted=message_id(spec),
+                       archive=_archive())
 
 
 def series_from_mbox(path: Path) -> Series:
