@@ -205,7 +205,10 @@ def test_the_command_prints_a_table_and_json(tmp_path, capsys):
     assert any("Before change" in row and "f2fs.nat_flush_ms" in row and " 158 " in row for row in out)
     assert main(["claims", path, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert [Claim(**d) for d in data] == load(path)
+    claims = load(path)
+    assert [d.pop("metric_value") for d in data] == [c.metric_value() for c in claims]
+    assert [Claim(**d) for d in data] == claims
+    assert data[2]["unit"] == "ms" and claims[2].metric_value() == 158  # Flush time (ms)
     empty = tmp_path / "no-numbers.txt"
     empty.write_text("A patch mail that claims nothing.\n")
     assert main(["claims", str(empty)]) == 1
@@ -234,3 +237,21 @@ def test_a_pasted_fs_mark_table_reads_as_iowatchs_own_fs_mark_parser_does():
     claims = [c for c in load(str(path)) if c.metric == "fsmark.files_per_s"]
     assert rows and [c.value for c in claims] == pytest.approx(rows)
     assert {c.workload for c in claims} == {"fs_mark -d d0 -n 200 -s 4096 -L 3 -S0"}
+
+
+GROUP_METRICS = ("io_kib", "bw_kib_s", "bw_min_kib_s", "bw_max_kib_s", "runtime_min_ms",
+                 "runtime_max_ms")
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "tests" / "fixtures").glob("fio-*/*.txt")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_pasted_fio_group_lines_read_as_iowatchs_own_fio_parser_does(path):
+    # Real fio output (fio 2.16's aggrb= lines and fio 3.33's bw= lines; the fixtures'
+    # READMEs say how each was made), as a mail pastes it whole.
+    from iowatch.parsers import parse_file
+
+    want = {(s.metric, s.group): s.value for s in parse_file(str(path), "fio-text").samples
+            if s.job is None and s.metric.split(".", 1)[1] in GROUP_METRICS}
+    got = {(c.metric, c.group): c.metric_value() for c in load(str(path))
+           if c.kind == "fio-group" and c.metric}
+    assert want and got == pytest.approx(want)

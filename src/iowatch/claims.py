@@ -50,7 +50,28 @@ class Claim:
     subject: str | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return asdict(self) | {"metric_value": self.metric_value()}
+
+    def metric_value(self) -> float | None:
+        """The value in its metric's unit (iowatch.metrics), where the units convert;
+        fio 2.x's KB and MB are KiB and MiB, as fio meant them."""
+        if self.metric is None:
+            return None
+        factor = UNIT_FACTORS.get((self.unit, METRICS[self.metric].unit))
+        return None if factor is None else self.value * factor
+
+
+# (unit as published, metric's unit) -> factor.
+UNIT_FACTORS = {
+    **{(u, "KiB/s"): f for u, f in (("B/s", 1 / 1024), ("KB/s", 1), ("KiB/s", 1), ("MB/s", 1024),
+                                    ("MiB/s", 1024), ("GB/s", 1024 ** 2), ("GiB/s", 1024 ** 2))},
+    **{(u, "KiB"): f for u, f in (("KB", 1), ("KiB", 1), ("MB", 1024), ("MiB", 1024),
+                                  ("GB", 1024 ** 2), ("GiB", 1024 ** 2))},
+    ("ms", "ms"): 1, ("s", "ms"): 1000, ("us", "ms"): 1e-3,
+    ("us", "us"): 1, ("ms", "us"): 1000, ("s", "us"): 1e6, ("ns", "us"): 1e-3,
+    ("s", "s"): 1, ("ms", "s"): 1e-3,
+    ("IOPS", "IO/s"): 1, ("files/s", "files/s"): 1, ("ratio", "ratio"): 1, ("count", "count"): 1,
+}
 
 
 class ClaimsError(ValueError):
@@ -177,7 +198,10 @@ def _around(line: str, start: int, end: int, width: int = 40) -> str:
 
 
 _GENERIC_HEADINGS = re.compile(r"^(?:tests?|results?|test environment.*|after the fix|summary|"
-                               r"the test|setup|environment)$", re.I)
+                               r"the test|setup|environment|run status group.*|disk stats.*|"
+                               # fio's own section lines are not conditions
+                               r"[cs]?lat percentiles.*|io depths|submit|complete|issued.*|"
+                               r"latency|cpu|bw.*|iops.*)$", re.I)
 
 
 def _labels(lines: list[str]) -> list[tuple[int, str]]:
@@ -268,9 +292,21 @@ _FIO_LINE = re.compile(r"(?:^|\s)(READ|WRITE|TRIM|MIXED|read|write|trim|mixed|[A
 _LATENCY_LINE = re.compile(r"\b(slat|clat|lat)\s*\((usec|msec|nsec)\)\s*:\s*(.*)")
 
 
+def _fio3_group(rest: str) -> str:
+    """fio 3's group line as fio 2's keys: `bw=X (..), A-B (..)` gives minb and maxb,
+    `run=A-Bmsec` mint and maxt."""
+    rest = re.sub(rf"\bbw=(\S+)\s*\([^)]*\),\s*({NUM}\S*?)-({NUM}\S*?)\s*\([^)]*\)",
+                  r"bw=\1, minb=\2, maxb=\3", rest)
+    return re.sub(rf"\brun=({NUM})-({NUM})msec", r"mint=\1msec, maxt=\2msec", rest)
+
+
 def _fio_claims(lines, emit) -> None:
-    ddir = None
+    ddir, status_group = None, None
     for i, line in enumerate(lines, 1):
+        status = re.search(r"Run status group (\d+)", line)
+        if status:
+            status_group = status.group(1)
+            continue
         lat = _LATENCY_LINE.search(line)
         if lat and ddir:
             kind, unit = lat.group(1), _unit(lat.group(2))
@@ -286,6 +322,8 @@ def _fio_claims(lines, emit) -> None:
             rest = line[m.end():]
             nxt = _FIO_LINE.search(rest)
             rest = rest[:nxt.start()] if nxt else rest
+            if head.isupper():
+                rest = _fio3_group(rest)
             pairs = _FIO_PAIR.findall(rest)
             if not pairs:
                 continue
@@ -293,7 +331,8 @@ def _fio_claims(lines, emit) -> None:
                                              for k, _, _ in pairs)
             ddir = head.lower() if head.lower() in ("read", "write", "trim", "mixed") \
                 else _direction(head)
-            group = None if head.lower() in ("read", "write", "trim", "mixed") else head
+            group = (status_group if is_group else None) \
+                if head.lower() in ("read", "write", "trim", "mixed") else head
             keys = FIO_GROUP_KEYS if is_group else FIO_JOB_KEYS
             for key, value, unit in pairs:
                 key_l = key.lower()
