@@ -255,3 +255,20 @@ def test_pasted_fio_group_lines_read_as_iowatchs_own_fio_parser_does(path):
     got = {(c.metric, c.group): c.metric_value() for c in load(str(path))
            if c.kind == "fio-group" and c.metric}
     assert want and got == pytest.approx(want)
+
+
+def test_an_aligned_ad_hoc_table_of_the_bulkstat_patch():
+    # Dave Chinner's xfs_io patch (tests/fixtures/mails/README.md): a header line,
+    # then one line per condition, `with -q` two words long.
+    path = MAILS / "xfs_io-bulkstat-quiet.txt"
+    lines = path.read_text().splitlines()
+    claims = load(str(path))
+    assert {c.label for c in claims} == {"unpatched", "with -q"}
+    for c in claims:
+        row = lines[c.line - 1]
+        assert row.startswith(c.label) and c.as_published.split()[-1] in row.split()
+    wall = {c.label: (c.value, c.unit) for c in claims if c.metric == "wall_s"}
+    assert wall == {"unpatched": (17.823, "s"), "with -q": (15.682, "s")}   # "15.682": the column's s
+    iops = {c.label: c.value for c in claims if c.quantity == "IOPS"}
+    assert iops == {"unpatched": 70_000, "with -q": 150_000}
+    assert {c.unit for c in claims if c.quantity == "bandwidth"} == {"GB/s"}

@@ -252,6 +252,8 @@ COLUMN_WORDS = (
     (r"bandwidth|throughput|\bbw\b", None, "{d}.bw_kib_s", None),
     (r"max(?:imum)? latency", None, "{d}.lat_max_us", None),
     (r"latency", None, "{d}.lat_mean_us", None),
+    # A rate of something iowatch does not measure: a column all the same.
+    (r"\brate\b", None, "rate", None),
 )
 
 
@@ -391,7 +393,7 @@ def _markdown_tables(lines, emit) -> None:
 
 # A value in an ad hoc table: a duration, a number with its unit or spread.
 _VALUE = re.compile(rf"^(?:(?:\d+h)?\d+m\d+(?:\.\d+)?s|[+-]?(?:{NUM})(?:\+/-(?:{NUM}))?"
-                    rf"(?:[KMGT]?i?B/s|[kKMG]|%|ms|s|IOPS)?)$")
+                    rf"(?:[KMGT]?i?B/s|[kKMG]/s|[kKMG]|%|ms|s|IOPS)?)$")
 
 
 def _value(token: str, unit_hint: str | None) -> tuple[float, str, float | None] | None:
@@ -400,13 +402,14 @@ def _value(token: str, unit_hint: str | None) -> tuple[float, str, float | None]
     seconds = _duration_s(token) if re.search(r"\d[hm]\d", token) else None
     if seconds is not None:
         return seconds, "s", None
-    m = re.fullmatch(rf"([+-]?)({NUM})(?:\+/-({NUM}))?([KMGT]?i?B/s|[kKMG]|%|ms|s|IOPS)?", token)
+    m = re.fullmatch(rf"([+-]?)({NUM})(?:\+/-({NUM}))?([KMGT]?i?B/s|[kKMG]/s|[kKMG]|%|ms|s|IOPS)?",
+                     token)
     value = number(m.group(2)) * (-1 if m.group(1) == "-" else 1)
     spread = number(m.group(3)) if m.group(3) else None
     suffix = m.group(4)
-    if suffix in ("k", "K", "M", "G"):   # 70k IOPS, 3.4M/s: a count with a multiplier
-        value *= {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}[suffix]
-        suffix = None
+    if suffix and suffix.rstrip("/s") in ("k", "K", "M", "G"):   # 70k IOPS, 3.4M/s: a multiplier
+        value *= {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}[suffix[0]]
+        suffix = "/s" if suffix.endswith("/s") else None
     return value, suffix or unit_hint or "count", spread
 
 
@@ -451,15 +454,13 @@ def _adhoc_tables(lines, emit, header_hint: str) -> None:
         return
     rows = []
     for n, line in units:
-        m = re.match(r"^\s*([A-Za-z][\w.+ -]*?[\w.+-])\s+((?:\S+\s*){2,})$", line)
-        if not m:
-            rows.append(None)
-            continue
-        values = m.group(2).split()
-        if all(_value(v, None) is not None for v in values):
-            rows.append((n, m.group(1).strip(), values))
-        else:
-            rows.append(None)
+        # A row: label words (the first starts with a letter), then two or more values.
+        tokens, row = line.split(), None
+        for k in range(1, min(len(tokens) - 1, 4)):
+            if re.match(r"[A-Za-z]", tokens[0]) and all(_value(v, None) is not None for v in tokens[k:]):
+                row = (n, " ".join(tokens[:k]), tokens[k:])
+                break
+        rows.append(row)
     i = 0
     while i < len(rows):
         if rows[i] is None:
