@@ -72,17 +72,36 @@ def test_there_is_a_series_per_seed():
     assert seeds and series == seeds, f"seeds {seeds}, series under {SERIES}: {series}"
 
 
+def _git(tree: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-c", "user.name=iowatch test", "-c", "user.email=t@localhost",
+                           *args], cwd=tree, capture_output=True, text=True, input=input)
+
+
 @pytest.mark.parametrize("series_dir", SEED_DIRS, ids=lambda d: d.name)
 def test_series_applies_to_debian_6_12_in_order(series_dir, extracted, tmp_path):
     tree = tmp_path / "tree"
     shutil.copytree(extracted, tree)
     for patch in _patches(series_dir):
-        for args in (["--check"], []):
-            out = subprocess.run(["git", "apply", *args, str(patch)], cwd=tree,
-                                 capture_output=True, text=True)
-            assert out.returncode == 0, (
-                f"{patch.relative_to(REPO)} does not apply to linux-source-6.12 after the "
-                f"patches before it: {out.stderr.strip()[-800:]}")
+        out = _git(tree, "apply", "--check", str(patch))
+        assert out.returncode == 0, (
+            f"{patch.relative_to(REPO)} does not apply to linux-source-6.12 after the "
+            f"patches before it: {out.stderr.strip()[-800:]}")
+        assert _git(tree, "apply", str(patch)).returncode == 0
+
+
+@pytest.mark.parametrize("series_dir", SEED_DIRS, ids=lambda d: d.name)
+def test_series_applies_as_iowatch_applies_it(series_dir, extracted, tmp_path):
+    """As iowatch.kernel.build makes the variants: `git am --keep-cr --no-3way` of
+    each patch's text as the series loader gives it, one commit per patch."""
+    tree = tmp_path / "tree"
+    shutil.copytree(extracted, tree)
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+        assert _git(tree, *args).returncode == 0
+    for patch in from_directory(series_dir).patches:
+        out = _git(tree, "am", "--keep-cr", "--no-3way", input=patch.text)
+        assert out.returncode == 0, f"{series_dir.name} patch {patch.index}: git am: " \
+                                    f"{(out.stderr or out.stdout).strip()[-800:]}"
+        assert _git(tree, "log", "-1", "--format=%s").stdout.strip() == patch.subject
 
 
 def _mail(patch: Path):
