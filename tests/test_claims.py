@@ -272,3 +272,17 @@ def test_an_aligned_ad_hoc_table_of_the_bulkstat_patch():
     iops = {c.label: c.value for c in claims if c.quantity == "IOPS"}
     assert iops == {"unpatched": 70_000, "with -q": 150_000}
     assert {c.unit for c in claims if c.quantity == "bandwidth"} == {"GB/s"}
+
+
+def test_a_series_directory_reads_each_patch_mail():
+    # seed-000's patch 2 quotes the post's numbers in its commit message: each claim
+    # there is a published number of the study, under the same condition.
+    claims = load(str(REPO / "kernels" / "series" / "seed-000-f2fs-dio-write-alloc"))
+    assert claims and {c.subject for c in claims} == {
+        "[2/2] f2fs: serialise block allocation of big direct writes"}
+    published = {(r.metric, r.value, e.label) for e in STUDIES["f2fs-dio-write"].published
+                 for r in e.results}
+    for c in claims:
+        assert (c.metric, c.value, {"after": "patched"}.get(c.label, c.label)) in published, c
+    with pytest.raises(ClaimsError, match="`series` file"):
+        load(str(REPO / "kernels" / "series"))

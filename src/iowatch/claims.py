@@ -246,6 +246,10 @@ COLUMN_WORDS = (
     (r"\bwall\b|wall time|runtime", None, "wall_s", "s"),
     (r"\bsys\b|system time", None, "cpu.sys_s", "s"),
     (r"create rate|files/s(?:ec)?|files per second", None, "fsmark.files_per_s", "files/s"),
+    # fio's group keys, when a mail names them in prose ("minb 512 -> 1042 KB/s")
+    (r"\baggrb\b", None, "{d}.bw_kib_s", None),
+    (r"\bminb\b", None, "{d}.bw_min_kib_s", None),
+    (r"\bmaxb\b", None, "{d}.bw_max_kib_s", None),
     (r"\biops\b", r"physical|device", "device.{d}_iops", "IOPS"),
     (r"\biops\b", None, "{d}.iops", "IOPS"),
     (r"bandwidth|throughput|\bbw\b", r"physical|device", "device.{d}_bw_kib_s", None),
@@ -537,8 +541,12 @@ _PROSE_FROM_TO = re.compile(
     rf"(?P<what>[A-Za-z][\w /%-]{{0,60}}?)\s+(?:is |was |are |were |has |have )?"
     rf"(?:\w+\s+){{0,2}}?from\s+(?P<a>{NUM})\s*(?P<ua>{_UNIT})?\s+to\s+(?P<b>{NUM})\s*(?P<ub>{_UNIT})?")
 _PROSE_ARROW = re.compile(
-    rf"(?P<what>[A-Za-z][\w /%()-]{{0,40}}?)?[\s:]*(?P<a>{NUM})\s*(?P<ua>{_UNIT})?\s*(?:→|->|=>)\s*"
-    rf"(?P<b>{NUM})\s*(?P<ub>{_UNIT})?")
+    rf"(?P<what>(?:[A-Za-z][\w/%-]*\s+){{0,2}}[A-Za-z][\w/%-]*)?[\s:]*(?P<a>{NUM})\s*(?P<ua>{_UNIT})?"
+    rf"\s*(?:→|->|=>)\s*(?P<b>{NUM})\s*(?P<ub>{_UNIT})?")
+# "5125 KB/s before and 10424 KB/s after"
+_PROSE_BEFORE_AFTER = re.compile(
+    rf"(?P<what>(?:[A-Za-z][\w/%-]*\s+){{0,2}}[A-Za-z][\w/%-]*)?[\s:]*(?P<a>{NUM})\s*(?P<ua>{_UNIT})?"
+    rf"\s+before\s+and\s+(?P<b>{NUM})\s*(?P<ub>{_UNIT})?\s+after\b")
 _PROSE_LOSE_RAW = re.compile(rf"\blos(?:e|es|t|ing)\s+(?:up to\s+|about\s+|around\s+)?(?P<p>{NUM})%"
                              r"[^.]{0,80}?\braw\b", re.I)
 _PROSE_OF_RAW = re.compile(rf"(?P<p>{NUM})%\s+(?:of\s+)?(?:the\s+)?(?:performance|throughput)\s+"
@@ -585,14 +593,17 @@ def _prose_claims(lines, emit) -> None:
             taken.append((m.start(), m.end()))
             return True
 
-        for pattern in (_PROSE_FROM_TO, _PROSE_ARROW):
+        for pattern in (_PROSE_FROM_TO, _PROSE_BEFORE_AFTER, _PROSE_ARROW):
             for m in pattern.finditer(text):
                 if not free(m):
                     continue
                 what = (m.group("what") or "").strip()
                 ua, ub = _unit(m.group("ua")), _unit(m.group("ub"))
                 unit = ua or ub or "count"
-                metric, _ = _column(what, text[:m.start()] + " " + context) if what else (None, None)
+                before_text = text[:m.start()] + " " + context
+                metric, _ = _column(what, before_text) if what else (None, None)
+                if metric is None and unit.endswith("B/s"):   # a bandwidth by its unit alone
+                    metric = _metric("{d}.bw_kib_s", _direction(text) or _direction(context))
                 for label, key, u in (("before", "a", ua or unit), ("after", "b", ub or unit)):
                     emit(n, "prose", what or "value", number(m.group(key)), u, metric,
                          m.group(0).strip(), label=label, group=_parent_bullet(units, index))
@@ -713,9 +724,20 @@ def from_mbox(path: Path) -> list[Claim]:
 
 
 def load(spec: str) -> list[Claim]:
-    """A file (an mbox, one mail with headers, or a mail's text as pasted) or a
-    Message-ID whose thread lore gives (through b4, as iowatch.kernel.lore does)."""
+    """A file (an mbox, one mail with headers, or a mail's text as pasted), a series
+    directory (kernels/series/*: each patch's mail), or a Message-ID whose thread
+    lore gives (through b4, as iowatch.kernel.lore does)."""
     p = Path(spec)
+    if p.is_dir():
+        from iowatch.kernel.series import SeriesError, from_directory
+
+        try:
+            series = from_directory(p)
+        except SeriesError as e:
+            raise ClaimsError(str(e)) from None
+        return [c for patch in series.patches
+                for c in extract(_body(email.message_from_string(patch.text)),
+                                 subject=f"[{patch.index}/{len(series.patches)}] {patch.subject}")]
     if p.is_file():
         raw = p.read_bytes()
         if raw.startswith(b"From "):
@@ -733,7 +755,8 @@ def load(spec: str) -> list[Claim]:
     from iowatch.kernel.series import SeriesError
 
     if lore.message_id(spec) is None:
-        raise ClaimsError(f"{spec!r} is neither a file (an mbox or a mail's text) nor a Message-ID")
+        raise ClaimsError(f"{spec!r} is neither a file (an mbox or a mail's text), a series "
+                          "directory, nor a Message-ID")
     try:
         with lore.thread_mbox(spec, instead="pass that file to iowatch claims") as mbox:
             return from_mbox(mbox)

@@ -1,8 +1,8 @@
 """iowatch claims: the performance claims of a patch mail, as a table or JSON.
 
 SOURCE is an mbox (a series' thread, `b4 mbox` output), one mail, a mail's
-text as pasted (such as shared/seeds/), or a Message-ID whose thread b4 fetches
-from lore. Exit 0 when claims were found, 1 when none were, 2 when SOURCE
+text as pasted (such as shared/seeds/), a series directory (kernels/series/*),
+or a Message-ID whose thread b4 fetches from lore. Exit 0 when claims were found, 1 when none were, 2 when SOURCE
 cannot be read.
 """
 from __future__ import annotations
@@ -19,8 +19,9 @@ COLUMNS = (("line", 5), ("label", 22), ("metric", 26), ("value", 12), ("unit", 8
 def register(sub) -> None:
     p = sub.add_parser("claims", help="extract the performance claims of a patch mail",
                        description=__doc__.split("\n\n")[0])
-    p.add_argument("source", metavar="MBOX|FILE|MESSAGE-ID",
-                   help="an mbox or mail file, a mail's text, or a Message-ID (fetched with b4)")
+    p.add_argument("source", metavar="MBOX|FILE|SERIES_DIR|MESSAGE-ID",
+                   help="an mbox or mail file, a mail's text, a series directory, or a "
+                        "Message-ID (fetched with b4)")
     p.add_argument("--json", action="store_true", help="print the claims as a JSON list")
     p.set_defaults(func=run)
 
