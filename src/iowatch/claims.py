@@ -434,30 +434,29 @@ def _adhoc_rows(tokens: list[str]) -> list[tuple[int, int, int]]:
     return rows
 
 
-def _adhoc_tables(lines, emit, header_hint: str) -> None:
-    """Rows of one label and as many values as the header has columns, aligned in lines
-    or run together in a mail whose line breaks were lost."""
-    one_line = len(lines) <= 2 and max((len(x) for x in lines), default=0) > 300
-    if one_line:
-        units = [(1, t) for t in lines[0].split()] if lines else []
+def _adhoc_tables(lines, emit, context: str) -> None:
+    """Rows of one label and as many values as the header has columns: aligned one
+    per line, or run together in a mail whose line breaks were lost (seed 004)."""
+    if len(lines) <= 2 and max((len(x) for x in lines), default=0) > 300:
+        _adhoc_one_line(lines[0].split(), emit, context)
     else:
-        units = [(n, t) for n, line in enumerate(lines, 1) for t in [line]]
-    if one_line:
-        tokens = [t for _, t in units]
-        rows = _adhoc_rows(tokens)
-        # A table is two or more consecutive rows with the same number of values.
-        table = _consecutive(rows)
-        for rows_of_table in table:
-            first = rows_of_table[0]
-            header_start = max(0, first[0] - 40)
-            header = " ".join(t for t in tokens[header_start:first[0]] if not re.fullmatch(r"-+", t))
-            header = header.split(":")[-1] if ":" in header else header
-            for start, j, k in rows_of_table:
-                label = _row_label(tokens[start:j])
-                _emit_row(emit, 1, label, tokens[j:k], header, header_hint)
-        return
+        _adhoc_lines(lines, emit, context)
+
+
+def _adhoc_one_line(tokens: list[str], emit, context: str) -> None:
+    # A table is two or more consecutive rows with the same number of values; its
+    # header is the words before the first row, after the last colon (`Result:`).
+    for rows in _consecutive(_adhoc_rows(tokens)):
+        first = rows[0]
+        header = " ".join(t for t in tokens[max(0, first[0] - 40):first[0]] if not re.fullmatch(r"-+", t))
+        header = header.split(":")[-1]
+        for start, j, k in rows:
+            _emit_row(emit, 1, _row_label(tokens[start:j]), tokens[j:k], header, context)
+
+
+def _adhoc_lines(lines: list[str], emit, context: str) -> None:
     rows = []
-    for n, line in units:
+    for n, line in enumerate(lines, 1):
         # A row: label words (the first starts with a letter), then two or more values.
         tokens, row = line.split(), None
         for k in range(1, min(len(tokens) - 1, 4)):
@@ -474,11 +473,12 @@ def _adhoc_tables(lines, emit, header_hint: str) -> None:
         while j < len(rows) and rows[j] is not None and len(rows[j][2]) == len(rows[i][2]):
             j += 1
         if j - i >= 2:
+            # The header: the non-rule lines just above the first row.
             first_line = rows[i][0]
             header = " ".join(x for x in lines[max(0, first_line - 4):first_line - 1]
                               if not re.fullmatch(r"[\s-]*", x))
             for n, label, values in rows[i:j]:
-                _emit_row(emit, n, label, values, header, header_hint)
+                _emit_row(emit, n, label, values, header, context)
         i = max(j, i + 1)
 
 
