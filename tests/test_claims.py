@@ -203,6 +203,7 @@ def test_the_command_prints_a_table_and_json(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:4] == ["line", "label", "metric", "value"]
     assert any("Before change" in row and "f2fs.nat_flush_ms" in row and " 158 " in row for row in out)
+    assert out[-1].startswith("study: f2fs-nat-flush (its own metrics claimed")
     assert main(["claims", path, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     claims = load(path)
@@ -286,3 +287,30 @@ def test_a_series_directory_reads_each_patch_mail():
         assert (c.metric, c.value, {"after": "patched"}.get(c.label, c.label)) in published, c
     with pytest.raises(ClaimsError, match="`series` file"):
         load(str(REPO / "kernels" / "series"))
+
+
+@pytest.mark.parametrize("slug", sorted(STUDIES), ids=str)
+def test_each_seeds_claims_match_its_own_study(slug):
+    from iowatch.claims import match_study
+
+    match = match_study(_claims(STUDIES[slug]), STUDIES)
+    assert match is not None and match.study == slug, match
+    assert match.options or match.metrics
+
+
+@pytest.mark.parametrize("name", ["io_submit-non-blocking-2012.txt", "cfq-adapt-slice-2009.txt",
+                                  "xfs_io-bulkstat-quiet.txt"])
+def test_a_mail_of_another_workload_matches_no_study(name):
+    # aio random read/write, CFQ slices for 32 readers, bulkstat: none is a study's
+    # workload, and read/write bandwidth or wall time alone does not make one.
+    from iowatch.claims import match_study
+
+    assert match_study(load(str(MAILS / name)), STUDIES) is None
+
+
+def test_fs_mark_flags_keep_their_case():
+    from iowatch.claims import workload_options
+
+    assert workload_options("fs_mark -D 10000 -S0 -n 10000 -s 4096 -L 120 -d /mnt/0 -d /mnt/1") >= {
+        ("D", "10000"), ("S", "0"), ("n", "10000"), ("s", "4096"), ("L", "120")}
+    assert workload_options("fio --name seqw --rw=write --bs=2M") == {("rw", "write"), ("bs", "2m")}

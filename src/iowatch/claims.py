@@ -762,3 +762,76 @@ def load(spec: str) -> list[Claim]:
             return from_mbox(mbox)
     except SeriesError as e:
         raise ClaimsError(str(e)) from None
+
+
+# --- which study a mail's claims belong to -------------------------------------
+
+@dataclass(frozen=True)
+class StudyMatch:
+    study: str            # the study's slug
+    options: tuple[str, ...]   # workload options the mail and the study agree on
+    metrics: tuple[str, ...]   # metrics only this study has, that the mail claims
+    device_class: str | None   # a device class the mail names and the study runs on
+
+    def why(self) -> str:
+        parts = []
+        if self.options:
+            parts.append(f"{len(self.options)} workload options agree ({', '.join(self.options)})")
+        if self.metrics:
+            parts.append(f"its own metrics claimed ({', '.join(self.metrics)})")
+        if self.device_class:
+            parts.append(f"device class {self.device_class}")
+        return "; ".join(parts)
+
+
+def workload_options(text: str) -> set[tuple[str, str]]:
+    """(option, value) pairs of a fio command line (--k=v) or job file (k=v), lower-cased,
+    or of an fs_mark command line (-k v, -S0), whose flags keep their case (-s, -S)."""
+    if text.startswith("fs_mark"):
+        return set(re.findall(r"-(\w)\s*((?!-)\S*)", text[len("fs_mark"):]))
+    pairs = re.findall(r"(?:^|\s|--)([a-z_]+)=(\S+)", text, re.M)
+    return {(k.lower(), v.lower()) for k, v in pairs}
+
+
+def _study_options(study) -> set[tuple[str, str]]:
+    out = set()
+    for cls in study.device_classes:
+        w = study.workload("full", cls)
+        if "fio" in w:
+            opts = [w["fio"].get("global", {})] + [j.get("options", {}) for j in w["fio"].get("jobs", [])]
+            out |= {(k.lower(), str(v).lower()) for o in opts for k, v in o.items()
+                    if not str(v).startswith("{")}
+        if "fs_mark" in w:
+            out |= {(k, str(v)) for k, v in w["fs_mark"].get("options", {}).items()}
+    return out
+
+
+_GENERIC_METRIC = re.compile(r"^(?:read|write|trim|mixed|device|cpu)\.|^wall_s$")
+
+
+def match_study(claims: list[Claim], studies: dict) -> StudyMatch | None:
+    """The study whose workload the mail's claims describe: two or more workload
+    options in common, or a metric that no other study has (the ext4/raw ratio, the
+    f2fs NAT counters) with nothing against it. None when no study fits."""
+    counts: dict[str, int] = {}
+    for s in studies.values():
+        for m in {m.metric for m in s.metrics} | {r.metric for e in s.published for r in e.results}:
+            counts[m] = counts.get(m, 0) + 1
+    mail_options = set().union(*(workload_options(c.workload) for c in claims if c.workload)) \
+        if any(c.workload for c in claims) else set()
+    claimed = {c.metric for c in claims if c.metric}
+    classes = {c.device_class for c in claims if c.device_class}
+    best = None
+    for slug, s in sorted(studies.items()):
+        options = tuple(sorted(f"{k}={v}" if v else k for k, v in mail_options & _study_options(s)))
+        own = {m.metric for m in s.metrics} | {r.metric for e in s.published for r in e.results}
+        metrics = tuple(sorted(m for m in claimed & own if counts.get(m) == 1
+                               and not _GENERIC_METRIC.match(m)))
+        device = next(iter(sorted(classes & set(s.device_classes))), None)
+        if len(options) < 2 and not metrics:
+            continue
+        match = StudyMatch(slug, options, metrics, device)
+        score = (2 * len(options) + 2 * len(metrics) + (1 if device else 0))
+        if best is None or score > best[0]:
+            best = (score, match)
+    return best[1] if best else None

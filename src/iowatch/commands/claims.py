@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import sys
 
-from iowatch.claims import ClaimsError, load
+from iowatch import resources
+from iowatch.claims import ClaimsError, load, match_study
+from iowatch.studies import load_studies
+from iowatch.yamlfile import DataFileError
 
 COLUMNS = (("line", 5), ("label", 22), ("metric", 26), ("value", 12), ("unit", 8),
            ("quantity", 20), ("device", 10), ("workload", 40))
@@ -49,6 +52,16 @@ def table(claims) -> str:
     return "\n".join(out)
 
 
+def _studies() -> dict:
+    """The studies iowatch runs (--studies DIR or the shipped ones); none when they
+    cannot be read: the claims are the answer, the match only a pointer."""
+    try:
+        return load_studies(resources.studies_dir())
+    except (DataFileError, OSError) as e:
+        print(f"iowatch claims: studies not read ({e})", file=sys.stderr)
+        return {}
+
+
 def run(args) -> int:
     try:
         claims = load(args.source)
@@ -59,6 +72,9 @@ def run(args) -> int:
         print(json.dumps([c.to_dict() for c in claims], indent=2))
     elif claims:
         print(table(claims))
+        match = match_study(claims, _studies())
+        print(f"\nstudy: {match.study} ({match.why()})" if match else
+              "\nstudy: none of iowatch's studies has this workload")
     if not claims:
         print(f"iowatch claims: no performance claims found in {args.source}", file=sys.stderr)
         return 1
