@@ -273,3 +273,173 @@ def run(real: list[RealCell], trials: int, seed: int, *, size: int = MATRIX_CELL
     if by_size:
         out["_by_size"] = by_size
     return out
+
+
+# --- every path of the product, on independent and boot-clustered draws (issue 24) -----
+
+PATHS = ("check adaptive", "5 a side", "run --against")
+ANCHOR_RUNS = (5, 10, 20)
+STATES = ("no-change", "unsure", "suspected", "regression", "improvement")
+EXACT = {"slow10": 0.10, "slow20": 0.20, "slow50": 0.50}
+AGAINST_BASE = 5  # the fixed base bundle of `iowatch run --against`
+
+
+def exact_slowdowns(real: list[RealCell]) -> list[RealCell]:
+    """The cells with exact 10, 20 and 50% slowdowns that keep their noise: the
+    slowed pool is the unslowed one scaled, so its spread is the cell's own (a
+    throttle can also silence the slowed side, issue 24)."""
+    out = []
+    for c in real:
+        scale = {k: (1 - s) if c.direction == HIGHER else 1 / (1 - s) for k, s in EXACT.items()}
+        out.append(RealCell(c.name, c.direction, c.aa, {k: c.aa * f for k, f in scale.items()},
+                            {k: -100 * s for k, s in EXACT.items()}))
+    return out
+
+
+@dataclass(frozen=True)
+class Boots:
+    """How repetitions are drawn: `share` of each cell's log variance lies between
+    boots, `per_boot` repetitions come from one boot; share 0 is independent draws
+    (each repetition its own boot)."""
+    share: float = 0.0
+    per_boot: int = 2
+
+    @property
+    def name(self) -> str:
+        if not self.share:
+            return "independent"
+        return f"boot-clustered {self.share:.0%} between boots, {self.per_boot} a boot"
+
+
+class SideDraw:
+    """One side of one cell, grown a batch at a time; each batch starts new boots
+    (a round of a check boots the kernel again)."""
+
+    def __init__(self, pool: np.ndarray, boots: Boots, rng, tag: str):
+        self.pool, self.boots, self.rng, self.tag = pool, boots, rng, tag
+        logs = np.log(pool) if (pool > 0).all() else None
+        sd = float(logs.std(ddof=1)) if logs is not None else 0.0
+        # A boot's offset on the log scale: between / (between + within) = share.
+        self.boot_sd = sd * math.sqrt(boots.share / (1 - boots.share)) if boots.share else 0.0
+        self.values: list[float] = []
+        self.labels: list[str] = []
+        self._boot = 0
+
+    def grow(self, n: int) -> None:
+        per = self.boots.per_boot if self.boots.share else 1
+        while n > 0:
+            m = min(per, n)
+            offset = math.exp(self.rng.normal(0, self.boot_sd)) if self.boot_sd else 1.0
+            self.values += list(_sample(self.pool, m, self.rng) * offset)
+            self.labels += [f"{self.tag}{self._boot}"] * m
+            self._boot += 1
+            n -= m
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def _boot_family(d: Draw, base: list[SideDraw], cand: list[SideDraw], cap: int = DEFAULT_CAP):
+    inputs = [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), b.values, c.values,
+                        d.cells[i].direction, base_boots=b.labels, candidate_boots=c.labels)
+              for i, (b, c) in enumerate(zip(base, cand))]
+    return compare_matrix(inputs, cap=cap)
+
+
+def judge_path(path: str, d: Draw, rng, boots: Boots, cap: int = DEFAULT_CAP):
+    """(verdicts, runs a side per cell) of one simulated check along one path:
+    `check adaptive` grows both sides of each unsure cell to the next look
+    (iowatch.judging.more_runs, new boots each round), `5 a side` stops at the
+    first look, `run --against` grows only the candidate against a fixed base
+    of AGAINST_BASE repetitions."""
+    base = [SideDraw(p, boots, rng, "b") for p in d.base_pool]
+    cand = [SideDraw(p, boots, rng, "c") for p in d.cand_pool]
+    for s in base + cand:
+        s.grow(AGAINST_BASE if path == "run --against" else FIRST)
+    while True:
+        verdicts = _boot_family(d, base, cand, cap)
+        if path == "5 a side":
+            return verdicts, [len(c) for c in cand]
+        want = more_runs(Comparison(None, None, 0.05, verdicts, [], {}, {}))
+        grew = False
+        for where, runs in want.items():
+            i = int(where.device[1:])
+            if path == "check adaptive" and runs.base > len(base[i]):
+                base[i].grow(runs.base - len(base[i]))
+                grew = True
+            if runs.candidate > len(cand[i]):
+                cand[i].grow(runs.candidate - len(cand[i]))
+                grew = True
+        if not grew:
+            return verdicts, [len(c) for c in cand]
+
+
+@dataclass
+class PathTally:
+    """One path on one kind of draw: clean checks by their state, and detection."""
+    clean: int = 0
+    states: dict = None  # state -> clean checks that ended so
+    false_alarm: int = 0
+    slowed: dict = None  # condition -> [checks, confirmed]
+    runs: float = 0.0
+    checks: int = 0
+
+    def __post_init__(self):
+        self.states = {s: 0 for s in STATES}
+        self.slowed = {}
+
+    def share(self, state: str) -> float:
+        return self.states[state] / max(self.clean, 1)
+
+    @property
+    def fa(self) -> float:
+        return self.false_alarm / max(self.clean, 1)
+
+    def detected(self, condition: str) -> float | None:
+        n, found = self.slowed.get(condition, (0, 0))
+        return found / n if n else None
+
+
+def run_paths(real: list[RealCell], trials: int, seed: int, boots: Boots, *,
+              size: int = MATRIX_CELLS, paths=PATHS, anchors: bool = True,
+              conditions=tuple(EXACT)) -> dict[str, PathTally]:
+    """{path or anchor rule: PathTally} over `trials` clean checks and `trials`
+    checks per slowed condition, every path judging the same draws; the anchors
+    judge the first 5, 10 and 20 of the same repetitions (each rule at its own
+    false-alarm cost: no family, no looks)."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, PathTally] = {}
+    for condition in ("aa", *conditions):
+        for _ in range(trials):
+            d = draw_matrix(real, rng, None if condition == "aa" else condition, size)
+            results = {}
+            for path in paths:
+                verdicts, runs = judge_path(path, d, rng, boots)
+                flagged = [v.outcome == "regression" for v in verdicts]
+                state = Comparison(None, None, 0.05, verdicts, [], {}, {}).state
+                results[path] = (flagged, state, float(np.mean(runs)))
+            if anchors:
+                base = [SideDraw(p, boots, rng, "b") for p in d.base_pool]
+                cand = [SideDraw(p, boots, rng, "c") for p in d.cand_pool]
+                for s in base + cand:
+                    s.grow(max(ANCHOR_RUNS))
+                for n in ANCHOR_RUNS:
+                    for name, rule in ANCHORS.items():
+                        flagged = [bool(rule(np.asarray(b.values[:n]), np.asarray(c.values[:n]),
+                                             cell.direction))
+                                   for b, c, cell in zip(base, cand, d.cells)]
+                        results[f"{name}, {n} a side"] = (flagged, None, float(n))
+            for rule, (flagged, state, runs) in results.items():
+                t = out.setdefault(rule, PathTally())
+                t.checks += 1
+                t.runs += runs
+                clean = [f for i, f in enumerate(flagged) if i != d.slowed]
+                if condition == "aa":
+                    t.clean += 1
+                    t.false_alarm += any(clean)
+                    if state is not None:
+                        t.states[state if state in t.states else "unsure"] += 1
+                else:
+                    n, found = t.slowed.get(condition, (0, 0))
+                    t.slowed[condition] = (n + 1, found + flagged[d.slowed])
+    return out

@@ -22,6 +22,7 @@ from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
 from iowatch.stats.sequential import DEFAULT_CAP, looks
+from iowatch.stats.wording import outcome_label
 from iowatch.studies import load_studies
 from iowatch.vlab import boot_and_run, guest_run_command
 
@@ -260,21 +261,22 @@ def report(result: CheckResult) -> str:
         parent = f"vs its parent {cmp.base.title}" if cmp.base else ""
         lines.append(f"{head}\n    {PATCH_WORDS[cmp.state]} {parent}")
         for c in cmp.verdicts:
-            if c.outcome == "no-change":
+            if c.outcome == "no-change" and c.within_pct is None:
                 continue
             stat = (f" (CI {c.ci_low:+.1f}%..{c.ci_high:+.1f}%, p {c.p_adjusted:.3g} against "
                     f"{c.level:.2g})" if c.ci_low is not None and c.p_adjusted is not None else "")
             k = c.key
-            label = {"inconclusive": "unsure, rerun", "suspected": "suspected"}.get(c.outcome, c.outcome)
+            label = {"suspected": "suspected"}.get(c.outcome) or \
+                outcome_label(c.outcome, c.mde_pct, c.min_effect_pct)
             lines.append(f"    - {label}: {k.study} {k.device} {k.filesystem} [{k.group}] "
-                         f"{c.words}{stat}")
+                         f"{c.words}{stat}{_mde(c)}")
         for f in cmp.failed:
             lines.append(f"    - FAILED: {f.study} {f.device} {f.filesystem} on the {f.side} side")
-        same = [c for c in cmp.verdicts if c.outcome == "no-change"]
+        same = [c for c in cmp.verdicts if c.outcome == "no-change" and c.within_pct is None]
         if same:
             lines.append(f"    ({len(same)} deciding cells without change: "
-                         + ", ".join(f"{c.key.group} {c.key.metric} [{c.base.n} vs {c.candidate.n} runs]"
-                                     for c in same[:6]) + ")")
+                         + ", ".join(f"{c.key.group} {c.key.metric} [{c.base.n} vs {c.candidate.n} runs"
+                                     f"{_mde(c, ', ')}]" for c in same[:6]) + ")")
     lines.append("")
     slow = result.regressing_patches
     lines.append("regressing patches: " + (", ".join(
@@ -285,6 +287,11 @@ def report(result: CheckResult) -> str:
             f"patch {r.variant.index} ({r.vs_parent.state})" for r in unsure))
     lines.append("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in result.phases.items()))
     return "\n".join(lines)
+
+
+def _mde(c, sep: str = "; ") -> str:
+    """A deciding cell's minimum detectable effect at its repetitions, as the report says it."""
+    return "" if c.mde_pct is None else f"{sep}minimum detectable effect {c.mde_pct:g}%"
 
 
 PATCH_WORDS = {

@@ -16,7 +16,7 @@ from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
 from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP, look_points
-from iowatch.stats.wording import amount
+from iowatch.stats.wording import amount, outcome_label
 
 FORMATS = ("text", "json", "junit", "markdown")
 
@@ -99,16 +99,16 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
                        f"{shown_unit} [{v.base.n} vs {v.candidate.n} runs]".replace("  ", " "))
             continue
         adj = "" if v.p_adjusted is None else f", adjusted {_p(v.p_adjusted)} against level {v.level:.2g}"
-        head = f"    {k.group} {k.metric}: {_OUTCOME_WORDS.get(v.outcome, v.outcome).upper()}"
+        head = f"    {k.group} {k.metric}: {outcome_label(v.outcome, v.mde_pct, v.min_effect_pct).upper()}"
         out += [head,
                 f"      base {_mean_sd(v.base, unit)}; candidate {_mean_sd(v.candidate, unit)}",
                 f"      change {_pct(v.change_pct)}, 95% CI {ci}, t-test p {_p(v.p_value)}{adj}, "
                 f"Cliff's delta {v.cliffs_delta:+.2f}",
+                *([f"      minimum detectable effect at {v.base.n} vs {v.candidate.n} runs: "
+                   f"{v.mde_pct:g}% (the minimum effect is {v.min_effect_pct:g}%)"]
+                  if v.mde_pct is not None else []),
                 f"      {v.words}."]
     return current
-
-
-_OUTCOME_WORDS = {"inconclusive": "unsure, rerun", "suspected": "suspected regression"}
 
 
 def _looks(caps: list[int]) -> str:
@@ -187,7 +187,8 @@ def _cell_json(v: CellVerdict) -> dict:
             "level": v.level, "cliffs_delta": v.cliffs_delta, "min_effect_pct": v.min_effect_pct,
             "outcome": v.outcome, "needs_runs": v.needs_runs, "hidden_pct": v.hidden_pct,
             "budget_spent": v.budget_spent, "cap": v.cap, "size_only": v.size_only,
-            "words": v.words}
+            "mde_pct": v.mde_pct, "within_pct": v.within_pct,
+            "label": outcome_label(v.outcome, v.mde_pct, v.min_effect_pct), "words": v.words}
 
 
 def render_json(cmp: Comparison) -> str:
@@ -242,6 +243,10 @@ def render_markdown(cmp: Comparison) -> str:
             k.study, k.device_class, k.device, k.filesystem, k.group, k.metric,
             _mean_sd(v.base, unit), _mean_sd(v.candidate, unit), _pct(v.change_pct), ci,
             _p(v.p_adjusted), f"**{v.outcome}**" if v.outcome == "regression" else v.outcome)) + " |")
+    out += ["", "Minimum detectable effect (the slowdown not ruled out at 80% confidence) at each "
+                "deciding cell's runs: " + "; ".join(
+                    f"{_md(v.key.group)} {_md(v.key.metric)} {v.mde_pct:g}% at {v.base.n} vs "
+                    f"{v.candidate.n}" for v in cmp.verdicts if v.mde_pct is not None)]
     out += ["", *[f"- {_md(v.words)}" for v in cmp.verdicts if v.outcome != "no-change"]]
     out += [f"- {_md(f.study)} {_md(f.device)} {_md(f.filesystem)}: failed on the {f.side} side"
             for f in cmp.failed]

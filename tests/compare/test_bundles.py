@@ -73,6 +73,8 @@ def test_aa_of_two_bundle_dirs_reports_the_bundles_numbers(two_bundles):
             assert cell[side]["mean"] == pytest.approx(statistics.mean(values))
             assert cell[side]["sd"] == pytest.approx(statistics.stdev(values))
         assert cell["outcome"] in ("regression", "suspected", "improvement", "no-change", "inconclusive")
+    # Every deciding cell states its minimum detectable effect at its repetitions.
+    assert all(isinstance(c["mde_pct"], float) and c["mde_pct"] >= 0 for c in doc["cells"])
     # A deciding metric is judged in the metric table's direction (the study's xfs
     # small-file question: the same work in fewer device I/Os is better). An A/A
     # outcome itself is chance, under load even drift between the two runs, so it
@@ -90,7 +92,7 @@ def test_text_and_junit_reports_of_real_bundles(two_bundles):
     doc = bundle.load(b)
     for text in (doc["kernel"]["release"], "device class ssd-raid0", "loop device over an image file",
                  "mkfs -f -q; mount noatime", "profile quick", "fsmark fsmark.files_per_s",
-                 "reproduce:", "--reps 3"):
+                 "reproduce:", "--reps 3", "minimum detectable effect at 3 vs 3 runs"):
         assert text in r.stdout, text
     r = _run("compare", a, b, "--format", "junit")
     root = ET.fromstring(r.stdout)

@@ -1,4 +1,5 @@
 """compare / compare_matrix on data with known answers."""
+import math
 import numpy as np
 import pytest
 import scipy.stats
@@ -99,11 +100,40 @@ def test_a_big_drop_with_few_runs_is_suspected_not_lost():
     assert u.outcome == "inconclusive" and "unsure: rerun" in u.words
 
 
-def test_at_the_cap_an_unsure_cell_says_what_it_could_not_rule_out():
+def test_at_the_cap_an_undecided_cell_ends_no_change_within_what_it_could_not_rule_out():
+    # Issue 24: "unsure" at the cap could only be rerun for ever; the cell says
+    # the slowdown it rules out instead, its minimum detectable effect.
     rng = np.random.default_rng(5)
-    v = compare(rng.normal(100, 12, 20), rng.normal(97, 12, 20), direction="higher")
-    assert v.outcome in ("inconclusive", "suspected") and v.budget_spent and v.needs_runs is None
+    base, cand = rng.normal(100, 12, 20), rng.normal(97, 12, 20)
+    v = compare(base, cand, direction="higher")
+    assert v.outcome == "no-change" and v.budget_spent and v.needs_runs is None
+    assert v.mde_pct == math.ceil(v.hidden_pct) > v.min_effect_pct and v.within_pct == v.mde_pct
+    assert f"no change within {v.mde_pct:g}%" in v.words
     assert "budget of 20 runs a side is spent" in v.words
+    # Before the cap the same kind of cell is unsure and asks for more runs.
+    u = compare(base[:15], cand[:15], direction="higher")
+    assert u.outcome in ("inconclusive", "suspected") and u.needs_runs and u.mde_pct is not None
+
+
+def test_at_the_cap_a_cell_clearly_beyond_the_minimum_effect_stays_suspected():
+    # A -13% cell at CV 12%: not confirmed in a family of 40 at the last look's level,
+    # but its screen holds the family's false-discovery rate, so it is not "no change".
+    from iowatch.stats import CellInput, CellKey, compare_matrix
+    rng = np.random.default_rng(3)
+    cells = [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), rng.normal(100, 12, 20),
+                       rng.normal(100, 12, 20), "higher") for i in range(39)]
+    z = [(x - x.mean()) / x.std(ddof=1) for x in (rng.normal(size=20), rng.normal(size=20))]
+    drop = 3.6 * 0.12 * math.sqrt(2 / 20)  # t = 3.6 on the log scale: about -13%
+    cells.append(CellInput(CellKey("s", "h", "c", "slow", "fs", "g", "m"), 100 * np.exp(0.12 * z[0]),
+                           100 * np.exp(0.12 * z[1] - drop), "higher"))
+    slow = compare_matrix(cells)[-1]
+    assert slow.outcome == "suspected" and slow.budget_spent and slow.within_pct is None
+
+
+def test_a_decided_cell_states_its_minimum_detectable_effect():
+    v = compare([100, 101, 99, 100, 100.5], [100, 100.2, 99.5, 100.4, 99.9], direction="higher")
+    assert v.outcome == "no-change" and v.mde_pct is not None and v.mde_pct <= 5
+    assert v.within_pct is None and "no change that matters" in v.words
 
 
 def test_info_metrics_never_give_a_verdict():

@@ -40,6 +40,12 @@ Outcomes of a cell with at least two samples a side:
 - improvement: the same, the other way;
 - no-change: a slowdown beyond the minimum effect is ruled out (the 80%
   one-sided bound of the change lies inside it), said with what was ruled out;
+  at the cap, a cell still undecided is "no change within X%" (mde_pct: the
+  slowdown the same bound cannot rule out at its repetitions, rounded up)
+  unless its screen holds Benjamini–Hochberg over the family at SUSPECT_P (then it stays
+  suspected): an equivalence a maintainer can act on, where "unsure" at the
+  cap could only be rerun for ever (issue 24: no clean 40-cell check ended
+  "no change", and 36-40% ended "suspected");
 - suspected: not confirmed, but the cell is unlikely to be clean (one-sided
   p <= SUSPECT_P on the moderated t, with a slowdown beyond the minimum
   effect), or,
@@ -58,7 +64,7 @@ from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-from scipy.special import comb, digamma, polygamma, stdtr, stdtrit
+from scipy.special import comb, digamma, ndtri, polygamma, stdtr, stdtrit
 from scipy.stats import norm
 
 from iowatch.cells import CellKey
@@ -121,6 +127,18 @@ class Verdict:
     # One-sided p of the worse direction with the family's variance lent (the
     # moderated t): what "suspected" reads. p_worse when the family lends nothing.
     p_worse_family: float | None = None
+    # The minimum detectable effect at these repetitions: the slowdown (in %,
+    # rounded up, at least 0) that the 80% one-sided bound cannot rule out.
+    # A "no-change" with mde_pct above the minimum effect is "no change within
+    # mde_pct%" (the cap was reached first). None when judged by size only.
+    mde_pct: float | None = None
+
+    @property
+    def within_pct(self) -> float | None:
+        """For "no change within X%": X, when it is more than the minimum effect."""
+        if self.outcome != NO_CHANGE or self.mde_pct is None or self.direction == INFO:
+            return None
+        return self.mde_pct if self.mde_pct > self.min_effect_pct else None
 
 
 @dataclass(frozen=True)
@@ -131,6 +149,10 @@ class CellInput:
     direction: str
     min_effect_pct: float = 5.0
     cap: int | None = None  # the study's max_runs; None: compare_matrix's cap
+    # The boot each value came from (any hashable label, one per value); None:
+    # each value its own boot, as independent repetitions.
+    base_boots: Sequence | None = None
+    candidate_boots: Sequence | None = None
 
 
 @dataclass(frozen=True)
@@ -387,9 +409,17 @@ def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | No
     if s.sd_log is None or s.n_eff >= cap:
         return None
     delta = math.log1p(min_effect_pct / 100)
-    z = norm.isf(look_level(cap, q, cap=cap)) + norm.ppf(POWER)
+    z = -float(ndtri(look_level(cap, q, cap=cap))) + float(ndtri(POWER))  # norm.isf, norm.ppf
     want = math.ceil(2 * (z * s.sd_log / delta) ** 2) if delta > 0 else 0
     return max(1, want - min(s.base.n, s.candidate.n))
+
+
+def _mde(s: _Cell) -> float | None:
+    """The minimum detectable effect at the cell's repetitions: the slowdown its
+    80% one-sided bound cannot rule out, rounded up to a whole %, at least 0."""
+    if s.size_only or s.hidden is None or not math.isfinite(s.hidden):
+        return None
+    return float(max(math.ceil(s.hidden - 1e-9), 0))
 
 
 def _outcome(direction: str, s: _Cell, adj_worse: float | None, adj_better: float | None,
@@ -439,15 +469,25 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     m = len(tested) + untested
     adj_worse = dict(zip(tested, benjamini_hochberg([stats[i].p_worse for i in tested], m)))
     adj_better = dict(zip(tested, benjamini_hochberg([stats[i].p_better for i in tested], m)))
+    adj_screen = dict(zip(tested, benjamini_hochberg([stats[i].p_screen for i in tested], m)))
     out = []
     for i, (cell, s) in enumerate(zip(cells, stats)):
         cell_cap = cell.cap or cap
         level = look_level(s.n_eff, fdr, cap=cell_cap) if not s.size_only else None
         outcome = _outcome(cell.direction, s, adj_worse.get(i), adj_better.get(i), level or 0.0,
                            cell.min_effect_pct)
+        mde = _mde(s) if cell.direction != INFO else None
+        # The candidate at the cap spends the budget: under `run --against` the
+        # base bundle cannot grow, so waiting for n_eff to reach the cap would wait for ever.
+        at_cap = not s.size_only and (s.candidate.n >= cell_cap or s.n_eff >= cell_cap)
+        if at_cap and outcome in (SUSPECTED, INCONCLUSIVE) and mde is not None:
+            held = outcome == SUSPECTED and adj_screen.get(i, 1.0) <= SUSPECT_P
+            outcome = SUSPECTED if held else NO_CHANGE
         unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
-        budget_spent = unsure and s.n_eff >= cell_cap
-        needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap) if unsure else None
+        budget_spent = at_cap and (unsure or (outcome == NO_CHANGE and mde is not None
+                                              and mde > cell.min_effect_pct))
+        needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap) if unsure and not at_cap \
+            else None
         p_adj = None
         if i in adj_worse:
             p_adj = adj_better[i] if outcome == IMPROVEMENT else adj_worse[i]
@@ -455,14 +495,14 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
         words = sentence(cell.key.metric, cell.direction, centre[0], centre[1], s.change,
                          outcome, size_only=s.size_only, min_effect_pct=cell.min_effect_pct,
                          needs_runs=needs, hidden_pct=s.hidden if cell.direction != INFO else None,
-                         runs=(s.base.n, s.candidate.n), budget_spent=budget_spent)
+                         runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, mde_pct=mde)
         out.append(CellVerdict(
             base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=s.ci[0],
             ci_high=s.ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,
             direction=cell.direction, min_effect_pct=cell.min_effect_pct, outcome=outcome,
             needs_runs=needs, size_only=s.size_only, words=words, level=level,
             hidden_pct=s.hidden, budget_spent=budget_spent, cap=cell_cap, key=cell.key,
-            p_adjusted=p_adj, p_worse_family=s.p_screen))
+            p_adjusted=p_adj, p_worse_family=s.p_screen, mde_pct=mde))
     return out
 
 

@@ -127,6 +127,10 @@ class CellVerdict(models.Model):
     hidden_pct = models.FloatField(null=True, blank=True,
                                    help_text="the slowdown, in %, not ruled out at 80% confidence")
     budget_spent = models.BooleanField(default=False, help_text="unsure at the repetition cap")
+    mde_pct = models.FloatField(
+        null=True, blank=True,
+        help_text="minimum detectable effect at these runs: the slowdown, in %, rounded up, "
+                  "not ruled out at 80% confidence; 'no change within X%' above the minimum effect")
     cliffs_delta = models.FloatField(null=True, blank=True)
     outcome = models.CharField(max_length=12, choices=[(o, o) for o in OUTCOMES])
     needs_runs = models.PositiveIntegerField(null=True, blank=True,

@@ -190,8 +190,8 @@ def _cell_verdict(comparison: Comparison, cell: Cell, v) -> CellVerdict:
         change_pct=v.change_pct, ci_low=v.ci_low, ci_high=v.ci_high, p_value=v.p_value,
         p_adjusted=v.p_adjusted, p_worse=v.p_worse, p_worse_family=v.p_worse_family,
         level=v.level, hidden_pct=v.hidden_pct,
-        budget_spent=v.budget_spent, cliffs_delta=v.cliffs_delta, outcome=v.outcome,
-        needs_runs=v.needs_runs, size_only=v.size_only, words=v.words)
+        budget_spent=v.budget_spent, mde_pct=v.mde_pct, cliffs_delta=v.cliffs_delta,
+        outcome=v.outcome, needs_runs=v.needs_runs, size_only=v.size_only, words=v.words)
 
 
 def _update_regression(comparison: Comparison) -> None:
