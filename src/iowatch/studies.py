@@ -220,6 +220,8 @@ class Study:
     profiles: dict[str, Profile]
     metrics: tuple[StudyMetric, ...]
     published: tuple[PublishedSet, ...]  # the post's result sets, in the file's order
+    # Published metric -> why the virtual lab cannot show its change (real hardware only).
+    not_reproducible_in_vlab: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
     def from_file(cls, path: Path, d: dict) -> Study:
@@ -235,7 +237,8 @@ class Study:
                       for name, p in d["profiles"].items()},
             metrics=tuple(StudyMetric(m["metric"], m["group"], m["direction"], bool(m.get("decides")))
                           for m in d["metrics"]),
-            published=tuple(PublishedSet.from_file(p) for p in d["published"]))
+            published=tuple(PublishedSet.from_file(p) for p in d["published"]),
+            not_reproducible_in_vlab=dict(d.get("not_reproducible_in_vlab", {})))
 
     @property
     def deciding(self) -> set[tuple[str, str]]:
@@ -318,6 +321,11 @@ def _check(study: Study, root=None) -> None:
             if unit != METRICS[r.metric].unit:
                 refuse([*path, "unit"], f"{ctx}: unit {r.unit!r} cannot be "
                        f"{r.metric}'s unit {METRICS[r.metric].unit!r}")
+    published_metrics = {r.metric for p in study.published for r in p.results}
+    for name in study.not_reproducible_in_vlab:
+        if name not in published_metrics:
+            refuse(["not_reproducible_in_vlab", name], f"not_reproducible_in_vlab: {name!r} is "
+                   f"not a metric the post published ({', '.join(sorted(published_metrics))})")
     script_keys = {"create_files", "workers", "delete_every"}
     for name, prof in study.profiles.items():
         for cls, layer in [(None, prof.overrides), *prof.by_class.items()]:

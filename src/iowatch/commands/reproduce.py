@@ -1,0 +1,98 @@
+"""iowatch reproduce: a seed's claims against the virtual lab's Linux 6.12.
+
+`iowatch reproduce SEED` runs `iowatch check` of the seed's series
+(kernels/series/seed-NNN-*) on debian-base with the seed's study as the
+matrix (quick profile unless --profile), gives each variant's runs the
+post's label of the side it stands for (reproduce.yml in the series
+directory), stores them, and judges every published claim of the study
+(iowatch.seeds). `--from CHECK_DIR` judges a check that already ran, without
+building or booting. Exit as the check: 1 when a patch regresses, 0 when
+none does, 2 when the seed, series or check directory cannot be used.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from iowatch import paths, resources
+from iowatch.commands import check as check_command
+from iowatch.commands.guest_options import add_guest_run_options
+from iowatch.seeds import (Seed, SeedError, checked_variants, find_seed, judge_check_dir,
+                           label_bundle, report)
+from iowatch.studies import load_studies
+from iowatch.yamlfile import DataFileError
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "reproduce", help="check a seed's series in the virtual lab and judge the post's claims",
+        description=__doc__.split("\n\n")[1].replace("\n", " "))
+    p.add_argument("seed", metavar="SEED",
+                   help="000 .. 004, a series directory name (seed-001-ext4-dio-read-lock) or "
+                        "path, or the seed's study (ext4-dio-randread)")
+    p.add_argument("--from", dest="from_dir", metavar="CHECK_DIR", default=None,
+                   help="judge the claims on this check's output directory (its check.json and "
+                        "bundles) instead of building and booting")
+    p.add_argument("--base", default="debian-base", metavar="REF",
+                   help="the commit the series applies to (default debian-base)")
+    add_guest_run_options(p, "variant")
+    # The seed's study file is its matrix unless --matrix names another.
+    p.set_defaults(func=run, matrix=None)
+    for action in p._actions:
+        if action.dest == "matrix":
+            action.help = "what to run on each variant (default: the seed's study file)"
+
+
+def run(args) -> int:
+    try:
+        studies = load_studies(resources.studies_dir())
+        seed = find_seed(args.seed, studies)
+        if args.from_dir:
+            return _judge(Path(args.from_dir), seed, studies, args.json, write=False)
+    except (SeedError, DataFileError) as e:
+        print(f"iowatch reproduce: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else (
+        paths.data_dir() / "reproductions" / f"{seed.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    store, want_json = not args.no_store, args.json
+    # The check as `iowatch check` runs it; the bundles are stored once they carry the post's labels.
+    args.series, args.out, args.no_store, args.json = str(seed.series_dir), str(out), True, False
+    args.matrix = args.matrix or str(seed.study.path)
+    args.profile = args.profile or "quick"
+    code = check_command.run(args)
+    if not (out / "check.json").is_file():
+        return code  # the check could not start; it said why
+    try:
+        _label_and_store(out, seed, store)
+        _judge(out, seed, studies, want_json, write=True)
+    except (SeedError, DataFileError) as e:
+        print(f"iowatch reproduce: {e}", file=sys.stderr)
+        return 2
+    return code
+
+
+def _label_and_store(out: Path, seed: Seed, store: bool) -> None:
+    variants, _ = checked_variants(out, seed)
+    for v in variants:
+        for path in v.bundles:
+            label_bundle(path, seed)
+            if store:
+                check_command.store_locally(path)
+
+
+def _judge(check_dir: Path, seed: Seed, studies, want_json: bool, write: bool) -> int:
+    """Print the claims judged on the check's variants (a stored check is only
+    read); 1 when the check named a regressing patch, else 0."""
+    rep = judge_check_dir(check_dir, seed, studies)
+    doc = rep.as_dict()
+    if write:
+        (check_dir / "reproduce.json").write_text(json.dumps(doc, indent=1) + "\n")
+    if want_json:
+        print(json.dumps(doc, indent=1))
+    else:
+        print(report(rep))
+        if write:
+            print(f"reproduce: details in {check_dir / 'reproduce.json'}")
+    return 1 if rep.regressing_patches else 0

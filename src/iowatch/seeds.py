@@ -1,0 +1,457 @@
+"""The five seeds reproduced on Linux 6.12: which series, study and published
+labels stand for a seed post's before and after, and the claim judge.
+
+Each seed's series directory (kernels/series/seed-NNN-*/) holds a
+`reproduce.yml` (schema reproduce-v1.json): the study, and which variant of
+the series (1: base+p1, 2: base+p1+p2) stands for the post's before and
+which for its after, by the labels of the study's `published:` sets. Where
+6.12 has the post's after (001, 003, 004) variant 1 is the after; where it
+never got the change (000, 002) variant 1 is the before.
+
+A claim is what the Published results page calls one (webapp
+iowatch_web/dashboard/published.py): one metric of one job group between two
+published sets of one device class that follow each other in the study file,
+the earlier the before. The lab's side of a claim is the check's bundles of
+the two variants those sets stand for, judged by iowatch.judging.compare_sides
+(the one verdict policy) with the post's before as the base, so the lab's
+change reads in the same direction as the post's. Each claim and lab device
+gets one OUTCOMES word.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from iowatch import bundle
+from iowatch.comparison import Side
+from iowatch.judging import Comparison, compare_sides, min_effect
+from iowatch.metrics import METRICS
+from iowatch.stats import CellVerdict
+from iowatch.studies import PublishedSet, Study
+from iowatch.yamlfile import DataFileError, line_at, load_with_nodes
+
+REPRODUCE_FILE = "reproduce.yml"
+REPRODUCED, NOT_REPRODUCED, OPPOSITE = "reproduced", "not-reproduced", "opposite"
+NOT_REPRODUCIBLE, NOT_COMPARABLE = "not-reproducible", "not-comparable"
+# The claim judge's outcomes with their words, best first.
+OUTCOMES = {REPRODUCED: "reproduced", NOT_REPRODUCED: "not reproduced", OPPOSITE: "opposite",
+            NOT_REPRODUCIBLE: "not reproducible here", NOT_COMPARABLE: "not comparable"}
+CONFIRMED = ("regression", "improvement")  # the verdicts that confirm a change
+
+
+class SeedError(ValueError):
+    """A seed, series directory or check directory iowatch cannot use; the message says which."""
+
+
+@dataclass(frozen=True)
+class SeedSide:
+    """The variant of the series that stands for one side of the post."""
+    variant: int
+    labels: tuple[str, ...]  # the first labels the lab's runs
+
+    @property
+    def label(self) -> str:
+        return self.labels[0]
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A seed's series directory, its study, and what its variants stand for."""
+    number: str  # "000" .. "004"
+    series_dir: Path
+    study: Study
+    before: SeedSide
+    after: SeedSide
+    why: str
+
+    @property
+    def name(self) -> str:
+        return self.series_dir.name
+
+    def variant_of(self, label: str) -> int | None:
+        """The variant that stands for the post's set with this label."""
+        for side in (self.before, self.after):
+            if label in side.labels:
+                return side.variant
+        return None
+
+    def labels(self) -> dict[int, str]:
+        """variant -> the label its runs carry (variant 0, the base, keeps "base")."""
+        return {self.before.variant: self.before.label, self.after.variant: self.after.label}
+
+
+def series_root() -> Path:
+    """kernels/series of the checkout iowatch runs from (the series are not packaged)."""
+    here = Path.cwd() / "kernels" / "series"
+    return here if here.is_dir() else Path(__file__).resolve().parents[2] / "kernels" / "series"
+
+
+def load_seed(series_dir: Path, studies: dict[str, Study]) -> Seed:
+    """A seed series' reproduce.yml, checked against its study's published labels."""
+    path = series_dir / REPRODUCE_FILE
+    if not path.is_file():
+        raise SeedError(f"{series_dir}: no {REPRODUCE_FILE} (what the variants stand for)")
+    data, root = load_with_nodes(path, "reproduce-v1.json")
+
+    def refuse(where: list, message: str):
+        raise DataFileError(str(path), line_at(root, where), message)
+
+    if not series_dir.name.startswith(f"seed-{data['seed']}-"):
+        refuse(["seed"], f"seed {data['seed']!r} is not this directory's ({series_dir.name})")
+    study = studies.get(data["study"])
+    if study is None:
+        refuse(["study"], f"no study {data['study']!r} among the study files "
+               f"({', '.join(sorted(studies))})")
+    if data["before"]["variant"] == data["after"]["variant"]:
+        refuse(["after", "variant"], "before and after must be different variants (1 and 2)")
+    published = {p.label for p in study.published}
+    for role in ("before", "after"):
+        for i, label in enumerate(data[role]["labels"]):
+            if label not in published:
+                refuse([role, "labels", i], f"{role}.labels: {label!r} is not a label of "
+                       f"{study.slug}'s published sets ({', '.join(sorted(published))})")
+    return Seed(data["seed"], series_dir, study,
+                *(SeedSide(data[r]["variant"], tuple(data[r]["labels"])) for r in ("before", "after")),
+                why=" ".join(data["why"].split()))
+
+
+def find_seed(spec: str, studies: dict[str, Study], root: Path | None = None) -> Seed:
+    """A seed by number (001 or 1), series directory name or path, or study name."""
+    root = root or series_root()
+    given = Path(spec)
+    if (given / REPRODUCE_FILE).is_file():
+        return load_seed(given, studies)
+    dirs = sorted(d for d in root.glob("seed-*") if (d / REPRODUCE_FILE).is_file())
+    for d in dirs:
+        number = d.name.split("-")[1]
+        if spec in (d.name, f"seed-{number}") or (spec.isdigit() and int(spec) == int(number)):
+            return load_seed(d, studies)
+    for d in dirs:
+        seed = load_seed(d, studies)
+        if seed.study.slug == spec:
+            return seed
+    raise SeedError(f"seed {spec!r}: not a seed number, series directory or study of "
+                    f"{root} ({', '.join(d.name for d in dirs) or 'no seed-*/reproduce.yml there'})")
+
+
+# --- the claims and their judge -------------------------------------------------
+
+@dataclass(frozen=True)
+class Claim:
+    """One published change: a metric of a group between two sets of one class."""
+    group: str
+    metric: str
+    device_class: str
+    before: PublishedSet
+    after: PublishedSet
+    before_value: float  # in the post's unit
+    after_value: float
+    unit: str  # the post's unit
+
+    @property
+    def change_pct(self) -> float | None:
+        b = self.before_value
+        return (self.after_value - b) / b * 100 if b else None
+
+
+def claims(study: Study) -> list[Claim]:
+    """Per device class, each two published sets that follow each other in the
+    study file, and each metric both report (the Published results page's rule)."""
+    out = []
+    classes = list(dict.fromkeys(p.device_class for p in study.published))
+    for cls in classes:
+        sets = [p for p in study.published if p.device_class == cls]
+        for before, after in zip(sets, sets[1:]):
+            for r in before.results:
+                a = after.result(r.group, r.metric)
+                if a is not None:
+                    out.append(Claim(r.group, r.metric, cls, before, after, r.value, a.value, r.unit))
+    return out
+
+
+@dataclass
+class LabChange:
+    """The lab's change of a claim's metric on one device, as compare_sides judged it."""
+    device: str
+    filesystem: str
+    before_n: int
+    after_n: int
+    before_median: float
+    after_median: float
+    change_pct: float | None
+    ci_low: float | None
+    ci_high: float | None
+    verdict: str  # the policy's outcome; "diagnostic" when the metric does not decide
+    words: str
+
+
+@dataclass
+class Judged:
+    """A claim beside the lab's change, and the outcome (OUTCOMES)."""
+    claim: Claim
+    outcome: str
+    why: str
+    lab: LabChange | None = None
+
+    def as_dict(self) -> dict:
+        c = self.claim
+        return {"group": c.group, "metric": c.metric, "device_class": c.device_class,
+                "post": {"before": c.before.label, "after": c.after.label,
+                         "before_value": c.before_value, "after_value": c.after_value,
+                         "unit": c.unit, "change_pct": c.change_pct},
+                "lab": asdict(self.lab) if self.lab else None,
+                "outcome": self.outcome, "outcome_label": OUTCOMES[self.outcome], "why": self.why}
+
+
+def _sign(pct: float | None, floor: float) -> int:
+    """+1 or -1 for a change of at least `floor` %, else 0."""
+    if pct is None or abs(pct) < floor:
+        return 0
+    return 1 if pct > 0 else -1
+
+
+def _lab(v: CellVerdict, judged: bool) -> LabChange:
+    return LabChange(v.key.device, v.key.filesystem, v.base.n, v.candidate.n, v.base.median,
+                     v.candidate.median, v.change_pct, v.ci_low, v.ci_high,
+                     v.outcome if judged else "diagnostic", v.words)
+
+
+def judge_claim(claim: Claim, cmp: Comparison | None, seed: Seed, why_missing: str = "") -> list[Judged]:
+    """The claim against the lab's comparison of its two variants (None: no
+    comparison to read), one row per lab device of the claim's class."""
+    study = seed.study
+    hardware = study.not_reproducible_in_vlab.get(claim.metric)
+
+    def unmeasured(why: str) -> list[Judged]:
+        if hardware:
+            return [Judged(claim, NOT_REPRODUCIBLE, hardware)]
+        return [Judged(claim, NOT_COMPARABLE, why)]
+
+    if cmp is None:
+        return unmeasured(why_missing)
+    # The post's numbers are of the study's first filesystem (as import-published stores them).
+    fs = study.filesystems[0]
+    rows = [(v, judged) for judged, vs in ((True, cmp.verdicts), (False, cmp.diagnostics)) for v in vs
+            if (v.key.study, v.key.group, v.key.metric, v.key.device_class, v.key.filesystem)
+            == (study.slug, claim.group, claim.metric, claim.device_class, fs)]
+    if not rows:
+        failed = [f for f in cmp.failed if (f.study, f.device_class, f.filesystem)
+                  == (study.slug, claim.device_class, fs)]
+        if failed:
+            # compare_sides' base is the post's before here, its candidate the after.
+            side = {"base": "before", "candidate": "after", "both": "before and after"}
+            return unmeasured("; ".join(f"the {f.device} cell {f.status} on the "
+                                        f"{side.get(f.side, f.side)} side" for f in failed))
+        if claim.metric not in METRICS or METRICS[claim.metric].direction == "info":
+            what = "is not a metric iowatch measures" if claim.metric not in METRICS else \
+                "is a count the lab records but never compares (info)"
+            return unmeasured(f"{claim.metric} {what}")
+        return unmeasured(f"the lab's runs of both variants have no {claim.metric} sample in "
+                          f"group {claim.group} on a {claim.device_class} device with {fs}")
+    out = []
+    floor = min_effect(study)
+    expected = _sign(claim.change_pct, floor)
+    for v, judged in rows:
+        lab = _lab(v, judged)
+        post, measured = _pct(claim.change_pct), _pct(v.change_pct)
+        if not judged:
+            outcome, why = NOT_COMPARABLE, (f"{claim.metric} does not decide in {study.slug}: "
+                                            f"the lab's change ({measured}) is shown, not judged")
+        elif v.outcome in CONFIRMED and expected and _sign(v.change_pct, 0) == expected:
+            outcome, why = REPRODUCED, f"the post {post}, the lab {measured} ({v.outcome})"
+        elif v.outcome in CONFIRMED and expected:
+            outcome, why = OPPOSITE, f"the post {post}, the lab {measured} ({v.outcome})"
+        elif v.outcome == "no-change" and not expected:
+            outcome, why = REPRODUCED, (f"the post {post} (under the study's {floor:g}% minimum "
+                                        f"effect), the lab {measured} (no change)")
+        else:
+            outcome, why = NOT_REPRODUCED, f"the post {post}, the lab {measured}: {v.words}"
+        if hardware and outcome != REPRODUCED:
+            outcome, why = NOT_REPRODUCIBLE, f"{hardware} (the lab: {measured}, {lab.verdict})"
+        out.append(Judged(claim, outcome, why, lab))
+    return out
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+,.1f}%"
+
+
+@dataclass
+class Reproduction:
+    """A seed's claims judged on a check's variants."""
+    seed: Seed
+    check_dir: Path
+    rows: list[Judged] = field(default_factory=list)
+    regressing_patches: list[int] = field(default_factory=list)  # the check's, for the exit code
+
+    def counts(self) -> dict[str, int]:
+        return {o: n for o in OUTCOMES if (n := sum(r.outcome == o for r in self.rows))}
+
+    def as_dict(self) -> dict:
+        s = self.seed
+        return {"seed": s.number, "series": s.name, "study": s.study.slug,
+                "before": {"variant": s.before.variant, "labels": list(s.before.labels)},
+                "after": {"variant": s.after.variant, "labels": list(s.after.labels)},
+                "check_dir": str(self.check_dir), "regressing_patches": self.regressing_patches,
+                "counts": self.counts(), "claims": [r.as_dict() for r in self.rows]}
+
+
+def judge(seed: Seed, sides: dict[int, Side], studies: dict[str, Study], check_dir: Path,
+          regressing_patches: list[int] | None = None) -> Reproduction:
+    """Every claim of the seed's study, judged on the variants' sides (variant -> Side)."""
+    result = Reproduction(seed, check_dir, regressing_patches=list(regressing_patches or []))
+    compared: dict[tuple[int, int], Comparison] = {}
+    for claim in claims(seed.study):
+        b, a = seed.variant_of(claim.before.label), seed.variant_of(claim.after.label)
+        cmp, why = None, ""
+        if b is None or a is None or a == b:
+            missing = claim.before.label if b is None else claim.after.label
+            why = (f"the post's set {missing!r} stands for no variant of {seed.name} "
+                   f"({REPRODUCE_FILE})" if a != b else
+                   f"{claim.before.label!r} and {claim.after.label!r} stand for one variant")
+        elif b not in sides or a not in sides:
+            gone = b if b not in sides else a
+            why = f"variant {gone} of the check has no measured bundle (it did not build, boot or run)"
+        else:
+            if (b, a) not in compared:
+                compared[b, a] = compare_sides(sides[b], sides[a], studies=studies)
+            cmp = compared[b, a]
+        result.rows.extend(judge_claim(claim, cmp, seed, why))
+    return result
+
+
+# --- a check's output directory ------------------------------------------------------
+
+def _bundle_path(check_dir: Path, recorded: str) -> Path:
+    """A bundle the check recorded, found again under check_dir when the check
+    ran elsewhere (stored fixtures): the longest tail of its path that exists."""
+    path = Path(recorded)
+    if (path / bundle.MANIFEST).is_file():
+        return path
+    parts = path.parts
+    for k in range(1, len(parts)):
+        candidate = check_dir.joinpath(*parts[k:])
+        if (candidate / bundle.MANIFEST).is_file():
+            return candidate
+    raise SeedError(f"{check_dir / 'check.json'}: bundle {recorded} is neither there nor "
+                    f"under {check_dir}")
+
+
+@dataclass
+class CheckedVariant:
+    """A variant as a check's check.json records it, its bundles found on disk."""
+    index: int
+    status: str  # passed, failed, build-failed, boot-failed, apply-failed
+    bundles: list[Path]  # the first run, then the rounds that added repetitions
+
+    @property
+    def measured(self) -> bool:
+        return self.status in ("passed", "failed") and bool(self.bundles)
+
+
+def checked_variants(check_dir: Path, seed: Seed) -> tuple[list[CheckedVariant], list[int]]:
+    """The variants of a check of the seed's series that ran (its check.json, as
+    `iowatch check` writes it), and the check's regressing patches."""
+    path = check_dir / "check.json"
+    if not path.is_file():
+        raise SeedError(f"{check_dir}: no check.json (the output directory of `iowatch check` "
+                        f"or `iowatch reproduce`)")
+    try:
+        doc = json.loads(path.read_text())
+        series, variants = doc["series"], doc["variants"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise SeedError(f"{path}: not a check summary ({e})") from None
+    if series != seed.name:
+        raise SeedError(f"{path}: the check ran series {series!r}, not seed {seed.number}'s "
+                        f"{seed.name!r}")
+    out = []
+    for i, v in enumerate(variants):
+        try:
+            index, recorded, status = v["index"], v["bundle"], v["status"]
+        except (KeyError, TypeError):
+            raise SeedError(f"{path}: variants[{i}] lacks index, bundle or status") from None
+        paths = [recorded, *v.get("extra_bundles", [])] if recorded else []
+        out.append(CheckedVariant(index, status, [_bundle_path(check_dir, p) for p in paths]))
+    return out, list(doc.get("regressing_patches") or [])
+
+
+def check_sides(check_dir: Path, seed: Seed) -> tuple[dict[int, Side], list[int]]:
+    """variant -> its Side (the first bundle pooled with the rounds that added
+    repetitions, as the check compares them) for each measured variant; a
+    variant that did not build or boot has no performance result."""
+    variants, regressing = checked_variants(check_dir, seed)
+    sides = {v.index: Side(spec=f"variant {v.index}", source=str(v.bundles[0]),
+                           runs=[bundle.load(d) for d in v.bundles])
+             for v in variants if v.measured}
+    return sides, regressing
+
+
+def judge_check_dir(check_dir: Path, seed: Seed, studies: dict[str, Study]) -> Reproduction:
+    """The seed's claims judged on a check that already ran: nothing built or booted."""
+    sides, regressing = check_sides(check_dir, seed)
+    return judge(seed, sides, studies, check_dir, regressing)
+
+
+def label_bundle(path: Path, seed: Seed) -> str | None:
+    """Give a variant's bundle the post's label of the side it stands for (the
+    Published results page pairs lab runs with the post's sets by label).
+    Returns the label given, None for the base or a bundle of another series."""
+    doc = bundle.load(path)
+    kernel = doc.get("kernel") or {}
+    index = (kernel.get("patch") or {}).get("index")
+    if (kernel.get("series") or {}).get("name") != seed.name or index not in seed.labels():
+        return None
+    doc["label"] = seed.labels()[index]
+    bundle.write_manifest(path, doc)
+    return doc["label"]
+
+
+# --- the text report -------------------------------------------------------------
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def report(rep: Reproduction) -> str:
+    """The claims as a table: the post's change, the lab's with its CI and
+    repetitions, the device class and the outcome, then why, claim by claim."""
+    s = rep.seed
+    head = [f"iowatch reproduce: seed {s.number} ({s.study.slug}) with series {s.name}",
+            f"  the post's before {', '.join(map(repr, s.before.labels))} = variant "
+            f"{s.before.variant} ({_variant(s.before.variant)}); its after "
+            f"{', '.join(map(repr, s.after.labels))} = variant {s.after.variant} "
+            f"({_variant(s.after.variant)})",
+            f"  {s.why}", f"  check: {rep.check_dir}", ""]
+    table = [("#", "claim", "class", "post: before -> after", "post", "lab (95% CI)",
+              "runs", "outcome")]
+    for i, r in enumerate(rep.rows, 1):
+        c, lab = r.claim, r.lab
+        post = f"{_number(c.before_value)} -> {_number(c.after_value)} {c.unit}"
+        if lab is None:
+            measured, runs = "-", "-"
+        else:
+            ci = (f" [{lab.ci_low:+.1f}%, {lab.ci_high:+.1f}%]"
+                  if lab.ci_low is not None and lab.ci_high is not None else "")
+            measured = f"{_pct(lab.change_pct)}{ci}"
+            runs = f"{lab.before_n}+{lab.after_n}"
+        table.append((str(i), f"{c.metric} [{c.group}] {c.before.label} -> {c.after.label}",
+                      c.device_class, post, _pct(c.change_pct), measured, runs,
+                      OUTCOMES[r.outcome]))
+    widths = [max(len(row[k]) for row in table) for k in range(len(table[0]))]
+    lines = head + ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
+                    for row in table]
+    lines.append("")
+    for i, r in enumerate(rep.rows, 1):
+        where = f" on {r.lab.device} ({r.lab.filesystem})" if r.lab else ""
+        lines.append(f"{i}. {OUTCOMES[r.outcome]}{where}: {r.why}")
+    counts = rep.counts()
+    lines += ["", "claims: " + (", ".join(f"{n} {OUTCOMES[o]}" for o, n in counts.items())
+                                or "none in the study's published sets")]
+    return "\n".join(lines)
+
+
+def _variant(index: int) -> str:
+    return "base+p1" if index == 1 else "base+p1+p2"
