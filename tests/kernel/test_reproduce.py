@@ -1,0 +1,267 @@
+"""`iowatch reproduce`: every seed maps to its series, study and published
+labels, and the claim judge (iowatch.seeds) gives each published claim its
+outcome from the lab's verdict (iowatch.judging.compare_sides, not a copy).
+
+The check directories here are written as `iowatch check` writes them: one
+bundle per variant made with iowatch's BundleWriter (guest-NN/bundle) and a
+check.json. Their samples are made up to look like the guests' (five
+repetitions, a few percent apart, at the magnitudes the virtual lab's vssd and
+vhdd give), so that each outcome is decided by the policy, not by the test.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from iowatch import bundle, resources
+from iowatch.bundle import BundleWriter
+from iowatch.kernel.series import load_series
+from iowatch.seeds import (NOT_COMPARABLE, NOT_REPRODUCED, NOT_REPRODUCIBLE, OPPOSITE,
+                           REPRODUCED, SeedError, claims, find_seed, judge_check_dir,
+                           label_bundle, load_seed, report)
+from iowatch.studies import load_studies
+from iowatch.yamlfile import DataFileError
+
+REPO = Path(__file__).resolve().parents[2]
+SERIES = REPO / "kernels" / "series"
+IOWATCH = str(Path(sys.executable).parent / "iowatch")
+# Five repetitions' spread around a median: about 2% apart, as the guests' runs are.
+SPREAD = (0.97, 1.02, 0.99, 1.03, 1.00)
+DEVICES = {"vssd": "ssd", "vhdd": "hdd", "vsd": "sdcard", "vraid0": "ssd-raid0"}
+
+
+@pytest.fixture(scope="module")
+def studies():
+    return load_studies(resources.studies_dir())
+
+
+def write_variant(path: Path, seed, index: int, cells: dict[tuple[str, str], dict[tuple[str, str], float]]):
+    """A variant's bundle: per (device, filesystem) cell, per (group, metric)
+    the median its five repetitions spread around."""
+    w = BundleWriter(path, run_id=str(uuid.uuid4()),
+                     kernel={"release": f"6.12.117-iowatch-{index}",
+                             "series": {"name": seed.name, "base": "debian-base"},
+                             "patch": {"index": index}},
+                     host={"name": "vlab", "kind": "qemu"},
+                     devices=[{"name": d, "class": c} for d, c in DEVICES.items()],
+                     label="base" if index == 0 else f"base+p1..p{index}")
+    for (device, fs), medians in cells.items():
+        for rep, factor in enumerate(SPREAD, 1):
+            samples = [{"metric": metric, "value": round(value * factor, 4), "group": group,
+                        "job": None} for (group, metric), value in medians.items()]
+            w.add_repetition(f"{seed.study.slug}/{device}/{fs}", seed.study.slug, rep, samples,
+                             device=device, filesystem=fs, params={"profile": "quick"})
+    w.close("passed")
+    return path
+
+
+def write_check(out: Path, seed, variants: dict[int, dict], *, regressing=(2,),
+                failed: dict[int, str] | None = None) -> Path:
+    """A check directory: guest-NN/bundle per measured variant, and check.json."""
+    rows = []
+    for index, cells in variants.items():
+        where = out / f"guest-{index:02d}" / "bundle"
+        write_variant(where, seed, index, cells)
+        rows.append({"index": index, "status": "passed", "bundle": str(where), "extra_bundles": []})
+    for index, status in (failed or {}).items():
+        rows.append({"index": index, "status": status, "bundle": None, "extra_bundles": []})
+    (out / "check.json").write_text(json.dumps(
+        {"series": seed.name, "base": "debian-base", "regressing_patches": list(regressing),
+         "variants": sorted(rows, key=lambda r: r["index"])}, indent=1))
+    return out
+
+
+def outcomes(rep) -> dict[tuple[str, str, str, str], str]:
+    return {(r.claim.metric, r.claim.before.label, r.claim.after.label, r.claim.device_class):
+            r.outcome for r in rep.rows}
+
+
+# --- every seed maps to what exists ---------------------------------------------------
+
+@pytest.mark.parametrize("number", ["000", "001", "002", "003", "004"])
+def test_every_seed_maps_to_its_series_study_and_published_labels(number, studies):
+    seed = find_seed(number, studies, SERIES)
+    assert seed.series_dir.parent == SERIES and seed.name.startswith(f"seed-{number}-")
+    series = load_series(str(seed.series_dir))
+    assert len(series.patches) == 2
+    assert seed.study.slug in studies and seed.study.seed.startswith(number)
+    published = {p.label for p in seed.study.published}
+    assert set(seed.before.labels) | set(seed.after.labels) <= published
+    assert {seed.before.variant, seed.after.variant} == {1, 2}
+    # docs/seeds.md: 6.12 is the post's before for 000 and 002, its after for the others.
+    assert seed.before.variant == (1 if number in ("000", "002") else 2)
+    # Every claim of the study has a variant on both sides: none is left out by a label.
+    found = claims(seed.study)
+    assert found
+    for c in found:
+        assert {seed.variant_of(c.before.label), seed.variant_of(c.after.label)} == {1, 2}, c
+    # The same seed by its series name, its series directory, and its study.
+    for spec in (seed.name, str(seed.series_dir), seed.study.slug, str(int(number))):
+        assert find_seed(spec, studies, SERIES).name == seed.name
+
+
+def test_an_unknown_seed_names_the_seeds_there_are(studies):
+    with pytest.raises(SeedError, match="seed-003-odirect-wbt"):
+        find_seed("007", studies, SERIES)
+
+
+def test_a_label_the_study_did_not_publish_is_refused_with_file_and_line(tmp_path, studies):
+    d = tmp_path / "seed-001-ext4-dio-read-lock"
+    shutil.copytree(SERIES / d.name, d)
+    text = (d / "reproduce.yml").read_text().replace("[DIO_LOCKING]", "[DIO-LOCKING]")
+    (d / "reproduce.yml").write_text(text)
+    with pytest.raises(DataFileError) as e:
+        load_seed(d, studies)
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if "DIO-LOCKING" in s)
+    assert e.value.line == line and "reproduce.yml" in str(e.value)
+    assert "'DIO-LOCKING' is not a label of ext4-dio-randread's published sets" in str(e.value)
+    (d / "reproduce.yml").write_text(text.replace("DIO-LOCKING", "DIO_LOCKING") + "variants: 2\n")
+    with pytest.raises(DataFileError, match="variants"):
+        load_seed(d, studies)
+
+
+def test_a_study_cannot_excuse_a_metric_the_post_did_not_publish(tmp_path):
+    src = resources.studies_dir() / "f2fs-dio-write.yml"
+    text = src.read_text().replace("  write.bw_max_kib_s: *ftl", "  write.iops: *ftl")
+    (tmp_path / src.name).write_text(text)
+    with pytest.raises(DataFileError, match="not_reproducible_in_vlab: 'write.iops' is not a "
+                                            "metric the post published"):
+        load_studies(tmp_path)
+
+
+# --- the claim judge on recorded bundles ------------------------------------------------
+
+def seed_001_cells(ratio: float, iops: float, raw_iops: float = 20000.0, with_ratio: bool = True):
+    ext4 = {("randread", "read.iops"): iops, ("randread", "read.clat_p99_us"): 900.0}
+    if with_ratio:
+        ext4[("randread", "ratio.fs_to_raw")] = ratio
+    return {("vssd", "ext4"): ext4, ("vssd", "raw"): {("randread", "read.iops"): raw_iops}}
+
+
+def seed_003_cells(writer: float, readers: float):
+    return {("vhdd", "ext4"): {("writer", "write.bw_kib_s"): writer,
+                               ("readers", "read.bw_kib_s"): readers}}
+
+
+def test_seed_001_the_lock_taken_exclusively_reproduces_the_ratio_to_raw(tmp_path, studies):
+    """Variant 2 (DIO_LOCKING's exclusive lock) at 60% of raw, variant 1 (shared) at 95%:
+    the post's 0.5 -> 0.99 is reproduced, judged with DIO_LOCKING as the base."""
+    seed = find_seed("001", studies, SERIES)
+    check = write_check(tmp_path, seed, {0: seed_001_cells(0.95, 19000), 1: seed_001_cells(0.95, 19000),
+                                         2: seed_001_cells(0.60, 12000)})
+    rep = judge_check_dir(check, seed, studies)
+    (row,) = rep.rows
+    assert row.outcome == REPRODUCED, row.why
+    assert (row.lab.device, row.lab.filesystem, row.lab.verdict) == ("vssd", "ext4", "improvement")
+    assert (row.lab.before_n, row.lab.after_n) == (5, 5)
+    assert 50 < row.lab.change_pct < 65 and row.lab.ci_low < row.lab.change_pct < row.lab.ci_high
+    assert round(row.claim.change_pct) == 98
+    text = report(rep)
+    assert "ratio.fs_to_raw [randread] DIO_LOCKING -> blockdev_direct_IO_no_locking" in text
+    assert "+98.0%" in text and "5+5" in text and "reproduced" in text
+
+
+def test_seed_001_without_the_raw_cell_the_ratio_is_not_comparable(tmp_path, studies):
+    seed = find_seed("001", studies, SERIES)
+    cells = {i: {k: v for k, v in seed_001_cells(0.9, 19000 if i < 2 else 12000,
+                                                 with_ratio=False).items() if k[1] == "ext4"}
+             for i in range(3)}
+    rep = judge_check_dir(write_check(tmp_path, seed, cells), seed, studies)
+    (row,) = rep.rows
+    assert row.outcome == NOT_COMPARABLE and row.lab is None
+    assert "no ratio.fs_to_raw sample in group randread on a ssd device with ext4" in row.why
+
+
+def test_seed_003_the_writer_reproduced_and_the_readers_opposite(tmp_path, studies):
+    """Without REQ_SYNC | REQ_IDLE (variant 2) the writer halves, and here the
+    readers fall too, where the post had them rise: opposite, both ways round."""
+    seed = find_seed("003", studies, SERIES)
+    check = write_check(tmp_path, seed, {0: seed_003_cells(300, 17000), 1: seed_003_cells(300, 17000),
+                                         2: seed_003_cells(150, 15000)})
+    rep = judge_check_dir(check, seed, studies)
+    assert outcomes(rep) == {
+        ("write.bw_kib_s", "2.6.32-rc7", "for-2.6.33", "hdd"): REPRODUCED,
+        ("read.bw_kib_s", "2.6.32-rc7", "for-2.6.33", "hdd"): OPPOSITE,
+        ("write.bw_kib_s", "for-2.6.33", "for-2.6.33+fix", "hdd"): REPRODUCED,
+        ("read.bw_kib_s", "for-2.6.33", "for-2.6.33+fix", "hdd"): OPPOSITE}
+    # Each claim reads the lab in its own direction: before as the base.
+    by = {(r.claim.metric, r.claim.before.label): r.lab for r in rep.rows}
+    assert by["write.bw_kib_s", "2.6.32-rc7"].change_pct == pytest.approx(-50, abs=1)
+    assert by["write.bw_kib_s", "for-2.6.33"].change_pct == pytest.approx(100, abs=2)
+    assert rep.regressing_patches == [2]
+
+
+def test_seed_003_a_writer_that_does_not_move_is_not_reproduced(tmp_path, studies):
+    seed = find_seed("003", studies, SERIES)
+    check = write_check(tmp_path, seed, {i: seed_003_cells(300, 17000) for i in range(3)},
+                        regressing=())
+    rep = judge_check_dir(check, seed, studies)
+    assert set(outcomes(rep).values()) == {NOT_REPRODUCED}
+    assert all(r.lab.verdict == "no-change" for r in rep.rows)
+
+
+def test_a_variant_that_did_not_boot_leaves_its_claims_not_comparable(tmp_path, studies):
+    seed = find_seed("003", studies, SERIES)
+    check = write_check(tmp_path, seed, {i: seed_003_cells(300, 17000) for i in range(2)},
+                        failed={2: "boot-failed"}, regressing=())
+    rep = judge_check_dir(check, seed, studies)
+    assert {r.outcome for r in rep.rows} == {NOT_COMPARABLE}
+    assert "variant 2 of the check has no measured bundle" in rep.rows[0].why
+
+
+def test_seed_000_bandwidth_the_lab_does_not_move_is_not_reproducible_here(tmp_path, studies):
+    """f2fs-dio-write's bandwidths are excused by the study (an FTL the lab's SD
+    card lacks); its runtimes are shown, not judged; no emmc cell ran here."""
+    seed = find_seed("000", studies, SERIES)
+    sd = {("vsd", "f2fs"): {("seqw", "write.bw_kib_s"): 19000.0, ("seqw", "write.bw_min_kib_s"): 4700.0,
+                            ("seqw", "write.runtime_min_ms"): 1700.0}}
+    rep = judge_check_dir(write_check(tmp_path, seed, {i: sd for i in range(3)}, regressing=()),
+                          seed, studies)
+    got = outcomes(rep)
+    assert got["write.bw_kib_s", "before", "patched", "sdcard"] == NOT_REPRODUCIBLE
+    assert got["write.bw_min_kib_s", "before", "patched", "sdcard"] == NOT_REPRODUCIBLE
+    assert got["write.runtime_min_ms", "before", "patched", "sdcard"] == NOT_COMPARABLE
+    assert got["write.bw_kib_s", "before", "patched", "emmc"] == NOT_REPRODUCIBLE
+    assert got["write.runtime_max_ms", "before", "patched", "emmc"] == NOT_COMPARABLE
+    bw = next(r for r in rep.rows if (r.claim.metric, r.claim.device_class) == ("write.bw_kib_s", "sdcard"))
+    assert "flash translation layer" in bw.why and "no-change" in bw.why
+    # A bandwidth the lab does move as the post did is reproduced all the same.
+    faster = {("vsd", "f2fs"): {("seqw", "write.bw_kib_s"): 26000.0}}
+    rep = judge_check_dir(write_check(tmp_path / "moved", seed, {0: sd, 1: sd, 2: faster},
+                                      regressing=()), seed, studies)
+    assert outcomes(rep)["write.bw_kib_s", "before", "patched", "sdcard"] == REPRODUCED
+
+
+def test_a_check_of_another_series_is_refused(tmp_path, studies):
+    seed = find_seed("003", studies, SERIES)
+    write_check(tmp_path, find_seed("001", studies, SERIES), {0: seed_001_cells(0.9, 19000)})
+    with pytest.raises(SeedError, match="ran series 'seed-001-ext4-dio-read-lock', not seed 003"):
+        judge_check_dir(tmp_path, seed, studies)
+
+
+def test_labels_are_the_posts_and_a_moved_check_is_found_again(tmp_path, studies):
+    """The bundles get the post's labels (the Published results page pairs by
+    label); a check directory moved from where it ran is read from its new place."""
+    seed = find_seed("003", studies, SERIES)
+    ran = write_check(tmp_path / "ran", seed, {0: seed_003_cells(300, 17000),
+                                               1: seed_003_cells(300, 17000),
+                                               2: seed_003_cells(150, 19000)})
+    labels = [label_bundle(ran / f"guest-{i:02d}" / "bundle", seed) for i in range(3)]
+    assert labels == [None, "for-2.6.33+fix", "for-2.6.33"]
+    assert bundle.load(ran / "guest-00" / "bundle")["label"] == "base"
+    assert bundle.load(ran / "guest-02" / "bundle")["label"] == "for-2.6.33"
+    moved = tmp_path / "stored" / "seed-003"
+    shutil.move(ran, moved)
+    out = subprocess.run([IOWATCH, "reproduce", "003", "--from", str(moved), "--json"],
+                         capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert out.returncode == 1, out.stderr  # the check named patch 2
+    doc = json.loads(out.stdout)
+    assert doc["series"] == seed.name and doc["counts"] == {"reproduced": 4}
+    assert {c["lab"]["device"] for c in doc["claims"]} == {"vhdd"}
+    assert not (moved / "reproduce.json").exists()  # a stored check is only read
