@@ -76,7 +76,7 @@ class Seed:
                 return side.variant
         return None
 
-    def labels(self) -> dict[int, str]:
+    def run_labels(self) -> dict[int, str]:
         """variant -> the label its runs carry (variant 0, the base, keeps "base")."""
         return {self.before.variant: self.before.label, self.after.variant: self.after.label}
 
@@ -155,7 +155,7 @@ class Claim:
         return (self.after_value - b) / b * 100 if b else None
 
 
-def claims(study: Study) -> list[Claim]:
+def published_claims(study: Study) -> list[Claim]:
     """Per device class, each two published sets that follow each other in the
     study file, and each metric both report (the Published results page's rule)."""
     out = []
@@ -193,6 +193,7 @@ class Judged:
     outcome: str
     why: str
     lab: LabChange | None = None
+    hardware: str = ""  # the study's reason the virtual lab cannot show it (not reproducible here)
 
     def as_dict(self) -> dict:
         c = self.claim
@@ -201,7 +202,8 @@ class Judged:
                          "before_value": c.before_value, "after_value": c.after_value,
                          "unit": c.unit, "change_pct": c.change_pct},
                 "lab": asdict(self.lab) if self.lab else None,
-                "outcome": self.outcome, "outcome_label": OUTCOMES[self.outcome], "why": self.why}
+                "outcome": self.outcome, "outcome_label": OUTCOMES[self.outcome], "why": self.why,
+                "not_reproducible_in_vlab": self.hardware or None}
 
 
 def _sign(pct: float | None, floor: float) -> int:
@@ -221,11 +223,10 @@ def judge_claim(claim: Claim, cmp: Comparison | None, seed: Seed, why_missing: s
     """The claim against the lab's comparison of its two variants (None: no
     comparison to read), one row per lab device of the claim's class."""
     study = seed.study
-    hardware = study.not_reproducible_in_vlab.get(claim.metric)
+    hardware = study.not_reproducible_in_vlab.get(claim.metric, "")
 
     def unmeasured(why: str) -> list[Judged]:
-        if hardware:
-            return [Judged(claim, NOT_REPRODUCIBLE, hardware)]
+        # Not measured is not comparable, whatever the lab could have shown.
         return [Judged(claim, NOT_COMPARABLE, why)]
 
     if cmp is None:
@@ -248,7 +249,8 @@ def judge_claim(claim: Claim, cmp: Comparison | None, seed: Seed, why_missing: s
                 "is a count the lab records but never compares (info)"
             return unmeasured(f"{claim.metric} {what}")
         return unmeasured(f"the lab's runs of both variants have no {claim.metric} sample in "
-                          f"group {claim.group} on a {claim.device_class} device with {fs}")
+                          f"group {claim.group} on a device of class {claim.device_class} "
+                          f"with {fs}")
     out = []
     floor = min_effect(study)
     expected = _sign(claim.change_pct, floor)
@@ -268,8 +270,10 @@ def judge_claim(claim: Claim, cmp: Comparison | None, seed: Seed, why_missing: s
         else:
             outcome, why = NOT_REPRODUCED, f"the post {post}, the lab {measured}: {v.words}"
         if hardware and outcome != REPRODUCED:
-            outcome, why = NOT_REPRODUCIBLE, f"{hardware} (the lab: {measured}, {lab.verdict})"
-        out.append(Judged(claim, outcome, why, lab))
+            outcome, why = NOT_REPRODUCIBLE, (f"the post {post}, the lab {measured} "
+                                              f"({lab.verdict}); the study: not reproducible "
+                                              f"in the virtual lab (below)")
+        out.append(Judged(claim, outcome, why, lab, hardware if outcome == NOT_REPRODUCIBLE else ""))
     return out
 
 
@@ -302,7 +306,7 @@ def judge(seed: Seed, sides: dict[int, Side], studies: dict[str, Study], check_d
     """Every claim of the seed's study, judged on the variants' sides (variant -> Side)."""
     result = Reproduction(seed, check_dir, regressing_patches=list(regressing_patches or []))
     compared: dict[tuple[int, int], Comparison] = {}
-    for claim in claims(seed.study):
+    for claim in published_claims(seed.study):
         b, a = seed.variant_of(claim.before.label), seed.variant_of(claim.after.label)
         cmp, why = None, ""
         if b is None or a is None or a == b:
@@ -400,9 +404,9 @@ def label_bundle(path: Path, seed: Seed) -> str | None:
     doc = bundle.load(path)
     kernel = doc.get("kernel") or {}
     index = (kernel.get("patch") or {}).get("index")
-    if (kernel.get("series") or {}).get("name") != seed.name or index not in seed.labels():
+    if (kernel.get("series") or {}).get("name") != seed.name or index not in seed.run_labels():
         return None
-    doc["label"] = seed.labels()[index]
+    doc["label"] = seed.run_labels()[index]
     bundle.write_manifest(path, doc)
     return doc["label"]
 
@@ -447,6 +451,13 @@ def report(rep: Reproduction) -> str:
     for i, r in enumerate(rep.rows, 1):
         where = f" on {r.lab.device} ({r.lab.filesystem})" if r.lab else ""
         lines.append(f"{i}. {OUTCOMES[r.outcome]}{where}: {r.why}")
+    reasons: dict[str, list[str]] = {}
+    for r in rep.rows:
+        if r.hardware and r.claim.metric not in reasons.setdefault(r.hardware, []):
+            reasons[r.hardware].append(r.claim.metric)
+    for reason, metrics in reasons.items():
+        lines += ["", f"not reproducible in the virtual lab ({', '.join(metrics)}, "
+                      f"{s.study.slug}): {reason}"]
     counts = rep.counts()
     lines += ["", "claims: " + (", ".join(f"{n} {OUTCOMES[o]}" for o, n in counts.items())
                                 or "none in the study's published sets")]
