@@ -26,7 +26,7 @@ from pathlib import Path
 from iowatch import bundle
 from iowatch.comparison import Side
 from iowatch.judging import Comparison, compare_sides, min_effect
-from iowatch.metrics import METRICS
+from iowatch.metrics import INFO, METRICS
 from iowatch.stats import CellVerdict
 from iowatch.studies import PublishedSet, Study
 from iowatch.yamlfile import DataFileError, line_at, load_with_nodes
@@ -226,7 +226,7 @@ def judge_claim(claim: Claim, cmp: Comparison | None, seed: Seed, why_missing: s
     hardware = study.not_reproducible_in_vlab.get(claim.metric, "")
 
     def unmeasured(why: str) -> list[Judged]:
-        # Not measured is not comparable, whatever the lab could have shown.
+        # Not measured is not comparable, whatever the study says the lab could show.
         return [Judged(claim, NOT_COMPARABLE, why)]
 
     if cmp is None:
@@ -244,7 +244,7 @@ def judge_claim(claim: Claim, cmp: Comparison | None, seed: Seed, why_missing: s
             side = {"base": "before", "candidate": "after", "both": "before and after"}
             return unmeasured("; ".join(f"the {f.device} cell {f.status} on the "
                                         f"{side.get(f.side, f.side)} side" for f in failed))
-        if claim.metric not in METRICS or METRICS[claim.metric].direction == "info":
+        if claim.metric not in METRICS or METRICS[claim.metric].direction == INFO:
             what = "is not a metric iowatch measures" if claim.metric not in METRICS else \
                 "is a count the lab records but never compares (info)"
             return unmeasured(f"{claim.metric} {what}")
@@ -309,11 +309,11 @@ def judge(seed: Seed, sides: dict[int, Side], studies: dict[str, Study], check_d
     for claim in published_claims(seed.study):
         b, a = seed.variant_of(claim.before.label), seed.variant_of(claim.after.label)
         cmp, why = None, ""
-        if b is None or a is None or a == b:
+        if b is None or a is None:
             missing = claim.before.label if b is None else claim.after.label
-            why = (f"the post's set {missing!r} stands for no variant of {seed.name} "
-                   f"({REPRODUCE_FILE})" if a != b else
-                   f"{claim.before.label!r} and {claim.after.label!r} stand for one variant")
+            why = f"the post's set {missing!r} stands for no variant of {seed.name} ({REPRODUCE_FILE})"
+        elif a == b:
+            why = f"{claim.before.label!r} and {claim.after.label!r} stand for one variant"
         elif b not in sides or a not in sides:
             gone = b if b not in sides else a
             why = f"variant {gone} of the check has no measured bundle (it did not build, boot or run)"

@@ -269,3 +269,17 @@ def test_labels_are_the_posts_and_a_moved_check_is_found_again(tmp_path, studies
     assert doc["series"] == seed.name and doc["counts"] == {"reproduced": 4}
     assert {c["lab"]["device"] for c in doc["claims"]} == {"vhdd"}
     assert not (moved / "reproduce.json").exists()  # a stored check is only read
+
+
+def test_the_command_says_what_it_cannot_use_and_exits_2(tmp_path):
+    """Nothing is built or booted: a directory that is no check, and a run whose
+    kernel tree is not one, stop before the lab with the reason."""
+    def reproduce(*args):
+        return subprocess.run([IOWATCH, "reproduce", *args], capture_output=True, text=True,
+                              timeout=300, cwd=REPO)
+    out = reproduce("001", "--from", str(tmp_path))
+    assert out.returncode == 2 and f"{tmp_path}: no check.json" in out.stderr
+    out = reproduce("001", "--source", str(tmp_path), "--out", str(tmp_path / "out"),
+                    "--no-progress")
+    assert out.returncode == 2 and f"{tmp_path} is not a kernel tree" in out.stderr
+    assert not (tmp_path / "out" / "check.json").exists()
