@@ -21,7 +21,7 @@ from iowatch.judging import Comparison, compare_sides, more_runs
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
-from iowatch.stats.sequential import DEFAULT_CAP, looks
+from iowatch.stats.sequential import DEFAULT_CAP, FIRST, looks
 from iowatch.stats.wording import outcome_label
 from iowatch.studies import load_studies
 from iowatch.vlab import boot_and_run, guest_run_command
@@ -118,11 +118,16 @@ def add_repetitions(result: CheckResult,
     deciding cells, measure both sides of it again (only those cells, as many
     repetitions as the next look needs; measure_more(variant, cell ids,
     repetitions, round) boots it) and compare again, at most one round per look
-    after the first of the largest cap (3 rounds for 20 a side: 10, 15 and 20).
+    after the first of the largest cap (3 rounds for 20 a side: 10, 15 and 20),
+    and one more when the first round had fewer repetitions than the first look
+    (3 a side: 5, 10, 15 and 20; issue 24 saw a check stop at 15 and call it the cap).
     Returns the rounds taken."""
     _compare(result)
-    caps = [cap for r in result.runs if r.vs_parent for cap in r.vs_parent.caps]
-    max_rounds = looks(max(caps, default=DEFAULT_CAP)) - 1
+    compared = [r.vs_parent for r in result.runs if r.vs_parent]
+    caps = [cap for cmp in compared for cap in cmp.caps]
+    fewest = min((min(v.base.n, v.candidate.n) for cmp in compared for v in cmp.verdicts),
+                 default=FIRST)
+    max_rounds = looks(max(caps, default=DEFAULT_CAP)) - 1 + (fewest < FIRST)
     for round_no in range(1, max_rounds + 1):
         wants = _wanted_repetitions(result)
         if not wants:
@@ -259,7 +264,7 @@ def report(result: CheckResult) -> str:
             lines.append(f"{head}: not compared")
             continue
         parent = f"vs its parent {cmp.base.title}" if cmp.base else ""
-        lines.append(f"{head}\n    {PATCH_WORDS[cmp.state]} {parent}")
+        lines.append(f"{head}\n    {_state_words(cmp)} {parent}")
         for c in cmp.verdicts:
             if c.outcome == "no-change" and c.within_pct is None:
                 continue
@@ -297,11 +302,25 @@ def _mde(c, sep: str = "; ") -> str:
 PATCH_WORDS = {
     "regression": "REGRESSION",
     "failed": "FAILED CELLS (no performance result on a side)",
-    "suspected": "SUSPECTED REGRESSION (not confirmed at the repetition cap; rerun)",
-    "unsure": "UNSURE (a deciding cell is undecided at the repetition cap; rerun)",
+    "suspected": "SUSPECTED REGRESSION (not confirmed {where}; rerun)",
+    "unsure": "UNSURE (a deciding cell is undecided {where}; rerun)",
     "improvement": "improvement",
     "no-change": "no change",
 }
+
+
+def _state_words(cmp: Comparison) -> str:
+    """A patch's state in the report; "at the repetition cap" only when every
+    undecided cell is at its cap, else the runs it stopped at."""
+    unsure = cmp.unsure
+    if unsure and all(v.budget_spent for v in unsure):
+        where = f"at the repetition cap of {max(v.cap for v in unsure)} a side"
+    elif unsure:
+        runs = min(min(v.base.n, v.candidate.n) for v in unsure)
+        where = f"after {runs} runs a side, below the cap of {max(v.cap for v in unsure)}"
+    else:
+        where = ""
+    return PATCH_WORDS[cmp.state].format(where=where)
 
 
 def store_locally(path: Path) -> None:

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from iowatch import bundle, paths, progress, resources
+from iowatch import bundle, exit_status, paths, progress, resources
 from iowatch.ciapi import Client
 from iowatch.inventory import Host
 
 # Exit codes of `iowatch nightly`: the Jenkins stage goes red or yellow on them.
-NO_REGRESSION, REGRESSION, ERROR = 0, 1, 2
+NO_REGRESSION, REGRESSION, ERROR, UNDECIDED = (exit_status.CLEAN, exit_status.REGRESSION,
+                                               exit_status.ERROR, exit_status.UNDECIDED)
 
 DEFAULT_WAIT_S = 1800.0
 POLL_S = 2.0
@@ -118,6 +119,7 @@ class NightlyOutcome:
     commit: str | None = None
     verdict: str | None = None
     findings: list[Finding] = field(default_factory=list)
+    undecided: int = 0  # deciding cells the server left unsure or suspected against the previous run
     error: str = ""
     phases: dict[str, float] = field(default_factory=dict)
 
@@ -125,7 +127,9 @@ class NightlyOutcome:
     def exit_code(self) -> int:
         if self.error:
             return ERROR
-        return REGRESSION if self.findings else NO_REGRESSION
+        if self.findings:
+            return REGRESSION
+        return UNDECIDED if self.undecided else NO_REGRESSION
 
 
 def _side_label(side: dict | None, kernel: dict | None) -> str:
@@ -206,6 +210,7 @@ def report_and_wait(out: Path, trig: dict, client: Client, host: Host, result: N
     result.verdict = wait_for_verdict(client, result.run_id, wait_s)
     result.phases["verdict"] = time.monotonic() - t0
     result.findings = findings_for(client, result.run_id, host.name)
+    result.undecided = int((client.run(result.run_id).get("verdict") or {}).get("undecided") or 0)
     return result
 
 
@@ -278,6 +283,9 @@ def render(result: NightlyOutcome, branch: str) -> str:
         lines += [f"  {f.line()}" for f in result.findings]
     else:
         lines.append("no regression with this run on the bad side")
+    if result.undecided:
+        lines.append(f"undecided: {result.undecided} deciding cell(s) still unsure or suspected "
+                     "against the previous run (exit 3)")
     if result.phases:
         lines.append("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in result.phases.items()))
     return "\n".join(lines)

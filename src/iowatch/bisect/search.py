@@ -36,7 +36,12 @@ from iowatch.studies import load_studies
 
 
 class NothingToBisect(RuntimeError):
-    """The ends do not differ, or could not be measured: the message says which."""
+    """The ends do not differ, or could not be measured: the message says which.
+    `state` is the ends' comparison state when they were compared (PATCH_STATES)."""
+
+    def __init__(self, message: str, state: str | None = None):
+        super().__init__(message)
+        self.state = state
 
 
 @dataclass
@@ -61,6 +66,7 @@ class BisectResult:
     last_good: int | None = None
     untestable: list[int] = field(default_factory=list)  # skipped between last_good and first_bad
     reason: str = ""
+    ends_state: str | None = None  # the ends' comparison state when there was nothing to bisect
     phases: dict[str, float] = field(default_factory=dict)
 
 
@@ -93,7 +99,7 @@ def choose_target(cmp: Comparison, metric: str | None = None, cell: str | None =
                          if _matches(v, metric, cell))[:600]
         raise NothingToBisect(f"good ({cmp.base.title}) and bad ({cmp.candidate.title}) show no "
                               f"regression{narrowed}: nothing to bisect"
-                              + (f" ({seen})" if seen else ""))
+                              + (f" ({seen})" if seen else ""), state=cmp.state)
     return max(found, key=lambda v: abs(v.change_pct or 0.0))
 
 
@@ -208,7 +214,7 @@ def run_bisect(tree: Path, base_ref: str, series: Series, host: Host, inventory:
         result.target, result.steps, result.last_good, result.first_bad, result.untestable = search(
             n, measure, choose=lambda c: choose_target(c, metric, cell), say=say)
     except NothingToBisect as e:
-        result.reason = str(e)
+        result.reason, result.ends_state = str(e), e.state
     result.phases["total"] = time.monotonic() - t_all
     return result
 

@@ -23,7 +23,8 @@ def register(sub):
                     "between them (the largest, or the one --metric/--cell name), then build, boot "
                     "and measure the commit in the middle until one commit is left. Exit 0 when a "
                     "first bad commit is named, 1 when the ends do not differ or cannot be measured, "
-                    "2 on bad arguments.")
+                    "2 on bad arguments, 3 when the ends' comparison is undecided at the cap (a "
+                    "deciding cell still unsure or suspected: measure them again, or widen the range).")
     ends = p.add_argument_group("the commits (a git range of the source tree, or a series on a base)")
     ends.add_argument("--good", metavar="REF", help="the last kernel known good")
     ends.add_argument("--bad", metavar="REF", help="the first kernel known bad (bisects GOOD..BAD)")
@@ -133,4 +134,7 @@ def run(args) -> int:
     print(f"bisect: details in {out / 'bisect.json'}")
     if args.json:
         print(json.dumps(summary(result), indent=1))
-    return 0 if result.first_bad is not None and result.target is not None else 1
+    from iowatch import exit_status
+    if result.first_bad is not None and result.target is not None:
+        return 0
+    return exit_status.UNDECIDED if result.ends_state in exit_status.UNDECIDED_STATES else 1

@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from iowatch import inventory, progress
+from iowatch import exit_status, inventory, progress
 from iowatch.commands.guest_options import HostError, add_guest_run_options, qemu_host
 from iowatch.check import default_out, report, run_check, store_locally, summary
 from iowatch.kernel.series import SeriesError, load_series
@@ -18,8 +18,8 @@ def register(sub):
         "check", help="build a series' variants, run them in the virtual lab, name the patch",
         description="Build base, base+p1, ... of a patch series, boot each in the virtual lab "
                     "(QEMU guests with emulated device classes), run the matrix inside, store the "
-                    "results, and compare each variant with its parent and with the base. Exit 1 "
-                    "when a patch regresses.")
+                    "results, and compare each variant with its parent and with the base. "
+                    + exit_status.HELP)
     p.add_argument("--series", required=True, metavar="S",
                    help="a directory with a `series` file, an mbox (read with `b4 am -m`), a "
                         "Message-ID or lore URL (fetched with `b4 mbox`), or a git range A..B")
@@ -49,4 +49,7 @@ def run(args) -> int:
     print(f"check: details in {out / 'check.json'}")
     if args.json:
         print(json.dumps(summary(result), indent=1))
-    return 1 if result.regressing_patches else 0
+    if result.regressing_patches:
+        return exit_status.REGRESSION
+    # A patch still unsure or suspected after every round is not a pass.
+    return exit_status.of_states(r.vs_parent.state for r in result.runs if r.vs_parent)

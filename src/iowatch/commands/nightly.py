@@ -18,8 +18,9 @@ def register(sub):
                     "run it (iowatch.commit= on its kernel command line, as ansible/kernel.yml boots "
                     "it, or --kernel-commit). The bundle is uploaded marked as a nightly; then the "
                     "command waits for the server's verdict and prints the regressions whose bad side "
-                    "is this run, with their bisect state. Exit 0 no regression, 1 regression found, "
-                    "2 error.")
+                    "is this run, with their bisect state. Exit 0 no regression and every deciding cell "
+                    "decided, 1 regression found, 2 error, 3 undecided (the server's comparison "
+                    "with the previous run has a deciding cell still unsure or suspected).")
     p.add_argument("--branch", required=True, help="the tracked branch (or any ref) of the tree")
     p.add_argument("--source", default=None, metavar="TREE",
                    help="kernel git tree (default: Debian's linux-source-6.12); on a lab host only "

@@ -21,7 +21,10 @@ def register(sub):
         description="Expand MATRIX (jobs/smoke.yml, or one study file such as "
                     "jobs/studies/xfs-smallfile-writeback.yml) into cells on the target host, run "
                     "every repetition on a fresh filesystem, and write a result bundle. A rerun "
-                    "with the same --out resumes an interrupted bundle.")
+                    "with the same --out resumes an interrupted bundle. Exit 0: done (with --against: "
+                    "no regression, every deciding cell decided); 1: a regression against the "
+                    "base, a failed matrix or upload; 2: an error, or a device refused; 3: with "
+                    "--against, undecided (a deciding cell still unsure or suspected).")
     p.add_argument("matrix", metavar="MATRIX")
     p.add_argument("--target", required=True, metavar="HOST", help="a host of the inventory")
     p.add_argument("--inventory", default=None, help="default: hardware-inventory.yml")
@@ -134,7 +137,7 @@ def run(args) -> int:
         return 130
     except DeviceRefused as e:
         print(f"iowatch run: refused: {e}; nothing was written to it", file=sys.stderr)
-        return 3
+        return 2
     print(f"bundle {out} ({doc['status']}, run {doc['run_id']})")
     for line in summary(doc):
         print(line)
@@ -153,9 +156,10 @@ def run(args) -> int:
         from iowatch.local_store import store_bundles
         if store_bundles([str(out)]):
             return 1
-    if verdict == "regression":
-        return 1
-    return 1 if doc["status"] == "failed" else 0
+    from iowatch import exit_status
+    if verdict == "regression" or doc["status"] == "failed":
+        return exit_status.REGRESSION
+    return exit_status.of_states([verdict] if verdict else [])
 
 
 def _judge(base, out: Path):

@@ -338,6 +338,7 @@ class VerdictWork(Schema):
     attempts: int
     error: str
     done_at: datetime | None
+    undecided: int  # deciding cells left unsure or suspected in the comparisons this run is the candidate of
 
 
 class RunOut(Schema):
@@ -360,8 +361,12 @@ class RunOut(Schema):
 
     @staticmethod
     def resolve_verdict(run: Run) -> dict:
+        # The regressions app's verdicts, through the reverse relation: results does not import it.
+        undecided = run.candidate_of_comparisons.filter(
+            cells__outcome__in=("suspected", "inconclusive")).values("cells").count()
         return {"state": run.verdict_state, "attempts": run.verdict_attempts,
-                "error": run.verdict_error, "done_at": run.verdict_done_at}
+                "error": run.verdict_error, "done_at": run.verdict_done_at,
+                "undecided": undecided}
 
 
 class RunDetail(RunOut):
