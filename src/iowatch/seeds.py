@@ -287,7 +287,8 @@ class Reproduction:
     seed: Seed
     check_dir: Path
     rows: list[Judged] = field(default_factory=list)
-    regressing_patches: list[int] = field(default_factory=list)  # the check's, for the exit code
+    regressing_patches: list[int] = field(default_factory=list)  # the check's, for the exit status
+    check_states: list[str] = field(default_factory=list)  # each patch's state against its parent
 
     def counts(self) -> dict[str, int]:
         return {o: n for o in OUTCOMES if (n := sum(r.outcome == o for r in self.rows))}
@@ -298,6 +299,7 @@ class Reproduction:
                 "before": {"variant": s.before.variant, "labels": list(s.before.labels)},
                 "after": {"variant": s.after.variant, "labels": list(s.after.labels)},
                 "check_dir": str(self.check_dir), "regressing_patches": self.regressing_patches,
+                "check_states": self.check_states,
                 "counts": self.counts(), "claims": [r.as_dict() for r in self.rows]}
 
 
@@ -348,6 +350,7 @@ class CheckedVariant:
     index: int
     status: str  # passed, failed, build-failed, boot-failed, apply-failed
     bundles: list[Path]  # the first run, then the rounds that added repetitions
+    state: str | None = None  # its comparison with its parent (judging.PATCH_STATES)
 
     @property
     def measured(self) -> bool:
@@ -376,25 +379,22 @@ def checked_variants(check_dir: Path, seed: Seed) -> tuple[list[CheckedVariant],
         except (KeyError, TypeError):
             raise SeedError(f"{path}: variants[{i}] lacks index, bundle or status") from None
         paths = [recorded, *v.get("extra_bundles", [])] if recorded else []
-        out.append(CheckedVariant(index, status, [_bundle_path(check_dir, p) for p in paths]))
+        out.append(CheckedVariant(index, status, [_bundle_path(check_dir, p) for p in paths],
+                                  v.get("state")))
     return out, list(doc.get("regressing_patches") or [])
 
 
-def check_sides(check_dir: Path, seed: Seed) -> tuple[dict[int, Side], list[int]]:
-    """variant -> its Side (the first bundle pooled with the rounds that added
-    repetitions, as the check compares them) for each measured variant; a
-    variant that did not build or boot has no performance result."""
+def judge_check_dir(check_dir: Path, seed: Seed, studies: dict[str, Study]) -> Reproduction:
+    """The seed's claims judged on a check that already ran: nothing built or
+    booted. Each measured variant's side is its first bundle pooled with the
+    rounds that added repetitions, as the check compares them."""
     variants, regressing = checked_variants(check_dir, seed)
     sides = {v.index: Side(spec=f"variant {v.index}", source=str(v.bundles[0]),
                            runs=[bundle.load(d) for d in v.bundles])
              for v in variants if v.measured}
-    return sides, regressing
-
-
-def judge_check_dir(check_dir: Path, seed: Seed, studies: dict[str, Study]) -> Reproduction:
-    """The seed's claims judged on a check that already ran: nothing built or booted."""
-    sides, regressing = check_sides(check_dir, seed)
-    return judge(seed, sides, studies, check_dir, regressing)
+    rep = judge(seed, sides, studies, check_dir, regressing)
+    rep.check_states = [v.state for v in variants if v.state]
+    return rep
 
 
 def label_bundle(path: Path, seed: Seed) -> str | None:

@@ -62,13 +62,17 @@ def write_variant(path: Path, seed, index: int, cells: dict[tuple[str, str], dic
 
 
 def write_check(out: Path, seed, variants: dict[int, dict], *, regressing=(2,),
-                failed: dict[int, str] | None = None) -> Path:
-    """A check directory: guest-NN/bundle per measured variant, and check.json."""
+                failed: dict[int, str] | None = None, states: dict[int, str] | None = None) -> Path:
+    """A check directory: guest-NN/bundle per measured variant, and check.json
+    (states: each patch's state against its parent, as the check judged it)."""
     rows = []
+    states = states or {i: "regression" if i in regressing else "no-change"
+                        for i in variants if i > 0}
     for index, cells in variants.items():
         where = out / f"guest-{index:02d}" / "bundle"
         write_variant(where, seed, index, cells)
-        rows.append({"index": index, "status": "passed", "bundle": str(where), "extra_bundles": []})
+        rows.append({"index": index, "status": "passed", "bundle": str(where), "extra_bundles": [],
+                     "state": states.get(index)})
     for index, status in (failed or {}).items():
         rows.append({"index": index, "status": status, "bundle": None, "extra_bundles": []})
     (out / "check.json").write_text(json.dumps(
@@ -269,6 +273,13 @@ def test_labels_are_the_posts_and_a_moved_check_is_found_again(tmp_path, studies
     assert doc["series"] == seed.name and doc["counts"] == {"reproduced": 4}
     assert {c["lab"]["device"] for c in doc["claims"]} == {"vhdd"}
     assert not (moved / "reproduce.json").exists()  # a stored check is only read
+    # The check's exit status, read from its check.json: 3 when a patch stayed unsure.
+    unsure = write_check(tmp_path / "unsure", seed, {i: seed_003_cells(300, 17000) for i in range(3)},
+                         regressing=(), states={1: "no-change", 2: "unsure"})
+    out = subprocess.run([IOWATCH, "reproduce", "003", "--from", str(unsure)],
+                         capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert out.returncode == 3, out.stderr
+    assert "claims: 4 not reproduced" in out.stdout
 
 
 def test_the_command_says_what_it_cannot_use_and_exits_2(tmp_path):

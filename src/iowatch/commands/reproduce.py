@@ -6,8 +6,9 @@ matrix (quick profile unless --profile), gives each variant's runs the
 post's label of the side it stands for (reproduce.yml in the series
 directory), stores them, and judges every published claim of the study
 (iowatch.seeds). `--from CHECK_DIR` judges a check that already ran, without
-building or booting. Exit as the check: 1 when a patch regresses, 0 when
-none does, 2 when the seed, series or check directory cannot be used.
+building or booting. The exit status is the check's (iowatch.exit_status),
+also with --from, where it is read from the check's check.json; 2 when the
+seed, series or check directory cannot be used.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from iowatch import paths, resources
+from iowatch import exit_status, paths, resources
 from iowatch.commands import check as check_command
 from iowatch.commands.guest_options import add_guest_run_options
 from iowatch.seeds import (Seed, SeedError, checked_variants, find_seed, judge_check_dir,
@@ -28,7 +29,7 @@ from iowatch.yamlfile import DataFileError
 def register(sub) -> None:
     p = sub.add_parser(
         "reproduce", help="check a seed's series in the virtual lab and judge the post's claims",
-        description=__doc__.split("\n\n")[1].replace("\n", " "))
+        description=__doc__.split("\n\n")[1].replace("\n", " ") + " " + exit_status.HELP)
     p.add_argument("seed", metavar="SEED",
                    help="000 .. 004, a series directory name (seed-001-ext4-dio-read-lock) or "
                         "path, or the seed's study (ext4-dio-randread)")
@@ -84,7 +85,7 @@ def _label_and_store(out: Path, seed: Seed, store: bool) -> None:
 
 def _judge(check_dir: Path, seed: Seed, studies, want_json: bool, write: bool) -> int:
     """Print the claims judged on the check's variants (a stored check is only
-    read); 1 when the check named a regressing patch, else 0."""
+    read); the check's exit status, from its check.json."""
     rep = judge_check_dir(check_dir, seed, studies)
     doc = rep.as_dict()
     if write:
@@ -95,4 +96,6 @@ def _judge(check_dir: Path, seed: Seed, studies, want_json: bool, write: bool) -
         print(report(rep))
         if write:
             print(f"reproduce: details in {check_dir / 'reproduce.json'}")
-    return 1 if rep.regressing_patches else 0
+    if rep.regressing_patches:
+        return exit_status.REGRESSION
+    return exit_status.of_states(rep.check_states)
