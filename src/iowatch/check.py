@@ -104,7 +104,7 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
                            out / f"variant-{vr.variant.index:02d}-round{round_no}", profile=profile,
                            reps=reps, cells=cells, store=store, say=say, echo_console=echo_console,
                            shared_name=f"guest-{vr.variant.index:02d}-round{round_no}",
-                           phases=result.phases)
+                           phases=result.phases, round_no=round_no)
 
     add_repetitions(result, measure_more, say)
     result.phases["total"] = time.monotonic() - t_all
@@ -133,6 +133,7 @@ def add_repetitions(result: CheckResult,
         if not wants:
             return round_no - 1
         by_index = {r.variant.index: r for r in result.runs}
+        t_round = time.monotonic()
         for index, cells in sorted(wants.items()):
             reps = max(cells.values())
             say(f"variant {index}: unsure cells, {reps} more repetitions of "
@@ -140,6 +141,7 @@ def add_repetitions(result: CheckResult,
             extra = measure_more(by_index[index], sorted(cells), reps, round_no)
             if extra.status in ("passed", "failed") and extra.bundle:
                 by_index[index].extra.append(extra.bundle)
+        result.phases[f"round {round_no}"] = time.monotonic() - t_round
         _compare(result)
     return max_rounds
 
@@ -173,10 +175,12 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
                 profile: str | None = None, reps: int | None = None,
                 store: Callable[[Path], None] = lambda p: None, say: Callable[[str], None] = print,
                 echo_console: bool = False, phases: dict[str, float] | None = None,
-                cells: list[str] | None = None, shared_name: str | None = None) -> VariantRun:
+                cells: list[str] | None = None, shared_name: str | None = None,
+                round_no: int = 0) -> VariantRun:
     """Build one variant, boot it in the virtual lab and run the matrix: its bundle
     (a failure bundle when it does not build or boot) is stored either way."""
     phases = {} if phases is None else phases
+    in_round = f" round {round_no}" if round_no else ""
     series = plan.series
     vr = VariantRun(v)
     vdir = out / f"variant-{v.index:02d}"
@@ -206,9 +210,11 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
     with progress.current().guest(f"variant {v.index}") as relay:
         boot = boot_and_run(Path(v.artifacts) / "bzImage", host, cmd, shared,
                             shared / "console.log", echo=echo_console, on_line=relay.line)
-    phases[f"guest {v.index}"] = time.monotonic() - t0
     vr.accel, vr.boot_s = boot.accel, boot.boot_s
     vr.matrix_s = round(boot.wall_s - (boot.boot_s or 0), 1)
+    # The boot to the guest's first command, and the rest of the guest's life (the matrix).
+    phases[f"boot {v.index}{in_round}"] = boot.boot_s or 0.0
+    phases[f"matrix {v.index}{in_round}"] = time.monotonic() - t0 - (boot.boot_s or 0.0)
     if boot.status != "passed" or not (guest_out / bundle.MANIFEST).is_file():
         reason = boot.reason or f"the guest exited {boot.exit_code} without a bundle"
         vr.status, vr.reason = "boot-failed", reason
@@ -290,8 +296,33 @@ def report(result: CheckResult) -> str:
     if unsure:
         lines.append("not decided (rerun): " + ", ".join(
             f"patch {r.variant.index} ({r.vs_parent.state})" for r in unsure))
-    lines.append("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in result.phases.items()))
+    lines += phase_lines(result.phases)
     return "\n".join(lines)
+
+
+def phase_lines(phases: dict[str, float]) -> list[str]:
+    """Where the check's wall time went: configure, then each variant's build,
+    boot and matrix, then each adaptive round with the boots and matrices in it."""
+    out = ["wall time:"]
+    if "configure" in phases:
+        out.append(f"  configure {phases['configure']:.0f} s")
+    rounds = sorted({int(k.rsplit(" ", 1)[1]) for k in phases if k.startswith("round ")})
+    for round_no in [0, *rounds]:
+        tag = f" round {round_no}" if round_no else ""
+        parts = {}
+        for key, secs in phases.items():
+            words = key.split(" ")
+            if words[0] in ("build", "boot", "matrix") and key.endswith(tag) and \
+                    (round_no or len(words) == 2):
+                parts.setdefault(int(words[1]), []).append(f"{words[0]} {secs:.0f} s")
+        body = "; ".join(f"variant {i}: {', '.join(p)}" for i, p in sorted(parts.items()))
+        if round_no:
+            out.append(f"  round {round_no} {phases[f'round {round_no}']:.0f} s ({body})")
+        elif body:
+            out += [f"  variant {i}: {', '.join(p)}" for i, p in sorted(parts.items())]
+    if "total" in phases:
+        out.append(f"  total {phases['total']:.0f} s ({phases['total'] / 60:.1f} min)")
+    return out
 
 
 def _mde(c, sep: str = "; ") -> str:

@@ -177,3 +177,32 @@ def test_a_cell_is_failed_only_when_no_repetition_passed(tmp_path):
                                             {1, 2, 3, 4, 5}), studies=studies)
     assert [f.side for f in every.failed] == ["candidate"] and every.state == "failed"
     assert every.verdicts == []
+
+
+def test_the_report_ends_with_where_the_wall_time_went(tmp_path):
+    """Configure, each variant's build, boot and matrix, each adaptive round with
+    the boots and matrices in it, and the total: the phases a check records."""
+    from iowatch.check import add_repetitions, phase_lines
+    result = result_from_fixtures()
+    result.runs[1].bundle = _scattered(result.runs[1].bundle, tmp_path / "scattered",
+                                       [0.3, 1.5, 0.5, 1.4, 1.0])
+    result.phases.update({"configure": 21.6, "build 0": 1900.2, "boot 0": 23.0, "matrix 0": 151.0,
+                          "build 1": 31.0, "boot 1": 22.0, "matrix 1": 149.0})
+
+    def measure_more(vr, cells, reps, round_no):
+        i = vr.variant.index
+        result.phases[f"boot {i} round {round_no}"] = 20.0 + i
+        result.phases[f"matrix {i} round {round_no}"] = 100.0 + i
+        return VariantRun(vr.variant, FIXTURES / f"guest-{i:02d}" / "bundle", status="passed")
+
+    rounds = add_repetitions(result, measure_more, say=lambda s: None)
+    assert rounds >= 1 and "round 1" in result.phases
+    result.phases["total"] = 3000.0
+    lines = phase_lines(result.phases)
+    assert lines[:4] == ["wall time:", "  configure 22 s",
+                         "  variant 0: build 1900 s, boot 23 s, matrix 151 s",
+                         "  variant 1: build 31 s, boot 22 s, matrix 149 s"]
+    assert lines[4].startswith(f"  round 1 {result.phases['round 1']:.0f} s (variant 0: boot 20 s, "
+                               "matrix 100 s; variant 1: boot 21 s, matrix 101 s; variant 2: boot 22 s")
+    assert lines[-1] == "  total 3000 s (50.0 min)"
+    assert "\n".join(lines) in report(result)
