@@ -31,6 +31,7 @@ bench/accuracy/collect.py say how each was made):
     .venv/bin/python bench/accuracy/run.py              # 400 checks per condition
     .venv/bin/python bench/accuracy/run.py --trials 100 # quicker, wider error
     .venv/bin/python bench/accuracy/run.py --samples --caps 30 40   # the model only, larger caps
+    .venv/bin/python bench/accuracy/run.py --paths --trials 200     # every path, boots (issue 24)
 """
 from __future__ import annotations
 
@@ -124,6 +125,22 @@ def goals(rows: dict[str, dict], where: str) -> None:
                   f"{100 * anchors[best[1]]['fa_check']:.1f}%")
 
 
+def paths_table(real, trials: int, seed: int, boots, title: str) -> None:
+    """Every path of the product on the same draws (issue 24): clean checks by
+    how they end, false alarms per clean check, exact slowdowns confirmed, runs
+    a side; the anchors on the same repetitions at 5, 10 and 20 a side."""
+    out = simulate.run_paths(real, trials, seed, boots)
+    print(f"\n{title}; {boots.name}")
+    print(f"  {'path or rule':<58} {'no chg':>6} {'unsure':>6} {'susp.':>6} {'regr.':>6} "
+          f"{'FA/chk':>6} {'-10%':>6} {'-20%':>6} {'-50%':>6} {'runs':>5}")
+    for rule, t in out.items():
+        states = [f"{_pct(t.share(s)):>6}" if rule in simulate.PATHS else f"{'':>6}"
+                  for s in ("no-change", "unsure", "suspected", "regression")]
+        found = [f"{_pct(t.detected(c)):>6}" for c in simulate.EXACT]
+        print(f"  {rule:<58} {' '.join(states)} {_pct(t.fa):>6} {' '.join(found)} "
+              f"{t.runs / max(t.checks, 1):5.1f}")
+
+
 def speed() -> float:
     rng = np.random.default_rng(0)
     cells = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"), rng.normal(100, 5, 10),
@@ -143,11 +160,29 @@ def main() -> None:
         help="real-sample files (default: the in-memory, the virtual lab's, the calibrated, the "
              "loaded and the quiet collection)")
     p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--paths", action="store_true",
+                   help="only the paths table (issue 24): check adaptive, 5 a side and run "
+                        "--against a fixed 5-run base, on independent and boot-clustered draws of "
+                        "the CV 10%% model with exact slowdowns that keep their noise")
+    p.add_argument("--shares", type=float, nargs="*", default=[0.10, 0.25],
+                   help="with --paths: the between-boot shares of variance to draw (default 0.10 0.25)")
+    p.add_argument("--reps-per-boot", type=int, default=2,
+                   help="with --paths: repetitions of one boot in boot-clustered draws (default 2)")
     p.add_argument("--caps", type=int, nargs="*", default=[],
                    help="also run the noise model with these caps of the adaptive loop (default "
                         "none: the cap iowatch uses, 20), to see what a goal would need")
     args = p.parse_args()
     t0 = time.monotonic()
+    if args.paths:
+        model = simulate.exact_slowdowns(simulate.lognormal_cells(0.10))
+        print(f"== paths: {simulate.MATRIX_CELLS}-cell checks of the lognormal CV 10% model, exact "
+              f"slowdowns with their noise kept, {args.trials} checks a condition; run --against: "
+              f"a fixed base of {simulate.AGAINST_BASE}; shares are of clean checks")
+        for share in (0.0, *args.shares):
+            paths_table(model, args.trials, args.seed, simulate.Boots(share, args.reps_per_boot),
+                        "40-cell checks")
+        print(f"(bench wall time {time.monotonic() - t0:.0f} s)")
+        return
     for n, samples in enumerate(args.samples):
         real = simulate.load(Path(samples))
         print(f"== 1. real cells ({samples})")

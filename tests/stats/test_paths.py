@@ -34,3 +34,16 @@ def test_a_clean_check_ends_no_change(model):
     assert t.share("no-change") >= 0.90, t.states
     assert t.share("suspected") <= 0.05 and t.share("unsure") == 0, t.states
     assert t.fa <= 0.05
+
+
+def test_run_against_a_fixed_base_keeps_false_alarms_within_the_rate(model):
+    """`iowatch run --against` a fixed 5-run base: the candidate grows to 20, the
+    base cannot. Spending by look number spent the second look's level three
+    times (9.5% false alarms per clean 40-cell check); spending by information
+    keeps it within 5%."""
+    out = simulate.run_paths(model, CLEAN, 7, simulate.Boots(), paths=("run --against",),
+                             anchors=False, conditions=())
+    t = out["run --against"]
+    assert t.clean == CLEAN and t.runs / t.checks > simulate.AGAINST_BASE  # the candidate grew
+    assert t.fa <= 0.05, t.states
+    assert t.share("unsure") == 0, t.states  # at the candidate's cap the cell is decided

@@ -121,3 +121,20 @@ def test_kernel_flags_name_the_debug_and_preemption_options_in_force():
     debug = {f.option: f.why for f in flags if f.kind == "debug"}
     assert set(debug) == {"CONFIG_EXT4_DEBUG", "CONFIG_DEBUG_ATOMIC_SLEEP", "CONFIG_KASAN"}
     assert "KASAN" in debug["CONFIG_KASAN"]
+
+
+def test_a_fixed_side_spends_only_the_information_the_growing_side_adds():
+    from iowatch.stats.sequential import information, level_at
+    # Equal sides on the schedule: the looks' levels, as before.
+    assert [level_at(n, n) for n in (5, 10, 15, 20)] == pytest.approx(
+        [look_level(n) for n in (5, 10, 15, 20)])
+    assert information(5) == 0.25 and information(7.5) == pytest.approx(0.375) and information(30) == 1
+    # A fixed base of 5 and a candidate grown to 10, 15 and 20: each look spends
+    # what n_eff (6.7, 7.5, 8) added, never the second look's level again, and all
+    # of them together no more than the spending function at n_eff 8.
+    levels = [level_at(5, n) for n in (5, 10, 15, 20)]
+    assert levels[0] == pytest.approx(look_level(5)) and levels[1] > levels[2] > levels[3] > 0
+    assert sum(levels) == pytest.approx(alpha_spent(information(8), 0.05))
+    assert sum(levels) < look_level(5) + 3 * look_level(10)
+    # A function of the counts alone: either side may be the fixed one.
+    assert level_at(20, 5) == level_at(5, 20)

@@ -15,7 +15,9 @@ Why these tests (issue 11; docs/verdicts.md has the measurements):
   the comparison's deciding cells; improvements are a second family, tested
   the same way (they never open anything).
 - Each test uses the share of the rate that its look may spend
-  (iowatch.stats.sequential): 5 runs a side is the first look, 20 the last.
+  (iowatch.stats.sequential): 5 runs a side is the first look, 20 the last,
+  and a look spends what its information (the effective count) added since
+  the schedule's previous look, so a fixed base never spends a level twice.
 - Suspicion borrows the family's variance; confirmation does not. At 5 runs
   a side a cell's own variance rests on 8 degrees of freedom, and a per-cell
   2% needs t > 2.45 instead of the normal 2.05: that gap, not the noise,
@@ -69,7 +71,7 @@ from scipy.stats import norm
 
 from iowatch.cells import CellKey
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
-from iowatch.stats.sequential import DEFAULT_CAP, effective_n, look_level
+from iowatch.stats.sequential import DEFAULT_CAP, effective_n, level_at, look_level
 from iowatch.stats.wording import sentence
 
 REGRESSION, SUSPECTED, IMPROVEMENT = "regression", "suspected", "improvement"
@@ -473,7 +475,7 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     out = []
     for i, (cell, s) in enumerate(zip(cells, stats)):
         cell_cap = cell.cap or cap
-        level = look_level(s.n_eff, fdr, cap=cell_cap) if not s.size_only else None
+        level = level_at(s.base.n, s.candidate.n, fdr, cap=cell_cap) if not s.size_only else None
         outcome = _outcome(cell.direction, s, adj_worse.get(i), adj_better.get(i), level or 0.0,
                            cell.min_effect_pct)
         mde = _mde(s) if cell.direction != INFO else None
