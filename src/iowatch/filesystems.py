@@ -23,6 +23,8 @@ MKFS = {
     "btrfs": ["mkfs.btrfs", "-f", "-q"],
     "f2fs": ["mkfs.f2fs", "-f", "-q"],
 }
+# What makes each mkfs leave the device's blocks alone (inventory `discard: false`).
+NO_DISCARD = {"ext4": ["-E", "nodiscard"], "xfs": ["-K"], "btrfs": ["-K"], "f2fs": ["-t", "0"]}
 MOUNT_ROOT = Path("/run/iowatch")
 
 
@@ -83,14 +85,16 @@ def _run(argv: list[str], what: str) -> None:
                               f"{(out.stderr or out.stdout).strip()[-500:]}")
 
 
-def make_and_mount(device: str, filesystem: str, mountpoint: Path) -> Mounted:
-    argv = MKFS[filesystem] + [device]
+def make_and_mount(device: str, filesystem: str, mountpoint: Path, *,
+                   discard: bool = True) -> Mounted:
+    flags = MKFS[filesystem][1:] + ([] if discard else NO_DISCARD[filesystem])
+    argv = [MKFS[filesystem][0], *flags, device]
     _run(argv, f"{' '.join(argv)}")
     mountpoint.mkdir(parents=True, exist_ok=True)
     opts = MOUNT_OPTIONS[filesystem]
     _run(["mount", "-t", filesystem, "-o", opts, device, str(mountpoint)],
          f"mount {device} on {mountpoint}")
-    return Mounted(device, filesystem, mountpoint, " ".join(MKFS[filesystem][1:]), opts)
+    return Mounted(device, filesystem, mountpoint, " ".join(flags), opts)
 
 
 def unmount(mountpoint: Path, tries: int = 5) -> None:

@@ -68,6 +68,7 @@ class Device:
     model: str | None = None
     rotational: bool | None = None
     partition_table: str = "none"
+    discard: bool = True             # mkfs discards the device first (the tools' default)
     qemu: dict = field(default_factory=dict, compare=False)
     line: int | None = field(default=None, compare=False)
 
@@ -346,4 +347,4 @@ def _device(entry: dict, line: int | None) -> Device:
         path=entry.get("path"), image=entry.get("image"), size_bytes=size,
         members=tuple(entry.get("members") or ()), model=entry.get("model"),
         rotational=entry.get("rotational"), partition_table=entry.get("partition_table", "none"),
-        qemu=dict(entry.get("qemu") or {}), line=line)
+        discard=entry.get("discard", True), qemu=dict(entry.get("qemu") or {}), line=line)

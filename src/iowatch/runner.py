@@ -193,8 +193,11 @@ class Runner:
                     # mkfs discards the whole device (the tools' default, kept on purpose):
                     # on a loop device that punches the image back to holes, so every
                     # repetition writes to the same fresh device, not over the last one's blocks.
+                    # A device whose discard takes minutes says `discard: false` (the bundle's
+                    # mkfs_options then show the flag).
                     mnt = filesystems.make_and_mount(dev_path, cell.filesystem,
-                                                     filesystems.mount_root(self.data_dir) / cell.device.name)
+                                                     filesystems.mount_root(self.data_dir) / cell.device.name,
+                                                     discard=cell.device.discard)
                 mountpoint = mnt.mountpoint
                 notes.update(mkfs_options=mnt.mkfs_options, mount_options=mnt.mount_options)
             elif "fio" in workload:

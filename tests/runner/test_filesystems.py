@@ -105,3 +105,39 @@ def test_a_fresh_ext4_writes_nothing_by_itself_after_mount(ext4):
     filesystems.syncfs(mnt)
     # The thread starts within a second of the mount and zeroes a group at a time.
     assert _written_kib(loop, lambda: time.sleep(3)) < 256
+
+
+@pytest.mark.parametrize("fs", ["ext4"])  # mkfs.xfs here left a loop image allocated either way
+def test_a_device_that_says_discard_false_keeps_its_blocks_through_mkfs(tmp_path, fs):
+    """mkfs discards the whole device by default: on a loop device that punches
+    the image back to holes. A device declared `discard: false` (QEMU's SD card,
+    which erases block by block) gets mkfs's no-discard flag, and its image keeps
+    the blocks written before; the bundle's mkfs options name the flag."""
+    if not shutil.which(filesystems.MKFS[fs][0]):
+        pytest.skip(f"{filesystems.MKFS[fs][0]} is not installed")
+    image = tmp_path / "fs.img"
+    with open(image, "wb") as f:
+        f.truncate(512 << 20)  # XFS wants more than 300 MB
+    loop = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(image)],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    allocated = {}
+    try:
+        for discard in (False, True):
+            with open(loop, "wb") as f:  # 64 MiB of data the discard would throw away
+                f.write(os.urandom(64 << 20))
+                os.fsync(f.fileno())
+            mnt = filesystems.make_and_mount(loop, fs, tmp_path / f"mnt-{discard}", discard=discard)
+            filesystems.unmount(mnt.mountpoint)
+            allocated[discard] = os.stat(image).st_blocks * 512
+            flags = filesystems.NO_DISCARD[fs]
+            assert all(f in mnt.mkfs_options.split() for f in flags) == (not discard)
+    finally:
+        subprocess.run(["umount", str(tmp_path / "mnt-False")], capture_output=True)
+        subprocess.run(["umount", str(tmp_path / "mnt-True")], capture_output=True)
+        subprocess.run(["losetup", "-d", loop], capture_output=True)
+    assert allocated[False] >= 60 << 20
+    assert allocated[True] < 32 << 20
+
+
+def test_every_filesystem_iowatch_makes_has_its_no_discard_flag():
+    assert set(filesystems.NO_DISCARD) == set(filesystems.MKFS)
