@@ -226,6 +226,9 @@ class CellContext:
 class PooledSide:
     """A side's cells with their runs pooled."""
     values: dict[PooledKey, list[float]]  # group-level values of passed repetitions
+    # The boot each value came from: a run is one boot of its kernel (a round of a
+    # check boots the variant again; the runner records no boot id of its own).
+    boots: dict[PooledKey, list[str]]
     cells: dict[CellLocation, dict]  # the bundle's cell that stands for each location
     hosts: str  # the hosts the runs came from, joined
     device_models: dict[str, str]  # device name -> model, where the inventory gave one
@@ -234,10 +237,12 @@ class PooledSide:
 def pool(side: Side) -> PooledSide:
     """Pool the side's runs: group-level values by PooledKey, one cell per location."""
     values: dict[PooledKey, list[float]] = defaultdict(list)
+    boots: dict[PooledKey, list[str]] = defaultdict(list)
     cells: dict[CellLocation, dict] = {}
     models: dict[str, str] = {}
     hosts = set()
-    for run in side.runs:
+    for i, run in enumerate(side.runs):
+        boot = str(run.get("run_id") or i)
         classes = {d["name"]: d.get("class") or d.get("device_class") for d in run.get("devices") or []}
         models.update({d["name"]: d.get("model") for d in run.get("devices") or [] if d.get("model")})
         hosts.add((run.get("host") or {}).get("name", "?"))
@@ -253,8 +258,10 @@ def pool(side: Side) -> PooledSide:
                     continue  # a failed repetition gives no performance result
                 for s in rep["samples"]:
                     if s.get("job") is None:
-                        values[PooledKey.at(where, s["group"], s["metric"])].append(float(s["value"]))
-    return PooledSide(dict(values), cells, ", ".join(sorted(hosts)), models)
+                        key = PooledKey.at(where, s["group"], s["metric"])
+                        values[key].append(float(s["value"]))
+                        boots[key].append(boot)
+    return PooledSide(dict(values), dict(boots), cells, ", ".join(sorted(hosts)), models)
 
 
 def cell_passed(cell: dict) -> bool:

@@ -139,8 +139,11 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
         cell_key = CellKey.on_host(key, host)
         study, metric = studies.get(cell_key.study), cell_key.metric
         if (cell_key.group, metric) in deciding(study):
+            # Each side's values with their boots: the test is on boot means
+            # when a side's repetitions came from two boots or more.
             judged.append(CellInput(cell_key, bv[key], cv[key], METRICS[metric].direction,
-                                    min_effect(study), max_runs(study)))
+                                    min_effect(study), max_runs(study),
+                                    base_boots=b.boots[key], candidate_boots=c.boots[key]))
         elif METRICS[metric].direction != INFO:
             shown.append(CellInput(cell_key, bv[key], cv[key], INFO, min_effect(study),
                                    max_runs(study)))

@@ -107,6 +107,11 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
                 *([f"      minimum detectable effect at {v.base.n} vs {v.candidate.n} runs: "
                    f"{v.mde_pct:g}% (the minimum effect is {v.min_effect_pct:g}%)"]
                   if v.mde_pct is not None else []),
+                *([f"      tested on boot means: {v.boots[0]} vs {v.boots[1]} boots; within a boot "
+                   f"sd {v.within_boot_sd_pct:.1f}%"
+                   + (f", {v.between_boot_share:.0%} of the variance between boots"
+                      if v.between_boot_share is not None else "")]
+                  if v.boots else []),
                 f"      {v.words}."]
     return current
 
@@ -188,6 +193,8 @@ def _cell_json(v: CellVerdict) -> dict:
             "outcome": v.outcome, "needs_runs": v.needs_runs, "hidden_pct": v.hidden_pct,
             "budget_spent": v.budget_spent, "cap": v.cap, "size_only": v.size_only,
             "mde_pct": v.mde_pct, "within_pct": v.within_pct,
+            "boots": list(v.boots) if v.boots else None,
+            "within_boot_sd_pct": v.within_boot_sd_pct, "between_boot_share": v.between_boot_share,
             "label": outcome_label(v.outcome, v.mde_pct, v.min_effect_pct), "words": v.words}
 
 

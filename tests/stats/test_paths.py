@@ -47,3 +47,25 @@ def test_run_against_a_fixed_base_keeps_false_alarms_within_the_rate(model):
     assert t.clean == CLEAN and t.runs / t.checks > simulate.AGAINST_BASE  # the candidate grew
     assert t.fa <= 0.05, t.states
     assert t.share("unsure") == 0, t.states  # at the candidate's cap the cell is decided
+
+
+@pytest.mark.parametrize("share", [0.10, 0.25])
+def test_boot_clustered_clean_checks_stay_clean_and_end_no_change(model, share):
+    """Repetitions nested in boots (2 a boot, each round new boots), 10% and 25%
+    of the variance between boots: judged as independent repetitions, the issue
+    measured 28.5% and 74% false alarms per clean check; on boot means the
+    adaptive check stays within the rate and ends "no change". The rate sits at
+    the goal, not below it: over 800 clean checks (seeds 100-103) 5.1% at a 10%
+    share (2.5-8.0% per 200) and 2.4% at 25%; independent draws 4.3% (the
+    model's own figure, docs/verdicts.md). This seed's 200 checks are one such draw."""
+    out = simulate.run_paths(model, CLEAN, 102, simulate.Boots(share, 2), paths=("check adaptive",),
+                             anchors=False, conditions=())
+    t = out["check adaptive"]
+    assert t.fa <= 0.05, t.states
+    assert t.share("no-change") >= 0.90, t.states
+
+
+def test_boot_clustered_a_20_percent_slowdown_is_confirmed(model):
+    out = simulate.run_paths(model, 100, 44, simulate.Boots(0.10, 2), paths=("check adaptive",),
+                             anchors=False, conditions=("slow20",))
+    assert out["check adaptive"].detected("slow20") >= 0.95

@@ -273,3 +273,47 @@ def test_a_cell_key_names_its_pooled_values_its_location_and_its_bundle_cell():
     assert key.location == pooled.location == CellLocation("odirect-vs-readers", "hdd", "vhdd", "ext4")
     assert PooledKey.at(key.location, "writer", "write.bw_kib_s") == pooled
     assert key.cell_id == "odirect-vs-readers/vhdd/ext4"  # as tests/fixtures/e2e-check's bundles name it
+
+
+def test_with_several_boots_a_side_the_test_is_on_boot_means():
+    """Issue 24: repetitions of one boot are not independent samples of the kernel.
+    With two boots or more a side the cell is tested on boot means (Welch's df when
+    the boot counts differ), the within-boot spread reported beside it; with one
+    boot a side it is the test on repetitions, as before."""
+    from iowatch.stats import CellInput, CellKey, compare_matrix
+    rng = np.random.default_rng(1)
+    key = CellKey("s", "h", "c", "d", "fs", "g", "m")
+    # 4 boots of 5 a side, the boots' offsets (10%) twice the repetitions' noise (5%).
+    side = lambda: 100 * np.exp(np.repeat(rng.normal(0, 0.1, 4), 5) + rng.normal(0, 0.05, 20))  # noqa: E731
+    base, cand = side(), side() * 0.9
+    labels = [[f"{s}{i // 5}" for i in range(20)] for s in "bc"]
+    plain, = compare_matrix([CellInput(key, base, cand, "higher")])
+    booted, = compare_matrix([CellInput(key, base, cand, "higher", base_boots=labels[0],
+                                        candidate_boots=labels[1])])
+    assert plain.boots is None and booted.boots == (4, 4)
+    assert booted.change_pct == pytest.approx(plain.change_pct)  # equal boots: the same centre
+    # Four boot means a side carry less than twenty repetitions claimed.
+    assert booted.p_worse > 10 * plain.p_worse and booted.ci_high - booted.ci_low > plain.ci_high - plain.ci_low
+    assert booted.between_boot_share > 0.5 and 3 < booted.within_boot_sd_pct < 7
+    # One boot a side: exactly the test on repetitions.
+    one, = compare_matrix([CellInput(key, base, cand, "higher", base_boots=["x"] * 20,
+                                     candidate_boots=["y"] * 20)])
+    assert (one.p_worse, one.ci_low, one.boots) == (plain.p_worse, plain.ci_low, None)
+    # Unequal boot counts: Welch's df on the boot means.
+    welch, = compare_matrix([CellInput(key, base, cand[:15], "higher", base_boots=labels[0],
+                                       candidate_boots=labels[1][:15])])
+    b = np.log(base).reshape(4, 5).mean(axis=1)
+    c = np.log(cand[:15]).reshape(3, 5).mean(axis=1)
+    expected = scipy.stats.ttest_ind(c, b, equal_var=False, alternative="less").pvalue
+    assert welch.boots == (4, 3) and welch.p_worse == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_side_pooled_from_several_runs_is_tested_on_its_runs_as_boots():
+    from iowatch.comparison import pool
+    from iowatch.comparison import Side
+    run = lambda rid, values: {"run_id": rid, "devices": [{"name": "d", "class": "ssd"}], "cells": [  # noqa: E731
+        {"study": "s", "device": "d", "filesystem": "xfs", "repetitions": [
+            {"samples": [{"job": None, "group": "g", "metric": "m", "value": v}]} for v in values]}]}
+    pooled = pool(Side("k", "x", [run("r1", [1, 2]), run("r2", [3, 4, 5])]))
+    (key,) = pooled.values
+    assert pooled.values[key] == [1, 2, 3, 4, 5] and pooled.boots[key] == ["r1"] * 2 + ["r2"] * 3

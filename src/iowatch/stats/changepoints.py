@@ -265,7 +265,10 @@ def confirm_family(histories: Sequence[History], *, max_pvalue: float = 0.01, wi
             cell = CellInput(h.key, tuple(x[start:cp.index]), tuple(x[cp.index:end]), h.direction,
                              h.min_effect_pct)
             candidates.append((h, cp, cell, p_sel[cp.index]))
-    verdicts = compare_matrix([c for _, _, c, _ in candidates], fdr=fdr, family_size=len(histories))
+    # Segments are not looks of an adaptive run: the level by the effective count's
+    # look, as these figures were measured with (sequential.level_at is for looks).
+    verdicts = compare_matrix([c for _, _, c, _ in candidates], fdr=fdr, family_size=len(histories),
+                              by_information=False)
     changed = [(c, v) for c, v in zip(candidates, verdicts) if v.outcome in (REGRESSION, IMPROVEMENT)]
     adjusted = benjamini_hochberg([p for (_, _, _, p), _ in changed], len(histories))
     out: dict[CellKey, list[ConfirmedChangePoint]] = {}

@@ -134,6 +134,13 @@ class Verdict:
     # A "no-change" with mde_pct above the minimum effect is "no change within
     # mde_pct%" (the cap was reached first). None when judged by size only.
     mde_pct: float | None = None
+    # Boots a side when the test was on boot means (a side's values came from two
+    # or more boots); None: one boot a side, the values tested as they are.
+    boots: tuple[int, int] | None = None
+    # Diagnostics of a boot-means test (one-way ANOVA moments on the test's scale):
+    # the within-boot sd in % and the share of the variance that lies between boots.
+    within_boot_sd_pct: float | None = None
+    between_boot_share: float | None = None
 
     @property
     def within_pct(self) -> float | None:
@@ -264,6 +271,9 @@ class _Cell:
     size_only: bool
     centre: tuple[float, float] | None = None  # the values the change is between (words)
     p_screen: float | None = None  # one-sided p of the worse direction, the family's variance lent
+    boots: tuple[int, int] | None = None  # boots a side of a boot-means test
+    within_boot_sd_pct: float | None = None
+    between_boot_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -345,8 +355,57 @@ def _t_scale(xb: np.ndarray, xc: np.ndarray, prior: VariancePrior | None = None
     return se, df, math.sqrt(pooled)
 
 
+def _boot_means(x: np.ndarray, labels: Sequence | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(the mean of each boot's values, each boot's count), in first-seen order;
+    None without labels or with one boot."""
+    if labels is None:
+        return None
+    if len(labels) != len(x):
+        raise ValueError(f"{len(labels)} boot labels for {len(x)} values")
+    order = {label: i for i, label in enumerate(dict.fromkeys(labels))}
+    if len(order) < 2:
+        return None
+    idx = np.asarray([order[label] for label in labels])
+    counts = np.bincount(idx)
+    return np.bincount(idx, weights=x) / counts, counts
+
+
+def _boot_t_scale(mb: np.ndarray, mc: np.ndarray) -> tuple[float, float, float]:
+    """_t_scale on boot means: Student's pooled t for equal boot counts, Welch's
+    for unequal ones with two boots or more a side, and pooled again when a side
+    is one boot (its variance borrowed from the other side's boots)."""
+    if len(mb) == len(mc) or min(len(mb), len(mc)) >= 2:
+        return _t_scale(mb, mc)
+    df = len(mb) + len(mc) - 2
+    ss = float(((mb - mb.mean()) ** 2).sum() + ((mc - mc.mean()) ** 2).sum())
+    pooled = ss / df
+    return math.sqrt(pooled * (1 / len(mb) + 1 / len(mc))), df, math.sqrt(pooled)
+
+
+def _anova(sides: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[float, float | None]:
+    """Within-boot sd and the between-boot share of variance, by one-way ANOVA
+    moments over both sides' boots (values, boot means, counts): diagnostics."""
+    ss_w = df_w = 0.0
+    means, sizes = [], []
+    for x, m, n in sides:
+        idx = np.repeat(np.arange(len(m)), n)
+        ss_w += float(((x - m[idx]) ** 2).sum())
+        df_w += len(x) - len(m)
+        means.append(m - m.mean())
+        sizes.append(n)
+    within = ss_w / df_w if df_w > 0 else 0.0
+    dev = np.concatenate(means)
+    k = len(dev) - len(sides)
+    if k <= 0:
+        return math.sqrt(within), None
+    between = max(float((dev ** 2).sum()) / k - within * float(np.mean(1 / np.concatenate(sizes))), 0.0)
+    total = between + within
+    return math.sqrt(within), (between / total if total > 0 else None)
+
+
 def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
-                prior: VariancePrior | None = None) -> _Cell:
+                prior: VariancePrior | None = None, boots: tuple[Sequence | None, Sequence | None]
+                = (None, None)) -> _Cell:
     nb, nc = len(b), len(c)
     bs, cs = _side_stats(b), _side_stats(c)
     cliffs = float(((c[None, :] > b[:, None]).sum() - (c[None, :] < b[:, None]).sum()) / (nb * nc))
@@ -374,8 +433,29 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
             return _Cell(bs, cs, None, (None, None), None, None, None, cliffs, None, None, None,
                          n_eff, False)
         return _Cell(bs, cs, 0.0, (0.0, 0.0), 1.0, 1.0, 1.0, cliffs, 0.0, 0.0, 0.0, n_eff, False)
-    d = float(xc.mean() - xb.mean())
-    se, df, sd_pooled = _t_scale(xb, xc)
+    # Repetitions come in boots: when a side's values came from two boots or more,
+    # the test is on boot means (issue 24), so the noise between boots counts.
+    bb, bc = _boot_means(xb, boots[0]), _boot_means(xc, boots[1])
+    by_boot = bb is not None or bc is not None
+    diagnostics: dict = {}
+    if by_boot:
+        # A side without labels: each value its own boot; with one label: one boot.
+        one = lambda x, labels: (x, np.ones(len(x), dtype=int)) if labels is None \
+            else (np.asarray([x.mean()]), np.asarray([len(x)]))  # noqa: E731
+        bb = bb or one(xb, boots[0])
+        bc = bc or one(xc, boots[1])
+        d = float(bc[0].mean() - bb[0].mean())
+        se, df, sd_boots = _boot_t_scale(bb[0], bc[0])
+        # needs_runs counts repetitions: a boot mean of m runs stands for m of them.
+        sd_pooled = sd_boots * math.sqrt(float(np.mean(np.concatenate([bb[1], bc[1]]))))
+        within, share = _anova([(xb, *bb), (xc, *bc)])
+        diagnostics = {"boots": (len(bb[0]), len(bc[0])),
+                       "within_boot_sd_pct": to_pct(within) if log_scale else within * 100,
+                       "between_boot_share": share}
+        prior = None  # the family's prior is of one repetition's variance, not a boot mean's
+    else:
+        d = float(xc.mean() - xb.mean())
+        se, df, sd_pooled = _t_scale(xb, xc)
     if se == 0:
         tstat = 0.0 if d == 0 else math.copysign(math.inf, d)
     else:
@@ -399,10 +479,14 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
     if prior is not None and log_scale:
         m_se, m_df, _ = _t_scale(xb, xc, prior)
         p_screen = float(stdtr(m_df, (d if direction == HIGHER else -d) / m_se))
-    centre = ((math.exp(float(xb.mean())), math.exp(float(xc.mean()))) if log_scale
-              else (bs.mean, cs.mean))  # geometric means on the log scale
+    if by_boot:
+        centre = ((math.exp(float(bb[0].mean())), math.exp(float(bc[0].mean()))) if log_scale
+                  else (float(bb[0].mean()) * abs(bs.mean), float(bc[0].mean()) * abs(bs.mean)))
+    else:
+        centre = ((math.exp(float(xb.mean())), math.exp(float(xc.mean()))) if log_scale
+                  else (bs.mean, cs.mean))  # geometric means on the log scale
     return _Cell(bs, cs, change, ci, p_two, p_worse, p_better, cliffs, sign * change, hidden,
-                 sd_pooled, n_eff, False, centre, p_screen)
+                 sd_pooled, n_eff, False, centre, p_screen, **diagnostics)
 
 
 def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | None:
@@ -448,12 +532,15 @@ def _outcome(direction: str, s: _Cell, adj_worse: float | None, adj_better: floa
 
 
 def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
-                   cap: int = DEFAULT_CAP, family_size: int | None = None) -> list[CellVerdict]:
+                   cap: int = DEFAULT_CAP, family_size: int | None = None,
+                   by_information: bool = True) -> list[CellVerdict]:
     """Verdicts for one family of cells: Benjamini–Hochberg at `fdr` over the
     regression tests (and, apart, the improvement tests) of the cells that have
     two samples a side, each held to its look's share of `fdr` in the schedule
     up to its cap (the cell's own, else `cap`). `family_size`, when larger
-    than the cells given, counts the family's untested members."""
+    than the cells given, counts the family's untested members. `by_information`
+    False: the level of the effective count's look (look_level), for sides that
+    are not looks of an adaptive run (a change point's segments)."""
     for cell in cells:
         if cell.direction not in DIRECTIONS:
             raise ValueError(f"{cell.key}: direction {cell.direction!r} is not one of {DIRECTIONS}")
@@ -461,10 +548,14 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
             raise ValueError(f"{cell.key}: a side has no samples")
     sides = [(np.asarray(cell.base, dtype=float), np.asarray(cell.candidate, dtype=float))
              for cell in cells]
-    pooled = [_log_variance(b, c) for (b, c), cell in zip(sides, cells) if cell.direction != INFO]
+    boots = [(cell.base_boots, cell.candidate_boots) for cell in cells]
+    # The prior is of one repetition's variance: only cells tested on repetitions lend to it.
+    pooled = [_log_variance(b, c) for (b, c), cell, (lb, lc) in zip(sides, cells, boots)
+              if cell.direction != INFO and len(set(lb or ())) < 2 and len(set(lc or ())) < 2]
     pooled = [v for v in pooled if v is not None]
     prior = variance_prior([v for v, _ in pooled], [df for _, df in pooled])
-    stats = [_cell_stats(b, c, cell.direction, prior) for (b, c), cell in zip(sides, cells)]
+    stats = [_cell_stats(b, c, cell.direction, prior, boot)
+             for (b, c), cell, boot in zip(sides, cells, boots)]
     tested = [i for i, (cell, s) in enumerate(zip(cells, stats))
               if cell.direction != INFO and s.p_worse is not None]
     untested = max((family_size or 0) - len(cells), 0)
@@ -475,7 +566,9 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     out = []
     for i, (cell, s) in enumerate(zip(cells, stats)):
         cell_cap = cell.cap or cap
-        level = level_at(s.base.n, s.candidate.n, fdr, cap=cell_cap) if not s.size_only else None
+        level = None if s.size_only else (
+            level_at(s.base.n, s.candidate.n, fdr, cap=cell_cap) if by_information
+            else look_level(s.n_eff, fdr, cap=cell_cap))
         outcome = _outcome(cell.direction, s, adj_worse.get(i), adj_better.get(i), level or 0.0,
                            cell.min_effect_pct)
         mde = _mde(s) if cell.direction != INFO else None
@@ -504,7 +597,8 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
             direction=cell.direction, min_effect_pct=cell.min_effect_pct, outcome=outcome,
             needs_runs=needs, size_only=s.size_only, words=words, level=level,
             hidden_pct=s.hidden, budget_spent=budget_spent, cap=cell_cap, key=cell.key,
-            p_adjusted=p_adj, p_worse_family=s.p_screen, mde_pct=mde))
+            p_adjusted=p_adj, p_worse_family=s.p_screen, mde_pct=mde, boots=s.boots,
+            within_boot_sd_pct=s.within_boot_sd_pct, between_boot_share=s.between_boot_share))
     return out
 
 
