@@ -33,11 +33,12 @@ import sys
 from iowatch import bundle
 doc = bundle.load(sys.argv[1])
 print(f"guest-proof: kernel {doc['kernel']['release']}, run {doc['status']}")
+classes = {d["name"]: d.get("class", "-") for d in doc.get("devices", [])}
 bad = 0
 for cell in doc["cells"]:
     ok = cell["status"] == "passed"
     bad += not ok
-    print(f"  {cell['study']:<24} {cell.get('device_class', '-'):<10} {cell.get('device', '-'):<7} "
+    print(f"  {cell['study']:<24} {classes.get(cell.get('device'), '-'):<10} {cell.get('device', '-'):<7} "
           f"{cell.get('filesystem', '-'):<6} {cell['status']}")
 print(f"guest-proof: {len(doc['cells']) - bad} of {len(doc['cells'])} cells passed")
 sys.exit(1 if bad else 0)
