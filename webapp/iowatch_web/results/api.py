@@ -115,6 +115,14 @@ def _not_found(request, exc):
     return _error(404, str(exc) or "not found")
 
 
+@api.exception_handler(OverflowError)
+def _out_of_range(request, exc):
+    """An id or number past what the database stores (SQLite's driver cannot
+    even bind an integer past 2**63): no row can have it, so the request is
+    wrong, not the server."""
+    return _error(400, f"a number in the request is out of the store's range ({exc})")
+
+
 @api.exception_handler(ValidationError)
 def _malformed(request, exc):
     """A parameter or body that does not parse: 400 naming the first field
