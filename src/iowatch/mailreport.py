@@ -169,10 +169,14 @@ def _first_bad_lines(detail: dict) -> list[str]:
                     f"{len(bisect.get('steps') or [])} steps so far)"]
         elif state == "failed":
             head = [f"first bad commit: bisect #{bisect['id']} failed: {bisect.get('error')}"]
+        elif state == "done":
+            head = [f"first bad commit: not one commit (bisect #{bisect['id']})"]
         else:
             head = ["first bad commit: not bisected"]
     else:
-        head = [f"first bad commit: {(bad.get('commit') or '?')[:12]} (\"{bad.get('subject') or '?'}\")",
+        chance = (bisect.get("result") or {}).get("probability")
+        head = [f"first bad commit: {(bad.get('commit') or '?')[:12]} (\"{bad.get('subject') or '?'}\")"
+                + (f", probability {chance:.1%}" if chance is not None else ""),
                 f"  author:    {bad.get('author') or 'not recorded'}",
                 f"  found by:  {bad['found_by']}"]
         result = bisect.get("result") or {}
@@ -181,8 +185,10 @@ def _first_bad_lines(detail: dict) -> list[str]:
                         + ", ".join(c[:12] for c in result["skipped"]))
     result = bisect.get("result") or {}
     if result.get("candidates") and not result.get("first_bad"):
-        head.append("  candidates left by skipped commits: "
-                    + ", ".join(c[:12] for c in result["candidates"]))
+        chance = result.get("probability")
+        head.append("  the first bad commit is one of: "
+                    + ", ".join(c[:12] for c in result["candidates"])
+                    + (f" (probability {chance:.1%} together)" if chance is not None else ""))
     prov = result.get("provenance") or {}
     head.append("  provenance:")
     if prov.get("nightly"):

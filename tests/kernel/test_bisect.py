@@ -19,7 +19,7 @@ from iowatch.check import VariantRun
 from iowatch.comparison import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Variant
-from iowatch.stats.oracle import place, steps_left
+from iowatch.stats.oracle import Observation, culprit, steps_left
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "e2e-check"
 FAST, SLOW = FIXTURES / "guest-00" / "bundle", FIXTURES / "guest-02" / "bundle"
@@ -39,16 +39,21 @@ def measurer(kinds: dict[int, str], calls: list[int]):
     return measure
 
 
-def test_the_oracle_places_a_candidate_between_the_ends():
-    good, bad = [300, 310, 305], [200, 195, 205]
-    assert place(good, bad, [302, 298, 306]).outcome == "good"
-    assert place(good, bad, [201, 199, 210]).outcome == "bad"
-    half = place(good, bad, [250, 255, 248])
-    assert half.outcome == "unclear" and 0.4 < half.position < 0.6
-    settled = place(good, bad, [240, 245, 238], settle=True)
-    assert settled.outcome == "bad" and settled.decided_by_nearer and "nearer end" in settled.words
-    with pytest.raises(ValueError, match="same median"):
-        place([1, 2, 3], [3, 2, 1], [2])
+def test_the_culprit_model_weighs_each_judged_step_by_its_error():
+    # Consistent, confident steps: the commit between the last good and first bad is named.
+    sure = culprit(6, [Observation(3, True, 1e-6), Observation(1, False, 1e-6),
+                       Observation(2, False, 1e-6)])
+    assert sure.first_bad == 3 and sure.candidates == [3] and sure.probability > 0.99
+    # The same steps at the policy's 5% each: not enough to name one commit alone.
+    loose = culprit(6, [Observation(3, True, 0.05), Observation(1, False, 0.05),
+                        Observation(2, False, 0.05)])
+    assert loose.first_bad is None and 3 in loose.candidates and loose.probability >= 0.95
+    assert loose.probabilities[3] == max(loose.probabilities.values())
+    # An unjudged commit between good 2 and bad 4 shares the mass with 4: a range.
+    split = culprit(6, [Observation(4, True, 1e-6), Observation(2, False, 1e-6)])
+    assert split.first_bad is None and split.candidates == [3, 4]
+    assert split.probabilities[3] == pytest.approx(0.5, abs=0.01)
+    assert "one of variants [3, 4]" in split.words
     assert [steps_left(n) for n in (1, 2, 3, 4, 6, 8, 9)] == [0, 1, 2, 2, 3, 3, 4]
 
 
@@ -61,7 +66,7 @@ def test_the_search_names_the_first_slow_variant(first_bad):
     assert (found, last_good, untestable) == (first_bad, first_bad - 1, [])
     assert (target.key.group, target.key.metric) == ("writer", "write.bw_kib_s")
     assert calls[:2] == [0, n] and len(calls) <= 2 + steps_left(n)
-    outcomes = {s.index: s.placement.outcome for s in steps}
+    outcomes = {s.index: s.verdict.outcome for s in steps}
     assert all(outcomes[i] == ("good" if i < first_bad else "bad") for i in outcomes)
 
 
@@ -133,7 +138,8 @@ def test_a_pipeline_is_told_what_to_measure_next_until_the_commit_is_named(tmp_p
     assert step["state"] == "done", step
     assert measured[:2] == [0, 6] and 5 not in measured  # variant 5 did not build: never asked for
     # 3 did not boot, 2 was good and 4 bad: the first bad one is 3 or 4, as git bisect says.
-    assert step["first_bad"]["index"] == 4 and step["untestable"] == [3] and step["last_good"] == 2
+    assert step["first_bad"] is None and step["candidates"] == [3, 4]
+    assert step["untestable"] == [3] and step["last_good"] == 2
     assert {s["index"]: s["outcome"] for s in step["steps"]}[3] == "skipped"
     assert "the first bad commit is one of variants [3, 4]" in step["report"]
 
@@ -143,3 +149,96 @@ def test_the_next_step_names_a_variants_file_it_cannot_read(tmp_path, capsys):
     (tmp_path / "v.json").write_text("{not json")
     assert main(["bisect", "--variants", str(tmp_path / "v.json"), "--bundles", str(tmp_path)]) == 2
     assert "v.json: not the JSON of `iowatch kernel build --json`" in capsys.readouterr().err
+
+
+def _copy(src: Path, dest: Path) -> Path:
+    """A recorded bundle as a measurement of its own (a run id, so a boot, of its own)."""
+    import shutil
+    import uuid
+    shutil.copytree(src, dest)
+    doc = bundle.load(dest)
+    doc["run_id"] = str(uuid.uuid4())
+    bundle.write_manifest(dest, doc)
+    return dest
+
+
+def _mixed(dest: Path, keep: int = 2) -> Path:
+    """guest-00's bundle with its repetitions after `keep` replaced by guest-02's
+    (manifest entries and raw files): a boot whose writer ran at the base's
+    300 KiB/s for 2 repetitions and at the slow patch's 200 for 3."""
+    import shutil
+    _copy(FAST, dest)
+    doc, slow = bundle.load(dest), bundle.load(SLOW)
+    for cell, slow_cell in zip(doc["cells"], slow["cells"]):
+        assert cell["id"] == slow_cell["id"]
+        cell["repetitions"] = cell["repetitions"][:keep] + slow_cell["repetitions"][keep:]
+        for rep in slow_cell["repetitions"][keep:]:
+            for artifact in rep["artifacts"]:
+                shutil.copy(SLOW / artifact["path"], dest / artifact["path"])
+    bundle.write_manifest(dest, doc)
+    return dest
+
+
+@pytest.mark.parametrize("again", ["mixed", "slow"])
+def test_an_ambiguous_middle_step_is_measured_again_and_the_result_says_how_sure_it_is(tmp_path, again):
+    """A bisect over the recorded guest bundles of tests/fixtures/e2e-check
+    (variants 0-2 measure as guest-00, the base; 4-6 as guest-02, the slow ext4
+    direct writes) with an ambiguous middle step: variant 3's first measurement
+    is guest-00's bundle with its last 3 repetitions taken from guest-02's
+    (_mixed: the writer at 302, 302, 200, 200, 201 KiB/s), which is neither
+    end. The search must measure it again, judging it against both ends with
+    compare_sides each time, and never settle it by the nearer end:
+    - again "mixed" (a commit whose every boot is half fast, half slow): the
+      second measurement confirms it worse than good and better than bad, so
+      it is the first bad commit, "part of the change", named with its
+      probability from the culprit model;
+    - again "slow" (guest-02's bundle, each a boot of its own): the odd first
+      boot keeps the boot-means test from deciding up to the study's cap of 20;
+      at the cap the bad end, which the comparison still asks for, is measured
+      again (guest-02 once more) up to its cap too, and still the odd boot
+      keeps variant 3 from being confirmed like bad. It decides nothing and the
+      result is the range [3, 4] with its probability, not one commit."""
+    from iowatch.bisect.search import culprit_of
+    calls: list[tuple[int, int]] = []
+
+    def measure(index: int, attempt: int) -> VariantRun:
+        calls.append((index, attempt))
+        v = Variant(index, f"{index:040x}", f"commit {index}", status="built")
+        where = tmp_path / f"variant-{index:02d}-{attempt}"
+        if index in (0, 6):
+            path = (FAST if index == 0 else SLOW) if attempt == 0 else \
+                _copy(FAST if index == 0 else SLOW, where)
+        elif index == 3:
+            path = _mixed(where) if attempt == 0 or again == "mixed" else _copy(SLOW, where)
+        else:
+            path = _copy(FAST if index < 3 else SLOW, where)
+        return VariantRun(v, path, status=bundle.load(path)["status"])
+
+    said: list[str] = []
+    target, steps, last_good, first_bad, untestable = search(6, measure, say=said.append)
+    step3 = next(s for s in steps if s.index == 3)
+    assert (3, 1) in calls, calls  # measured again
+    assert any("variant 3 unsure" in line and "measuring it again" in line for line in said), said
+    found = culprit_of(steps, 6)
+    assert found.probability >= 0.95
+    if again == "mixed":
+        assert step3.verdict.outcome == "bad" and step3.verdict.between
+        assert step3.verdict.vs_good.outcome == step3.verdict.vs_bad.outcome == "regression"
+        assert found.first_bad == 3 and found.candidates == [3]
+        assert "first bad commit: variant 3 (probability" in found.words
+    else:
+        assert step3.verdict.outcome == "unsure" and len(step3.runs) == 4  # 20 a side: the cap
+        assert [c for c in calls if c[0] == 3] == [(3, a) for a in range(4)]
+        assert (6, 1) in calls  # the end the step's comparison asked for
+        assert found.first_bad is None and found.candidates == [3, 4]
+        assert found.probabilities[3] == pytest.approx(found.probabilities[4], rel=0.01)
+        assert "one of variants [3, 4]" in found.words
+        assert (last_good, first_bad, untestable) == (2, 4, [3])
+    # What `iowatch bisect` exits with: one commit named is 0, a range is undecided.
+    from types import SimpleNamespace
+    from iowatch import exit_status
+    from iowatch.bisect.search import BisectResult
+    from iowatch.commands.bisect import exit_code
+    result = BisectResult(series=None, plan=SimpleNamespace(variants=[None] * 7), target=target,
+                          steps=steps, first_bad=first_bad, last_good=last_good)
+    assert exit_code(result) == (0 if again == "mixed" else exit_status.UNDECIDED)

@@ -115,6 +115,7 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
             result = job["result"]
             assert result["first_bad"]["commit"] == commits[FIRST_BAD]
             assert result["skipped"] == [commits[UNBUILT]] and result["candidates"] == []
+            assert result["probability"] >= 0.95  # the culprit model's, kept with the result
             assert result["provenance"]["nightly"] == run_ids["bad"]
             assert result["provenance"]["good_runs"] == [run_ids["good"]]
             assert result["provenance"]["bad_runs"] == [run_ids["bad"]]

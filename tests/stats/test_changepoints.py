@@ -1,8 +1,14 @@
-"""change_points: planted steps found, flat noise quiet, Otava as the reference."""
+"""change_points and candidates: planted steps found, flat noise quiet, the
+selection test over a family, Otava as the reference. Whether a candidate is
+a regression is the A/B of its segments' repetitions (iowatch.judging;
+tests/webapp/test_regressions.py judges it against the store)."""
 import numpy as np
 import pytest
 
-from iowatch.stats import change_points, confirm_family, confirmed_change_points
+from iowatch.cells import CellKey
+from iowatch.stats import History, candidates, change_points
+
+KEY = CellKey("s", "h", "ssd", "d", "ext4", "g", "m")
 
 
 def _steps(seed: int, noise: float = 2.0) -> np.ndarray:
@@ -25,19 +31,18 @@ def test_flat_noise_has_no_change_point(seed):
     assert change_points(rng.normal(100, 1, 120)) == []
 
 
-def test_confirmed_change_points_carry_the_ab_verdict():
-    x = _steps(1)
-    confirmed = confirmed_change_points(x, "higher", 5)
-    assert [(c.index, c.verdict.outcome) for c in confirmed] == [(40, "improvement"), (70, "regression")]
-    # Lower is better: the same steps read the other way round.
-    assert [c.verdict.outcome for c in confirmed_change_points(x, "lower", 5)] == ["regression", "improvement"]
+def test_candidates_carry_their_segments_and_selection_p():
+    found = candidates([History(KEY, list(_steps(1)), 5.0)])[KEY]
+    assert [(c.index, c.start, c.end) for c in found] == [(40, 10, 70), (70, 40, 100)]
+    assert found[0].change_pct > 0 > found[1].change_pct
+    assert all(c.p_selection <= 0.05 for c in found)
 
 
-def test_a_small_step_below_the_minimum_effect_is_not_confirmed():
+def test_a_small_step_below_the_minimum_effect_is_not_a_candidate():
     rng = np.random.default_rng(7)
     x = np.concatenate([rng.normal(100, 0.5, 40), rng.normal(102, 0.5, 40)])
     assert [c.index for c in change_points(x, min_magnitude_pct=1)] == [40]
-    assert confirmed_change_points(x, "higher", 5) == []
+    assert candidates([History(KEY, list(x), 5.0)]) == {}
 
 
 @pytest.mark.parametrize("seed", range(1, 8))
@@ -59,33 +64,32 @@ def test_agrees_with_apache_otava_on_planted_steps(seed):
 
 # A nightly's family: 40 deciding series, 40 kernels each, lognormal noise of CV 5%.
 def _family(seed: int, step: float | None = None, cv: float = 0.05):
-    from iowatch.cells import CellKey
-    from iowatch.stats import History
     rng = np.random.default_rng(seed)
     out = []
     for i in range(40):
         values = 1000 * np.exp(rng.normal(0, cv, 40))
         if step is not None and i == 0:
             values[30:] *= step  # the last 10 kernels slower
-        out.append(History(CellKey("s", "h", "ssd", "d", "ext4", "g", f"m{i}"), list(values),
-                           "higher", 5.0))
+        out.append(History(CellKey("s", "h", "ssd", "d", "ext4", "g", f"m{i}"), list(values), 5.0))
     return out
 
 
-def _regressed(confirmed) -> set[str]:
-    return {k.metric for k, cps in confirmed.items() if any(c.verdict.outcome == "regression" for c in cps)}
+def _regressed(found) -> set[str]:
+    """Histories with a candidate step down (higher is better)."""
+    return {k.metric for k, cps in found.items() if any(c.change_pct < 0 for c in cps)}
 
 
 def test_a_family_of_flat_histories_raises_no_alert_though_the_chosen_splits_look_significant():
     """The detector picks each history's best split; the A/B test of that split
     alone ignores the choice. Without the selection test most of these nights
-    would raise a regression somewhere (the control, computed below)."""
+    would raise a regression somewhere (the control, computed below); with it,
+    hardly a candidate step down survives, before any A/B."""
     from iowatch.stats import compare_matrix
     from iowatch.stats.verdict import CellInput
     alarms = naive = 0
     for seed in range(20):
         family = _family(1000 + seed)
-        alarms += bool(_regressed(confirm_family(family)))
+        alarms += bool(_regressed(candidates(family)))
         cells = []
         for h in family:  # each chosen split, A/B between its neighbouring splits
             cps = [c.index for c in change_points(np.asarray(h.values), min_magnitude_pct=5)]
@@ -98,5 +102,5 @@ def test_a_family_of_flat_histories_raises_no_alert_though_the_chosen_splits_loo
 
 @pytest.mark.parametrize("step, cv, at_least", [(0.85, 0.05, 18), (0.80, 0.10, 14)])
 def test_a_real_step_in_one_history_of_forty_is_found(step, cv, at_least):
-    found = sum("m0" in _regressed(confirm_family(_family(2000 + seed, step, cv))) for seed in range(20))
+    found = sum("m0" in _regressed(candidates(_family(2000 + seed, step, cv))) for seed in range(20))
     assert found >= at_least, found

@@ -126,7 +126,7 @@ def test_claim_steps_and_result_round_trip(nights, client, agent_token):
 
     result = {"state": "done", "first_bad": {"commit": "ab" * 20, "subject": STEP["subject"],
                                              "author": STEP["author"]},
-              "candidates": [], "skipped": ["cd" * 20], "error": None,
+              "candidates": [], "probability": 0.987, "skipped": ["cd" * 20], "error": None,
               "provenance": {"nightly": str(nights[6].run_id), "good_runs": [str(nights[5].run_id)],
                              "bad_runs": [str(nights[6].run_id)]}}
     status, done = api(client, "post", f"bisects/{job.pk}/result", result, agent_token)
@@ -135,6 +135,7 @@ def test_claim_steps_and_result_round_trip(nights, client, agent_token):
     assert done["finished_at"] is not None
     detail = client.get(f"/api/v1/regressions/{job.regression_id}").json()
     assert detail["bisect"]["result"]["skipped"] == ["cd" * 20]
+    assert detail["bisect"]["result"]["probability"] == 0.987  # the culprit model's, kept
     page = client.get(f"/regressions/{job.regression_id}/").content.decode()
     assert "first bad commit" in page and "ext4: wait before each direct write" in page
     assert "Ann Dev &lt;ann@example.org&gt;" in page  # escaped, as all untrusted text
@@ -145,7 +146,8 @@ def test_claim_steps_and_result_round_trip(nights, client, agent_token):
     text = client.get(f"/api/v1/regressions/{job.regression_id}/report?format=text").content.decode()
     assert text.startswith("[iowatch] f2fs: ") and f"regression on sdcard (f2fs, f2fs-dio-write) " \
         f"in {STEP['subject']}\n" in text
-    for line in (f'first bad commit: abababababab ("{STEP["subject"]}")', f"found by:  bisect #{job.pk}",
+    for line in (f'first bad commit: abababababab ("{STEP["subject"]}"), probability 98.7%',
+                 f"found by:  bisect #{job.pk}",
                  f"nightly run {nights[6].run_id}", "skipped (did not build or boot): cdcdcdcdcdcd",
                  "abababababab bad, median 701.5 KiB/s, 5 repetitions",
                  f"iowatch bisect --good {nights[5].kernel.git_commit} --bad {nights[6].kernel.git_commit} "

@@ -187,6 +187,44 @@ def test_a_flat_nightly_history_raises_no_change_point(arrive):
     assert not Regression.objects.exists()
 
 
+def test_a_change_point_whose_neighbours_ab_is_no_change_opens_no_regression(arrive):
+    """The medians step, the repetitions do not. Twelve nightly kernels of a
+    two-level writer: the first 8 run 1000 KiB/s in 3 repetitions of 5 and 900
+    in 2 (median 1000), the last 4 run 1020.4 in 2 and 920 in 3 (median 920),
+    each kernel shifted by night % 3. One value per kernel falls 8% at kernel
+    8, beyond the study's 5%, and e-divisive with the selection test finds it;
+    but the geometric means of the repetitions are the same on both sides
+    (3 ln 1000 + 2 ln 900 = 2 ln 1020.4 + 3 ln 920), so the A/B of the
+    neighbour kernels, and of the segments either side up to the study's cap,
+    is no change. The change point
+    opens nothing and queues no bisect (before, a step in the medians was
+    enough)."""
+    from iowatch.cells import CellKey
+    from iowatch.stats import History, candidates
+    from iowatch_web.regressions.models import BisectJob
+    before, after = [1000, 1000, 1000, 900, 900], [1020.4, 1020.4, 920, 920, 920]
+    nights = [before] * 8 + [after] * 4
+    runs = []
+    for night, reps in enumerate(nights):
+        doc = planted_bundle({"write.bw_kib_s": [v + night % 3 for v in reps]}, kernel=kernel(night),
+                             started_at=at(night), matrix="nightly")
+        doc.update(schema_version=2, trigger={"kind": "nightly", "branch": "for-next",
+                                              "tree": "https://git.example.org/linux.git",
+                                              "night": f"2024-05-{1 + night:02d}"})
+        runs.append(arrive(doc))
+    medians = [1000 + night % 3 if night < 8 else 920 + night % 3 for night in range(len(nights))]
+    seen = candidates([History(CellKey("f2fs-dio-write", "h", "sdcard", "sd0", "f2fs", "seqw",
+                                       "write.bw_kib_s"), medians, 5.0)])
+    assert [c.index for cps in seen.values() for c in cps] == [8]  # the detector sees the step
+    neighbours = Comparison.objects.get(reason="previous-run", base_kernel=runs[7].kernel,
+                                        candidate_kernel=runs[8].kernel)
+    bw = neighbours.cells.get(metric_id="write.bw_kib_s")
+    assert bw.outcome == "no-change", bw.words
+    assert not ChangePoint.objects.exists()
+    assert not Regression.objects.exists()
+    assert not BisectJob.objects.exists()
+
+
 # --- triage ------------------------------------------------------------------------
 
 @pytest.fixture

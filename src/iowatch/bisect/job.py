@@ -132,21 +132,21 @@ class Poster:
         return ids
 
     def step(self, step: Step, values: Callable[[Step], list[float]]) -> None:
-        p = step.placement
+        p = step.verdict
         metric = self.job.cell.get("metric") or ""
         try:
             unit = metrics.lookup(metric).unit
         except KeyError:
             unit = ""
         body = {**self.identity(step.index),
-                "outcome": "skipped" if p is None else {"unclear": "unsure"}.get(p.outcome, p.outcome),
+                "outcome": "skipped" if p is None else p.outcome,
                 "median": None if p is None else p.median, "unit": unit,
                 "repetitions": len(values(step)) if p is not None else 0,
                 "run_ids": self.runs_of(step), "position": None if p is None else p.position}
         self.steps.append(body)
         self.say(f"bisect: step {body['commit'][:12]} {body['outcome']}"
-                 + (f" (median {body['median']:.4g} {unit}, {body['repetitions']} repetitions)"
-                    if p is not None else ""))
+                 + (f" (median {body['median']:.4g} {unit}, {body['repetitions']} repetitions; "
+                    f"{p.words})" if p is not None else ""))
         if self.client is not None and self.job.job is not None:
             self.client.post_step(self.job.job, body)
 
@@ -156,20 +156,22 @@ class Poster:
 
 
 def result_body(result: BisectResult, poster: Poster) -> dict:
-    """The contract's result of a search that ended (first_bad set)."""
+    """The contract's result of a search that ended: the first bad commit when the
+    culprit model names one (its probability at least oracle.NAME_AT), else the
+    candidates that together hold that probability; "probability" either way."""
     steps = {s.index: s for s in result.steps}
-    skipped = sorted(i for i, s in steps.items() if s.placement is None)
-    first = poster.identity(result.first_bad)
+    skipped = sorted(i for i, s in steps.items() if s.verdict is None)
+    found = result.culprit
     ends = {i: poster.runs_of(steps[i]) for i in (0, len(result.plan.variants) - 1)}
-    body = {"state": "done", "first_bad": first,
-            "candidates": [], "skipped": [poster.identity(i)["commit"] for i in skipped],
+    body = {"state": "done",
+            "first_bad": poster.identity(found.first_bad) if found.first_bad is not None else None,
+            "candidates": [] if found.first_bad is not None else
+            [poster.identity(i)["commit"] for i in found.candidates],
+            "probability": round(found.probability, 4),
+            "skipped": [poster.identity(i)["commit"] for i in skipped],
             "error": None,
             "provenance": {"nightly": poster.job.nightly_run, "good_runs": ends[0],
                            "bad_runs": ends[len(result.plan.variants) - 1]}}
-    if result.untestable:
-        # git bisect's "only skipped commits left": the first bad is one of these.
-        body["first_bad"] = None
-        body["candidates"] = [poster.identity(i)["commit"] for i in result.untestable + [result.first_bad]]
     return body
 
 
@@ -212,13 +214,14 @@ def render(job: Assignment, result: BisectResult, body: dict) -> str:
     """What the agent prints at the end: the driver's report and the posted outcome."""
     lines = [report(result), ""]
     where = f"bisect #{job.job}" if job.job is not None else "no bisect job (nothing posted)"
+    chance = f" (probability {body['probability']:.1%})" if body.get("probability") is not None else ""
     if body["state"] == "done" and body["first_bad"]:
         fb = body["first_bad"]
         lines.append(f"regression {job.regression}, {where}: first bad commit {fb['commit']} "
-                     f"{fb['subject']}" + (f" ({fb['author']})" if fb.get("author") else ""))
+                     f"{fb['subject']}" + (f" ({fb['author']})" if fb.get("author") else "") + chance)
     elif body["state"] == "done":
         lines.append(f"regression {job.regression}, {where}: the first bad commit is one of "
-                     + ", ".join(c[:12] for c in body["candidates"]))
+                     + ", ".join(c[:12] for c in body["candidates"]) + chance)
     else:
         lines.append(f"regression {job.regression}, {where}: failed: {body['error']}")
     if body["skipped"]:

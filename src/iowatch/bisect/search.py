@@ -6,11 +6,15 @@ of the source tree, or a series directory or mbox applied to a base): variant
 0 is good, the last is bad. Both ends are measured first with the matrix and
 the cell to follow is the regression the verdict engine finds between them
 (the largest, unless --metric or --cell narrows it). Then a binary search: the
-middle variant is built, booted and measured, and the oracle
-(iowatch.stats.oracle.place) says which end it resembles. A variant that does
-not build or boot is skipped as git bisect does and a neighbour is tried; an
-unclear one is measured once more with its samples pooled. Every measurement
-is a stored run, so the dashboard shows the bisect's provenance.
+middle variant is built, booted and measured, and judged against both ends by
+the policy (iowatch.judging.judge_step, compare_sides both ways). While it is
+unsure it is measured again, a look at a time up to its study's cap; a step
+still unsure at the cap decides nothing, and the search tries a neighbour, as
+for a variant that does not build or boot (git bisect's skip). The result is
+the posterior over the first bad commit (iowatch.stats.oracle.culprit, the
+flake-aware culprit model): the commit with its probability, or the range of
+candidates. Every measurement is a stored run, so the dashboard shows the
+bisect's provenance.
 """
 from __future__ import annotations
 
@@ -24,12 +28,12 @@ from typing import Callable
 from iowatch import bundle, resources
 from iowatch.check import VariantRun, run_variant
 from iowatch.comparison import Side, pool
-from iowatch.judging import Comparison, compare_sides, more_runs
+from iowatch.judging import Comparison, StepVerdict, compare_sides, judge_step, more_runs
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
 from iowatch.kernel.series import Series
 from iowatch.stats.sequential import DEFAULT_CAP, looks
-from iowatch.stats.oracle import Placement, place, steps_left
+from iowatch.stats.oracle import Culprit, Observation, culprit, steps_left
 from iowatch.stats.verdict import CellVerdict
 from iowatch.studies import load_studies
 
@@ -48,7 +52,7 @@ class NothingToBisect(RuntimeError):
 class Step:
     index: int
     runs: list[VariantRun]
-    placement: Placement | None = None
+    verdict: StepVerdict | None = None  # against both ends, by the policy
     skipped: str = ""         # why the variant gave no sample (build-failed, boot-failed, ...)
 
     @property
@@ -68,6 +72,21 @@ class BisectResult:
     reason: str = ""
     ends_state: str | None = None  # the ends' comparison state when there was nothing to bisect
     phases: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def culprit(self) -> Culprit | None:
+        """The posterior over the first bad commit given the judged steps."""
+        if self.target is None:
+            return None
+        return culprit_of(self.steps, len(self.plan.variants) - 1)
+
+
+def culprit_of(steps: list[Step], n: int) -> Culprit:
+    """The culprit model over the judged steps between the ends (unsure and
+    skipped steps add nothing)."""
+    return culprit(n, [Observation(s.index, s.verdict.outcome == "bad", s.verdict.error)
+                       for s in steps if 0 < s.index < n and s.verdict is not None
+                       and s.verdict.outcome in ("good", "bad")])
 
 
 def _end_attempts(cmp: Comparison) -> int:
@@ -146,8 +165,14 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
     def values(runs: list[VariantRun]) -> list[float]:
         return pool(side_of(runs)).values.get(key, [])
 
-    good, bad = values(ends[0]), values(ends[n])
-    steps = [Step(0, ends[0], place(good, bad, good)), Step(n, ends[n], place(good, bad, bad))]
+    end_attempt = {0: attempt, n: attempt}  # the ends' next measurement
+
+    def judge(runs: list[VariantRun]) -> StepVerdict:
+        # The ends as measured so far: a step may have asked for more of them.
+        return judge_step(side_of(ends[0]), side_of(ends[n]), side_of(runs), target,
+                          studies=studies)
+
+    steps = [Step(0, ends[0], judge(ends[0])), Step(n, ends[n], judge(ends[n]))]
     for step in steps:
         on_step(step)
     say(f"bisect: following {key.group} {key.metric} of {key.study} on {key.device} {key.filesystem}: "
@@ -170,20 +195,45 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
             say(f"bisect: variant {mid} skipped ({step.skipped})")
             on_step(step)
             continue
-        step.placement = place(good, bad, samples)
-        if step.placement.outcome == "unclear" and remeasure_unclear:
-            say(f"bisect: variant {mid} {step.placement.words}; measuring it again")
-            more = measure(mid, 1)
-            if _measured([more]):
-                runs.append(more)
-        if step.placement.outcome == "unclear":
-            step.placement = place(good, bad, values(runs), settle=True)
-        say(f"bisect: variant {mid} {step.placement.words} (median {step.placement.median:.4g})")
+        step.verdict = judge(runs)
+        attempt = 1
+        # Unsure: more repetitions of the step, a look at a time, up to the study's cap;
+        # with the step at its cap, of the ends the comparisons still ask for.
+        while step.verdict.outcome == "unsure" and remeasure_unclear:
+            j = step.verdict
+            if j.wants_runs:
+                say(f"bisect: variant {mid} unsure ({j.words}); measuring it again "
+                    f"toward {j.wants_runs} repetitions")
+                grow = [(mid, runs, attempt)]
+                attempt += 1
+            else:
+                grow = [(i, ends[i], end_attempt[i]) for i, want in ((0, j.wants_good), (n, j.wants_bad))
+                        if want]
+                if not grow:
+                    break
+                say(f"bisect: variant {mid} unsure ({j.words}) at its cap; measuring "
+                    + " and ".join("good" if i == 0 else "bad" for i, _, _ in grow) + " again")
+                for i, _, _ in grow:
+                    end_attempt[i] += 1
+            added = False
+            for index, measured, k in grow:
+                before = len(values(measured))
+                more = measure(index, k)
+                if _measured([more]):
+                    measured.append(more)
+                    added = added or len(values(measured)) > before
+            if not added:
+                break
+            step.verdict = judge(runs)
+        say(f"bisect: variant {mid} {step.verdict.words} (median {step.verdict.median:.4g}, "
+            f"{len(values(runs))} repetitions)")
         on_step(step)
-        if step.placement.outcome == "bad":
+        if step.verdict.outcome == "bad":
             hi = mid
-        else:
+        elif step.verdict.outcome == "good":
             lo = mid
+        else:
+            skipped.add(mid)  # undecided at the cap: it decides nothing, a neighbour is tried
     untestable = sorted(i for i in skipped if lo < i < hi)
     return target, steps, lo, hi, untestable
 
@@ -329,51 +379,65 @@ def report(result: BisectResult) -> str:
     lines.append(f"followed: {k.study} {k.device} ({k.device_class}) {k.filesystem} [{k.group}] "
                  f"{k.metric}: good to bad {t.words}")
     lines.append("")
-    lines.append("  variant  commit        outcome   median      position  p vs good  p vs bad  subject")
+    lines.append("  variant  commit        outcome   median      position  vs good             vs bad              subject")
     for s in sorted(result.steps, key=lambda s: s.index):
         v = s.variant
         subject = "good end" if s.index == 0 else (v.subject or "")
-        if s.placement is None:
+        if s.verdict is None:
             lines.append(f"  {s.index:>7}  {v.commit[:12]:<12}  {'skipped':<8}  {s.skipped}  {subject}")
             continue
-        p = s.placement
-        fmt = (lambda x: f"{x:.3g}" if x is not None else "-")
-        outcome = p.outcome + ("*" if p.decided_by_nearer else "")
-        lines.append(f"  {s.index:>7}  {v.commit[:12]:<12}  {outcome:<8}  {p.median:<10.4g}  "
-                     f"{p.position:>7.0%}  {fmt(p.p_vs_good):>9}  {fmt(p.p_vs_bad):>8}  "
+        j = s.verdict
+
+        def said(cv) -> str:
+            return "-" if cv is None or cv.change_pct is None else f"{cv.outcome} {cv.change_pct:+.1f}%"
+        outcome = j.outcome + ("+" if j.between else "")
+        lines.append(f"  {s.index:>7}  {v.commit[:12]:<12}  {outcome:<8}  {j.median:<10.4g}  "
+                     f"{j.position:>7.0%}  {said(j.vs_good):<18}  {said(j.vs_bad):<18}  "
                      f"{subject}{' (x' + str(len(s.runs)) + ' runs)' if len(s.runs) > 1 else ''}")
+    if any(s.verdict is not None and s.verdict.between for s in result.steps):
+        lines.append("  +: part of the change: worse than good and better than bad")
     lines.append("")
-    if result.untestable:
-        lines.append(f"the first bad commit is one of variants {result.untestable + [result.first_bad]}: "
-                     "the ones before it did not build or boot")
-    bad = plan.variants[result.first_bad]
-    patch = next((p for p in result.series.patches if p.index == bad.index), None)
-    origin = ""
-    if patch and patch.name != bad.commit[:12]:
-        # A git range keeps the original commit's name; a series its patch file's.
-        is_commit = all(c in "0123456789abcdef" for c in patch.name)
-        origin = f" ({'commit' if is_commit else 'patch'} {patch.name} of {result.series.source})"
-    lines.append(f"first bad commit: variant {bad.index}, {bad.commit[:12]}{origin}: {bad.subject}")
+    found = result.culprit
+    skipped = [i for i in found.candidates if i in result.untestable]
+    if found.first_bad is None:
+        lines.append(found.words + (f"; variants {skipped} did not build, boot or decide"
+                                    if skipped else ""))
+    for i in found.candidates:
+        bad = plan.variants[i]
+        patch = next((p for p in result.series.patches if p.index == bad.index), None)
+        origin = ""
+        if patch and patch.name != bad.commit[:12]:
+            # A git range keeps the original commit's name; a series its patch file's.
+            is_commit = all(c in "0123456789abcdef" for c in patch.name)
+            origin = f" ({'commit' if is_commit else 'patch'} {patch.name} of {result.series.source})"
+        lines.append(f"{'first bad commit' if found.first_bad is not None else 'candidate'}: "
+                     f"variant {bad.index}, {bad.commit[:12]}{origin}: {bad.subject} "
+                     f"(probability {found.probabilities[i]:.1%})")
     lines.append("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in result.phases.items()))
     return "\n".join(lines)
 
 
 def summary(result: BisectResult) -> dict:
     t = result.target
-    bad = result.plan.variants[result.first_bad] if t is not None and result.first_bad is not None else None
+    found = result.culprit
+    bad = result.plan.variants[found.first_bad] if found is not None and found.first_bad is not None else None
     return {
         "series": result.series.name, "base": result.plan.base, "reason": result.reason,
         "target": None if t is None else {**asdict(t.key.pooled),
                                           "change_pct": t.change_pct, "words": t.words},
         "first_bad": None if bad is None else {"index": bad.index, "commit": bad.commit,
                                                 "subject": bad.subject},
+        "probability": None if found is None else round(found.probability, 4),
+        "candidates": [] if found is None else found.candidates,
+        "probabilities": {} if found is None else {i: round(p, 4) for i, p in found.probabilities.items()},
         "last_good": result.last_good, "untestable": result.untestable,
         "steps": [{"index": s.index, "commit": s.variant.commit, "subject": s.variant.subject,
                    "runs": [str(r.bundle) if r.bundle else None for r in s.runs],
                    "skipped": s.skipped,
-                   "outcome": s.placement.outcome if s.placement else "skipped",
-                   "position": s.placement.position if s.placement else None,
-                   "median": s.placement.median if s.placement else None}
+                   "outcome": s.verdict.outcome if s.verdict else "skipped",
+                   "words": s.verdict.words if s.verdict else s.skipped,
+                   "position": s.verdict.position if s.verdict else None,
+                   "median": s.verdict.median if s.verdict else None}
                   for s in sorted(result.steps, key=lambda s: s.index)],
         "phases_s": {k: round(v, 1) for k, v in result.phases.items()},
     }

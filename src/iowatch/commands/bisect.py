@@ -134,7 +134,15 @@ def run(args) -> int:
     print(f"bisect: details in {out / 'bisect.json'}")
     if args.json:
         print(json.dumps(summary(result), indent=1))
+    return exit_code(result)
+
+
+def exit_code(result) -> int:
+    """0: one first bad commit named; 3 (undecided): the ends undecided, or a
+    range of candidates rather than one commit; 1: the ends do not differ or
+    cannot be measured."""
     from iowatch import exit_status
     if result.first_bad is not None and result.target is not None:
-        return 0
+        found = result.culprit
+        return 0 if found is None or found.first_bad is not None else exit_status.UNDECIDED
     return exit_status.UNDECIDED if result.ends_state in exit_status.UNDECIDED_STATES else 1

@@ -14,8 +14,11 @@ reference: tests/stats/test_changepoints.py holds this module against
 otava.analysis.compute_change_points on planted steps when Otava is installed
 (the `otava` extra in pyproject.toml).
 
-A change point is only raised as an alert once confirmed_change_points has
-checked it with the same A/B compare a maintainer's comparison uses.
+This module finds candidates and charges for having picked them
+(`candidates`: e-divisive on one value per kernel, then the selection test
+over the family). Whether a candidate is a regression is not decided here:
+iowatch.judging.confirm_change_points judges the repetitions of the segments
+either side with compare_sides, the A/B every comparison uses.
 """
 from __future__ import annotations
 
@@ -27,8 +30,7 @@ import numpy as np
 from scipy.stats import ttest_ind_from_stats
 
 from iowatch.cells import CellKey
-from iowatch.stats.verdict import (IMPROVEMENT, REGRESSION, CellInput, Verdict, benjamini_hochberg,
-                                   compare_matrix)
+from iowatch.stats.verdict import FDR, benjamini_hochberg
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,12 @@ class ChangePoint:
 
 
 @dataclass(frozen=True)
-class ConfirmedChangePoint(ChangePoint):
-    verdict: Verdict  # the A/B compare of the segments before and after
+class Candidate(ChangePoint):
+    """A change point that holds the selection test over its family, with the
+    segments either side (history indices [start, index) and [index, end)),
+    each bounded by the neighbouring points and by the window."""
+    start: int = 0
+    end: int = 0
     p_selection: float = 1.0  # permutation p of the split, given that it was chosen as the best
 
 
@@ -151,11 +157,13 @@ def change_points(values: Sequence[float], *, min_magnitude_pct: float = 5.0,
 
 @dataclass(frozen=True)
 class History:
-    """One series' values in order (one per kernel), as the change points read it."""
+    """One series' values in order (one per kernel, the median of its
+    repetitions), as the change points read it; min_effect_pct is the smallest
+    step worth a candidate (the study's minimum effect)."""
     key: CellKey
     values: Sequence[float]
-    direction: str
-    min_effect_pct: float = 5.0
+    min_effect_pct: float
+    repetitions: Sequence[int] = ()  # each kernel's count of repetitions, when known
 
 
 def _split_t(rows: np.ndarray) -> np.ndarray:
@@ -196,7 +204,7 @@ def selection_p(values: Sequence[float], index: int, permutations: int = PERMUTA
     return float((1 + np.count_nonzero(null >= observed * (1 - 1e-12))) / (permutations + 1))
 
 
-def selection_ps(values: Sequence[float], indices: Sequence[int], level: float = 0.05) -> dict[int, float]:
+def selection_ps(values: Sequence[float], indices: Sequence[int], level: float = FDR) -> dict[int, float]:
     """selection_p of each of a history's change points, tested top-down as
     e-divisive does: the strongest split of the whole history first; once one
     holds (p <= level), the history is cut there and the next strongest split
@@ -228,55 +236,31 @@ def selection_ps(values: Sequence[float], indices: Sequence[int], level: float =
     return out
 
 
-def confirmed_change_points(values: Sequence[float], direction: str, min_effect_pct: float = 5.0,
-                            *, max_pvalue: float = 0.01, window: int = 30,
-                            fdr: float = 0.05) -> list[ConfirmedChangePoint]:
-    """The change points of one history that the A/B compare of the segments
-    either side calls a regression or an improvement: a family of one."""
-    key = CellKey("", "", "", "", "", "", "")
-    return confirm_family([History(key, values, direction, min_effect_pct)], max_pvalue=max_pvalue,
-                          window=window, fdr=fdr).get(key, [])
+def candidates(histories: Sequence[History], *, max_pvalue: float = 0.01, window: int = 30,
+               fdr: float = FDR) -> dict[CellKey, list[Candidate]]:
+    """The change points of several histories, judged as one family by the selection test.
 
-
-def confirm_family(histories: Sequence[History], *, max_pvalue: float = 0.01, window: int = 30,
-                   fdr: float = 0.05) -> dict[CellKey, list[ConfirmedChangePoint]]:
-    """The confirmed change points of several histories judged as one family.
-
-    Each history's candidate points (e-divisive means, magnitude at least its
-    minimum effect) must pass two tests on the segments either side (each
-    bounded by the neighbouring points and by `window`):
-    - the A/B compare (compare_matrix, the one policy): a regression or an
-      improvement of at least the minimum effect; its verdict gives the words,
-      the change and its confidence interval;
-    - the selection test (selection_p): the split is stronger than the best
-      split of the same values shuffled, so it is not an artefact of having
-      been picked as the best.
-    Both hold their false-discovery rate over every history given, candidates
-    or not: a nightly of 40 deciding series is one family, as the cells of one
-    A/B comparison are (docs/verdicts.md)."""
-    candidates: list[tuple[History, ChangePoint, CellInput, float]] = []
+    Each history's points (e-divisive means, magnitude at least its minimum
+    effect) must pass the selection test (selection_ps): the split is stronger
+    than the best split of the same values shuffled, so it is not an artefact
+    of having been picked as the best. Its p-values hold Benjamini–Hochberg at
+    `fdr` over every history given, points or not: a nightly of 40 deciding
+    series is one family, as the cells of one A/B comparison are. The A/B of
+    the segments' repetitions is the policy's (iowatch.judging)."""
+    found: list[Candidate] = []
     for h in histories:
         x = np.asarray(h.values, dtype=float)
         cps = change_points(x, min_magnitude_pct=h.min_effect_pct, max_pvalue=max_pvalue, window=window)
         bounds = [0, *(c.index for c in cps), len(x)]
         p_sel = selection_ps(x, [c.index for c in cps], fdr) if cps else {}
         for i, cp in enumerate(cps):
-            start, end = max(bounds[i], cp.index - window), min(bounds[i + 2], cp.index + window)
-            cell = CellInput(h.key, tuple(x[start:cp.index]), tuple(x[cp.index:end]), h.direction,
-                             h.min_effect_pct)
-            candidates.append((h, cp, cell, p_sel[cp.index]))
-    # Segments are not looks of an adaptive run: the level by the effective count's
-    # look, as these figures were measured with (sequential.level_at is for looks).
-    verdicts = compare_matrix([c for _, _, c, _ in candidates], fdr=fdr, family_size=len(histories),
-                              by_information=False)
-    changed = [(c, v) for c, v in zip(candidates, verdicts) if v.outcome in (REGRESSION, IMPROVEMENT)]
-    adjusted = benjamini_hochberg([p for (_, _, _, p), _ in changed], len(histories))
-    out: dict[CellKey, list[ConfirmedChangePoint]] = {}
-    for ((h, cp, _, p), v), adj in zip(changed, adjusted):
-        if adj > fdr:
-            continue
-        verdict = Verdict(**{f: getattr(v, f) for f in Verdict.__dataclass_fields__})
-        out.setdefault(h.key, []).append(ConfirmedChangePoint(
-            cp.index, cp.before_mean, cp.after_mean, cp.change_pct, cp.p_value, verdict=verdict,
-            p_selection=p))
+            found.append((h.key, Candidate(
+                cp.index, cp.before_mean, cp.after_mean, cp.change_pct, cp.p_value,
+                start=max(bounds[i], cp.index - window), end=min(bounds[i + 2], cp.index + window),
+                p_selection=p_sel[cp.index])))
+    adjusted = benjamini_hochberg([c.p_selection for _, c in found], len(histories))
+    out: dict[CellKey, list[Candidate]] = {}
+    for (key, c), adj in zip(found, adjusted):
+        if adj <= fdr:
+            out.setdefault(key, []).append(c)
     return out

@@ -1,74 +1,90 @@
-"""The bisect oracle: is a commit between a good and a bad one good or bad?
+"""The bisect's culprit model: from the judged steps, how likely each commit is
+the first bad one.
 
-A performance bisect has no test that fails: every commit gives a sample, and
-the question is which end it resembles. `place` puts the candidate's median on
-the line from good's median (0) to bad's (1):
+A step is judged by the policy (iowatch.judging.judge_step: the step against
+both ends by compare_sides), never here. What this module adds is how the
+judged steps add up, as Google's flake-aware culprit finding does for flaky
+tests (Henderson, Dorward, Nickell, Johnston, Kondareddy, "Flake Aware Culprit
+Finding", ICST 2023): Bayesian inference over which commit is the culprit,
+with every observation allowed to be wrong.
 
-- at or below GOOD_BELOW it is good, at or above BAD_ABOVE it is bad;
-- between them it is unclear: the bisect measures it again and pools the
-  samples, and when it is still unclear the nearer end decides, said so.
+- The unknown is c, the first bad commit, one of 1..n (0 is the good end, n
+  the bad end: the ends differ by the policy's verdict before a step is taken).
+  The prior is uniform over 1..n.
+- A step at index i judged "bad" is evidence that c <= i; judged "good", that
+  c > i. Each observation carries an error rate e: the chance that a step of
+  the other kind is judged so. A decided step rests on a confirmed regression
+  (bad: the step against good; good: bad against the step), so e is that
+  verdict's adjusted one-sided p-value, at most the policy's false-discovery
+  rate and at least ERROR_FLOOR (the test's own model is not exact: boots,
+  drift). The likelihood of c is the product over the steps of 1 - e where
+  the step agrees with c and e where it does not.
+- An unsure step (undecided at the study's cap of repetitions), a skipped one
+  (no build, no boot) and the ends add nothing.
+- The result names the commit whose posterior is at least NAME_AT, or, when
+  none is, the shortest run of consecutive commits that together hold NAME_AT:
+  the candidates, never a silent choice of one.
 
-The ends must differ first (`ends_differ`: the verdict engine calls the change
-a regression), otherwise there is nothing to bisect. Mann–Whitney p-values
-against both ends are reported as evidence, not used to decide: with the few
-repetitions a boot allows (3 to 5) a p-value cannot tell a half-way commit
-from either end, while the position can. Pure functions, no I/O.
+Pure functions, no I/O.
 """
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
-from iowatch.stats.verdict import mann_whitney_p
-
-GOOD_BELOW = 0.35
-BAD_ABOVE = 0.65
+NAME_AT = 0.95
+ERROR_FLOOR = 1e-3
 
 
 @dataclass(frozen=True)
-class Placement:
-    outcome: str              # "good", "bad" or "unclear"
-    position: float           # 0: good's median, 1: bad's median
-    median: float
-    p_vs_good: float | None   # two-sided Mann–Whitney, None with fewer than 2 samples a side
-    p_vs_bad: float | None
-    decided_by_nearer: bool = False  # unclear, then settled by the nearer end
+class Observation:
+    index: int      # the commit measured, 1..n-1
+    bad: bool       # judged bad (True) or good (False)
+    error: float    # the chance a step of the other kind is judged so
+
+
+@dataclass(frozen=True)
+class Culprit:
+    probabilities: dict[int, float]  # commit index (1..n) -> P(it is the first bad one)
+    first_bad: int | None            # named when its probability is at least NAME_AT
+    candidates: list[int]            # the shortest run of commits holding NAME_AT together
+
+    @property
+    def probability(self) -> float:
+        """P(the culprit is the named commit, or among the candidates)."""
+        return sum(self.probabilities[i] for i in self.candidates)
 
     @property
     def words(self) -> str:
-        where = f"{self.position:.0%} of the way from good to bad"
-        if self.outcome == "unclear":
-            return f"unclear: {where}"
-        how = " (still between the ends after more runs: the nearer end decides)" \
-            if self.decided_by_nearer else ""
-        return f"{self.outcome}: {where}{how}"
+        if self.first_bad is not None:
+            return f"first bad commit: variant {self.first_bad} (probability {self.probability:.1%})"
+        return (f"the first bad commit is one of variants {self.candidates} "
+                f"(probability {self.probability:.1%} together)")
 
 
-def _p(x: Sequence[float], y: Sequence[float]) -> float | None:
-    return mann_whitney_p(x, y) if len(x) >= 2 and len(y) >= 2 else None
-
-
-def place(good: Sequence[float], bad: Sequence[float], candidate: Sequence[float], *,
-          settle: bool = False) -> Placement:
-    """Where the candidate's median lies between the ends; `settle` turns an
-    unclear placement into the nearer end's (the last measurement allowed)."""
-    if not good or not bad or not candidate:
-        raise ValueError("place needs samples of good, bad and the candidate")
-    mg, mb, mc = (statistics.median(x) for x in (good, bad, candidate))
-    if mg == mb:
-        raise ValueError(f"good and bad have the same median ({mg:g}): nothing to bisect")
-    position = (mc - mg) / (mb - mg)
-    if position <= GOOD_BELOW:
-        outcome = "good"
-    elif position >= BAD_ABOVE:
-        outcome = "bad"
-    else:
-        outcome = "unclear"
-    nearer = False
-    if outcome == "unclear" and settle:
-        outcome, nearer = ("bad" if position >= 0.5 else "good"), True
-    return Placement(outcome, position, mc, _p(good, candidate), _p(bad, candidate), nearer)
+def culprit(n: int, observations: Sequence[Observation], *, name_at: float = NAME_AT) -> Culprit:
+    """The posterior over the first bad commit among 1..n given the judged steps."""
+    if n < 1:
+        raise ValueError("a bisect needs at least one commit after the good one")
+    weight = {}
+    for c in range(1, n + 1):
+        w = 1.0
+        for o in observations:
+            e = min(max(o.error, ERROR_FLOOR), 0.5)
+            agrees = (c <= o.index) == o.bad
+            w *= (1 - e) if agrees else e
+        weight[c] = w
+    total = sum(weight.values())
+    post = {c: w / total for c, w in weight.items()}
+    best = max(post, key=lambda c: (post[c], -c))
+    if post[best] >= name_at:
+        return Culprit(post, best, [best])
+    # The shortest run of consecutive commits holding name_at, the most probable of equals.
+    runs = [(b - a, -sum(post[i] for i in range(a, b + 1)), a, b)
+            for a in range(1, n + 1) for b in range(a, n + 1)
+            if sum(post[i] for i in range(a, b + 1)) >= name_at - 1e-12]
+    _, _, a, b = min(runs)
+    return Culprit(post, None, list(range(a, b + 1)))
 
 
 def steps_left(span: int) -> int:

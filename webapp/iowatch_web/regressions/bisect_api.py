@@ -179,6 +179,8 @@ class ResultIn(AgentInput):
     state: Literal["done", "failed"]
     first_bad: Commit | None = None
     candidates: list[str] = Field(default_factory=list, max_length=MAX_STEPS)
+    # The culprit model's probability of first_bad, or of the candidates together.
+    probability: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
     skipped: list[str] = Field(default_factory=list, max_length=MAX_STEPS)
     error: str | None = Field(None, max_length=10_000)
     provenance: Provenance = Field(default_factory=Provenance)

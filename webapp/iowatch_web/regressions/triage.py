@@ -96,6 +96,8 @@ def bisect_finished(job) -> None:
         found = (f"first bad commit {first_bad['commit'][:12]} ({first_bad.get('subject', '')})"
                  if first_bad else "the first bad commit is one of "
                  + ", ".join(c[:12] for c in result.get("candidates", [])))
+        if result.get("probability") is not None:
+            found += f", probability {result['probability']:.1%}"
         _moved_by_agent(regression, job.agent, "bisected", f"bisect #{job.pk}: {found}")
     elif regression.state == "bisecting":
         before = (regression.events.filter(to_state="bisecting").exclude(from_state="bisecting")

@@ -27,8 +27,7 @@ from django.db.models.functions import Coalesce
 
 from iowatch import stats
 from iowatch.cells import CellKey
-from iowatch.judging import compare_sides, deciding, min_effect
-from iowatch.metrics import METRICS
+from iowatch.judging import FDR, compare_sides, confirm_change_points, deciding_metrics, min_effect
 from iowatch_web.regressions import nightly
 from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression
 from iowatch_web.results.models import Cell, Kernel, Run
@@ -37,7 +36,6 @@ from iowatch_web.retention.values import sample_values
 
 log = logging.getLogger(__name__)
 
-FDR = 0.05
 # Runs that give no performance result.
 NOT_MEASURED = ("build-failed", "boot-failed")
 # A stored change point this many kernels away from a new one is the same step
@@ -135,9 +133,7 @@ def run_time(run: Run):
 def _group_samples(runs):
     """{(cell key, group, metric): [values]} of the runs' group-level samples
     (job null) of the metrics that decide their study (iowatch.judging)."""
-    studies = judging_studies()
-    wanted = {(slug, group, metric) for slug, study in studies.items()
-              for group, metric in deciding(study)}
+    wanted = deciding_metrics(judging_studies())
     cells = Cell.objects.filter(run__in=runs, status="passed")
     keys = {pk: (key, slug) for pk, key, slug in cells.values_list("id", "key", "study__slug")}
     values = defaultdict(list)
@@ -248,17 +244,28 @@ def change_point_alerts(run: Run) -> list[Comparison]:
             series[key, v.group, v.metric][kernel_id].append(v.value)
 
     cells = {c.key: c for c in run.cells.select_related("study", "device")}
-    # Every series the run touched is one family (stats.changepoints.confirm_family).
+    # Every series the run touched is one family; each candidate is confirmed
+    # by the policy's A/B of its segments' repetitions (iowatch.judging).
     histories, kernels_of = [], {}
     for (key, group, metric), per_kernel in sorted(series.items()):
         cell = cells[key]
         name = CellKey(cell.study.slug, run.host.name, cell.device.device_class if cell.device else "",
                        cell.device.name if cell.device else "", cell.filesystem, group, metric)
         kernels_of[name] = (key, [k for k in order if k in per_kernel])
+        kernels = kernels_of[name][1]
         histories.append(stats.History(
-            name, [statistics.median(per_kernel[k]) for k in kernels_of[name][1]],
-            METRICS[metric].direction, min_effect(judging_studies().get(cell.study.slug))))
-    confirmed = stats.confirm_family(histories, fdr=FDR)
+            name, [statistics.median(per_kernel[k]) for k in kernels],
+            min_effect(judging_studies().get(cell.study.slug)),
+            repetitions=[len(per_kernel[k]) for k in kernels]))
+    history_runs = list(history.select_related("host", "kernel__series").order_by("at", "id"))
+
+    def sides(name: CellKey, before: tuple[int, ...], after: tuple[int, ...]):
+        kernels = kernels_of[name][1]
+        side = [{kernels[i] for i in before}, {kernels[i] for i in after}]
+        return tuple(runs_side(label, [r for r in history_runs if r.kernel_id in ids])
+                     for label, ids in zip(("before the step", "after the step"), side))
+
+    confirmed = confirm_change_points(histories, sides, studies=judging_studies(), fdr=FDR)
     steps = defaultdict(list)  # (kernel before, kernel after) → [(series key, change point)]
     for name, found in sorted(confirmed.items()):
         key, kernels = kernels_of[name]
@@ -266,8 +273,8 @@ def change_point_alerts(run: Run) -> list[Comparison]:
         regressions = [cp for cp in found if cp.verdict.outcome == "regression"]
         if not regressions:
             continue
-        newest = max(regressions, key=lambda cp: cp.index)
-        i = newest.index
+        newest = max(regressions, key=lambda cp: cp.point.index)
+        i = newest.point.index
         near = kernels[max(i - SAME_STEP_KERNELS, 0):i + SAME_STEP_KERNELS + 1]
         if ChangePoint.objects.filter(host_id=run.host_id, cell_key=key, group=group,
                                       metric_id=metric, kernel_id__in=near).exists():
@@ -288,8 +295,8 @@ def change_point_alerts(run: Run) -> list[Comparison]:
                     kernel_id=after,
                     defaults={"comparison": comparison, "study": cell.study, "device": cell.device,
                               "filesystem": cell.filesystem, "run": first_runs[after],
-                              "before_mean": cp.before_mean, "after_mean": cp.after_mean,
-                              "change_pct": cp.change_pct, "p_value": cp.p_value})
+                              "before_mean": cp.point.before_mean, "after_mean": cp.point.after_mean,
+                              "change_pct": cp.point.change_pct, "p_value": cp.verdict.p_value})
             _update_regression(comparison)
         if comparison.reason == "change-point":
             # The A/B of the kernels either side, by the one policy (iowatch.judging):
