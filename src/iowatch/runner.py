@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Iterator
 
 from iowatch import diskstats, environment, filesystems, loopdev, mdraid, paths, safety
+from iowatch import ratio as fs_ratio
 from iowatch.bundle import MANIFEST, BundleWriter, loads
 from iowatch.inventory import Device, Host
 from iowatch.progress import Progress, current
-from iowatch.samples import ParseError, Sample
+from iowatch.samples import ParseError
 from iowatch.studies import Matrix, Study
 from iowatch.workloads import Context, Result, run_fio, run_fs_mark, run_script
 
@@ -388,31 +389,16 @@ class Runner:
         shutil.rmtree(self.out / "cells" / cell.id, ignore_errors=True)
 
     def _add_ratio(self, cell: Cell) -> None:
-        """ext4/raw per repetition, once both cells of a ratio study are done."""
+        """The filesystem/raw ratio per repetition pair (iowatch.ratio), once both
+        cells of a ratio study are done."""
         ratio = cell.study.spec.ratio
         if not ratio or cell.filesystem not in (ratio.filesystem, ratio.against):
             return
         cid = lambda fs: f"{cell.study.slug}/{cell.device.name}/{fs}"  # noqa: E731
         fs_cell = self.writer.find(cid(ratio.filesystem))
         raw_cell = self.writer.find(cid(ratio.against))
-        if not fs_cell or not raw_cell:
-            return
-
-        def values(c: dict) -> list[float]:
-            return [s["value"] for r in c["repetitions"] for s in r["samples"]
-                    if s["metric"] == ratio.metric and s["group"] == ratio.group
-                    and s.get("job") is None]
-        raw = values(raw_cell)
-        if not raw:
-            return
-        raw_median = statistics.median(raw)
-        for rep in fs_cell["repetitions"]:
-            mine = [s["value"] for s in rep["samples"] if s["metric"] == ratio.metric
-                    and s["group"] == ratio.group and s.get("job") is None]
-            rep["samples"] = [s for s in rep["samples"] if s["metric"] != "ratio.fs_to_raw"]
-            if mine and raw_median > 0:
-                rep["samples"].append(Sample.of("ratio.fs_to_raw", mine[0] / raw_median,
-                                                ratio.group).to_dict())
+        if fs_cell and raw_cell:
+            fs_ratio.add_to_cell(fs_cell, raw_cell, ratio)
 
     def _checkpoint(self, t_start: float, status: str = "incomplete") -> None:
         wall = time.monotonic() - t_start

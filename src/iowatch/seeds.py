@@ -20,10 +20,12 @@ gets one OUTCOMES word.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from iowatch import bundle
+from iowatch import ratio as fs_ratio
 from iowatch.comparison import Side
 from iowatch.judging import Comparison, compare_sides, min_effect
 from iowatch.metrics import INFO, METRICS
@@ -38,6 +40,23 @@ NOT_REPRODUCIBLE, NOT_COMPARABLE = "not-reproducible", "not-comparable"
 OUTCOMES = {REPRODUCED: "reproduced", NOT_REPRODUCED: "not reproduced", OPPOSITE: "opposite",
             NOT_REPRODUCIBLE: "not reproducible here", NOT_COMPARABLE: "not comparable"}
 CONFIRMED = ("regression", "improvement")  # the verdicts that confirm a change
+# Each outcome's rule, in the words the text report's readers and the Published
+# results page are given.
+OUTCOME_RULES = {
+    REPRODUCED: "the lab's verdict is confirmed (regression or improvement) and its change has "
+                "the post's sign; a post's change under the study's minimum effect is reproduced "
+                "by no change",
+    OPPOSITE: "confirmed, the other way",
+    NOT_REPRODUCED: "the lab's verdict is no change, suspected or unsure",
+    NOT_REPRODUCIBLE: "the study names the metric as needing real hardware, and the lab measured "
+                      "it without reproducing it",
+    NOT_COMPARABLE: "the metric does not decide in the study or is not measured, the lab has no "
+                    "cell of the claim's class with the study's first filesystem, the cell "
+                    "failed, or the lab has no runs of a side",
+}
+# A claim judged on several lab devices is reproduced only where each reproduced it:
+# the first of these that a device gave is the claim's.
+_CLAIM_ORDER = (OPPOSITE, NOT_REPRODUCED, NOT_REPRODUCIBLE, REPRODUCED)
 
 
 class SeedError(ValueError):
@@ -135,6 +154,22 @@ def find_seed(spec: str, studies: dict[str, Study], root: Path | None = None) ->
                     f"{root} ({', '.join(d.name for d in dirs) or 'no seed-*/reproduce.yml there'})")
 
 
+def run_label_of(study: Study, studies: dict[str, Study], root: Path | None = None) -> dict[str, str]:
+    """For a seed's study: each published label -> the label `iowatch reproduce`
+    gives the runs of the variant that stands for it (a side of several labels,
+    such as 003's after, is run once, under its first label). Empty for a study
+    no seed series reproduces, or where kernels/series is not at hand."""
+    root = root or series_root()
+    for d in sorted(root.glob(f"seed-*/{REPRODUCE_FILE}")):
+        try:
+            seed = load_seed(d.parent, studies)
+        except (SeedError, DataFileError):
+            continue  # a broken reproduce.yml is refused where a seed is asked for by name
+        if seed.study.slug == study.slug:
+            return {label: side.label for side in (seed.before, seed.after) for label in side.labels}
+    return {}
+
+
 # --- the claims and their judge -------------------------------------------------
 
 @dataclass(frozen=True)
@@ -219,10 +254,11 @@ def _lab(v: CellVerdict, judged: bool) -> LabChange:
                      v.outcome if judged else "diagnostic", v.words)
 
 
-def judge_claim(claim: Claim, cmp: Comparison | None, seed: Seed, why_missing: str = "") -> list[Judged]:
-    """The claim against the lab's comparison of its two variants (None: no
-    comparison to read), one row per lab device of the claim's class."""
-    study = seed.study
+def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
+                why_missing: str = "") -> list[Judged]:
+    """The claim against the lab's comparison of its two sides (None: no
+    comparison to read, why_missing says why), one row per lab device of the
+    claim's class. `iowatch reproduce` and the Published results page both call it."""
     hardware = study.not_reproducible_in_vlab.get(claim.metric, "")
 
     def unmeasured(why: str) -> list[Judged]:
@@ -248,7 +284,7 @@ def judge_claim(claim: Claim, cmp: Comparison | None, seed: Seed, why_missing: s
             what = "is not a metric iowatch measures" if claim.metric not in METRICS else \
                 "is a count the lab records but never compares (info)"
             return unmeasured(f"{claim.metric} {what}")
-        return unmeasured(f"the lab's runs of both variants have no {claim.metric} sample in "
+        return unmeasured(f"the lab's runs of both sides have no {claim.metric} sample in "
                           f"group {claim.group} on a device of class {claim.device_class} "
                           f"with {fs}")
     out = []
@@ -275,6 +311,13 @@ def judge_claim(claim: Claim, cmp: Comparison | None, seed: Seed, why_missing: s
                                               f"in the virtual lab (below)")
         out.append(Judged(claim, outcome, why, lab, hardware if outcome == NOT_REPRODUCIBLE else ""))
     return out
+
+
+def claim_outcome(rows: list[Judged]) -> str:
+    """One outcome for a claim judged on several lab devices (or hosts): not
+    comparable without a compared row, else the first of _CLAIM_ORDER given."""
+    given = {r.outcome for r in rows if r.outcome != NOT_COMPARABLE}
+    return next((o for o in _CLAIM_ORDER if o in given), NOT_COMPARABLE)
 
 
 def _pct(value: float | None) -> str:
@@ -323,7 +366,7 @@ def judge(seed: Seed, sides: dict[int, Side], studies: dict[str, Study], check_d
             if (b, a) not in compared:
                 compared[b, a] = compare_sides(sides[b], sides[a], studies=studies)
             cmp = compared[b, a]
-        result.rows.extend(judge_claim(claim, cmp, seed, why))
+        result.rows.extend(judge_claim(claim, cmp, seed.study, why))
     return result
 
 
@@ -387,10 +430,12 @@ def checked_variants(check_dir: Path, seed: Seed) -> tuple[list[CheckedVariant],
 def judge_check_dir(check_dir: Path, seed: Seed, studies: dict[str, Study]) -> Reproduction:
     """The seed's claims judged on a check that already ran: nothing built or
     booted. Each measured variant's side is its first bundle pooled with the
-    rounds that added repetitions, as the check compares them."""
+    rounds that added repetitions, as the check compares them, with the ratio
+    of a ratio study derived by iowatch.ratio from the recorded repetitions."""
     variants, regressing = checked_variants(check_dir, seed)
+    # Each run's ratio made again by today's rule: a kept check may predate it.
     sides = {v.index: Side(spec=f"variant {v.index}", source=str(v.bundles[0]),
-                           runs=[bundle.load(d) for d in v.bundles])
+                           runs=[fs_ratio.derive(bundle.load(d), studies) for d in v.bundles])
              for v in variants if v.measured}
     rep = judge(seed, sides, studies, check_dir, regressing)
     rep.check_states = [v.state for v in variants if v.state]
@@ -409,6 +454,58 @@ def label_bundle(path: Path, seed: Seed) -> str | None:
     doc["label"] = seed.run_labels()[index]
     bundle.write_manifest(path, doc)
     return doc["label"]
+
+
+# --- kept reproductions (tests/fixtures/reproductions) ---------------------------
+
+# A kept reproduction's directory: seed-NNN, or seed-NNN-<anything> (a second run of a seed).
+KEPT_DIR = re.compile(r"seed-(\d{3})(-.+)?$")
+
+
+@dataclass
+class KeptReproduction:
+    """An `iowatch reproduce` output directory kept whole, its bundles checked."""
+    seed: Seed
+    check_dir: Path
+    bundles: list[tuple[int, Path]]  # (variant index, bundle directory), in check.json's order
+
+
+def kept_dirs(root: Path) -> list[Path]:
+    """The seed-* directories under root, each one reproduction (sorted by name)."""
+    if not root.is_dir():
+        raise SeedError(f"{root}: not a directory of kept reproductions")
+    return sorted(d for d in root.iterdir() if d.is_dir() and d.name.startswith("seed-"))
+
+
+def load_kept(check_dir: Path, studies: dict[str, Study], root: Path | None = None) -> KeptReproduction:
+    """A kept reproduction, refused whole with the file at fault when a part is
+    missing or unreadable, or a variant's run lacks the post's label that the
+    Published results page pairs it by (`iowatch reproduce` gives it)."""
+    m = KEPT_DIR.match(check_dir.name)
+    if not m:
+        raise SeedError(f"{check_dir}: a kept reproduction's directory is named seed-NNN "
+                        f"(or seed-NNN-SUFFIX), after the seed it reproduces")
+    seed = find_seed(m.group(1), studies, root)
+    variants, _ = checked_variants(check_dir, seed)
+    if not any(v.measured for v in variants):
+        raise SeedError(f"{check_dir / 'check.json'}: no variant of the check has a measured bundle")
+    labels = seed.run_labels()
+    out = []
+    for v in variants:
+        if not v.measured:
+            continue  # did not build or boot: the judge says so, nothing to store
+        for path in v.bundles:
+            try:
+                doc = bundle.load(path)
+            except bundle.BundleError as e:
+                raise SeedError(f"{path / bundle.MANIFEST}: {e}") from None
+            want = labels.get(v.index, "base")
+            if doc.get("label") != want:
+                raise SeedError(f"{path / bundle.MANIFEST}: variant {v.index}'s run is labelled "
+                                f"{doc.get('label')!r}, not {want!r} (iowatch reproduce labels "
+                                f"each variant's runs with the post's label of its side)")
+            out.append((v.index, path))
+    return KeptReproduction(seed, check_dir, out)
 
 
 # --- the text report -------------------------------------------------------------

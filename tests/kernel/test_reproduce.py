@@ -52,7 +52,10 @@ def write_variant(path: Path, seed, index: int, cells: dict[tuple[str, str], dic
                      devices=[{"name": d, "class": c} for d, c in DEVICES.items()],
                      label="base" if index == 0 else f"base+p1..p{index}")
     for (device, fs), medians in cells.items():
-        for rep, factor in enumerate(SPREAD, 1):
+        # The raw device's repetitions spread on their own, so a ratio to raw per
+        # repetition pair (iowatch.ratio) spreads as a measured one does.
+        spread = SPREAD[::-1] if fs == "raw" else SPREAD
+        for rep, factor in enumerate(spread, 1):
             samples = [{"metric": metric, "value": round(value * factor, 4), "group": group,
                         "job": None} for (group, metric), value in medians.items()]
             w.add_repetition(f"{seed.study.slug}/{device}/{fs}", seed.study.slug, rep, samples,
@@ -142,6 +145,8 @@ def test_a_study_cannot_excuse_a_metric_the_post_did_not_publish(tmp_path):
 # --- the claim judge on recorded bundles ------------------------------------------------
 
 def seed_001_cells(ratio: float, iops: float, raw_iops: float = 20000.0, with_ratio: bool = True):
+    """The ratio as a recorded bundle may hold it; the judge derives its own from
+    the IOPS per repetition pair (iowatch.ratio), so iops/raw_iops is what counts."""
     ext4 = {("randread", "read.iops"): iops, ("randread", "read.clat_p99_us"): 900.0}
     if with_ratio:
         ext4[("randread", "ratio.fs_to_raw")] = ratio

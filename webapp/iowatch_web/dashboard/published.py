@@ -2,20 +2,15 @@
 
 A study file (jobs/studies/*.yml) lists the post's result sets under
 `published:`; import-published stores each as a published run whose label is
-the set's label. Two sets of one device class that follow each other in the
-file make a claim per metric both report: "from BEFORE to AFTER, METRIC moved
-by X%". The lab checks a claim with its own runs of that study: a measured
-run stands for a side when its label (`iowatch run --label`) or its kernel
-release is the side's label or kernel. Per host, the before runs and the
-after runs are judged by iowatch.judging (compare_sides, as every verdict is),
-and each device's verdict is set beside the claim:
-
-- reproduced: the lab's verdict is the change the post reports (regression,
-  improvement, or no change, by the study's direction and minimum effect);
-- not reproduced: the lab measured no change, or the opposite change;
-- unsure: the lab's verdict is suspected or unsure (too few runs to tell);
-- not comparable: no lab run of a side, another device class, or a metric
-  that does not decide in the study (shown, never judged).
+the set's label. The claims and their outcomes are iowatch.seeds', the same
+code as `iowatch reproduce`'s text report: published_claims makes them (two
+sets of one device class that follow each other in the file, per metric both
+report), judge_claim judges each on the lab's comparison. What this module
+adds is where the lab's runs come from: the store. A measured run stands for
+a side when its label (`iowatch run --label`, or the post's label that
+`iowatch reproduce` gives each variant) or its kernel release is the side's
+label or kernel; per host, the before runs are judged against the after runs
+by iowatch.judging.compare_sides, and judge_claim reads that comparison.
 """
 from __future__ import annotations
 
@@ -27,28 +22,28 @@ from django.db.models import Exists, OuterRef, Q, Subquery
 from django.urls import reverse
 
 from iowatch_web.dashboard.freshness import cached
+from iowatch import seeds
 from iowatch.comparison import Side
 from iowatch.judging import compare_sides, deciding
-from iowatch.metrics import HIGHER, METRICS
+from iowatch.metrics import METRICS
 from iowatch_web.results.models import Cell, Host, Kernel, Run, Sample, Study
 from iowatch_web.retention.values import sample_values
 from iowatch_web.results.sides import judging_studies, manifests
 
-VERDICTS = {"reproduced": "reproduced", "not-reproduced": "not reproduced",
-            "unsure": "unsure, rerun", "not-comparable": "not comparable"}
 # A side of a lab check pools at most this many runs of one host (the newest),
 # of at most MAX_LAB_RUNS runs read for a study.
 MAX_SIDE_RUNS = 50
 MAX_LAB_RUNS = 2000
-RULE = ("A claim is one metric between two result sets of the post on one device class (the "
-        "earlier set is the before side). A lab run stands for a side when its label "
-        "(iowatch run --label) or its kernel release is the side's label or kernel. On each "
-        "host with runs of both sides, iowatch judges the before runs against the after runs "
-        "(the same judging as every verdict here, with the study's minimum effect of {min:g}%). "
-        "Reproduced: the lab's verdict is the change the post reports. Not reproduced: the lab "
-        "measured no change or the opposite. Unsure: the lab's verdict is suspected or unsure; "
-        "rerun. Not comparable: no lab run of a side, another device class, or a metric that "
-        "does not decide in this study.")
+RULE = ("A claim is one metric between two result sets of the post that follow each other on "
+        "one device class (the earlier set is the before side). A lab run stands for a side "
+        "when its label (iowatch run --label; iowatch reproduce gives each variant the post's "
+        "label) or its kernel release is the side's label or kernel. On each host with runs of "
+        "both sides, iowatch judges the before runs against the after runs (the same judging as "
+        "every verdict here, with the study's minimum effect of {min:g}%) on the lab's device of "
+        "the claim's class with the study's first filesystem, and the claim judge of iowatch "
+        "reproduce gives the outcome. " + " ".join(
+            f"{seeds.OUTCOMES[o].capitalize()}: {rule}." for o, rule in seeds.OUTCOME_RULES.items())
+        + " A claim judged on several devices is reproduced only where each reproduced it.")
 
 
 def number(value: float | None) -> str:
@@ -62,14 +57,6 @@ def number(value: float | None) -> str:
 
 def percent(value: float | None) -> str:
     return "" if value is None else f"{value:+,.1f}%"
-
-
-def _expected(metric: str, change_pct: float | None, min_effect: float) -> str:
-    """The outcome the post's change stands for, as the lab's verdict would say it."""
-    if change_pct is None or abs(change_pct) < min_effect:
-        return "no-change"
-    better = (change_pct > 0) == (METRICS[metric].direction == HIGHER)
-    return "improvement" if better else "regression"
 
 
 def claim_check(study: Study) -> dict:
@@ -104,48 +91,40 @@ def _published_sides(study: Study, spec) -> list[dict]:
     return sorted(sides.values(), key=lambda s: order.get((s["label"], s["device_class"]), 1 << 30))
 
 
-def _claims(sides: list[dict], spec, min_effect: float) -> list[dict]:
-    """A claim per metric both sets report, for each two sets of a class that follow each other."""
-    judged = deciding(spec)
-    by_class: dict[str, list[dict]] = defaultdict(list)
-    for s in sides:
-        by_class[s["device_class"]].append(s)
-    claims = []
-    for device_class, ordered in by_class.items():
-        for before, after in zip(ordered, ordered[1:]):
-            for group, metric in sorted(set(before["values"]) & set(after["values"])):
-                b, a = before["values"][group, metric], after["values"][group, metric]
-                change = (a - b) / b * 100 if b else None
-                claims.append({
-                    "group": group, "metric": metric, "unit": METRICS[metric].unit,
-                    "direction": METRICS[metric].direction,
-                    "deciding": (group, metric) in judged, "device_class": device_class,
-                    "before": _side_ref(before, group, metric),
-                    "after": _side_ref(after, group, metric),
-                    "change_pct": change, "change": percent(change),
-                    "expected": _expected(metric, change, min_effect),
-                    "published_compare_url": _compare_url(before["run_id"], after["run_id"]),
-                    "lab": []})
-    return claims
-
-
-def _side_ref(side: dict, group: str, metric: str) -> dict:
-    value = side["values"][group, metric]
-    return {"label": side["label"], "kernel": side["kernel"], "run_id": side["run_id"],
-            "value": value, "text": f"{number(value)} {METRICS[metric].unit}",
-            "as_published": side["as_published"].get((group, metric), ""),
-            "setup": side["setup"]}
+def _claim(claim: seeds.Claim, by_set: dict[tuple[str, str], dict], judged: set,
+           run_labels: dict[str, str]) -> dict:
+    """The page's fields of one of seeds.published_claims' claims."""
+    metric = claim.metric
+    unit = METRICS[metric].unit if metric in METRICS else claim.unit
+    sides = {}
+    for role, entry in (("before", claim.before), ("after", claim.after)):
+        result = entry.result(claim.group, metric)
+        # The table's unit, as the lab's numbers are (import-published stores the same).
+        value = result.sample()["value"]
+        stored = by_set.get((entry.label, entry.device_class), {})
+        sides[role] = {"label": entry.label, "run_label": run_labels.get(entry.label, entry.label),
+                       "kernel": entry.kernel, "run_id": stored.get("run_id"),
+                       "value": value, "text": f"{number(value)} {unit}",
+                       "as_published": result.as_published, "setup": entry.setup or ""}
+    runs = (sides["before"]["run_id"], sides["after"]["run_id"])
+    return {"group": claim.group, "metric": metric, "unit": unit,
+            "direction": METRICS[metric].direction if metric in METRICS else "",
+            "deciding": (claim.group, metric) in judged, "device_class": claim.device_class,
+            **sides, "change_pct": claim.change_pct, "change": percent(claim.change_pct),
+            "published_compare_url": _compare_url(*runs) if all(runs) else "",
+            "lab": [], "missing": [], "claim": claim}
 
 
 def _compare_url(base: str, candidate: str) -> str:
     return reverse("dashboard:compare") + "?" + urlencode({"base": base, "candidate": candidate})
 
 
-def _lab_runs(study: Study, sides: list[dict]) -> list[Run]:
-    """The measured runs of the study that stand for a published side: by label
+def _lab_runs(study: Study, claims: list[dict]) -> list[Run]:
+    """The measured runs of the study that stand for a claim's side: by label
     (the run_label index) and by kernel release, as two indexed reads."""
-    labels = {s["label"] for s in sides}
-    releases = {s["kernel"] for s in sides}
+    labels = {c[role][key] for c in claims for role in ("before", "after")
+              for key in ("label", "run_label")}
+    releases = {c[role]["kernel"] for c in claims for role in ("before", "after")}
     if not labels:
         return []
     of_study = Exists(Cell.objects.filter(run=OuterRef("pk"), study=study, status="passed"))
@@ -160,16 +139,18 @@ def _lab_runs(study: Study, sides: list[dict]) -> list[Run]:
 
 
 def _stands_for(run: Run, side: dict, other: dict) -> bool:
-    """By label, or by kernel release when the two sides' kernels differ."""
-    if run.label == side["label"]:
+    """By label (the post's, or the one iowatch reproduce gives the variant
+    standing for it), or by kernel release when the two sides' kernels differ."""
+    if run.label in (side["label"], side["run_label"]):
         return True
     return side["kernel"] != other["kernel"] and run.kernel.release == side["kernel"] \
-        and run.label != other["label"]
+        and run.label not in (other["label"], other["run_label"])
 
 
-def _judge(claims: list[dict], runs: list[Run], study: Study, spec) -> None:
-    """Per claim and host: the lab's before runs against its after runs, judged.
-    Every run's manifest is read once, in one batch of queries for all hosts."""
+def _judge(claims: list[dict], runs: list[Run], spec) -> None:
+    """Per claim and host: the lab's before runs against its after runs, judged
+    by seeds.judge_claim on compare_sides' comparison. Every run's manifest is
+    read once, in one batch of queries for all hosts."""
     plans = []
     for claim in claims:
         before, after = claim["before"], claim["after"]
@@ -178,7 +159,6 @@ def _judge(claims: list[dict], runs: list[Run], study: Study, spec) -> None:
             for role, side, other in (("before", before, after), ("after", after, before)):
                 if _stands_for(run, side, other) and len(per_host[run.host.name][role]) < MAX_SIDE_RUNS:
                     per_host[run.host.name][role].append(run)
-        claim["missing"] = []
         for host, found in sorted(per_host.items()):
             if found["before"] and found["after"]:
                 plans.append((claim, host, found))
@@ -189,6 +169,13 @@ def _judge(claims: list[dict], runs: list[Run], study: Study, spec) -> None:
                 f"{host} has {len(found[have])} run(s) of the {have} side "
                 f"({(before if have == 'before' else after)['label']}) but none labelled "
                 f"{lack['label']!r} or of kernel {lack['kernel']!r}")
+    planned = {id(claim) for claim, _, _ in plans}
+    for claim in claims:
+        if id(claim) not in planned:  # no host ran both sides: the judge has nothing to read
+            why = "; ".join(claim["missing"]) or (
+                f"no lab run labelled {claim['before']['label']!r} or {claim['after']['label']!r}, "
+                f"nor of kernel {claim['before']['kernel']!r} or {claim['after']['kernel']!r}")
+            claim["missing"] = [j.why for j in seeds.judge_claim(claim["claim"], None, spec, why)]
     needed = {r.pk: r for _, _, found in plans for r in found["before"] + found["after"]}
     read = dict(zip(needed, manifests(list(needed.values()), job_samples=False)))
     studies = judging_studies()
@@ -200,72 +187,44 @@ def _judge(claims: list[dict], runs: list[Run], study: Study, spec) -> None:
                 Side(claim["before"]["label"], "the store", [read[r.pk] for r in found["before"]]),
                 Side(claim["after"]["label"], "the store", [read[r.pk] for r in found["after"]]),
                 studies=studies)
-        result = done[key]
-        matched = False
-        for v, judged in [(v, True) for v in result.verdicts] + [(v, False) for v in result.diagnostics]:
-            k = v.key
-            if (k.study, k.group, k.metric) != (study.slug, claim["group"], claim["metric"]):
-                continue
-            matched = True
-            claim["lab"].append(_lab_row(claim, v, judged, host, found))
-        if not matched:
-            claim["missing"].append(f"{host}'s runs of both sides have no {claim['metric']} "
-                                    f"sample in group {claim['group']}")
+        for judged in seeds.judge_claim(claim["claim"], done[key], spec):
+            if judged.lab is None:
+                claim["missing"].append(f"{host}: {judged.why}")
+            else:
+                claim["lab"].append(_lab_row(claim, judged, host, found))
 
 
-def _lab_row(claim: dict, v, judged: bool, host: str, found: dict) -> dict:
-    k = v.key
-    row = {"host": host, "device": k.device, "device_class": k.device_class,
-           "filesystem": k.filesystem, "outcome": v.outcome if judged else "diagnostic",
-           "before_n": v.base.n, "after_n": v.candidate.n,
-           "before_median": v.base.median, "after_median": v.candidate.median,
-           "before_text": number(v.base.median), "after_text": number(v.candidate.median),
-           "change_pct": v.change_pct, "change": percent(v.change_pct),
-           "ci": f"{percent(v.ci_low)} to {percent(v.ci_high)}" if v.ci_low is not None else "",
-           "words": v.words, "runs": (len(found["before"]), len(found["after"])),
-           "compare_url": _compare_url(claim["before"]["label"], claim["after"]["label"])}
-    if k.device_class != claim["device_class"]:
-        row["verdict"], row["why"] = "not-comparable", (
-            f"measured on {k.device_class or 'an unknown class'}; the post's numbers are from "
-            f"{claim['device_class']}")
-    elif not judged:
-        row["verdict"], row["why"] = "not-comparable", (
-            f"{claim['metric']} does not decide in this study: the lab's change is shown, not judged")
-    elif v.outcome in ("suspected", "inconclusive"):
-        row["verdict"], row["why"] = "unsure", v.words
-    elif v.outcome == claim["expected"]:
-        row["verdict"], row["why"] = "reproduced", (
-            f"the post: {claim['change']}, the lab: {row['change']} ({v.outcome})")
-    else:
-        row["verdict"], row["why"] = "not-reproduced", (
-            f"the post: {claim['change']} ({claim['expected']}), the lab: {row['change']} "
-            f"({v.outcome})")
-    row["verdict_label"] = VERDICTS[row["verdict"]]
-    return row
+def _lab_row(claim: dict, judged: seeds.Judged, host: str, found: dict) -> dict:
+    lab = judged.lab
+    return {"host": host, "device": lab.device, "device_class": claim["device_class"],
+            "filesystem": lab.filesystem, "outcome": lab.verdict,
+            "before_n": lab.before_n, "after_n": lab.after_n,
+            "before_median": lab.before_median, "after_median": lab.after_median,
+            "before_text": number(lab.before_median), "after_text": number(lab.after_median),
+            "change_pct": lab.change_pct, "change": percent(lab.change_pct),
+            "ci_low": lab.ci_low, "ci_high": lab.ci_high,
+            "ci": f"{percent(lab.ci_low)} to {percent(lab.ci_high)}" if lab.ci_low is not None else "",
+            "words": lab.words, "runs": (len(found["before"]), len(found["after"])),
+            "compare_url": _compare_url(claim["before"]["run_label"], claim["after"]["run_label"]),
+            "verdict": judged.outcome, "verdict_label": seeds.OUTCOMES[judged.outcome],
+            "why": judged.why, "hardware": judged.hardware, "judged": judged}
 
 
 def _sum_up(claim: dict) -> None:
-    """The claim's verdict from its comparable lab rows; not comparable, and why, without one."""
-    comparable = [r for r in claim["lab"] if r["verdict"] != "not-comparable"]
-    verdicts = {r["verdict"] for r in comparable}
-    where = lambda v: "; ".join(f"{r['host']} {r['device']} ({r['why']})"  # noqa: E731
-                                for r in comparable if r["verdict"] == v)
-    if not comparable:
-        why = [r["why"] for r in claim["lab"]] + claim["missing"]
-        claim["verdict"] = "not-comparable"
-        claim["why"] = "; ".join(dict.fromkeys(why)) or (
-            f"no lab run labelled {claim['before']['label']!r} or "
-            f"{claim['after']['label']!r}, nor of kernel {claim['before']['kernel']!r} or "
-            f"{claim['after']['kernel']!r}")
-    elif verdicts == {"reproduced"}:
-        claim["verdict"], claim["why"] = "reproduced", f"reproduced on {where('reproduced')}"
-    elif "not-reproduced" in verdicts:
-        claim["verdict"] = "not-reproduced"
-        claim["why"] = f"not reproduced on {where('not-reproduced')}" + (
-            f"; reproduced on {where('reproduced')}" if "reproduced" in verdicts else "")
-    else:
-        claim["verdict"], claim["why"] = "unsure", f"unsure on {where('unsure')}: rerun"
-    claim["verdict_label"] = VERDICTS[claim["verdict"]]
+    """The claim's outcome from its lab rows (seeds.claim_outcome); not
+    comparable, and why, without one."""
+    rows = [r["judged"] for r in claim["lab"]]
+    claim["verdict"] = seeds.claim_outcome(rows)
+    claim["verdict_label"] = seeds.OUTCOMES[claim["verdict"]]
+    if claim["verdict"] == seeds.NOT_COMPARABLE:
+        claim["why"] = "; ".join(dict.fromkeys([r["why"] for r in claim["lab"]] + claim["missing"]))
+        return
+    claim["why"] = "; ".join(f"{seeds.OUTCOMES[o]} on " + "; ".join(
+        f"{r['host']} {r['device']} ({r['why']})" for r in claim["lab"] if r["verdict"] == o)
+        for o in seeds.OUTCOMES if any(r["verdict"] == o for r in claim["lab"]))
+    reasons = dict.fromkeys(r["hardware"] for r in claim["lab"] if r["hardware"])
+    if reasons:
+        claim["why"] += "; not reproducible in the virtual lab: " + "; ".join(reasons)
 
 
 def _newest_medians(study: Study, claims: list[dict]) -> dict[tuple, list[dict]]:
@@ -346,8 +305,13 @@ def _claim_check(study: Study) -> dict:
     spec = judging_studies().get(study.slug)
     info = _study_info(study, spec)
     sides = _published_sides(study, spec)
-    claims = _claims(sides, spec, info["min_effect_pct"])
-    _judge(claims, _lab_runs(study, sides), study, spec)
+    by_set = {(s["label"], s["device_class"]): s for s in sides}
+    judged = deciding(spec)
+    # A study whose file is gone has no claims: the claims are the file's.
+    # A seed's study: the lab's runs of a variant carry one label for its side's labels.
+    run_labels = seeds.run_label_of(spec, judging_studies()) if spec else {}
+    claims = [_claim(c, by_set, judged, run_labels) for c in seeds.published_claims(spec)] if spec else []
+    _judge(claims, _lab_runs(study, claims), spec)
     newest = _newest_medians(study, claims)
     for i, claim in enumerate(claims):
         _sum_up(claim)
@@ -357,6 +321,10 @@ def _claim_check(study: Study) -> dict:
         values = [b["value"] for b in claim["bars"] if b["value"] and b["value"] > 0]
         # A log axis when the numbers differ more than tenfold (a 19 KiB/s bar beside 17,480).
         claim["log_scale"] = bool(values) and max(values) > 10 * min(values)
+        # The judge's objects stay here: the page and its JSON get their fields.
+        del claim["claim"]
+        for r in claim["lab"]:
+            del r["judged"]
     # Deciding claims first, then by class and metric.
     claims.sort(key=lambda c: (not c["deciding"], c["device_class"], c["group"], c["metric"]))
     counts = defaultdict(int)
@@ -366,8 +334,8 @@ def _claim_check(study: Study) -> dict:
             "sides": [{k: v for k, v in s.items() if k not in ("values", "as_published")}
                       for s in sides],
             "claims": claims,
-            "summary": [{"verdict": v, "label": VERDICTS[v], "n": counts[v]}
-                        for v in VERDICTS if counts[v]]}
+            "summary": [{"verdict": v, "label": seeds.OUTCOMES[v], "n": counts[v]}
+                        for v in seeds.OUTCOMES if counts[v]]}
 
 
 def studies_index() -> list[dict]:

@@ -203,6 +203,7 @@ def _cell_row(v, *, deciding: bool) -> dict:
                       "median": v.candidate.median, "sd": v.candidate.sd},
         "change_pct": v.change_pct, "ci_low": v.ci_low, "ci_high": v.ci_high,
         "p_value": v.p_value, "p_adjusted": v.p_adjusted, "p_worse_family": v.p_worse_family,
+        "mde_pct": v.mde_pct if deciding else None, "bound_pct": v.bound_pct if deciding else None,
         "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
         "label": OUTCOME_LABELS[v.outcome if deciding else "diagnostic"],
         "size_only": v.size_only, "words": v.words,
