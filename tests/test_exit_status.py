@@ -3,6 +3,7 @@ when a deciding cell is still unsure or suspected, beside 0, 1 and 2, and say so
 in their --help."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from iowatch import exit_status
 from iowatch.nightly import NightlyOutcome
 
 IOWATCH = str(Path(sys.executable).parent / "iowatch")
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def test_states_map_to_statuses():
@@ -29,9 +31,24 @@ def test_a_nightly_left_undecided_by_the_server_exits_3():
     assert NightlyOutcome().exit_code == 0
 
 
-@pytest.mark.parametrize("command", ["check", "run", "nightly", "bisect"])
+@pytest.mark.parametrize("command", ["check", "run", "nightly", "bisect", "compare"])
 def test_each_command_documents_the_undecided_status(command):
     r = subprocess.run([IOWATCH, command, "--help"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     text = " ".join(r.stdout.split())
     assert "3" in text and "undecided" in text, text[-600:]
+
+
+@pytest.mark.parametrize("base, candidate, state, status", [
+    # seed 001's first round, 3 runs a side: the ratio cell is unsure.
+    ("reproductions/seed-001/guest-00", "reproductions/seed-001/guest-01", "unsure", 3),
+    ("e2e-check/guest-00", "e2e-check/guest-01", "no-change", 0),
+    ("e2e-check/guest-01", "e2e-check/guest-02", "regression", 1),
+])
+def test_compare_exits_with_the_state_of_real_bundles(base, candidate, state, status):
+    """iowatch compare exited 0 on an undecided comparison; it exits as check does."""
+    r = subprocess.run([IOWATCH, "compare", str(FIXTURES / base / "bundle"),
+                        str(FIXTURES / candidate / "bundle"), "--format", "json"],
+                       capture_output=True, text=True)
+    assert json.loads(r.stdout)["state"] == state
+    assert r.returncode == status, r.stderr

@@ -32,6 +32,8 @@ bench/accuracy/collect.py say how each was made):
     .venv/bin/python bench/accuracy/run.py --trials 100 # quicker, wider error
     .venv/bin/python bench/accuracy/run.py --samples --caps 30 40   # the model only, larger caps
     .venv/bin/python bench/accuracy/run.py --paths --trials 200     # every path, boots (issue 24)
+    .venv/bin/python bench/accuracy/run.py --paths --drift 2        # ... and a check whose machine
+                                                                    # doubles its speed from round 2
 """
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).parent))
 
+import check_boots  # noqa: E402
+import later_paths  # noqa: E402
 import simulate  # noqa: E402
 from iowatch.stats import CellInput, CellKey, compare_matrix  # noqa: E402
 
@@ -125,16 +129,17 @@ def goals(rows: dict[str, dict], where: str) -> None:
                   f"{100 * anchors[best[1]]['fa_check']:.1f}%")
 
 
-def paths_table(real, trials: int, seed: int, boots, title: str) -> None:
+def paths_table(real, trials: int, seed: int, boots, title: str, paths=simulate.PATHS,
+                anchors: bool = True) -> None:
     """Every path of the product on the same draws (issue 24): clean checks by
     how they end, false alarms per clean check, exact slowdowns confirmed, runs
     a side; the anchors on the same repetitions at 5, 10 and 20 a side."""
-    out = simulate.run_paths(real, trials, seed, boots)
+    out = simulate.run_paths(real, trials, seed, boots, paths=paths, anchors=anchors)
     print(f"\n{title}; {boots.name}")
     print(f"  {'path or rule':<58} {'no chg':>6} {'unsure':>6} {'susp.':>6} {'regr.':>6} "
           f"{'FA/chk':>6} {'-10%':>6} {'-20%':>6} {'-50%':>6} {'runs':>5}")
     for rule, t in out.items():
-        states = [f"{_pct(t.share(s)):>6}" if rule in simulate.PATHS else f"{'':>6}"
+        states = [f"{_pct(t.share(s)):>6}" if rule in paths else f"{'':>6}"
                   for s in ("no-change", "unsure", "suspected", "regression")]
         found = [f"{_pct(t.detected(c)):>6}" for c in simulate.EXACT]
         print(f"  {rule:<58} {' '.join(states)} {_pct(t.fa):>6} {' '.join(found)} "
@@ -164,6 +169,9 @@ def main() -> None:
                    help="only the paths table (issue 24): check adaptive, 5 a side and run "
                         "--against a fixed 5-run base, on independent and boot-clustered draws of "
                         "the CV 10%% model with exact slowdowns that keep their noise")
+    p.add_argument("--drift", type=float, default=2.0,
+                   help="with --paths: the machine's speed from a check's third round on, in "
+                        "the drift table (default 2: twice as fast)")
     p.add_argument("--shares", type=float, nargs="*", default=[0.10, 0.25],
                    help="with --paths: the between-boot shares of variance to draw (default 0.10 0.25)")
     p.add_argument("--reps-per-boot", type=int, default=2,
@@ -181,6 +189,25 @@ def main() -> None:
         for share in (0.0, *args.shares):
             paths_table(model, args.trials, args.seed, simulate.Boots(share, args.reps_per_boot),
                         "40-cell checks")
+        # Issue 24 item 1: the check as it boots (round 0 in two boots a side, a boot a round).
+        for share in (0.0, *args.shares):
+            check_boots.table(check_boots.run(model, args.trials, args.seed, share),
+                              f"the check as it boots, 40 cells; {share:.0%} between boots")
+        # Issue 24 item 2: the machine speeds up from the third round on; the check
+        # with its rounds pooled, and with them given to the verdict as blocks.
+        for share in (0.0, *args.shares):
+            paths_table(model, args.trials, args.seed,
+                        simulate.Boots(share, args.reps_per_boot, drift=args.drift),
+                        "40-cell checks, rounds pooled or blocked", paths=simulate.DRIFT_PATHS,
+                        anchors=False)
+        for share in (0.0, *args.shares):
+            boots = simulate.Boots(share, later_paths.FIRST)
+            later_paths.table(later_paths.run(model, args.trials, args.seed, boots),
+                              f"the bisect's ends and a nightly's change points, 40 cells; "
+                              f"{boots.name}")
+            later_paths.culprit_table(later_paths.culprits(args.trials, args.seed, boots),
+                                      f"the bisect's culprit, {later_paths.RANGE} commits; "
+                                      f"{boots.name}")
         print(f"(bench wall time {time.monotonic() - t0:.0f} s)")
         return
     for n, samples in enumerate(args.samples):

@@ -278,6 +278,10 @@ def run(real: list[RealCell], trials: int, seed: int, *, size: int = MATRIX_CELL
 # --- every path of the product, on independent and boot-clustered draws (issue 24) -----
 
 PATHS = ("check adaptive", "5 a side", "run --against")
+# A check whose rounds are passed to the verdict as blocks (iowatch.stats.blocks);
+# "check adaptive" pools them, as every path did before issue 24 item 2.
+BLOCKED = "check adaptive, blocked"
+DRIFT_PATHS = ("check adaptive", BLOCKED)
 ANCHOR_RUNS = (5, 10, 20)
 STATES = ("no-change", "unsure", "suspected", "regression", "improvement")
 EXACT = {"slow10": 0.10, "slow20": 0.20, "slow50": 0.50}
@@ -303,20 +307,28 @@ class Boots:
     (each repetition its own boot)."""
     share: float = 0.0
     per_boot: int = 2
+    # The machine's speed from round `drift_from` of a check on (0 the first):
+    # higher-is-better values times `drift`, lower-is-better ones over it, both sides alike.
+    drift: float = 1.0
+    drift_from: int = 2
 
     @property
     def name(self) -> str:
+        drift = (f"; from round {self.drift_from} the machine {self.drift:g} times as fast"
+                 if self.drift != 1.0 else "")
         if not self.share:
-            return "independent"
-        return f"boot-clustered {self.share:.0%} between boots, {self.per_boot} a boot"
+            return "independent" + drift
+        return f"boot-clustered {self.share:.0%} between boots, {self.per_boot} a boot" + drift
 
 
 class SideDraw:
     """One side of one cell, grown a batch at a time; each batch starts new boots
     (a round of a check boots the kernel again)."""
 
-    def __init__(self, pool: np.ndarray, boots: Boots, rng, tag: str):
+    def __init__(self, pool: np.ndarray, boots: Boots, rng, tag: str, direction: str = "higher"):
         self.pool, self.boots, self.rng, self.tag = pool, boots, rng, tag
+        self.direction = direction
+        self.rounds: list[int] = []  # the round of a check each value came from
         logs = np.log(pool) if (pool > 0).all() else None
         sd = float(logs.std(ddof=1)) if logs is not None else 0.0
         # A boot's offset on the log scale: between / (between + within) = share.
@@ -325,12 +337,15 @@ class SideDraw:
         self.labels: list[str] = []
         self._boot = 0
 
-    def grow(self, n: int) -> None:
+    def grow(self, n: int, round_no: int = 0) -> None:
         per = self.boots.per_boot if self.boots.share else 1
+        speed = self.boots.drift if round_no >= self.boots.drift_from else 1.0
+        speed = 1 / speed if self.direction == "lower" else speed
         while n > 0:
             m = min(per, n)
             offset = math.exp(self.rng.normal(0, self.boot_sd)) if self.boot_sd else 1.0
-            self.values += list(_sample(self.pool, m, self.rng) * offset)
+            self.values += list(_sample(self.pool, m, self.rng) * offset * speed)
+            self.rounds += [round_no] * m
             self.labels += [f"{self.tag}{self._boot}"] * m
             self._boot += 1
             n -= m
@@ -339,9 +354,12 @@ class SideDraw:
         return len(self.values)
 
 
-def _boot_family(d: Draw, base: list[SideDraw], cand: list[SideDraw], cap: int = DEFAULT_CAP):
+def _boot_family(d: Draw, base: list[SideDraw], cand: list[SideDraw], cap: int = DEFAULT_CAP,
+                 blocked: bool = False):
     inputs = [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), b.values, c.values,
-                        d.cells[i].direction, base_boots=b.labels, candidate_boots=c.labels)
+                        d.cells[i].direction, base_boots=b.labels, candidate_boots=c.labels,
+                        base_rounds=b.rounds if blocked else None,
+                        candidate_rounds=c.rounds if blocked else None)
               for i, (b, c) in enumerate(zip(base, cand))]
     return compare_matrix(inputs, cap=cap)
 
@@ -351,24 +369,27 @@ def judge_path(path: str, d: Draw, rng, boots: Boots, cap: int = DEFAULT_CAP):
     `check adaptive` grows both sides of each unsure cell to the next look
     (iowatch.judging.more_runs, new boots each round), `5 a side` stops at the
     first look, `run --against` grows only the candidate against a fixed base
-    of AGAINST_BASE repetitions."""
-    base = [SideDraw(p, boots, rng, "b") for p in d.base_pool]
-    cand = [SideDraw(p, boots, rng, "c") for p in d.cand_pool]
+    of AGAINST_BASE repetitions; `check adaptive, blocked` is the check with
+    its rounds given to the verdict as blocks."""
+    base = [SideDraw(p, boots, rng, "b", cell.direction) for p, cell in zip(d.base_pool, d.cells)]
+    cand = [SideDraw(p, boots, rng, "c", cell.direction) for p, cell in zip(d.cand_pool, d.cells)]
     for s in base + cand:
         s.grow(AGAINST_BASE if path == "run --against" else FIRST)
+    round_no = 0
     while True:
-        verdicts = _boot_family(d, base, cand, cap)
+        verdicts = _boot_family(d, base, cand, cap, blocked=path == BLOCKED)
         if path == "5 a side":
             return verdicts, [len(c) for c in cand]
         want = more_runs(Comparison(None, None, 0.05, verdicts, [], {}, {}))
         grew = False
+        round_no += 1
         for where, runs in want.items():
             i = int(where.device[1:])
-            if path == "check adaptive" and runs.base > len(base[i]):
-                base[i].grow(runs.base - len(base[i]))
+            if path in DRIFT_PATHS and runs.base > len(base[i]):
+                base[i].grow(runs.base - len(base[i]), round_no)
                 grew = True
             if runs.candidate > len(cand[i]):
-                cand[i].grow(runs.candidate - len(cand[i]))
+                cand[i].grow(runs.candidate - len(cand[i]), round_no)
                 grew = True
         if not grew:
             return verdicts, [len(c) for c in cand]

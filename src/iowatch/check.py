@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from iowatch import bundle, paths, progress, resources
+from iowatch import bundle, exit_status, paths, progress, resources
 from iowatch.bundle import BundleWriter
 from iowatch.comparison import Side
 from iowatch.judging import Comparison, compare_sides, more_runs
@@ -23,8 +23,9 @@ from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_v
 from iowatch.kernel.series import Series
 from iowatch.stats.sequential import DEFAULT_CAP, FIRST, looks
 from iowatch.stats.wording import outcome_label
-from iowatch.studies import load_studies
+from iowatch.studies import load_matrix, load_studies
 from iowatch.vlab import boot_and_run, guest_run_command
+from iowatch.yamlfile import DataFileError
 
 
 @dataclass
@@ -38,6 +39,7 @@ class VariantRun:
     matrix_s: float | None = None
     vs_parent: Comparison | None = None
     extra: list[Path] = field(default_factory=list)  # bundles of the rounds that added repetitions
+    rounds: list[int] = field(default_factory=list)  # the round of each of `extra`
 
 
 @dataclass
@@ -90,14 +92,27 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
     result.phases["configure"] = time.monotonic() - t0
     say(f"check: {len(series.patches)} patches of {series.name} on {plan.base[:12]}; "
         f"matrix {matrix} on {host.name}")
+    first, second = first_round_boots(reps or _matrix_reps(matrix))
     for v in plan.variants:
         if v.status == "apply-failed":
             result.runs.append(VariantRun(v, status="apply-failed", reason=v.error or ""))
             say(f"variant {v.index}: patch does not apply:\n{v.error}")
             break
         result.runs.append(run_variant(plan, v, host, inventory, matrix, out, profile=profile,
-                                       reps=reps, store=store, say=say, echo_console=echo_console,
+                                       reps=first, store=store, say=say, echo_console=echo_console,
                                        phases=result.phases))
+
+    def boot_again(vr: VariantRun, reps: int) -> VariantRun:
+        times: dict[str, float] = {}
+        again = run_variant(plan, vr.variant, host, inventory, matrix,
+                            out / f"variant-{vr.variant.index:02d}-boot2", profile=profile,
+                            reps=reps, store=store, say=say, echo_console=echo_console,
+                            shared_name=f"guest-{vr.variant.index:02d}-boot2", phases=times)
+        for key, secs in times.items():  # round 0's boot and matrix times hold both boots
+            result.phases[key] = result.phases.get(key, 0.0) + secs
+        return again
+
+    second_boots(result, boot_again, second, say)
 
     def measure_more(vr: VariantRun, cells: list[str], reps: int, round_no: int) -> VariantRun:
         return run_variant(plan, vr.variant, host, inventory, matrix,
@@ -109,6 +124,40 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
     add_repetitions(result, measure_more, say)
     result.phases["total"] = time.monotonic() - t_all
     return result
+
+
+def first_round_boots(reps: int) -> tuple[int, int]:
+    """The first round's repetitions a side split over two boots (3 and 2 of 5):
+    one boot a side cannot confirm anything (its between-boot noise is
+    unmeasured, docs/verdicts.md), so every side has two from the first round,
+    for the study's total. Fewer than 2 repetitions: one boot (0 in the second)."""
+    return (reps - reps // 2, reps // 2) if reps >= 2 else (reps, 0)
+
+
+def _matrix_reps(matrix: str) -> int:
+    try:
+        return load_matrix(matrix).reps
+    except (OSError, DataFileError):  # the guest says what is wrong with it; split the first look
+        return FIRST
+
+
+def second_boots(result: CheckResult, boot_again: Callable[[VariantRun, int], VariantRun],
+                 reps: int, say: Callable[[str], None] = print) -> int:
+    """Round 0's second boot of every measured variant, after the first boot of
+    all of them (v0 v1 v2 v0 v1 v2, as Pinpoint interleaves): boot_again(variant,
+    repetitions) boots it again and runs the whole matrix. Both boots are round
+    0, one block of the rounds' drift test. Returns the variants booted again."""
+    done = 0
+    for vr in [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]:
+        if reps <= 0:
+            break
+        say(f"variant {vr.variant.index}: second boot of the first round, {reps} repetitions")
+        again = boot_again(vr, reps)
+        if again.status in ("passed", "failed") and again.bundle:
+            vr.extra.append(again.bundle)
+            vr.rounds.append(0)
+            done += 1
+    return done
 
 
 def add_repetitions(result: CheckResult,
@@ -141,6 +190,7 @@ def add_repetitions(result: CheckResult,
             extra = measure_more(by_index[index], sorted(cells), reps, round_no)
             if extra.status in ("passed", "failed") and extra.bundle:
                 by_index[index].extra.append(extra.bundle)
+                by_index[index].rounds.append(round_no)
         result.phases[f"round {round_no}"] = time.monotonic() - t_round
         _compare(result)
     return max_rounds
@@ -235,9 +285,12 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
 
 
 def _side(vr: VariantRun) -> Side:
-    """A variant's side: its first run pooled with the rounds that added repetitions."""
+    """A variant's side: its first run pooled with the rounds that added
+    repetitions, each run marked with its round (the first is round 0): rounds
+    are the blocks the verdict judges within when the platform drifted."""
+    rounds = [0, *vr.rounds] if len(vr.rounds) == len(vr.extra) else [None] * (1 + len(vr.extra))
     return Side(spec=vr.variant.label, source=str(vr.bundle),
-                runs=[bundle.load(p) for p in [vr.bundle, *vr.extra]])
+                runs=[{**bundle.load(p), "round": k} for p, k in zip([vr.bundle, *vr.extra], rounds)])
 
 
 def _compare(result: CheckResult) -> None:
@@ -271,6 +324,9 @@ def report(result: CheckResult) -> str:
             continue
         parent = f"vs its parent {cmp.base.title}" if cmp.base else ""
         lines.append(f"{head}\n    {_state_words(cmp)} {parent}")
+        drift = drift_words(cmp)
+        if drift:
+            lines.append(f"    {drift}")
         for c in cmp.verdicts:
             if c.outcome == "no-change" and c.within_pct is None:
                 continue
@@ -278,7 +334,7 @@ def report(result: CheckResult) -> str:
                     f"{c.level:.2g})" if c.ci_low is not None and c.p_adjusted is not None else "")
             k = c.key
             label = {"suspected": "suspected"}.get(c.outcome) or \
-                outcome_label(c.outcome, c.mde_pct, c.min_effect_pct)
+                outcome_label(c.outcome, c.bound_pct, c.min_effect_pct)
             lines.append(f"    - {label}: {k.study} {k.device} {k.filesystem} [{k.group}] "
                          f"{c.words}{stat}{_mde(c)}")
         for f in cmp.failed:
@@ -298,6 +354,14 @@ def report(result: CheckResult) -> str:
             f"patch {r.variant.index} ({r.vs_parent.state})" for r in unsure))
     lines += phase_lines(result.phases)
     return "\n".join(lines)
+
+
+def exit_code(result: CheckResult) -> int:
+    """The check's exit status (iowatch.exit_status): 1 when a patch regresses,
+    3 when a patch is still unsure or suspected after every round (not a pass)."""
+    if result.regressing_patches:
+        return exit_status.REGRESSION
+    return exit_status.of_states(r.vs_parent.state for r in result.runs if r.vs_parent)
 
 
 def phase_lines(phases: dict[str, float]) -> list[str]:
@@ -326,8 +390,22 @@ def phase_lines(phases: dict[str, float]) -> list[str]:
 
 
 def _mde(c, sep: str = "; ") -> str:
-    """A deciding cell's minimum detectable effect at its repetitions, as the report says it."""
+    """A deciding cell's minimum detectable effect at its repetitions (the
+    smallest slowdown its noise lets the test confirm 80% of the time)."""
     return "" if c.mde_pct is None else f"{sep}minimum detectable effect {c.mde_pct:g}%"
+
+
+def drift_words(cmp: Comparison) -> str:
+    """What the rounds' drift did, when a deciding cell was judged within rounds
+    because its rounds' levels differed beyond chance: the largest drift."""
+    blocked = [v for v in cmp.verdicts if v.blocked and v.drift_pct is not None]
+    if not blocked:
+        return ""
+    v = max(blocked, key=lambda v: abs(v.drift_pct))
+    first, last = v.drift_rounds
+    return (f"the platform drifted by {v.drift_pct:+.0f}% between rounds {first} and {last} "
+            f"({v.key.group} {v.key.metric}, both sides alike): {len(blocked)} deciding "
+            f"cell{'s' if len(blocked) != 1 else ''} judged within rounds")
 
 
 PATCH_WORDS = {
@@ -375,6 +453,8 @@ def summary(result: CheckResult) -> dict:
                           "bundle": str(r.bundle) if r.bundle else None,
                           "state": r.vs_parent.state if r.vs_parent else None,
                           "extra_bundles": [str(p) for p in r.extra],
+                          "extra_rounds": r.rounds,
+                          "drift": drift_words(r.vs_parent) if r.vs_parent else "",
                           "regressions": [c.words for c in (r.vs_parent.regressions if r.vs_parent else [])],
                           "unsure": [c.words for c in (r.vs_parent.unsure if r.vs_parent else [])]}
                          for r in result.runs]}

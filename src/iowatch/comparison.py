@@ -232,12 +232,16 @@ class PooledSide:
     cells: dict[CellLocation, dict]  # the bundle's cell that stands for each location
     hosts: str  # the hosts the runs came from, joined
     device_models: dict[str, str]  # device name -> model, where the inventory gave one
+    # The round of a check each value came from (the run's "round", set by
+    # iowatch.check on the runs of its rounds); None for a run outside a check's rounds.
+    rounds: dict[PooledKey, list] = field(default_factory=dict)
 
 
 def pool(side: Side) -> PooledSide:
     """Pool the side's runs: group-level values by PooledKey, one cell per location."""
     values: dict[PooledKey, list[float]] = defaultdict(list)
     boots: dict[PooledKey, list[str]] = defaultdict(list)
+    rounds: dict[PooledKey, list] = defaultdict(list)
     cells: dict[CellLocation, dict] = {}
     models: dict[str, str] = {}
     hosts = set()
@@ -261,7 +265,9 @@ def pool(side: Side) -> PooledSide:
                         key = PooledKey.at(where, s["group"], s["metric"])
                         values[key].append(float(s["value"]))
                         boots[key].append(boot)
-    return PooledSide(dict(values), dict(boots), cells, ", ".join(sorted(hosts)), models)
+                        rounds[key].append(run.get("round"))
+    return PooledSide(dict(values), dict(boots), cells, ", ".join(sorted(hosts)), models,
+                      dict(rounds))
 
 
 def cell_passed(cell: dict) -> bool:

@@ -99,19 +99,24 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
                        f"{shown_unit} [{v.base.n} vs {v.candidate.n} runs]".replace("  ", " "))
             continue
         adj = "" if v.p_adjusted is None else f", adjusted {_p(v.p_adjusted)} against level {v.level:.2g}"
-        head = f"    {k.group} {k.metric}: {outcome_label(v.outcome, v.mde_pct, v.min_effect_pct).upper()}"
+        head = f"    {k.group} {k.metric}: {outcome_label(v.outcome, v.bound_pct, v.min_effect_pct).upper()}"
         out += [head,
                 f"      base {_mean_sd(v.base, unit)}; candidate {_mean_sd(v.candidate, unit)}",
                 f"      change {_pct(v.change_pct)}, 95% CI {ci}, t-test p {_p(v.p_value)}{adj}, "
                 f"Cliff's delta {v.cliffs_delta:+.2f}",
                 *([f"      minimum detectable effect at {v.base.n} vs {v.candidate.n} runs: "
-                   f"{v.mde_pct:g}% (the minimum effect is {v.min_effect_pct:g}%)"]
-                  if v.mde_pct is not None else []),
+                   f"{v.mde_pct:g}% (confirmed 80% of the time; the minimum effect is "
+                   f"{v.min_effect_pct:g}%); equivalence bound {v.bound_pct:g}% (a slowdown "
+                   f"beyond it ruled out at 80% confidence)"]
+                  if v.mde_pct is not None and v.bound_pct is not None else []),
                 *([f"      tested on boot means: {v.boots[0]} vs {v.boots[1]} boots; within a boot "
                    f"sd {v.within_boot_sd_pct:.1f}%"
                    + (f", {v.between_boot_share:.0%} of the variance between boots"
                       if v.between_boot_share is not None else "")]
                   if v.boots else []),
+                *([f"      judged within rounds: the platform drifted by {v.drift_pct:+.0f}% "
+                   f"between rounds {v.drift_rounds[0]} and {v.drift_rounds[1]}"]
+                  if v.blocked else []),
                 f"      {v.words}."]
     return current
 
@@ -192,10 +197,12 @@ def _cell_json(v: CellVerdict) -> dict:
             "level": v.level, "cliffs_delta": v.cliffs_delta, "min_effect_pct": v.min_effect_pct,
             "outcome": v.outcome, "needs_runs": v.needs_runs, "hidden_pct": v.hidden_pct,
             "budget_spent": v.budget_spent, "cap": v.cap, "size_only": v.size_only,
-            "mde_pct": v.mde_pct, "within_pct": v.within_pct,
+            "mde_pct": v.mde_pct, "bound_pct": v.bound_pct, "within_pct": v.within_pct,
             "boots": list(v.boots) if v.boots else None,
             "within_boot_sd_pct": v.within_boot_sd_pct, "between_boot_share": v.between_boot_share,
-            "label": outcome_label(v.outcome, v.mde_pct, v.min_effect_pct), "words": v.words}
+            "drift_pct": v.drift_pct, "drift_rounds": list(v.drift_rounds) if v.drift_rounds else None,
+            "blocked": v.blocked,
+            "label": outcome_label(v.outcome, v.bound_pct, v.min_effect_pct), "words": v.words}
 
 
 def render_json(cmp: Comparison) -> str:
@@ -250,10 +257,12 @@ def render_markdown(cmp: Comparison) -> str:
             k.study, k.device_class, k.device, k.filesystem, k.group, k.metric,
             _mean_sd(v.base, unit), _mean_sd(v.candidate, unit), _pct(v.change_pct), ci,
             _p(v.p_adjusted), f"**{v.outcome}**" if v.outcome == "regression" else v.outcome)) + " |")
-    out += ["", "Minimum detectable effect (the slowdown not ruled out at 80% confidence) at each "
+    out += ["", "Minimum detectable effect (the smallest slowdown confirmed 80% of the time) and "
+                "equivalence bound (the slowdown not ruled out at 80% confidence) at each "
                 "deciding cell's runs: " + "; ".join(
-                    f"{_md(v.key.group)} {_md(v.key.metric)} {v.mde_pct:g}% at {v.base.n} vs "
-                    f"{v.candidate.n}" for v in cmp.verdicts if v.mde_pct is not None)]
+                    f"{_md(v.key.group)} {_md(v.key.metric)} {v.mde_pct:g}% and {v.bound_pct:g}% "
+                    f"at {v.base.n} vs {v.candidate.n}" for v in cmp.verdicts
+                    if v.mde_pct is not None and v.bound_pct is not None)]
     out += ["", *[f"- {_md(v.words)}" for v in cmp.verdicts if v.outcome != "no-change"]]
     out += [f"- {_md(f.study)} {_md(f.device)} {_md(f.filesystem)}: failed on the {f.side} side"
             for f in cmp.failed]

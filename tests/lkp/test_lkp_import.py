@@ -183,7 +183,8 @@ def test_import_stores_lkp_history_that_compare_reads_by_kernel(tmp_path):
         assert "already stored: run" in r.stdout + r.stderr  # the third import
         r = subprocess.run([IOWATCH, "compare", COMMIT, "lkp-test-k2", "--format", "json"],
                            env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode in (0, 1), r.stderr
+    # one LKP sample a side leaves cells unsure: exit 3 (iowatch.exit_status) is a verdict too
+    assert r.returncode in (0, 1, 3), r.stderr
     text = json.dumps(json.loads(r.stdout))
     assert "lkp-fio-basic-4k-1hdd-xfs-sync-1-10s-write-128m" in text and "write.bw_kib_s" in text
 

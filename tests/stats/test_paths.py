@@ -69,3 +69,28 @@ def test_boot_clustered_a_20_percent_slowdown_is_confirmed(model):
     out = simulate.run_paths(model, 100, 44, simulate.Boots(0.10, 2), paths=("check adaptive",),
                              anchors=False, conditions=("slow20",))
     assert out["check adaptive"].detected("slow20") >= 0.95
+
+
+def test_the_drift_path_speeds_up_both_sides_from_its_round_and_blocks_only_when_told(model):
+    """bench/accuracy's drift path (issue 24 item 2): from the third round of a
+    check (round 2) the machine is twice as fast on both sides; `check
+    adaptive, blocked` gives the rounds to the verdict, `check adaptive` pools."""
+    import numpy as np
+    boots = simulate.Boots(0.0, 2, drift=2.0)
+    pool = model[0].aa
+    side = simulate.SideDraw(pool, boots, np.random.default_rng(0), "b", "higher")
+    side.grow(5, 0)
+    side.grow(5, 2)
+    assert side.rounds == [0] * 5 + [2] * 5
+    assert min(side.values[5:]) >= 2 * min(pool) and max(side.values[:5]) <= max(pool)
+    slow = simulate.SideDraw(pool, boots, np.random.default_rng(0), "b", "lower")
+    slow.grow(5, 2)
+    assert max(slow.values) <= max(pool) / 2
+    rng = np.random.default_rng(3)
+    seen = {path: set() for path in simulate.DRIFT_PATHS}
+    for _ in range(20):
+        d = simulate.draw_matrix(model, rng, None)
+        for path in simulate.DRIFT_PATHS:
+            verdicts, _ = simulate.judge_path(path, d, rng, boots)
+            seen[path] |= {v.blocked for v in verdicts if min(v.base.n, v.candidate.n) > 10}
+    assert seen["check adaptive"] == {False} and True in seen[simulate.BLOCKED]

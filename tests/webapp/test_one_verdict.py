@@ -37,7 +37,8 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "e2e-check"
 BUNDLES = [FIXTURES / f"guest-{i:02d}" / "bundle" for i in range(3)]
 IOWATCH = str(Path(sys.executable).parent / "iowatch")
-NUMBERS = ("outcome", "change_pct", "ci_low", "ci_high", "p_value", "p_adjusted", "p_worse_family")
+NUMBERS = ("outcome", "change_pct", "ci_low", "ci_high", "p_value", "p_adjusted", "p_worse_family",
+           "mde_pct")
 
 
 def _cells(verdicts) -> dict:
@@ -45,6 +46,27 @@ def _cells(verdicts) -> dict:
     return {(v.key.group, v.key.metric): {f: getattr(v, f) for f in NUMBERS}
             | {"base_n": v.base.n, "candidate_n": v.candidate.n, "base_mean": v.base.mean}
             for v in verdicts}
+
+
+def _stated_mdes(text: str) -> dict:
+    """{group: the minimum detectable effect a text report states for it}: the
+    compare report's "group metric: OUTCOME" block and the check report's
+    "[group] ...; minimum detectable effect X%" rows and "group metric [n vs n
+    runs, minimum detectable effect X%]" list."""
+    out, group = {}, None
+    for line in text.splitlines():
+        head = re.match(r"    (\w+) [\w.]+: [A-Z]", line)
+        if head:
+            group = head.group(1)
+        said = re.match(r"      minimum detectable effect at \d+ vs \d+ runs: ([\d.]+)%", line)
+        if said:
+            out[group] = float(said.group(1))
+        for g, x in re.findall(r"\[(\w+)\] [^\n]*?minimum detectable effect ([\d.]+)%", line):
+            out[g] = float(x)
+        for g, x in re.findall(r"(\w+) [\w.]+ \[\d+ vs \d+ runs, minimum detectable effect "
+                               r"([\d.]+)%\]", line):
+            out[g] = float(x)
+    return out
 
 
 def _same(a: dict, b: dict) -> None:
@@ -81,6 +103,7 @@ def test_every_path_names_patch_2_with_the_same_cells_and_numbers(arrived, clien
     assert "regression" not in {c["outcome"] for c in expected[1].values()}
 
     # iowatch compare, as a maintainer runs it.
+    stated = {}
     for patch in (1, 2):
         r = subprocess.run([IOWATCH, "compare", str(BUNDLES[patch - 1]), str(BUNDLES[patch]),
                             "--format", "json"], capture_output=True, text=True, cwd=REPO)
@@ -89,16 +112,28 @@ def test_every_path_names_patch_2_with_the_same_cells_and_numbers(arrived, clien
                                            "ci_low": c["ci"]["low"], "ci_high": c["ci"]["high"],
                                            "p_value": c["p_value"], "p_adjusted": c["p_adjusted"],
                                            "p_worse_family": c["p_worse_family"],
+                                           "mde_pct": c["mde_pct"],
                                            "base_n": c["base"]["n"], "candidate_n": c["candidate"]["n"],
                                            "base_mean": c["base"]["mean"]}
                for c in json.loads(r.stdout)["cells"]}
         _same(expected[patch], got)
+        text = subprocess.run([IOWATCH, "compare", str(BUNDLES[patch - 1]), str(BUNDLES[patch])],
+                              capture_output=True, text=True, cwd=REPO).stdout
+        stated[patch] = _stated_mdes(text)
+        # The minimum detectable effect is the noise's, not the change's: every
+        # deciding cell states one above 0, the improved readers too.
+        assert stated[patch] == {g: c["mde_pct"] for (g, _), c in expected[patch].items()}
+        assert all(x > 0 for x in stated[patch].values())
 
     # The iowatch check report of the same three bundles.
     check = _check_result()
     for patch in (1, 2):
         _same(expected[patch], _cells(check.runs[patch].vs_parent.verdicts))
     text = report(check)
+    # The check report states the same minimum detectable effects as compare's report.
+    one, two = text.split("patch 1/2")[1].split("patch 2/2")
+    assert (_stated_mdes(one), _stated_mdes(two.split("regressing patches")[0])) == \
+        (stated[1], stated[2])
     assert "regressing patches: patch 2 (ext4: yield" in text
     assert "patch 1/2: xfs: say that statfs results must not be cached\n    REGRESSION" not in text
 
@@ -134,10 +169,12 @@ def test_every_path_names_patch_2_with_the_same_cells_and_numbers(arrived, clien
                                               "ci_low": c["ci_low"], "ci_high": c["ci_high"],
                                               "p_value": c["p_value"], "p_adjusted": c["p_adjusted"],
                                               "p_worse_family": c["p_worse_family"],
+                                              "mde_pct": c["mde_pct"],
                                               "base_n": c["base"]["n"], "candidate_n": c["candidate"]["n"],
                                               "base_mean": c["base"]["mean"]}
                   for c in got["cells"]}
         _same(expected[patch], judged)
+        assert _stated_mdes(got["report"]) == stated[patch]
         # The rest is shown as diagnostics, never judged: the device IOPS that rose 30%
         # on patch 1 among them.
         assert all(c["outcome"] == "diagnostic" for c in got["diagnostics"])

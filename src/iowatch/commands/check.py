@@ -7,7 +7,7 @@ from pathlib import Path
 
 from iowatch import exit_status, inventory, progress
 from iowatch.commands.guest_options import HostError, add_guest_run_options, qemu_host
-from iowatch.check import default_out, report, run_check, store_locally, summary
+from iowatch.check import default_out, exit_code, report, run_check, store_locally, summary
 from iowatch.kernel.series import SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
 from iowatch.yamlfile import DataFileError
@@ -49,7 +49,4 @@ def run(args) -> int:
     print(f"check: details in {out / 'check.json'}")
     if args.json:
         print(json.dumps(summary(result), indent=1))
-    if result.regressing_patches:
-        return exit_status.REGRESSION
-    # A patch still unsure or suspected after every round is not a pass.
-    return exit_status.of_states(r.vs_parent.state for r in result.runs if r.vs_parent)
+    return exit_code(result)

@@ -1,7 +1,10 @@
 """iowatch compare: A/B verdicts per cell between two kernels, runs or bundles.
 
-Exit 0: no regression; 1: at least one regression; 2: a side could not be
-read (the message says which and why) or the call is wrong.
+Exits as the other commands that judge (iowatch.exit_status): 0 no
+regression and every deciding cell decided; 1 at least one regression; 2 a
+side could not be read (the message says which and why) or the call is
+wrong; 3 undecided, a deciding cell still unsure or suspected (a CI gate
+must not read that as a pass).
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from iowatch import resources
+from iowatch import exit_status, resources
 from iowatch.comparison import NeedsStore, SideNotFound, load_side, published_side
 from iowatch.judging import compare_sides
 from iowatch.report import FORMATS, RENDERERS
@@ -25,7 +28,7 @@ def register(sub):
                     "run id, or a kernel (release, commit or label) in the store: through --server, "
                     "or this machine's store. Several runs on a side pool their repetitions. "
                     "With --published STUDY, compare the study's published results instead. "
-                    "Exit 0: no regression; 1: a regression; 2: error.")
+                    + exit_status.HELP)
     p.add_argument("base", nargs="?", metavar="BASE")
     p.add_argument("candidate", nargs="?", metavar="CANDIDATE")
     p.add_argument("--published", metavar="STUDY", help="compare this study's published results")
@@ -104,4 +107,6 @@ def run(args, store_side=None) -> int:
         Path(args.output).write_text(report)
     else:
         sys.stdout.write(report)
-    return 1 if cmp.regressions else 0
+    if cmp.regressions:
+        return exit_status.REGRESSION
+    return exit_status.of_states([cmp.state])

@@ -5,11 +5,12 @@ The CLI, the web app and the bisect reach them through one judging policy
 
 - compare / compare_matrix: A/B of one cell or a family of cells (docs/verdicts.md).
 - look_level / next_target: the look schedule of adaptive repetitions.
-- change_points / confirmed_change_points: e-divisive means over a history;
-  confirm_family: the change points of several histories as one family.
+- change_points: e-divisive means over a history; candidates: the change
+  points of several histories as one family, through the selection test (the
+  A/B of the segments is iowatch.judging.confirm_change_points).
 - confounders: differences between two runs that can explain a change.
-- oracle: the bisect oracle, which end a measured commit resembles (imported
-  as iowatch.stats.oracle by the bisect search).
+- oracle: the bisect's culprit model, the probability of each commit being the
+  first bad one given the judged steps (imported as iowatch.stats.oracle).
 
 Names are loaded on first use (PEP 562): the look schedule is plain Python,
 and `iowatch run` should not pay scipy's import for it (about a second, more
@@ -20,9 +21,9 @@ from __future__ import annotations
 import importlib
 
 _WHERE = {
-    "ChangePoint": "changepoints", "ConfirmedChangePoint": "changepoints",
-    "change_points": "changepoints", "confirmed_change_points": "changepoints",
-    "History": "changepoints", "confirm_family": "changepoints",
+    "ChangePoint": "changepoints", "Candidate": "changepoints",
+    "change_points": "changepoints", "candidates": "changepoints",
+    "History": "changepoints",
     "Confounder": "confounders", "confounders": "confounders",
     "DEFAULT_CAP": "sequential", "FIRST": "sequential", "STEP": "sequential",
     "look_level": "sequential", "next_target": "sequential",

@@ -42,8 +42,9 @@ Outcomes of a cell with at least two samples a side:
 - improvement: the same, the other way;
 - no-change: a slowdown beyond the minimum effect is ruled out (the 80%
   one-sided bound of the change lies inside it), said with what was ruled out;
-  at the cap, a cell still undecided is "no change within X%" (mde_pct: the
-  slowdown the same bound cannot rule out at its repetitions, rounded up)
+  at the cap, a cell still undecided is "no change within X%" (bound_pct,
+  the equivalence bound: the slowdown the same bound cannot rule out at its
+  repetitions, rounded up)
   unless its screen holds Benjamini–Hochberg over the family at SUSPECT_P (then it stays
   suspected): an equivalence a maintainer can act on, where "unsure" at the
   cap could only be rerun for ever (issue 24: no clean 40-cell check ended
@@ -71,6 +72,8 @@ from scipy.stats import norm
 
 from iowatch.cells import CellKey
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
+from iowatch.stats.blocks import within_rounds
+from iowatch.stats.detectable import minimum_detectable_effect
 from iowatch.stats.sequential import DEFAULT_CAP, effective_n, level_at, look_level
 from iowatch.stats.wording import sentence
 
@@ -129,11 +132,14 @@ class Verdict:
     # One-sided p of the worse direction with the family's variance lent (the
     # moderated t): what "suspected" reads. p_worse when the family lends nothing.
     p_worse_family: float | None = None
-    # The minimum detectable effect at these repetitions: the slowdown (in %,
-    # rounded up, at least 0) that the 80% one-sided bound cannot rule out.
-    # A "no-change" with mde_pct above the minimum effect is "no change within
-    # mde_pct%" (the cap was reached first). None when judged by size only.
+    # The minimum detectable effect at these repetitions (iowatch.stats.detectable):
+    # the smallest true slowdown, in %, this cell's noise lets the test confirm
+    # with 80% power, whatever the change observed. None when judged by size only.
     mde_pct: float | None = None
+    # The equivalence bound: the slowdown (in %, rounded up, at least 0) that the
+    # 80% one-sided bound cannot rule out. A "no-change" with bound_pct above the
+    # minimum effect is "no change within bound_pct%" (the cap came first).
+    bound_pct: float | None = None
     # Boots a side when the test was on boot means (a side's values came from two
     # or more boots); None: one boot a side, the values tested as they are.
     boots: tuple[int, int] | None = None
@@ -141,13 +147,20 @@ class Verdict:
     # the within-boot sd in % and the share of the variance that lies between boots.
     within_boot_sd_pct: float | None = None
     between_boot_share: float | None = None
+    # Rounds of a check as blocks (iowatch.stats.blocks): with two or more rounds
+    # that measured both sides, the rounds' drift (the fastest round's level less
+    # the slowest's, later minus earlier, in %) and those two rounds; `blocked`
+    # when the rounds differed beyond chance and the change was judged within rounds.
+    drift_pct: float | None = None
+    drift_rounds: tuple | None = None
+    blocked: bool = False
 
     @property
     def within_pct(self) -> float | None:
         """For "no change within X%": X, when it is more than the minimum effect."""
-        if self.outcome != NO_CHANGE or self.mde_pct is None or self.direction == INFO:
+        if self.outcome != NO_CHANGE or self.bound_pct is None or self.direction == INFO:
             return None
-        return self.mde_pct if self.mde_pct > self.min_effect_pct else None
+        return self.bound_pct if self.bound_pct > self.min_effect_pct else None
 
 
 @dataclass(frozen=True)
@@ -162,6 +175,10 @@ class CellInput:
     # each value its own boot, as independent repetitions.
     base_boots: Sequence | None = None
     candidate_boots: Sequence | None = None
+    # The round (block) each value came from, both sides with the same labels;
+    # None: no rounds, the values pooled.
+    base_rounds: Sequence | None = None
+    candidate_rounds: Sequence | None = None
 
 
 @dataclass(frozen=True)
@@ -269,11 +286,16 @@ class _Cell:
     sd_log: float | None  # pooled sd on the test's scale (for needs_runs)
     n_eff: float
     size_only: bool
+    se: float | None = None  # standard error of the difference on the test's scale
+    log_scale: bool = True
     centre: tuple[float, float] | None = None  # the values the change is between (words)
     p_screen: float | None = None  # one-sided p of the worse direction, the family's variance lent
     boots: tuple[int, int] | None = None  # boots a side of a boot-means test
     within_boot_sd_pct: float | None = None
     between_boot_share: float | None = None
+    drift_pct: float | None = None
+    drift_rounds: tuple | None = None
+    blocked: bool = False
 
 
 @dataclass(frozen=True)
@@ -405,7 +427,8 @@ def _anova(sides: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[floa
 
 def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
                 prior: VariancePrior | None = None, boots: tuple[Sequence | None, Sequence | None]
-                = (None, None)) -> _Cell:
+                = (None, None), rounds: tuple[Sequence | None, Sequence | None] = (None, None)
+                ) -> _Cell:
     nb, nc = len(b), len(c)
     bs, cs = _side_stats(b), _side_stats(c)
     cliffs = float(((c[None, :] > b[:, None]).sum() - (c[None, :] < b[:, None]).sum()) / (nb * nc))
@@ -456,6 +479,16 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
     else:
         d = float(xc.mean() - xb.mean())
         se, df, sd_pooled = _t_scale(xb, xc)
+    # Rounds are blocks: when the platform drifted between them, the change is
+    # judged within rounds (paired by round), so a drift moves both sides alike.
+    rt = within_rounds(xb, rounds[0], xc, rounds[1]) \
+        if rounds[0] is not None and rounds[1] is not None else None
+    if rt is not None:
+        diagnostics.update(drift_pct=to_pct(rt.drift), drift_rounds=rt.drift_rounds,
+                           blocked=rt.drifted)
+    if rt is not None and rt.drifted:
+        d, se, df, sd_pooled = rt.d, rt.se, rt.df, rt.sd_per_run
+        prior = None  # the family's prior is of one repetition's variance
     if se == 0:
         tstat = 0.0 if d == 0 else math.copysign(math.inf, d)
     else:
@@ -479,14 +512,17 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
     if prior is not None and log_scale:
         m_se, m_df, _ = _t_scale(xb, xc, prior)
         p_screen = float(stdtr(m_df, (d if direction == HIGHER else -d) / m_se))
-    if by_boot:
+    if rt is not None and rt.drifted:
+        centre = ((math.exp(rt.centre[0]), math.exp(rt.centre[1])) if log_scale
+                  else (rt.centre[0] * abs(bs.mean), rt.centre[1] * abs(bs.mean)))
+    elif by_boot:
         centre = ((math.exp(float(bb[0].mean())), math.exp(float(bc[0].mean()))) if log_scale
                   else (float(bb[0].mean()) * abs(bs.mean), float(bc[0].mean()) * abs(bs.mean)))
     else:
         centre = ((math.exp(float(xb.mean())), math.exp(float(xc.mean()))) if log_scale
                   else (bs.mean, cs.mean))  # geometric means on the log scale
     return _Cell(bs, cs, change, ci, p_two, p_worse, p_better, cliffs, sign * change, hidden,
-                 sd_pooled, n_eff, False, centre, p_screen, **diagnostics)
+                 sd_pooled, n_eff, False, se, log_scale, centre, p_screen, **diagnostics)
 
 
 def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | None:
@@ -500,12 +536,22 @@ def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | No
     return max(1, want - min(s.base.n, s.candidate.n))
 
 
-def _mde(s: _Cell) -> float | None:
-    """The minimum detectable effect at the cell's repetitions: the slowdown its
-    80% one-sided bound cannot rule out, rounded up to a whole %, at least 0."""
+def _bound(s: _Cell) -> float | None:
+    """The equivalence bound at the cell's repetitions: the slowdown its 80%
+    one-sided bound cannot rule out, rounded up to a whole %, at least 0."""
     if s.size_only or s.hidden is None or not math.isfinite(s.hidden):
         return None
     return float(max(math.ceil(s.hidden - 1e-9), 0))
+
+
+def _mde(s: _Cell, direction: str, level: float | None, family: int) -> float | None:
+    """The minimum detectable effect at the cell's repetitions: alpha is the
+    look's level over the family's size (a lone changed cell's first step of
+    Benjamini-Hochberg)."""
+    if s.size_only or s.se is None or not level or direction == INFO:
+        return None
+    return minimum_detectable_effect(s.se, level / max(family, 1), direction=direction,
+                                     log_scale=s.log_scale)
 
 
 def _outcome(direction: str, s: _Cell, adj_worse: float | None, adj_better: float | None,
@@ -549,13 +595,14 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     sides = [(np.asarray(cell.base, dtype=float), np.asarray(cell.candidate, dtype=float))
              for cell in cells]
     boots = [(cell.base_boots, cell.candidate_boots) for cell in cells]
+    rounds = [(cell.base_rounds, cell.candidate_rounds) for cell in cells]
     # The prior is of one repetition's variance: only cells tested on repetitions lend to it.
     pooled = [_log_variance(b, c) for (b, c), cell, (lb, lc) in zip(sides, cells, boots)
               if cell.direction != INFO and len(set(lb or ())) < 2 and len(set(lc or ())) < 2]
     pooled = [v for v in pooled if v is not None]
     prior = variance_prior([v for v, _ in pooled], [df for _, df in pooled])
-    stats = [_cell_stats(b, c, cell.direction, prior, boot)
-             for (b, c), cell, boot in zip(sides, cells, boots)]
+    stats = [_cell_stats(b, c, cell.direction, prior, boot, blocks)
+             for (b, c), cell, boot, blocks in zip(sides, cells, boots, rounds)]
     tested = [i for i, (cell, s) in enumerate(zip(cells, stats))
               if cell.direction != INFO and s.p_worse is not None]
     untested = max((family_size or 0) - len(cells), 0)
@@ -571,16 +618,17 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
             else look_level(s.n_eff, fdr, cap=cell_cap))
         outcome = _outcome(cell.direction, s, adj_worse.get(i), adj_better.get(i), level or 0.0,
                            cell.min_effect_pct)
-        mde = _mde(s) if cell.direction != INFO else None
+        bound = _bound(s) if cell.direction != INFO else None
+        mde = _mde(s, cell.direction, level, m)
         # The candidate at the cap spends the budget: under `run --against` the
         # base bundle cannot grow, so waiting for n_eff to reach the cap would wait for ever.
         at_cap = not s.size_only and (s.candidate.n >= cell_cap or s.n_eff >= cell_cap)
-        if at_cap and outcome in (SUSPECTED, INCONCLUSIVE) and mde is not None:
+        if at_cap and outcome in (SUSPECTED, INCONCLUSIVE) and bound is not None:
             held = outcome == SUSPECTED and adj_screen.get(i, 1.0) <= SUSPECT_P
             outcome = SUSPECTED if held else NO_CHANGE
         unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
-        budget_spent = at_cap and (unsure or (outcome == NO_CHANGE and mde is not None
-                                              and mde > cell.min_effect_pct))
+        budget_spent = at_cap and (unsure or (outcome == NO_CHANGE and bound is not None
+                                              and bound > cell.min_effect_pct))
         needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap) if unsure and not at_cap \
             else None
         p_adj = None
@@ -590,15 +638,17 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
         words = sentence(cell.key.metric, cell.direction, centre[0], centre[1], s.change,
                          outcome, size_only=s.size_only, min_effect_pct=cell.min_effect_pct,
                          needs_runs=needs, hidden_pct=s.hidden if cell.direction != INFO else None,
-                         runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, mde_pct=mde)
+                         runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, bound_pct=bound)
         out.append(CellVerdict(
             base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=s.ci[0],
             ci_high=s.ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,
             direction=cell.direction, min_effect_pct=cell.min_effect_pct, outcome=outcome,
             needs_runs=needs, size_only=s.size_only, words=words, level=level,
             hidden_pct=s.hidden, budget_spent=budget_spent, cap=cell_cap, key=cell.key,
-            p_adjusted=p_adj, p_worse_family=s.p_screen, mde_pct=mde, boots=s.boots,
-            within_boot_sd_pct=s.within_boot_sd_pct, between_boot_share=s.between_boot_share))
+            p_adjusted=p_adj, p_worse_family=s.p_screen, mde_pct=mde, bound_pct=bound,
+            boots=s.boots,
+            within_boot_sd_pct=s.within_boot_sd_pct, between_boot_share=s.between_boot_share,
+            drift_pct=s.drift_pct, drift_rounds=s.drift_rounds, blocked=s.blocked))
     return out
 
 

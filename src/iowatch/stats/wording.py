@@ -64,12 +64,13 @@ def amount(values: tuple[float, ...], unit: str, *,
     return [_number(v, thousands) for v in values], unit
 
 
-def outcome_label(outcome: str, mde_pct: float | None, min_effect_pct: float) -> str:
+def outcome_label(outcome: str, bound_pct: float | None, min_effect_pct: float) -> str:
     """An outcome as a report's label: "no change within X%" when the cell's
-    minimum detectable effect X is above the minimum effect (decided at the cap)."""
+    equivalence bound X (the slowdown not ruled out) is above the minimum
+    effect (decided at the cap)."""
     if outcome == "no-change":
-        if mde_pct is not None and mde_pct > min_effect_pct:
-            return f"no change within {mde_pct:g}%"
+        if bound_pct is not None and bound_pct > min_effect_pct:
+            return f"no change within {bound_pct:g}%"
         return "no change"
     return {"inconclusive": "unsure, rerun", "suspected": "suspected regression"}.get(outcome, outcome)
 
@@ -78,7 +79,7 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
              change_pct: float | None, outcome: str, *, size_only: bool, min_effect_pct: float,
              needs_runs: int | None, hidden_pct: float | None = None,
              runs: tuple[int, int] | None = None, budget_spent: bool = False,
-             mde_pct: float | None = None) -> str:
+             bound_pct: float | None = None) -> str:
     unit = METRICS[metric].unit if metric in METRICS else ""
     (b, c), unit = amount((base_mean, cand_mean), unit)
     what = metric_phrase(metric)
@@ -98,10 +99,10 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
         meaning = f"a regression ({better})"
     elif outcome == "improvement":
         meaning = f"an improvement ({better})"
-    elif outcome == "no-change" and mde_pct is not None and mde_pct > min_effect_pct:
+    elif outcome == "no-change" and bound_pct is not None and bound_pct > min_effect_pct:
         # The cap came before the minimum effect could be ruled out: say what was.
-        meaning = (f"{outcome_label(outcome, mde_pct, min_effect_pct)} (the minimum effect is "
-                   f"{min_effect_pct:g}%; {slowdown} of more than {mde_pct:g}% is ruled out at 80% "
+        meaning = (f"{outcome_label(outcome, bound_pct, min_effect_pct)} (the minimum effect is "
+                   f"{min_effect_pct:g}%; {slowdown} of more than {bound_pct:g}% is ruled out at 80% "
                    f"confidence, smaller ones are not"
                    + (f": the budget of {min(runs) if runs else '?'} runs a side is spent)"
                       if budget_spent else ")"))

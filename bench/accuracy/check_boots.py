@@ -1,0 +1,154 @@
+"""`iowatch check` as it boots, on boot-clustered draws (issue 24 item 1).
+
+A real check boots each variant once per round and runs all of that round's
+repetitions of a side in that boot; since issue 24 item 1 its first round is
+two boots a side (iowatch.check.first_round_boots: 3 and 2 of the first look's
+5), interleaved between the kernels, and every later round one more boot a
+side holding the repetitions that round adds. The verdict sees each value's
+boot and round, as the check gives them to compare_sides.
+
+The noise: each cell's lognormal pool (simulate.lognormal_cells), each boot
+moving all its repetitions by one lognormal offset that holds `share` of the
+cell's log variance; share 0 is no between-boot noise (the labels still by
+boot). Paths: "check, 2 boots in round 0" (the check now) and "check, 1 boot
+in round 0" (the boots the check took before, judged by today's rule).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+import simulate
+from iowatch.check import first_round_boots
+from iowatch.judging import Comparison, more_runs
+from iowatch.stats import DEFAULT_CAP, FIRST, CellInput, CellKey, compare_matrix
+
+TWO = "check, 2 boots in round 0"
+ONE = "check, 1 boot in round 0"
+EVERY = "check, 2 boots every round"  # not what the check does: what more boots would buy
+PATHS = (TWO, ONE, EVERY)
+
+
+class BootedSide:
+    """One side of one cell, grown a boot at a time."""
+
+    def __init__(self, pool: np.ndarray, share: float, rng, tag: str):
+        self.pool, self.rng, self.tag = pool, rng, tag
+        sd = float(np.log(pool).std(ddof=1))
+        # A boot's offset on the log scale: between / (between + within) = share.
+        self.boot_sd = sd * math.sqrt(share / (1 - share)) if share else 0.0
+        self.values: list[float] = []
+        self.labels: list[str] = []
+        self.rounds: list[int] = []
+        self.boots = 0
+
+    def boot(self, n: int, round_no: int) -> None:
+        if n <= 0:
+            return
+        offset = math.exp(self.rng.normal(0, self.boot_sd)) if self.boot_sd else 1.0
+        self.values += list(self.rng.choice(self.pool, size=n, replace=True) * offset)
+        self.labels += [f"{self.tag}{self.boots}"] * n
+        self.rounds += [round_no] * n
+        self.boots += 1
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def _family(d: simulate.Draw, base: list[BootedSide], cand: list[BootedSide], cap: int):
+    return compare_matrix([CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), b.values,
+                                     c.values, d.cells[i].direction, base_boots=b.labels,
+                                     candidate_boots=c.labels, base_rounds=b.rounds,
+                                     candidate_rounds=c.rounds)
+                           for i, (b, c) in enumerate(zip(base, cand))], cap=cap)
+
+
+def judge_check(path: str, d: simulate.Draw, rng, share: float, cap: int = DEFAULT_CAP):
+    """(verdicts, runs a side, boots a side) of one simulated check: round 0 in
+    one or two boots a side, then iowatch.judging.more_runs' next look of each
+    unsure cell, both sides, one new boot a side a round, until nothing is wanted."""
+    base = [BootedSide(p, share, rng, "b") for p in d.base_pool]
+    cand = [BootedSide(p, share, rng, "c") for p in d.cand_pool]
+    first = (FIRST, 0) if path == ONE else first_round_boots(FIRST)
+    for n in first:  # v0 v1 v0 v1: every side's first boot, then every side's second
+        for s in base + cand:
+            s.boot(n, 0)
+    round_no = 0
+    while True:
+        verdicts = _family(d, base, cand, cap)
+        want = more_runs(Comparison(None, None, 0.05, verdicts, [], {}, {}))
+        round_no += 1
+        grew = False
+        for where, runs in want.items():
+            i = int(where.device[1:])
+            for side, n in ((base[i], runs.base), (cand[i], runs.candidate)):
+                if n > len(side):
+                    add = n - len(side)
+                    for part in (first_round_boots(add) if path == EVERY else (add,)):
+                        side.boot(part, round_no)
+                    grew = True
+        if not grew:
+            sides = base + cand
+            return (verdicts, float(np.mean([len(s) for s in sides])),
+                    float(np.mean([s.boots for s in sides])))
+
+
+@dataclass
+class CheckTally(simulate.PathTally):
+    boots: float = 0.0  # summed over checks: boots a side, averaged over the check's cells
+
+
+def run(real, trials: int, seed: int, share: float, *, paths=PATHS,
+        conditions=tuple(simulate.EXACT), size: int = simulate.MATRIX_CELLS
+        ) -> dict[str, CheckTally]:
+    """{path: CheckTally} over `trials` clean checks and `trials` a slowed condition."""
+    rng = np.random.default_rng(seed)
+    out = {path: CheckTally() for path in paths}
+    for condition in ("aa", *conditions):
+        for _ in range(trials):
+            d = simulate.draw_matrix(real, rng, None if condition == "aa" else condition, size)
+            for path in paths:
+                verdicts, runs, boots = judge_check(path, d, rng, share)
+                t = out[path]
+                t.checks += 1
+                t.runs += runs
+                t.boots += boots
+                flagged = [v.outcome == "regression" for v in verdicts]
+                if condition == "aa":
+                    state = Comparison(None, None, 0.05, verdicts, [], {}, {}).state
+                    t.clean += 1
+                    t.false_alarm += any(flagged)
+                    t.states[state if state in t.states else "unsure"] += 1
+                else:
+                    n, found = t.slowed.get(condition, (0, 0))
+                    t.slowed[condition] = (n + 1, found + flagged[d.slowed])
+    return out
+
+
+def table(out: dict[str, CheckTally], title: str) -> None:
+    pct = lambda x: "-" if x is None else f"{100 * x:.0f}%"  # noqa: E731
+    print(f"\n{title}")
+    print(f"  {'path':<28} {'no chg':>6} {'unsure':>6} {'susp.':>6} {'regr.':>6} {'FA/chk':>6} "
+          f"{'-10%':>6} {'-20%':>6} {'-50%':>6} {'runs':>5} {'boots':>5}")
+    for path, t in out.items():
+        states = " ".join(f"{pct(t.share(s)):>6}" for s in ("no-change", "unsure", "suspected",
+                                                              "regression"))
+        found = " ".join(f"{pct(t.detected(c)):>6}" for c in simulate.EXACT)
+        print(f"  {path:<28} {states} {pct(t.fa):>6} {found} {t.runs / max(t.checks, 1):>5.1f} "
+              f"{t.boots / max(t.checks, 1):>5.1f}")
+
+
+if __name__ == "__main__":
+    import argparse
+    p = argparse.ArgumentParser(description="the check as it boots, alone (run.py --paths prints it too)")
+    p.add_argument("--trials", type=int, default=100)
+    p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--shares", type=float, nargs="*", default=[0.10, 0.25])
+    args = p.parse_args()
+    model = simulate.exact_slowdowns(simulate.lognormal_cells(0.10))
+    for share in args.shares:
+        table(run(model, args.trials, args.seed, share),
+              f"the check as it boots, {simulate.MATRIX_CELLS} cells of the lognormal CV 10% model, "
+              f"{args.trials} checks a condition; {share:.0%} between boots")
