@@ -1,17 +1,18 @@
 """`iowatch check` as it boots, on boot-clustered draws (issue 24 item 1).
 
-A real check boots each variant once per round and runs all of that round's
-repetitions of a side in that boot; since issue 24 item 1 its first round is
-two boots a side (iowatch.check.first_round_boots: 3 and 2 of the first look's
-5), interleaved between the kernels, and every later round one more boot a
-side holding the repetitions that round adds. The verdict sees each value's
-boot and round, as the check gives them to compare_sides.
+A real check runs a side's repetitions of a round in boots of at most
+iowatch.check.REPS_PER_BOOT (first_round_boots: round 0 in at least two
+boots a side), interleaved between the kernels. A boot moves all its
+repetitions alike, so the verdict sees each value's boot and round, as the
+check gives them to compare_sides.
 
 The noise: each cell's lognormal pool (simulate.lognormal_cells), each boot
 moving all its repetitions by one lognormal offset that holds `share` of the
 cell's log variance; share 0 is no between-boot noise (the labels still by
-boot). Paths: "check, 2 boots in round 0" (the check now) and "check, 1 boot
-in round 0" (the boots the check took before, judged by today's rule).
+boot). The paths split a round's repetitions as the check does now
+(SHIPPED), one a boot (a new boot per repetition, as Pinpoint runs a new bot
+task per run), and as the check did before: two boots in round 0 and one a
+round after (TWO), or one boot a round (ONE), all judged by today's rule.
 """
 from __future__ import annotations
 
@@ -21,14 +22,28 @@ from dataclasses import dataclass
 import numpy as np
 
 import simulate
-from iowatch.check import first_round_boots
+from iowatch.check import REPS_PER_BOOT, boot_sizes, first_round_boots
 from iowatch.judging import Comparison, more_runs
 from iowatch.stats import DEFAULT_CAP, FIRST, CellInput, CellKey, compare_matrix
 
-TWO = "check, 2 boots in round 0"
-ONE = "check, 1 boot in round 0"
-EVERY = "check, 2 boots every round"  # not what the check does: what more boots would buy
-PATHS = (TWO, ONE, EVERY)
+# Each path: how a round's repetitions of a side are split over boots.
+SHIPPED = f"check as shipped, <={REPS_PER_BOOT} a boot"  # iowatch.check (REPS_PER_BOOT)
+TWO = "check, 2 boots in round 0, 1 a round"            # the check before REPS_PER_BOOT
+ONE = "check, 1 boot a round"                           # the check before issue 24
+# At most n repetitions a boot, every round: what other choices of REPS_PER_BOOT buy.
+PER_BOOT = {SHIPPED: REPS_PER_BOOT, **{f"check, <={n} a boot": n for n in (1, 2, 3)
+                                       if n != REPS_PER_BOOT}}
+PATHS = (*PER_BOOT, TWO, ONE)
+
+
+def _split(path: str, reps: int, round_no: int) -> tuple[int, ...]:
+    """The boots of one side's `reps` new repetitions in round `round_no` on `path`."""
+    if path == ONE:
+        return (reps,)
+    if path == TWO:
+        return first_round_boots(reps, per_boot=3) if round_no == 0 else (reps,)
+    n = PER_BOOT[path]
+    return first_round_boots(reps, n) if round_no == 0 else boot_sizes(reps, n)
 
 
 class BootedSide:
@@ -71,8 +86,7 @@ def judge_check(path: str, d: simulate.Draw, rng, share: float, cap: int = DEFAU
     unsure cell, both sides, one new boot a side a round, until nothing is wanted."""
     base = [BootedSide(p, share, rng, "b") for p in d.base_pool]
     cand = [BootedSide(p, share, rng, "c") for p in d.cand_pool]
-    first = (FIRST, 0) if path == ONE else first_round_boots(FIRST)
-    for n in first:  # v0 v1 v0 v1: every side's first boot, then every side's second
+    for n in _split(path, FIRST, 0):  # v0 v1 v0 v1: every side's first boot, then its second
         for s in base + cand:
             s.boot(n, 0)
     round_no = 0
@@ -86,7 +100,7 @@ def judge_check(path: str, d: simulate.Draw, rng, share: float, cap: int = DEFAU
             for side, n in ((base[i], runs.base), (cand[i], runs.candidate)):
                 if n > len(side):
                     add = n - len(side)
-                    for part in (first_round_boots(add) if path == EVERY else (add,)):
+                    for part in _split(path, add, round_no):
                         side.boot(part, round_no)
                     grew = True
         if not grew:

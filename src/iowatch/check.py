@@ -12,7 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from iowatch import bundle, exit_status, paths, progress, resources
 from iowatch.bundle import BundleWriter
@@ -26,6 +26,17 @@ from iowatch.stats.wording import outcome_label
 from iowatch.studies import load_matrix, load_studies
 from iowatch.vlab import boot_and_run, guest_run_command
 from iowatch.yamlfile import DataFileError
+
+
+# At most this many repetitions of a side in one boot (issue 24 item 1): one,
+# a new boot per repetition, as Pinpoint runs a new bot task per run. A boot
+# moves all its repetitions together, so the verdict's degrees of freedom are
+# the boots (judging tests boot means when boots differ): on boot-clustered
+# draws with 25% of the variance between boots a -20% cell is confirmed in 98%
+# at one a boot and 91% at two (bench/accuracy/check_boots.py; docs/verdicts.md,
+# "The check's boots"). The price is a boot per repetition: 16-19 s under TCG
+# here, about 3 s under KVM. `iowatch check --reps-per-boot N` trades it back.
+REPS_PER_BOOT = 1
 
 
 @dataclass
@@ -82,7 +93,7 @@ def _failure_bundle(out: Path, v: Variant, plan: Plan, host: Host, status: str,
 
 def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: Path,
               matrix: str, out: Path, *, profile: str | None = None, reps: int | None = None,
-              store: Callable[[Path], None] = lambda p: None,
+              per_boot: int = REPS_PER_BOOT, store: Callable[[Path], None] = lambda p: None,
               say: Callable[[str], None] = print, echo_console: bool = False) -> CheckResult:
     t_all = time.monotonic()
     plan = make_variants(tree, base_ref, series)
@@ -92,7 +103,7 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
     result.phases["configure"] = time.monotonic() - t0
     say(f"check: {len(series.patches)} patches of {series.name} on {plan.base[:12]}; "
         f"matrix {matrix} on {host.name}")
-    first, second = first_round_boots(reps or _matrix_reps(matrix))
+    first, *later = first_round_boots(reps or _matrix_reps(matrix), per_boot)
     for v in plan.variants:
         if v.status == "apply-failed":
             result.runs.append(VariantRun(v, status="apply-failed", reason=v.error or ""))
@@ -101,37 +112,64 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
         result.runs.append(run_variant(plan, v, host, inventory, matrix, out, profile=profile,
                                        reps=first, store=store, say=say, echo_console=echo_console,
                                        phases=result.phases))
+    boots: dict[tuple[int, int], int] = {}  # (variant, round) -> boots so far
+
+    def booted(vr: VariantRun, round_no: int) -> str:
+        """The directory name of the variant's next boot in the round."""
+        k = boots[vr.variant.index, round_no] = boots.get((vr.variant.index, round_no), 0) + 1
+        if not round_no:
+            return f"{vr.variant.index:02d}-boot{k + 1}"  # the first boot is variant-NN itself
+        return f"{vr.variant.index:02d}-round{round_no}" + (f"-boot{k}" if k > 1 else "")
 
     def boot_again(vr: VariantRun, reps: int) -> VariantRun:
         times: dict[str, float] = {}
-        again = run_variant(plan, vr.variant, host, inventory, matrix,
-                            out / f"variant-{vr.variant.index:02d}-boot2", profile=profile,
-                            reps=reps, store=store, say=say, echo_console=echo_console,
-                            shared_name=f"guest-{vr.variant.index:02d}-boot2", phases=times)
-        for key, secs in times.items():  # round 0's boot and matrix times hold both boots
-            result.phases[key] = result.phases.get(key, 0.0) + secs
+        name = booted(vr, 0)
+        again = run_variant(plan, vr.variant, host, inventory, matrix, out / f"variant-{name}",
+                            profile=profile, reps=reps, store=store, say=say,
+                            echo_console=echo_console, shared_name=f"guest-{name}", phases=times)
+        _add_times(result.phases, times)  # round 0's boot and matrix times hold all its boots
         return again
 
-    second_boots(result, boot_again, second, say)
+    second_boots(result, boot_again, later, say)
 
     def measure_more(vr: VariantRun, cells: list[str], reps: int, round_no: int) -> VariantRun:
-        return run_variant(plan, vr.variant, host, inventory, matrix,
-                           out / f"variant-{vr.variant.index:02d}-round{round_no}", profile=profile,
-                           reps=reps, cells=cells, store=store, say=say, echo_console=echo_console,
-                           shared_name=f"guest-{vr.variant.index:02d}-round{round_no}",
-                           phases=result.phases, round_no=round_no)
+        times: dict[str, float] = {}
+        name = booted(vr, round_no)
+        again = run_variant(plan, vr.variant, host, inventory, matrix, out / f"variant-{name}",
+                            profile=profile, reps=reps, cells=cells, store=store, say=say,
+                            echo_console=echo_console, shared_name=f"guest-{name}", phases=times,
+                            round_no=round_no)
+        _add_times(result.phases, times)  # a round's boot and matrix times hold all its boots
+        return again
 
-    add_repetitions(result, measure_more, say)
+    add_repetitions(result, measure_more, say, per_boot=per_boot)
     result.phases["total"] = time.monotonic() - t_all
     return result
 
 
-def first_round_boots(reps: int) -> tuple[int, int]:
-    """The first round's repetitions a side split over two boots (3 and 2 of 5):
-    one boot a side cannot confirm anything (its between-boot noise is
-    unmeasured, docs/verdicts.md), so every side has two from the first round,
-    for the study's total. Fewer than 2 repetitions: one boot (0 in the second)."""
-    return (reps - reps // 2, reps // 2) if reps >= 2 else (reps, 0)
+def boot_sizes(reps: int, per_boot: int = REPS_PER_BOOT) -> tuple[int, ...]:
+    """`reps` repetitions of a side split over boots of at most `per_boot`, as
+    even as they can be, larger first: boot_sizes(5, 2) == (2, 2, 1)."""
+    if reps <= 0:
+        return ()
+    n = -(-reps // max(per_boot, 1))
+    return tuple(reps // n + (i < reps % n) for i in range(n))
+
+
+def _add_times(phases: dict[str, float], times: dict[str, float]) -> None:
+    for key, secs in times.items():
+        phases[key] = phases.get(key, 0.0) + secs
+
+
+def first_round_boots(reps: int, per_boot: int = REPS_PER_BOOT) -> tuple[int, ...]:
+    """The first round's repetitions a side, split over boots (boot_sizes) and
+    never fewer than two: one boot a side cannot confirm anything (its
+    between-boot noise is unmeasured, docs/verdicts.md). Fewer than 2
+    repetitions: one boot."""
+    sizes = boot_sizes(reps, per_boot)
+    if len(sizes) == 1 and reps >= 2:
+        sizes = (reps - reps // 2, reps // 2)
+    return sizes
 
 
 def _matrix_reps(matrix: str) -> int:
@@ -142,35 +180,39 @@ def _matrix_reps(matrix: str) -> int:
 
 
 def second_boots(result: CheckResult, boot_again: Callable[[VariantRun, int], VariantRun],
-                 reps: int, say: Callable[[str], None] = print) -> int:
-    """Round 0's second boot of every measured variant, after the first boot of
-    all of them (v0 v1 v2 v0 v1 v2, as Pinpoint interleaves): boot_again(variant,
-    repetitions) boots it again and runs the whole matrix. Both boots are round
-    0, one block of the rounds' drift test. Returns the variants booted again."""
+                 reps: int | Sequence[int], say: Callable[[str], None] = print) -> int:
+    """Round 0's later boots of every measured variant, after the first boot of
+    all of them and interleaved (v0 v1 v2 v0 v1 v2 ..., as Pinpoint
+    interleaves): `reps` is each later boot's repetitions (first_round_boots
+    after the first), and boot_again(variant, repetitions) boots it again and
+    runs the whole matrix. All are round 0, one block of the rounds' drift
+    test. Returns the boots that measured."""
+    sizes = [reps] if isinstance(reps, int) else list(reps)
+    measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
     done = 0
-    for vr in [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]:
-        if reps <= 0:
-            break
-        say(f"variant {vr.variant.index}: second boot of the first round, {reps} repetitions")
-        again = boot_again(vr, reps)
-        if again.status in ("passed", "failed") and again.bundle:
-            vr.extra.append(again.bundle)
-            vr.rounds.append(0)
-            done += 1
+    for k, n in enumerate(sizes, start=2):
+        for vr in measured if n > 0 else []:
+            say(f"variant {vr.variant.index}: boot {k} of the first round, {n} repetitions")
+            again = boot_again(vr, n)
+            if again.status in ("passed", "failed") and again.bundle:
+                vr.extra.append(again.bundle)
+                vr.rounds.append(0)
+                done += 1
     return done
 
 
 def add_repetitions(result: CheckResult,
                     measure_more: Callable[[VariantRun, list[str], int, int], VariantRun],
-                    say: Callable[[str], None] = print) -> int:
+                    say: Callable[[str], None] = print, per_boot: int = REPS_PER_BOOT) -> int:
     """Compare, then while a patch's comparison with its parent has unsure
     deciding cells, measure both sides of it again (only those cells, as many
-    repetitions as the next look needs; measure_more(variant, cell ids,
-    repetitions, round) boots it) and compare again, at most one round per look
-    after the first of the largest cap (3 rounds for 20 a side: 10, 15 and 20),
-    and one more when the first round had fewer repetitions than the first look
-    (3 a side: 5, 10, 15 and 20; issue 24 saw a check stop at 15 and call it the cap).
-    Returns the rounds taken."""
+    repetitions as the next look needs, in boots of at most `per_boot`
+    interleaved between the variants: measure_more(variant, cell ids,
+    repetitions, round) boots it once) and compare again, at most one round per
+    look after the first of the largest cap (3 rounds for 20 a side: 10, 15 and
+    20), and one more when the first round had fewer repetitions than the first
+    look (3 a side: 5, 10, 15 and 20; issue 24 saw a check stop at 15 and call
+    it the cap). Returns the rounds taken."""
     _compare(result)
     compared = [r.vs_parent for r in result.runs if r.vs_parent]
     caps = [cap for cmp in compared for cap in cmp.caps]
@@ -183,14 +225,18 @@ def add_repetitions(result: CheckResult,
             return round_no - 1
         by_index = {r.variant.index: r for r in result.runs}
         t_round = time.monotonic()
+        plan = {index: boot_sizes(max(cells.values()), per_boot) for index, cells in wants.items()}
         for index, cells in sorted(wants.items()):
-            reps = max(cells.values())
-            say(f"variant {index}: unsure cells, {reps} more repetitions of "
-                f"{', '.join(sorted(cells))} (round {round_no})")
-            extra = measure_more(by_index[index], sorted(cells), reps, round_no)
-            if extra.status in ("passed", "failed") and extra.bundle:
-                by_index[index].extra.append(extra.bundle)
-                by_index[index].rounds.append(round_no)
+            say(f"variant {index}: unsure cells, {sum(plan[index])} more repetitions of "
+                f"{', '.join(sorted(cells))} in {len(plan[index])} boot(s) (round {round_no})")
+        for k in range(max(len(sizes) for sizes in plan.values())):  # v0 v1 v2 v0 v1 v2 ...
+            for index in sorted(plan):
+                if k < len(plan[index]):
+                    extra = measure_more(by_index[index], sorted(wants[index]), plan[index][k],
+                                         round_no)
+                    if extra.status in ("passed", "failed") and extra.bundle:
+                        by_index[index].extra.append(extra.bundle)
+                        by_index[index].rounds.append(round_no)
         result.phases[f"round {round_no}"] = time.monotonic() - t_round
         _compare(result)
     return max_rounds

@@ -63,6 +63,10 @@ def _scattered(src: Path, dst: Path, factors: list[float]) -> Path:
     return dst
 
 
+# The replays below answer each boot with a recorded bundle of 5 repetitions
+# (one boot a round, as the fixtures were made): per_boot=5 replays them so.
+
+
 def test_a_decided_check_measures_nothing_again():
     from iowatch.check import add_repetitions
     result = result_from_fixtures()
@@ -87,7 +91,7 @@ def test_unsure_patches_are_measured_again_on_both_sides_only_for_their_cells(tm
         return VariantRun(vr.variant, FIXTURES / f"guest-{vr.variant.index:02d}" / "bundle",
                           status="passed")
 
-    rounds = add_repetitions(result, measure_more, say=lambda s: None)
+    rounds = add_repetitions(result, measure_more, say=lambda s: None, per_boot=5)
     assert rounds >= 1
     first = sorted(a for a in asked if a[0] == 1)
     assert first == [(1, i, ("odirect-vs-readers/vhdd/ext4",), 5) for i in (0, 1, 2)]
@@ -124,7 +128,7 @@ def test_the_studys_cap_sets_how_far_the_check_measures_again(tmp_path, monkeypa
         again = scattered if vr.variant.index == 1 else FIXTURES / f"guest-{vr.variant.index:02d}" / "bundle"
         return VariantRun(vr.variant, again, status="passed")
 
-    rounds = add_repetitions(result, measure_more, say=lambda s: None)
+    rounds = add_repetitions(result, measure_more, say=lambda s: None, per_boot=5)
     p1 = result.runs[1].vs_parent
     assert p1.caps == [40] and {v.cap for v in p1.verdicts} == {40}
     assert 3 < rounds <= 7  # past the 3 rounds of a cap of 20, at most one round per look
@@ -137,7 +141,7 @@ def test_the_studys_cap_sets_how_far_the_check_measures_again(tmp_path, monkeypa
     monkeypatch.delenv("IOWATCH_STUDIES")
     capped = result_from_fixtures()
     capped.runs[1].bundle = scattered
-    assert add_repetitions(capped, measure_more, say=lambda s: None) <= 3
+    assert add_repetitions(capped, measure_more, say=lambda s: None, per_boot=5) <= 3
     assert max(v.candidate.n for v in capped.runs[1].vs_parent.verdicts) <= 20
 
 
@@ -195,7 +199,7 @@ def test_the_report_ends_with_where_the_wall_time_went(tmp_path):
         result.phases[f"matrix {i} round {round_no}"] = 100.0 + i
         return VariantRun(vr.variant, FIXTURES / f"guest-{i:02d}" / "bundle", status="passed")
 
-    rounds = add_repetitions(result, measure_more, say=lambda s: None)
+    rounds = add_repetitions(result, measure_more, say=lambda s: None, per_boot=5)
     assert rounds >= 1 and "round 1" in result.phases
     result.phases["total"] = 3000.0
     lines = phase_lines(result.phases)
@@ -206,3 +210,35 @@ def test_the_report_ends_with_where_the_wall_time_went(tmp_path):
                                "matrix 100 s; variant 1: boot 21 s, matrix 101 s; variant 2: boot 22 s")
     assert lines[-1] == "  total 3000 s (50.0 min)"
     assert "\n".join(lines) in report(result)
+
+
+def test_a_round_is_split_into_short_boots_interleaved_between_the_variants(tmp_path):
+    """Issue 24 item 1: a round's repetitions of a side run in boots of at most
+    REPS_PER_BOOT, v0 v1 v2 v0 v1 v2 ..., so a side's later looks rest on more
+    boots than rounds; each boot is one measure_more call and one bundle."""
+    from iowatch.check import add_repetitions, boot_sizes
+    result = result_from_fixtures()
+    result.runs[1].bundle = _scattered(result.runs[1].bundle, tmp_path / "scattered",
+                                       [0.3, 1.5, 0.5, 1.4, 1.0])
+    asked = []
+
+    def measure_more(vr, cells, reps, round_no):
+        asked.append((round_no, vr.variant.index, reps))
+        return VariantRun(vr.variant, FIXTURES / f"guest-{vr.variant.index:02d}" / "bundle",
+                          status="passed")
+
+    add_repetitions(result, measure_more, say=lambda s: None, per_boot=2)
+    sizes = boot_sizes(5, 2)
+    assert sizes == (2, 2, 1)
+    assert [a for a in asked if a[0] == 1] == [(1, i, n) for n in sizes for i in (0, 1, 2)]
+    assert len(result.runs[1].extra) == len(result.runs[1].rounds) >= len(sizes)
+
+
+def test_boot_sizes():
+    from iowatch.check import boot_sizes, first_round_boots
+    assert boot_sizes(5, 2) == (2, 2, 1) and boot_sizes(4, 2) == (2, 2)
+    assert boot_sizes(5, 1) == (1,) * 5 and boot_sizes(10, 3) == (3, 3, 2, 2)
+    assert boot_sizes(0, 2) == () and sum(boot_sizes(17, 4)) == 17
+    # Round 0 is never one boot a side when it has two repetitions or more.
+    assert first_round_boots(5, 5) == (3, 2) and first_round_boots(5, 2) == (2, 2, 1)
+    assert first_round_boots(1, 2) == (1,) and first_round_boots(2, 5) == (1, 1)

@@ -67,7 +67,8 @@ def replay(variants: int = 3, interleaved: bool = False) -> CheckResult:
 
     assert second_boots(result, lambda vr, reps: boot(vr), first_round_boots(5)[1],
                         say=lambda s: None) == variants
-    add_repetitions(result, lambda vr, cells, reps, round_no: boot(vr), say=lambda s: None)
+    add_repetitions(result, lambda vr, cells, reps, round_no: boot(vr), say=lambda s: None,
+                    per_boot=5)  # a recorded boot holds 5: one a round, as they were made
     return result
 
 

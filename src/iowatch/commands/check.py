@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from iowatch import exit_status, inventory, progress
-from iowatch.commands.guest_options import HostError, add_guest_run_options, qemu_host
+from iowatch.commands.guest_options import HostError, add_guest_run_options, add_boot_option, qemu_host
 from iowatch.check import default_out, exit_code, report, run_check, store_locally, summary
 from iowatch.kernel.series import SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
@@ -25,6 +25,7 @@ def register(sub):
                         "Message-ID or lore URL (fetched with `b4 mbox`), or a git range A..B")
     p.add_argument("--base", required=True, metavar="REF", help="the commit the series applies to")
     add_guest_run_options(p, "variant")
+    add_boot_option(p)
     p.set_defaults(func=run)
 
 
@@ -40,7 +41,7 @@ def run(args) -> int:
     out = Path(args.out) if args.out else default_out(series)
     with progress.from_args(args, "check") as display:
         result = run_check(tree, args.base, series, host, Path(args.inventory or inventory.default_path()), args.matrix, out,
-                           profile=args.profile, reps=args.reps,
+                           profile=args.profile, reps=args.reps, per_boot=args.reps_per_boot,
                            store=(lambda p: None) if args.no_store else store_locally,
                            say=display.say, echo_console=args.console)
     print()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from iowatch import inventory, progress
+from iowatch.check import REPS_PER_BOOT
 from iowatch.inventory import Host
 
 
@@ -33,6 +34,14 @@ def add_guest_run_options(p, each: str) -> None:
     p.add_argument("--console", action="store_true", help="echo the guests' consoles")
     p.add_argument("--json", action="store_true", help="also print a JSON summary")
     progress.add_options(p)
+
+
+def add_boot_option(p) -> None:
+    """--reps-per-boot, for the commands that run a check's rounds (check, reproduce)."""
+    p.add_argument("--reps-per-boot", type=int, default=REPS_PER_BOOT, metavar="N",
+                   help=f"run at most N repetitions of a variant in one boot (default "
+                        f"{REPS_PER_BOOT}: a boot moves all its repetitions alike, so fewer a "
+                        "boot decide sooner and cost a boot each; docs/verdicts.md)")
 
 
 def qemu_host(inventory_path: str | Path, name: str, elsewhere: str) -> Host:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from iowatch import exit_status, paths, resources
 from iowatch.commands import check as check_command
-from iowatch.commands.guest_options import add_guest_run_options
+from iowatch.commands.guest_options import add_guest_run_options, add_boot_option
 from iowatch.seeds import (Seed, SeedError, checked_variants, find_seed, judge_check_dir,
                            label_bundle, report)
 from iowatch.studies import load_studies
@@ -39,6 +39,7 @@ def register(sub) -> None:
     p.add_argument("--base", default="debian-base", metavar="REF",
                    help="the commit the series applies to (default debian-base)")
     add_guest_run_options(p, "variant")
+    add_boot_option(p)
     # The seed's study file is its matrix unless --matrix names another.
     p.set_defaults(func=run, matrix=None)
     for action in p._actions:

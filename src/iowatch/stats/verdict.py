@@ -392,6 +392,12 @@ def _boot_means(x: np.ndarray, labels: Sequence | None) -> tuple[np.ndarray, np.
     return np.bincount(idx, weights=x) / counts, counts
 
 
+def _independent(labels: Sequence | None) -> bool:
+    """No labels, or each value its own boot (a check at one repetition a boot):
+    the values are independent draws of the kernel, the boots' noise in each."""
+    return labels is None or len(set(labels)) == len(labels)
+
+
 def _boot_t_scale(mb: np.ndarray, mc: np.ndarray) -> tuple[float, float, float]:
     """_t_scale on boot means: Student's pooled t for equal boot counts, Welch's
     for unequal ones with two boots or more a side, and pooled again when a side
@@ -458,8 +464,12 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
         return _Cell(bs, cs, 0.0, (0.0, 0.0), 1.0, 1.0, 1.0, cliffs, 0.0, 0.0, 0.0, n_eff, False)
     # Repetitions come in boots: when a side's values came from two boots or more,
     # the test is on boot means (issue 24), so the noise between boots counts.
+    # When every value is its own boot the boot means are the values: tested as
+    # independent repetitions, with the family's prior (of one repetition's
+    # variance, which then holds the between-boot variance too).
     bb, bc = _boot_means(xb, boots[0]), _boot_means(xc, boots[1])
-    by_boot = bb is not None or bc is not None
+    by_boot = (bb is not None or bc is not None) and not (
+        _independent(boots[0]) and _independent(boots[1]))
     diagnostics: dict = {}
     if by_boot:
         # A side without labels: each value its own boot; with one label: one boot.
@@ -598,7 +608,8 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     rounds = [(cell.base_rounds, cell.candidate_rounds) for cell in cells]
     # The prior is of one repetition's variance: only cells tested on repetitions lend to it.
     pooled = [_log_variance(b, c) for (b, c), cell, (lb, lc) in zip(sides, cells, boots)
-              if cell.direction != INFO and len(set(lb or ())) < 2 and len(set(lc or ())) < 2]
+              if cell.direction != INFO and (len(set(lb or ())) < 2 or _independent(lb))
+              and (len(set(lc or ())) < 2 or _independent(lc))]
     pooled = [v for v in pooled if v is not None]
     prior = variance_prior([v for v, _ in pooled], [df for _, df in pooled])
     stats = [_cell_stats(b, c, cell.direction, prior, boot, blocks)

@@ -146,7 +146,7 @@ class CellVerdictOut(Schema):
     p_worse_family: float | None  # the same with the family's variance lent: what "suspected" reads
     cliffs_delta: float | None
     outcome: str
-    mde_pct: float | None  # minimum detectable effect at these runs ("no change within X%")
+    mde_pct: float | None  # minimum detectable effect at these runs (80% power, iowatch.stats.detectable)
     needs_runs: int | None
     size_only: bool
     words: str

@@ -129,8 +129,9 @@ class CellVerdict(models.Model):
     budget_spent = models.BooleanField(default=False, help_text="unsure at the repetition cap")
     mde_pct = models.FloatField(
         null=True, blank=True,
-        help_text="minimum detectable effect at these runs: the slowdown, in %, rounded up, "
-                  "not ruled out at 80% confidence; 'no change within X%' above the minimum effect")
+        help_text="minimum detectable effect at these runs: the change, in %, this cell would "
+                  "confirm with 80% power at its look's level, (z(1-a/m) + z(0.8)) x SE "
+                  "(iowatch.stats.detectable)")
     cliffs_delta = models.FloatField(null=True, blank=True)
     outcome = models.CharField(max_length=12, choices=[(o, o) for o in OUTCOMES])
     needs_runs = models.PositiveIntegerField(null=True, blank=True,
