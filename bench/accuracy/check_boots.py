@@ -115,8 +115,8 @@ class CheckTally(simulate.PathTally):
 
 
 def run(real, trials: int, seed: int, share: float, *, paths=PATHS,
-        conditions=tuple(simulate.EXACT), size: int = simulate.MATRIX_CELLS
-        ) -> dict[str, CheckTally]:
+        conditions=tuple(simulate.EXACT), size: int = simulate.MATRIX_CELLS,
+        cap: int = DEFAULT_CAP) -> dict[str, CheckTally]:
     """{path: CheckTally} over `trials` clean checks and `trials` a slowed condition."""
     rng = np.random.default_rng(seed)
     out = {path: CheckTally() for path in paths}
@@ -124,7 +124,7 @@ def run(real, trials: int, seed: int, share: float, *, paths=PATHS,
         for _ in range(trials):
             d = simulate.draw_matrix(real, rng, None if condition == "aa" else condition, size)
             for path in paths:
-                verdicts, runs, boots = judge_check(path, d, rng, share)
+                verdicts, runs, boots = judge_check(path, d, rng, share, cap)
                 t = out[path]
                 t.checks += 1
                 t.runs += runs
@@ -160,9 +160,14 @@ if __name__ == "__main__":
     p.add_argument("--trials", type=int, default=100)
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--shares", type=float, nargs="*", default=[0.10, 0.25])
+    p.add_argument("--caps", type=int, nargs="*", default=[],
+                   help="also the shipped path with these repetition caps (a study's max_runs)")
     args = p.parse_args()
     model = simulate.exact_slowdowns(simulate.lognormal_cells(0.10))
     for share in args.shares:
         table(run(model, args.trials, args.seed, share),
               f"the check as it boots, {simulate.MATRIX_CELLS} cells of the lognormal CV 10% model, "
               f"{args.trials} checks a condition; {share:.0%} between boots")
+        for cap in args.caps:
+            table(run(model, args.trials, args.seed, share, paths=(SHIPPED,), cap=cap),
+                  f"... the shipped path with a cap of {cap} a side; {share:.0%} between boots")

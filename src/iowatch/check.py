@@ -258,6 +258,24 @@ def _wanted_repetitions(result: CheckResult) -> dict[int, dict[str, int]]:
                 if vr is not None and add > 0:
                     cells = wants.setdefault(vr.variant.index, {})
                     cells[where.cell_id] = max(cells.get(where.cell_id, 0), add)
+    return _with_ratio_partners(wants)
+
+
+def _with_ratio_partners(wants: dict[int, dict[str, int]]) -> dict[int, dict[str, int]]:
+    """A ratio study's filesystem cell measured again takes its partner (the raw
+    device's cell) along, as many repetitions: the ratio is one value per pair
+    of repetitions of one boot (iowatch.ratio), so without the partner a round
+    adds filesystem values and no ratio (seed 001's claim stayed at 5 values
+    a side while its ext4 cell grew to 25)."""
+    studies = load_studies(resources.studies_dir())
+    for cells in wants.values():
+        for cell_id, n in list(cells.items()):
+            slug, device, fs = cell_id.split("/", 2)
+            study = studies.get(slug)
+            ratio = study.spec.ratio if study else None
+            if ratio and fs in (ratio.filesystem, ratio.against):
+                partner = f"{slug}/{device}/{ratio.against if fs == ratio.filesystem else ratio.filesystem}"
+                cells[partner] = max(cells.get(partner, 0), n)
     return wants
 
 

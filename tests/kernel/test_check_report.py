@@ -242,3 +242,16 @@ def test_boot_sizes():
     # Round 0 is never one boot a side when it has two repetitions or more.
     assert first_round_boots(5, 5) == (3, 2) and first_round_boots(5, 2) == (2, 2, 1)
     assert first_round_boots(1, 2) == (1,) and first_round_boots(2, 5) == (1, 1)
+
+
+def test_a_ratio_cell_measured_again_takes_its_raw_partner_along():
+    """Seed 001's ratio stayed at 5 values a side while its ext4 cell grew to
+    25: a round must re-run the raw cell beside the ext4 one (and the ext4
+    beside the raw), as many repetitions, or it adds no ratio."""
+    from iowatch.check import _with_ratio_partners
+    wants = _with_ratio_partners({1: {"ext4-dio-randread/vssd/ext4": 5},
+                                  2: {"ext4-dio-randread/vssd/raw": 3,
+                                      "odirect-vs-readers/vhdd/ext4": 4}})
+    assert wants == {1: {"ext4-dio-randread/vssd/ext4": 5, "ext4-dio-randread/vssd/raw": 5},
+                     2: {"ext4-dio-randread/vssd/raw": 3, "ext4-dio-randread/vssd/ext4": 3,
+                         "odirect-vs-readers/vhdd/ext4": 4}}
