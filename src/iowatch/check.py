@@ -103,7 +103,7 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
     result.phases["configure"] = time.monotonic() - t0
     say(f"check: {len(series.patches)} patches of {series.name} on {plan.base[:12]}; "
         f"matrix {matrix} on {host.name}")
-    first, *later = first_round_boots(reps or _matrix_reps(matrix), per_boot)
+    first, *later = first_round_boots(reps or matrix_reps(matrix), per_boot)
     for v in plan.variants:
         if v.status == "apply-failed":
             result.runs.append(VariantRun(v, status="apply-failed", reason=v.error or ""))
@@ -172,7 +172,7 @@ def first_round_boots(reps: int, per_boot: int = REPS_PER_BOOT) -> tuple[int, ..
     return sizes
 
 
-def _matrix_reps(matrix: str) -> int:
+def matrix_reps(matrix: str) -> int:
     try:
         return load_matrix(matrix).reps
     except (OSError, DataFileError):  # the guest says what is wrong with it; split the first look

@@ -242,3 +242,24 @@ def test_an_ambiguous_middle_step_is_measured_again_and_the_result_says_how_sure
     result = BisectResult(series=None, plan=SimpleNamespace(variants=[None] * 7), target=target,
                           steps=steps, first_bad=first_bad, last_good=last_good)
     assert exit_code(result) == (0 if again == "mixed" else exit_status.UNDECIDED)
+
+
+def test_a_measurement_in_several_boots_pools_them(tmp_path):
+    """guest_measure gives a measurement as the boots it took (one VariantRun a
+    boot, iowatch.check.first_round_boots); the search pools every boot that
+    measured into the commit's side and skips a boot that failed."""
+    calls: list[int] = []
+    single = measurer({i: "fast" if i < 4 else "slow" for i in range(7)}, calls)
+    copies = iter(range(1000))
+
+    def measure(index: int, attempt: int) -> list[VariantRun]:
+        one = single(index, attempt)
+        other = _copy(one.bundle, tmp_path / f"m{next(copies)}")
+        failed = VariantRun(one.variant, None, status="boot-failed", reason="on purpose")
+        return [one, VariantRun(one.variant, other, status=one.status), failed]
+
+    target, steps, last_good, found, _ = search(6, measure, say=lambda s: None)
+    assert (last_good, found) == (3, 4)
+    runs = {s.index: s.runs for s in steps}
+    assert all(len(r) == 2 and all(x.bundle for x in r) for r in runs.values())
+    assert target.base.n == target.candidate.n == 2 * 5  # both boots pooled at each end

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Callable
 
 from iowatch import bundle, resources
-from iowatch.check import VariantRun, run_variant
+from iowatch.check import (REPS_PER_BOOT, VariantRun, boot_sizes, first_round_boots, matrix_reps,
+                           run_variant)
 from iowatch.comparison import Side, pool
 from iowatch.judging import Comparison, StepVerdict, compare_sides, judge_step, more_runs
 from iowatch.inventory import Host
@@ -136,9 +137,17 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
     server can show the bisect's progress. Returns the target, the steps, the
     last good and first bad index, and the untestable indices between them."""
     studies = studies if studies is not None else load_studies(resources.studies_dir())
+
+    def boots(index: int, attempt: int) -> list[VariantRun]:
+        """One measurement: a run, or the boots a guest measurement took
+        (guest_measure); the boots that measured, else the first failure."""
+        got = measure(index, attempt)
+        got = got if isinstance(got, list) else [got]
+        return [r for r in got if _measured([r])] or got[:1]
+
     ends = {}
     for i in (0, n):
-        runs = [measure(i, 0)]
+        runs = boots(i, 0)
         if not _measured(runs):
             raise NothingToBisect(f"{'good' if i == 0 else 'bad'} end (variant {i}) gave no "
                                   f"measurement: {runs[0].status}: {runs[0].reason[:300]}")
@@ -157,9 +166,7 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
                 + ", ".join(f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure)
                 + "); measuring both ends again")
             for i in (0, n):
-                again = measure(i, attempt)
-                if _measured([again]):
-                    ends[i].append(again)
+                ends[i] += [r for r in boots(i, attempt) if _measured([r])]
     key = target.key.pooled
 
     def values(runs: list[VariantRun]) -> list[float]:
@@ -185,7 +192,7 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
             break
         mid = (lo + hi) // 2
         mid = min(untried, key=lambda i: (abs(i - mid), i))  # git bisect skip: the nearest neighbour
-        runs = [measure(mid, 0)]
+        runs = boots(mid, 0)
         step = Step(mid, runs)
         steps.append(step)
         samples = values(runs) if _measured(runs) else []
@@ -218,10 +225,8 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
             added = False
             for index, measured, k in grow:
                 before = len(values(measured))
-                more = measure(index, k)
-                if _measured([more]):
-                    measured.append(more)
-                    added = added or len(values(measured)) > before
+                measured += [r for r in boots(index, k) if _measured([r])]
+                added = added or len(values(measured)) > before
             if not added:
                 break
             step.verdict = judge(runs)
@@ -240,7 +245,7 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
 
 def run_bisect(tree: Path, base_ref: str, series: Series, host: Host, inventory: Path, matrix: str,
                out: Path, *, profile: str | None = None, reps: int | None = None,
-               metric: str | None = None, cell: str | None = None,
+               per_boot: int = REPS_PER_BOOT, metric: str | None = None, cell: str | None = None,
                store: Callable[[Path], None] = lambda p: None, say: Callable[[str], None] = print,
                echo_console: bool = False) -> BisectResult:
     t_all = time.monotonic()
@@ -259,7 +264,7 @@ def run_bisect(tree: Path, base_ref: str, series: Series, host: Host, inventory:
         f"{plan.variants[-1].commit[:12]} (bad); matrix {matrix} on {host.name}")
 
     measure = guest_measure(plan, host, inventory, matrix, out, profile=profile, reps=reps,
-                            store=store, say=say, echo_console=echo_console, phases=result.phases)
+                            per_boot=per_boot, store=store, say=say, echo_console=echo_console, phases=result.phases)
     try:
         result.target, result.steps, result.last_good, result.first_bad, result.untestable = search(
             n, measure, choose=lambda c: choose_target(c, metric, cell), say=say)
@@ -271,24 +276,40 @@ def run_bisect(tree: Path, base_ref: str, series: Series, host: Host, inventory:
 
 def guest_measure(plan: Plan, host: Host, inventory: Path, matrix: str, out: Path, *,
                   profile: str | None = None, reps: int | None = None,
+                  per_boot: int = REPS_PER_BOOT,
                   store: Callable[[Path], None] = lambda p: None, say: Callable[[str], None] = print,
                   echo_console: bool = False,
                   phases: dict[str, float] | None = None,
-                  trigger: dict | None = None) -> Callable[[int, int], VariantRun]:
-    """measure(index, attempt) for search(): build, boot and run the variant in the
-    virtual lab. Each bundle is marked a bisect step (trigger kind "bisect", with
-    `trigger`'s regression and job) before it is stored."""
+                  trigger: dict | None = None) -> Callable[[int, int], list[VariantRun]]:
+    """measure(index, attempt) for search(): build the variant, boot it and run
+    the matrix in the virtual lab, its repetitions in boots of at most
+    `per_boot` as a check takes them (iowatch.check.first_round_boots for a
+    variant's first measurement, boot_sizes after), one VariantRun a boot. Each
+    bundle is marked a bisect step (trigger kind "bisect", with `trigger`'s
+    regression and job) before it is stored."""
     step_trigger = {**(trigger or {}), "kind": "bisect"}
+    total = reps or matrix_reps(matrix)
 
     def stored(path: Path) -> None:
         mark_step(path, step_trigger)
         store(path)
 
-    def measure(index: int, attempt: int) -> VariantRun:
-        where = out / (f"variant-{index:02d}" + (f"-again{attempt}" if attempt else ""))
-        return run_variant(plan, plan.variants[index], host, inventory, matrix, where,
-                           profile=profile, reps=reps, store=stored, say=say,
-                           echo_console=echo_console, phases=phases)
+    def measure(index: int, attempt: int) -> list[VariantRun]:
+        sizes = first_round_boots(total, per_boot) if attempt == 0 else boot_sizes(total, per_boot)
+        runs = []
+        for k, n in enumerate(sizes, start=1):
+            where = out / (f"variant-{index:02d}" + (f"-again{attempt}" if attempt else "")
+                           + (f"-boot{k}" if k > 1 else ""))
+            times: dict[str, float] = {}
+            runs.append(run_variant(plan, plan.variants[index], host, inventory, matrix, where,
+                                    profile=profile, reps=n, store=stored, say=say,
+                                    echo_console=echo_console, phases=times))
+            if phases is not None:
+                for key, secs in times.items():
+                    phases[key] = phases.get(key, 0.0) + secs
+            if runs[-1].status in ("build-failed", "apply-failed"):
+                break  # a variant that does not build is not booted again
+        return runs
     return measure
 
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from iowatch import inventory, paths, progress
-from iowatch.commands.guest_options import add_guest_run_options, qemu_host
+from iowatch.commands.guest_options import add_boot_option, add_guest_run_options, qemu_host
 from iowatch.kernel.series import SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
 from iowatch.yamlfile import DataFileError
@@ -33,6 +33,7 @@ def register(sub):
                       "Message-ID (fetched with b4) or A..B; "
                       "the bad kernel is the base with every patch")
     add_guest_run_options(p, "commit")
+    add_boot_option(p)
     p.add_argument("--metric", default=None,
                    help="follow this metric, such as write.bw_kib_s (empty: the largest regression)")
     p.add_argument("--cell", default=None, metavar="TEXT",
@@ -124,7 +125,8 @@ def run(args) -> int:
         paths.data_dir() / "bisects" / f"{series.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     with progress.from_args(args, "bisect") as display:
         result = run_bisect(tree, good, series, host, Path(args.inventory or inventory.default_path()), args.matrix, out,
-                            profile=args.profile, reps=args.reps, metric=args.metric, cell=args.cell,
+                            profile=args.profile, reps=args.reps, per_boot=args.reps_per_boot,
+                            metric=args.metric, cell=args.cell,
                             store=(lambda p: None) if args.no_store else store_locally,
                             say=display.say, echo_console=args.console)
     print()

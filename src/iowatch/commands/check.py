@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from iowatch import exit_status, inventory, progress
-from iowatch.commands.guest_options import HostError, add_guest_run_options, add_boot_option, qemu_host
+from iowatch.commands.guest_options import HostError, add_boot_option, add_guest_run_options, qemu_host
 from iowatch.check import default_out, exit_code, report, run_check, store_locally, summary
 from iowatch.kernel.series import SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source

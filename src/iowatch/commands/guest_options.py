@@ -3,6 +3,7 @@ share: their options, and finding the qemu host of the inventory.
 Not a subcommand itself (iowatch.cli registers only the names in COMMANDS)."""
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from iowatch import inventory, progress
@@ -36,9 +37,19 @@ def add_guest_run_options(p, each: str) -> None:
     progress.add_options(p)
 
 
+def _at_least_one(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of repetitions, 1 or more")
+    return n
+
+
 def add_boot_option(p) -> None:
     """--reps-per-boot, for the commands that run a check's rounds (check, reproduce)."""
-    p.add_argument("--reps-per-boot", type=int, default=REPS_PER_BOOT, metavar="N",
+    p.add_argument("--reps-per-boot", type=_at_least_one, default=REPS_PER_BOOT, metavar="N",
                    help=f"run at most N repetitions of a variant in one boot (default "
                         f"{REPS_PER_BOOT}: a boot moves all its repetitions alike, so fewer a "
                         "boot decide sooner and cost a boot each; docs/verdicts.md)")

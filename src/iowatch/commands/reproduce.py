@@ -19,7 +19,7 @@ from pathlib import Path
 
 from iowatch import exit_status, paths, resources
 from iowatch.commands import check as check_command
-from iowatch.commands.guest_options import add_guest_run_options, add_boot_option
+from iowatch.commands.guest_options import add_boot_option, add_guest_run_options
 from iowatch.seeds import (Seed, SeedError, checked_variants, find_seed, judge_check_dir,
                            label_bundle, report)
 from iowatch.studies import load_studies
