@@ -373,16 +373,17 @@ def judge(seed: Seed, sides: dict[int, Side], studies: dict[str, Study], check_d
 # --- a check's output directory ------------------------------------------------------
 
 def _bundle_path(check_dir: Path, recorded: str) -> Path:
-    """A bundle the check recorded, found again under check_dir when the check
-    ran elsewhere (stored fixtures): the longest tail of its path that exists."""
+    """A bundle the check recorded, found under check_dir first (the check ran
+    elsewhere, or its directory was copied, as the stored fixtures were: the
+    longest tail of its path that exists there), else where it was recorded."""
     path = Path(recorded)
-    if (path / bundle.MANIFEST).is_file():
-        return path
     parts = path.parts
     for k in range(1, len(parts)):
         candidate = check_dir.joinpath(*parts[k:])
         if (candidate / bundle.MANIFEST).is_file():
             return candidate
+    if (path / bundle.MANIFEST).is_file():
+        return path
     raise SeedError(f"{check_dir / 'check.json'}: bundle {recorded} is neither there nor "
                     f"under {check_dir}")
 
