@@ -340,7 +340,14 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
         say(f"variant {v.index}: boot-failed ({'; '.join(boot.attempts)}); console: {boot.console}")
         return vr
     vr.bundle = guest_out
-    doc = bundle.load(guest_out)
+    try:
+        doc = bundle.load(guest_out)
+    except bundle.BundleError as e:
+        # A bundle this iowatch cannot read (a guest that ran other code, a tool's
+        # output the parser broke on): the variant is failed, the check goes on.
+        vr.status, vr.reason, vr.bundle = "failed", f"{guest_out}: {e}", None
+        say(f"variant {v.index}: its bundle cannot be read: {e}")
+        return vr
     vr.status = doc["status"]
     store(guest_out)
     say(f"variant {v.index}: ran under {boot.accel.upper()} (boot {boot.boot_s:.0f} s, "

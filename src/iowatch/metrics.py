@@ -69,18 +69,26 @@ def _fio_direction_metrics(ddir: str) -> list[Metric]:
 
 def _device_metrics() -> list[Metric]:
     m = []
-    for ddir in ("read", "write"):
-        m += [
-            Metric(f"device.{ddir}_ios", "count", LOWER,
-                   f"{ddir} requests completed by the device (same work in fewer IOs is better)"),
-            Metric(f"device.{ddir}_merges", "count", INFO, f"{ddir} requests merged before dispatch"),
-            Metric(f"device.{ddir}_ticks_ms", "ms", LOWER, f"time the device spent on {ddir}s"),
-            Metric(f"device.{ddir}_iops", "IO/s", LOWER,
-                   f"physical {ddir} requests per second during the workload (from /proc/diskstats)"),
-            Metric(f"device.{ddir}_bw_kib_s", "KiB/s", HIGHER,
-                   f"physical {ddir} bandwidth during the workload (from /proc/diskstats)"),
-            Metric(f"device.{ddir}_kib", "KiB", INFO, f"KiB {ddir} at the device"),
-        ]
+    # device.*: the device under test; device.members.*: the disks under a stacked
+    # device (md's members) summed, where a plug's merges show (iowatch.diskstats).
+    for prefix, of in (("device", "the device"), ("device.members", "the array's member disks")):
+        for ddir in ("read", "write"):
+            m += [
+                Metric(f"{prefix}.{ddir}_ios", "count", LOWER,
+                       f"{ddir} requests completed by {of} (same work in fewer IOs is better)"),
+                Metric(f"{prefix}.{ddir}_merges", "count", INFO,
+                       f"{ddir} requests merged before dispatch to {of}"),
+                Metric(f"{prefix}.{ddir}_ticks_ms", "ms", LOWER, f"time {of} spent on {ddir}s"),
+                Metric(f"{prefix}.{ddir}_iops", "IO/s", LOWER,
+                       f"physical {ddir} requests per second of {of} during the workload "
+                       "(from /proc/diskstats)"),
+                Metric(f"{prefix}.{ddir}_bw_kib_s", "KiB/s", HIGHER,
+                       f"physical {ddir} bandwidth of {of} during the workload (from /proc/diskstats)"),
+                Metric(f"{prefix}.{ddir}_kib", "KiB", INFO, f"KiB {ddir} at {of}"),
+                Metric(f"{prefix}.{ddir}_kib_per_io", "KiB", HIGHER,
+                       f"average size of a {ddir} request at {of} (the same work in larger "
+                       "requests is better)"),
+            ]
     m += [
         Metric("device.in_queue_ms", "ms", LOWER, "time requests spent queued at the device"),
         Metric("device.util_pct", "%", INFO, "share of the run the device was busy"),

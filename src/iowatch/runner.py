@@ -219,7 +219,9 @@ class Runner:
                 filesystems.drop_caches()
             ctx = Context(device=dev_path, mountpoint=mountpoint, workdir=work)
             name = environment.block_name(dev_path)
+            members = diskstats.member_names(name)  # an md array's disks (diskstats' docstring)
             # The measured window: /proc/diskstats and the clock from here ...
+            members_before = [diskstats.read(m) for m in members]
             before, t0 = diskstats.read(name), time.monotonic()
             if "fio" in workload:
                 res = run_fio(workload, ctx)
@@ -246,10 +248,12 @@ class Runner:
                 notes["sync_after_workload_s"] = round(wb, 3)
             seconds = time.monotonic() - t0
             after = diskstats.read(name)
+            members_after = [diskstats.read(m) for m in members]
             # ... to here. What follows (samples, unmount) is overhead.
             with self._phase("record"):
                 group = next(iter(workload["groups"].values()))
-                res.samples += diskstats.samples(before, after, seconds, group)
+                res.samples += diskstats.samples(before, after, seconds, group,
+                                                 (members_before, members_after))
                 res.artifacts["diskstats.before"] = (" ".join(map(str, before.__dict__.values())) + "\n").encode()
                 res.artifacts["diskstats.after"] = (" ".join(map(str, after.__dict__.values())) + "\n").encode()
             return res, notes

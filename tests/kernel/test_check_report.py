@@ -255,3 +255,43 @@ def test_a_ratio_cell_measured_again_takes_its_raw_partner_along():
     assert wants == {1: {"ext4-dio-randread/vssd/ext4": 5, "ext4-dio-randread/vssd/raw": 5},
                      2: {"ext4-dio-randread/vssd/raw": 3, "ext4-dio-randread/vssd/ext4": 3,
                          "odirect-vs-readers/vhdd/ext4": 4}}
+
+
+def test_a_bundle_the_check_cannot_read_fails_its_variant_not_the_check(tmp_path, monkeypatch):
+    """A guest that ran other code than the host (a metric the host's table does
+    not know, as happened when the runner changed mid-check) leaves a bundle
+    that does not validate: the variant is failed with the bundle and field
+    named, and run_variant returns instead of raising through the check."""
+    import json as _json
+    import shutil
+
+    from iowatch import check, inventory
+    from iowatch.commands.guest_options import qemu_host
+    from iowatch.kernel.build import Plan, Variant
+    from iowatch.kernel.series import load_series
+    from iowatch.vlab import BootResult
+
+    series = load_series(str(REPO / "kernels" / "series" / "e2e-slow-ext4-dio"))
+    artifacts = tmp_path / "artifacts"
+    artifacts.mkdir()
+    (artifacts / "bzImage").write_bytes(b"not booted")
+    v = Variant(0, "0" * 40, None, status="built", artifacts=str(artifacts), release="6.12.117+")
+    plan = Plan(REPO, REPO, REPO, series, "0" * 40, [v])
+
+    def fake_boot(image, host, cmd, shared, console, **kw):
+        out = shared / "bundle"
+        shutil.copytree(FIXTURES / "guest-00" / "bundle", out)
+        doc = _json.loads((out / "bundle.json").read_text())
+        doc["cells"][0]["repetitions"][0]["samples"][0]["metric"] = "device.no_such_metric"
+        (out / "bundle.json").write_text(_json.dumps(doc))
+        console.write_text("booted\n")
+        return BootResult("passed", "tcg", 1.0, 2.0, 0, console=console)
+
+    monkeypatch.setattr(check, "boot_and_run", fake_boot)
+    inv = inventory.default_path()
+    said = []
+    vr = check.run_variant(plan, v, qemu_host(inv, "vlab", "-"), inv, "jobs/e2e.yml", tmp_path / "out",
+                           say=said.append)
+    assert vr.status == "failed" and vr.bundle is None
+    assert "device.no_such_metric" in vr.reason and "bundle" in vr.reason
+    assert any("cannot be read" in s for s in said)
