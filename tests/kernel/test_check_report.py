@@ -6,7 +6,10 @@ three TCG guests (base, base+p1, base+p1+p2) running jobs/e2e.yml on the
 virtual lab's hdd (see that directory's README)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from iowatch import bundle
 from iowatch.check import CheckResult, VariantRun, _compare, report, summary
@@ -295,3 +298,31 @@ def test_a_bundle_the_check_cannot_read_fails_its_variant_not_the_check(tmp_path
     assert vr.status == "failed" and vr.bundle is None
     assert "device.no_such_metric" in vr.reason and "bundle" in vr.reason
     assert any("cannot be read" in s for s in said)
+
+
+def test_the_summary_is_written_after_every_comparison(tmp_path):
+    """A check that dies in a later round (seed 004's did, at the end of round
+    3) must leave a check.json of what it measured: add_repetitions tells the
+    check after every comparison, and write_summary replaces the file whole."""
+    from iowatch.check import add_repetitions, write_summary
+    result = result_from_fixtures()
+    result.runs[1].bundle = _scattered(result.runs[1].bundle, tmp_path / "scattered",
+                                       [0.3, 1.5, 0.5, 1.4, 1.0])
+    out = tmp_path / "out"
+    seen = []
+
+    def on_compare():
+        path = write_summary(result, out)
+        seen.append(len(json.loads(path.read_text())["variants"][1]["extra_bundles"]))
+
+    def measure_more(vr, cells, reps, round_no):
+        if round_no == 2:
+            raise RuntimeError("the check process dies here")
+        return VariantRun(vr.variant, FIXTURES / f"guest-{vr.variant.index:02d}" / "bundle",
+                          status="passed")
+
+    with pytest.raises(RuntimeError):
+        add_repetitions(result, measure_more, say=lambda s: None, per_boot=5, on_compare=on_compare)
+    assert seen == [0, 1]  # after round 0's comparison and after round 1's
+    kept = json.loads((out / "check.json").read_text())
+    assert kept["variants"][1]["extra_rounds"] == [1] and not (out / "check.json.tmp").exists()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from iowatch import exit_status, inventory, progress
 from iowatch.commands.guest_options import HostError, add_boot_option, add_guest_run_options, qemu_host
-from iowatch.check import default_out, exit_code, report, run_check, store_locally, summary
+from iowatch.check import (default_out, exit_code, report, run_check, store_locally, summary,
+                           write_summary)
 from iowatch.kernel.series import SeriesError, load_series
 from iowatch.kernel.source import SourceError, open_source
 from iowatch.yamlfile import DataFileError
@@ -46,8 +47,7 @@ def run(args) -> int:
                            say=display.say, echo_console=args.console)
     print()
     print(report(result))
-    (out / "check.json").write_text(json.dumps(summary(result), indent=1) + "\n")
-    print(f"check: details in {out / 'check.json'}")
+    print(f"check: details in {write_summary(result, out)}")
     if args.json:
         print(json.dumps(summary(result), indent=1))
     return exit_code(result)
