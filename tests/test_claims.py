@@ -24,6 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 SEEDS = REPO / "tests" / "fixtures" / "seeds"
 MAILS = REPO / "tests" / "fixtures" / "mails"
 STUDIES = load_studies(REPO / "jobs" / "studies")
+# The studies of a seed post (the platform canary has none).
+SEEDED = sorted(slug for slug, study in STUDIES.items() if study.seed)
 
 
 def _norm(label: str) -> str:
@@ -44,7 +46,7 @@ def _claims(study):
     return extract((SEEDS / study.seed).read_text())
 
 
-@pytest.mark.parametrize("slug", sorted(STUDIES), ids=str)
+@pytest.mark.parametrize("slug", SEEDED, ids=str)
 def test_every_published_number_of_a_seed_is_extracted_with_label_and_unit(slug):
     study = STUDIES[slug]
     claims = _claims(study)
@@ -289,7 +291,7 @@ def test_a_series_directory_reads_each_patch_mail():
         load(str(REPO / "kernels" / "series"))
 
 
-@pytest.mark.parametrize("slug", sorted(STUDIES), ids=str)
+@pytest.mark.parametrize("slug", SEEDED, ids=str)
 def test_each_seeds_claims_match_its_own_study(slug):
     from iowatch.claims import match_study
 

@@ -813,6 +813,8 @@ def match_study(claims: list[Claim], studies: dict) -> StudyMatch | None:
     """The study whose workload the mail's claims describe: two or more workload
     options in common, or a metric that no other study has (the ext4/raw ratio, the
     f2fs NAT counters) with nothing against it. None when no study fits."""
+    # A canary watches the platform: no mail's workload is its.
+    studies = {slug: s for slug, s in studies.items() if not s.canary}
     counts: dict[str, int] = {}
     for s in studies.values():
         for m in {m.metric for m in s.metrics} | {r.metric for e in s.published for r in e.results}:

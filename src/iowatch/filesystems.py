@@ -26,6 +26,9 @@ MKFS = {
 # What makes each mkfs leave the device's blocks alone (inventory `discard: false`).
 NO_DISCARD = {"ext4": ["-E", "nodiscard"], "xfs": ["-K"], "btrfs": ["-K"], "f2fs": ["-t", "0"]}
 MOUNT_ROOT = Path("/run/iowatch")
+# A canary's filesystem (iowatch.studies): memory, no device, no mkfs. Its size
+# caps what the canary may write: the guests have 2 GiB.
+TMPFS_OPTIONS = "size=512m,mode=0755"
 
 
 def mount_root(data_dir: Path) -> Path:
@@ -62,6 +65,9 @@ def supported(filesystem: str) -> str | None:
     """None when this kernel can mount it, else the reason it cannot."""
     if filesystem == "raw":
         return None
+    if filesystem == "tmpfs":
+        return None if "tmpfs" in Path("/proc/filesystems").read_text().split() else \
+            f"this kernel ({os.uname().release}) has no tmpfs"
     if filesystem not in MKFS:
         return f"iowatch does not know how to make {filesystem}"
     listed = Path("/proc/filesystems").read_text().split()
@@ -87,6 +93,11 @@ def _run(argv: list[str], what: str) -> None:
 
 def make_and_mount(device: str, filesystem: str, mountpoint: Path, *,
                    discard: bool = True) -> Mounted:
+    if filesystem == "tmpfs":  # nothing to make, and the device is left alone
+        mountpoint.mkdir(parents=True, exist_ok=True)
+        _run(["mount", "-t", "tmpfs", "-o", TMPFS_OPTIONS, "iowatch-tmpfs", str(mountpoint)],
+             f"mount tmpfs on {mountpoint}")
+        return Mounted(device, filesystem, mountpoint, "", TMPFS_OPTIONS)
     flags = MKFS[filesystem][1:] + ([] if discard else NO_DISCARD[filesystem])
     argv = [MKFS[filesystem][0], *flags, device]
     _run(argv, f"{' '.join(argv)}")

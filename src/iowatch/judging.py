@@ -28,6 +28,15 @@ directory, the HTTP API, a study's published numbers, or the Django store
   performance result. It is listed as failed, with the side, and a patch
   with a failed cell is never "no change".
 - One-sample sides (published numbers) are judged by size only, and say so.
+- The platform (the canary): a canary study's cells (`canary: true`, a
+  workload no storage patch can change much, measured in every boot) never
+  decide and never count as a regression. They are judged apart, one family,
+  by the same test with the canary's own minimum effect; when a canary is
+  confirmed changed between the two sides (either direction) or drifted
+  between the rounds of a check beyond its minimum effect (the F test of
+  iowatch.stats.blocks), the comparison carries the finding (`platform`) and
+  is not confident: a regression, an improvement or "no change" becomes
+  "unsure", with words that say the platform drifted (`platform_words`).
 - When to add repetitions (`more_runs`): a deciding cell that is suspected
   or unsure gets more, up to its study's cap, at the look schedule of
   iowatch.stats.sequential; a cell stops as decided, as "no change" once the
@@ -42,12 +51,15 @@ from iowatch.comparison import CellContext, Side, cell_passed, pool
 from iowatch.metrics import INFO, METRICS
 from iowatch.stats import (DEFAULT_CAP, FDR, UNSURE, CellInput, CellVerdict, Confounder,
                            compare_matrix, confounders, next_target)
+from iowatch.stats.blocks import DRIFT_P
 from iowatch.studies import Study
 
 DEFAULT_MIN_EFFECT = 5.0
 
 # What a comparison of two kernels says about one patch or run, worst first.
 PATCH_STATES = ("regression", "failed", "suspected", "unsure", "improvement", "no-change")
+# The states a drifted platform takes away: they claim the kernels' difference.
+CONFIDENT_STATES = ("regression", "improvement", "no-change")
 
 
 def deciding(study: Study | None) -> set[tuple[str, str]]:
@@ -55,6 +67,11 @@ def deciding(study: Study | None) -> set[tuple[str, str]]:
     if study is None:
         return set()
     return study.deciding
+
+
+def watched(study: Study | None) -> set[tuple[str, str]]:
+    """(group, metric) pairs a canary study watches; none for other studies."""
+    return study.watched if study is not None else set()
 
 
 def min_effect(study: Study | None) -> float:
@@ -81,6 +98,55 @@ class FailedCell(Located):
         return cls(where.study, where.device_class, where.device, where.filesystem, side, status)
 
 
+def _signed(x: float) -> str:
+    return f"{x:+.1f}%" if abs(x) < 10 else f"{x:+.0f}%"
+
+
+@dataclass(frozen=True)
+class PlatformDrift:
+    """A canary that moved: the platform changed under the comparison.
+
+    between "kernels": the canary's A/B of the two sides is a confirmed
+    change, either way (its outcome is a regression or an improvement at its
+    own minimum effect); the change and its CI are the A/B's. between
+    "rounds": its rounds' levels differ beyond chance (F's p <= DRIFT_P) and
+    by at least its minimum effect; the change is the fastest round's level
+    against the slowest's, later against earlier, and the CI that drift's."""
+    canary: CellVerdict
+    between: str  # "kernels" or "rounds"
+
+    @property
+    def change_pct(self) -> float:
+        v = self.canary
+        return v.change_pct if self.between == "kernels" else v.drift_pct
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        v = self.canary
+        if self.between == "kernels":
+            return (v.ci_low, v.ci_high) if v.ci_low is not None else None
+        return v.drift_ci
+
+    @property
+    def words(self) -> str:
+        k = self.canary.key
+        ci = f", CI {_signed(self.ci[0])}..{_signed(self.ci[1])}" if self.ci else ""
+        where = "between the kernels" if self.between == "kernels" else \
+            f"between rounds {self.canary.drift_rounds[0]} and {self.canary.drift_rounds[1]}"
+        return f"canary {k.study} {k.metric} moved {_signed(self.change_pct)}{ci}, {where}"
+
+
+def platform_findings(canary: CellVerdict) -> list[PlatformDrift]:
+    """What one canary's verdict says of the platform: nothing when it held."""
+    out = []
+    if canary.outcome in ("regression", "improvement"):
+        out.append(PlatformDrift(canary, "kernels"))
+    if canary.drift_p is not None and canary.drift_p <= DRIFT_P and \
+            canary.drift_pct is not None and abs(canary.drift_pct) >= canary.min_effect_pct:
+        out.append(PlatformDrift(canary, "rounds"))
+    return out
+
+
 @dataclass
 class Comparison:
     base: Side
@@ -92,6 +158,13 @@ class Comparison:
     studies: dict[str, Study]
     diagnostics: list[CellVerdict] = field(default_factory=list)  # shown, never judged
     failed: list[FailedCell] = field(default_factory=list)
+    # The canaries' cells, a family of their own: the platform, never the patch.
+    canaries: list[CellVerdict] = field(default_factory=list)
+
+    @property
+    def platform(self) -> list[PlatformDrift]:
+        """The canaries' findings: empty while the platform held (or had no canary)."""
+        return [d for v in self.canaries for d in platform_findings(v)]
 
     @property
     def caps(self) -> list[int]:
@@ -100,6 +173,10 @@ class Comparison:
 
     @property
     def regressions(self) -> list[CellVerdict]:
+        """The regressions the comparison stands behind: none while the platform
+        drifted (each cell's verdict still says what its test found)."""
+        if self.platform:
+            return []
         return [v for v in self.verdicts if v.outcome == "regression"]
 
     @property
@@ -113,7 +190,14 @@ class Comparison:
     @property
     def state(self) -> str:
         """The comparison in one word (PATCH_STATES): never "no-change" while a
-        deciding cell is unsure or failed."""
+        deciding cell is unsure or failed, and never confident (a regression,
+        an improvement, "no change") while the platform drifted: "unsure"."""
+        state = self._cells_state()
+        if state in CONFIDENT_STATES and self.platform:
+            return "unsure"
+        return state
+
+    def _cells_state(self) -> str:
         outcomes = {v.outcome for v in self.verdicts}
         if "regression" in outcomes:
             return "regression"
@@ -134,27 +218,35 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
     b, c = pool(base), pool(candidate)
     bv, cv, bcells, ccells = b.values, c.values, b.cells, c.cells
     host = c.hosts if b.hosts == c.hosts else f"{b.hosts} -> {c.hosts}"
-    judged, shown = [], []
+    judged, shown, watching = [], [], []
     for key in sorted(set(bv) & set(cv)):
         cell_key = CellKey.on_host(key, host)
         study, metric = studies.get(cell_key.study), cell_key.metric
-        if (cell_key.group, metric) in deciding(study):
+        decides, watches = (cell_key.group, metric) in deciding(study), \
+            (cell_key.group, metric) in watched(study)
+        if decides or watches:
             # Each side's values with their boots: the test is on boot means
             # when a side's repetitions came from two boots or more; with the
             # rounds of a check (blocks) when every value has one, the change
             # is judged within rounds if the platform drifted between them.
             rb, rc = b.rounds.get(key), c.rounds.get(key)
             blocked = rb and rc and None not in rb and None not in rc
-            judged.append(CellInput(cell_key, bv[key], cv[key], METRICS[metric].direction,
-                                    min_effect(study), max_runs(study),
-                                    base_boots=b.boots[key], candidate_boots=c.boots[key],
-                                    base_rounds=rb if blocked else None,
-                                    candidate_rounds=rc if blocked else None))
+            (judged if decides else watching).append(
+                CellInput(cell_key, bv[key], cv[key], METRICS[metric].direction,
+                          min_effect(study), max_runs(study),
+                          base_boots=b.boots[key], candidate_boots=c.boots[key],
+                          base_rounds=rb if blocked else None,
+                          candidate_rounds=rc if blocked else None))
+        elif study is not None and study.canary:
+            continue  # a canary's other metrics: neither the patch's nor the platform's say
         elif METRICS[metric].direction != INFO:
             shown.append(CellInput(cell_key, bv[key], cv[key], INFO, min_effect(study),
                                    max_runs(study)))
     verdicts = compare_matrix(judged, fdr=fdr)
     diagnostics = compare_matrix(shown, fdr=fdr)
+    # The canaries are their own family: a moved platform must not spend, nor
+    # borrow, the deciding cells' false-discovery rate or variance prior.
+    canaries = compare_matrix(watching, fdr=fdr)
     failed = []
     for where in sorted(set(bcells) | set(ccells)):
         sides = [role for role, cells in (("base", bcells), ("candidate", ccells))
@@ -173,7 +265,30 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
         # Pooled sides: compare the first run of each; pooled runs of one kernel share a setup.
         conf = confounders(base.runs[0], candidate.runs[0])
     return Comparison(base, candidate, fdr, verdicts, conf, context, studies, diagnostics,
-                      failed)
+                      failed, canaries)
+
+
+def platform_words(cmp: Comparison) -> str:
+    """The canaries' result in one line, for every report of a comparison: the
+    drift with what to do when the platform moved, else what the canary
+    measured; "" when no canary was measured on both sides."""
+    if cmp.platform:
+        return ("the platform drifted (" + "; ".join(d.words for d in cmp.platform)
+                + "): rerun on a quiet host")
+    said = []
+    for v in cmp.canaries:
+        k = v.key
+        if v.change_pct is None:
+            said.append(f"canary {k.study} {k.metric} not comparable")
+            continue
+        ci = f", CI {_signed(v.ci_low)}..{_signed(v.ci_high)}" if v.ci_low is not None else ""
+        rounds = f", rounds apart by {_signed(v.drift_pct)}" if v.drift_pct is not None else ""
+        said.append(f"canary {k.study} {k.metric} {_signed(v.change_pct)}{ci} between "
+                    f"the kernels{rounds} [{v.base.n} vs {v.candidate.n} runs]")
+    if not said:
+        return ""
+    minimum = max(v.min_effect_pct for v in cmp.canaries)
+    return (f"the platform held ({'; '.join(said)}): no move of {minimum:g}% or more confirmed")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 from iowatch import reproduce
 from iowatch.comparison import Side
-from iowatch.judging import Comparison
+from iowatch.judging import Comparison, platform_findings, platform_words
 from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
@@ -82,7 +82,8 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
             study = cmp.studies.get(k.study)
             out.append("")
             if study:
-                out.append(f"study {k.study}: {study.title} (seed {study.seed})")
+                out.append(f"study {k.study}: {study.title}"
+                           + (f" (seed {study.seed})" if study.seed else ""))
                 ctx = cmp.context.get(current)
                 profile = _profile(ctx.candidate_cell) if ctx else None
                 scaling = study.scaling(profile) if profile else None
@@ -121,6 +122,28 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
     return current
 
 
+def _canary_lines(cmp: Comparison) -> list[str]:
+    """The canaries' cells: what each measured, and whether the platform moved."""
+    if not cmp.canaries:
+        return []
+    out = ["", "canaries (the platform, never the patch: a move confirmed beyond a canary's "
+               "minimum effect makes the verdict unsure):"]
+    for v in cmp.canaries:
+        k, unit = v.key, METRICS[v.key.metric].unit
+        moved = platform_findings(v)
+        ci = "n/a" if v.ci_low is None or v.size_only else f"[{v.ci_low:+.1f}%, {v.ci_high:+.1f}%]"
+        rounds = "" if v.drift_pct is None else (
+            f"; rounds {v.drift_rounds[0]} and {v.drift_rounds[1]} apart by {v.drift_pct:+.1f}%"
+            + (f" (F-test p {_p(v.drift_p)})" if v.drift_p is not None else ""))
+        out += [f"  {k.study} on {k.device} {k.filesystem} [{k.group}] {k.metric}: "
+                + ("MOVED" if moved else "no move confirmed"),
+                f"    base {_mean_sd(v.base, unit)}; candidate {_mean_sd(v.candidate, unit)}",
+                f"    change {_pct(v.change_pct)}, 95% CI {ci}{rounds}; minimum effect "
+                f"{v.min_effect_pct:g}%",
+                *[f"    {d.words}" for d in moved]]
+    return out
+
+
 def _looks(caps: list[int]) -> str:
     """The look schedule in words: "5, 10, 15 and 20", or up to each cap."""
     caps = caps or [DEFAULT_CAP]
@@ -133,7 +156,10 @@ def _looks(caps: list[int]) -> str:
 def render_text(cmp: Comparison) -> str:
     out = [f"iowatch compare: {cmp.base.spec} -> {cmp.candidate.spec}", ""]
     out += _side_lines("base", cmp.base) + _side_lines("candidate", cmp.candidate)
-    out += ["", f"verdict: {STATE_WORDS[cmp.state]}"]
+    out += ["", f"verdict: {_state_words(cmp)}"]
+    platform = platform_words(cmp)
+    if platform and platform not in out[-1]:
+        out.append(f"platform: {platform}")
     _cell_lines(cmp, cmp.verdicts, None, out, judged=True)
     for f in cmp.failed:
         out += ["", f"study {f.study}: {f.device_class} {f.device} {f.filesystem}: FAILED on the "
@@ -150,6 +176,7 @@ def render_text(cmp: Comparison) -> str:
         out.append("  runs a side per cell: " + ", ".join(f"{b} vs {c}" for b, c in runs))
     if any(v.size_only for v in cmp.verdicts):
         out.append("  cells with one sample on a side (published numbers) are judged by size only")
+    out += _canary_lines(cmp)
     if cmp.diagnostics:
         out += ["", "diagnostics (the study's other metrics: shown, never a verdict):"]
         _cell_lines(cmp, cmp.diagnostics, None, out, judged=False)
@@ -170,6 +197,13 @@ def render_text(cmp: Comparison) -> str:
                                host_kind=host.get("kind"),
                                reps=max((v.candidate.n for v in cmp.verdicts), default=None))
     return "\n".join(out) + "\n"
+
+
+def _state_words(cmp: Comparison) -> str:
+    """The verdict's words; a state made unsure by a drifted platform says so."""
+    if cmp.platform and cmp.state == "unsure" and not cmp.unsure:
+        return "UNSURE: " + platform_words(cmp)
+    return STATE_WORDS[cmp.state]
 
 
 STATE_WORDS = {
@@ -201,7 +235,8 @@ def _cell_json(v: CellVerdict) -> dict:
             "boots": list(v.boots) if v.boots else None,
             "within_boot_sd_pct": v.within_boot_sd_pct, "between_boot_share": v.between_boot_share,
             "drift_pct": v.drift_pct, "drift_rounds": list(v.drift_rounds) if v.drift_rounds else None,
-            "blocked": v.blocked,
+            "blocked": v.blocked, "drift_p": v.drift_p,
+            "drift_ci": list(v.drift_ci) if v.drift_ci else None,
             "label": outcome_label(v.outcome, v.bound_pct, v.min_effect_pct), "words": v.words}
 
 
@@ -210,6 +245,14 @@ def render_json(cmp: Comparison) -> str:
                        "fdr": cmp.fdr, "state": cmp.state, "summary": _counts(cmp),
                        "cells": [_cell_json(v) for v in cmp.verdicts],
                        "diagnostics": [_cell_json(v) for v in cmp.diagnostics],
+                       "canaries": [_cell_json(v) for v in cmp.canaries],
+                       "platform": {"drifted": bool(cmp.platform), "words": platform_words(cmp),
+                                    "findings": [{"study": d.canary.key.study,
+                                                  "group": d.canary.key.group,
+                                                  "metric": d.canary.key.metric,
+                                                  "between": d.between, "change_pct": d.change_pct,
+                                                  "ci": list(d.ci) if d.ci else None}
+                                                 for d in cmp.platform]},
                        "failed": [asdict(f) for f in cmp.failed],
                        "confounders": [asdict(c) for c in cmp.confounders]}, indent=1) + "\n"
 
@@ -225,7 +268,8 @@ def render_junit(cmp: Comparison) -> str:
         k = v.key
         case = ET.SubElement(suite, "testcase", classname=f"{k.study}.{k.device_class}.{k.device}.{k.filesystem}",
                              name=f"{k.group} {k.metric}")
-        if v.outcome == "regression":
+        # A drifted platform: the comparison stands behind no regression (the platform case says why).
+        if v.outcome == "regression" and not cmp.platform:
             failure = ET.SubElement(case, "failure", message=v.words, type="regression")
             failure.text = json.dumps(_cell_json(v), indent=1)
         ET.SubElement(case, "system-out").text = f"{v.outcome}: {v.words}"
@@ -233,6 +277,15 @@ def render_junit(cmp: Comparison) -> str:
         case = ET.SubElement(suite, "testcase", classname=f"{f.study}.{f.device_class}.{f.device}.{f.filesystem}",
                              name="cell")
         ET.SubElement(case, "error", message=f"failed on the {f.side} side ({f.status})", type="failed")
+    if cmp.canaries:
+        # The platform as one case: an error (not a failure) when it drifted, as
+        # the comparison could not judge the kernels.
+        case = ET.SubElement(suite, "testcase", classname="platform", name="canaries")
+        if cmp.platform:
+            ET.SubElement(case, "error", message=platform_words(cmp), type="platform-drift")
+        ET.SubElement(case, "system-out").text = platform_words(cmp)
+        suite.set("tests", str(int(suite.get("tests")) + 1))
+        suite.set("errors", str(int(suite.get("errors")) + bool(cmp.platform)))
     if cmp.confounders:
         ET.SubElement(suite, "system-out").text = "\n".join(
             f"confounder {c.name}: {c.base} -> {c.candidate} ({c.why})" for c in cmp.confounders)
@@ -247,7 +300,8 @@ def _md(text: str) -> str:
 def render_markdown(cmp: Comparison) -> str:
     out = [f"## iowatch compare: {_md(cmp.base.spec)} → {_md(cmp.candidate.spec)}", "",
            f"- base: {_md(cmp.base.title)}", f"- candidate: {_md(cmp.candidate.title)}",
-           f"- verdict: **{_md(STATE_WORDS[cmp.state])}**", "",
+           f"- verdict: **{_md(_state_words(cmp))}**",
+           *([f"- platform: {_md(platform_words(cmp))}"] if cmp.canaries else []), "",
            "| study | device class | device | fs | group | metric | base mean ± sd | candidate mean ± sd "
            "| change | CI | p (adj.) | outcome |", "|" + "---|" * 12]
     for v in cmp.verdicts:

@@ -50,6 +50,9 @@ def plan(matrix: Matrix, host: Host) -> list[Cell]:
     cells = []
     for study in matrix.studies:
         wanted = matrix.filesystems.get(study.slug, study.filesystems)
+        if study.canary:
+            cells += _canary_cells(study, wanted, host)
+            continue
         for device in host.devices:
             if device.device_class not in study.device_classes:
                 continue
@@ -63,6 +66,23 @@ def plan(matrix: Matrix, host: Host) -> list[Cell]:
                         cell.skip = ("this kernel has no md driver (no /proc/mdstat) to assemble "
                                      "the RAID0 members; run it in the virtual lab's guest")
                 cells.append(cell)
+    return cells
+
+
+def _canary_cells(study: Study, filesystems_: list[str], host: Host) -> list[Cell]:
+    """A canary's cells: one a host, whatever devices it has. Its workload runs on
+    a tmpfs and writes to no device, but a cell is addressed by a device (its id,
+    the bundle's cell, iowatch.cells.CellKey), so it takes the host's first
+    device of the study's classes as its address; the device is safety-checked
+    like any cell's and left alone."""
+    device = next((d for d in host.devices if d.device_class in study.device_classes), None)
+    if device is None:
+        return []
+    cells = []
+    for fs in filesystems_:
+        cell = Cell(f"{study.slug}/{device.name}/{fs}", study, device, fs)
+        cell.skip = filesystems.supported(fs)
+        cells.append(cell)
     return cells
 
 
@@ -296,7 +316,10 @@ class Runner:
     # -- the whole matrix -------------------------------------------------
 
     def run(self) -> dict:
-        cells = [c for c in plan(self.matrix, self.host) if self.only is None or c.id in self.only]
+        # A canary runs in every boot, whichever cells the boot was asked for: it is
+        # what tells a drift of the platform between boots (iowatch.judging).
+        cells = [c for c in plan(self.matrix, self.host)
+                 if self.only is None or c.id in self.only or c.study.canary]
         for c in cells if self.harness is not None else ():
             c.skip = c.skip or self.harness.skip_reason(
                 c.study.workload(self.profile, c.device.device_class), c.filesystem, c.id)
@@ -436,7 +459,7 @@ def summary(doc: dict) -> list[str]:
                     ("seqw", "write.bw_kib_s"), ("randread", "read.iops"),
                     ("randread", "ratio.fs_to_raw"), ("fsmark", "fsmark.files_per_s"),
                     ("fsmark", "wall_s"), ("fsmark", "device.write_iops"),
-                    ("checkpoint", "sync.time_ms")):
+                    ("checkpoint", "sync.time_ms"), ("canary", "read.bw_kib_s")):
             if key in by_metric:
                 shown.append(f"{key[0]} {key[1]} median {statistics.median(by_metric[key]):,.4g}")
         state = c["status"]

@@ -6,6 +6,11 @@ the post published. A profile (`full`: the seed's parameters, `quick`: the same
 shape scaled down, the scaling said in words in the file) and the device class
 pick the concrete parameters. A matrix (such as jobs/smoke.yml) lists studies
 to run together.
+
+A canary study (`canary: true`, such as jobs/studies/canary-tmpfs-read.yml)
+watches the platform instead of the kernel: a workload no storage patch can
+change much, run on a tmpfs, whose metrics never decide a verdict; the judging
+policy reads it as a platform check (iowatch.judging, docs/verdicts.md).
 """
 from __future__ import annotations
 
@@ -206,7 +211,7 @@ class Study:
     slug: str
     path: Path
     title: str
-    seed: str  # the seed post's file name, such as 003_19c316252e130d8a.txt
+    seed: str | None  # the seed post's file name, such as 003_19c316252e130d8a.txt; None: a canary
     source: str  # the post: subject, author, list, date
     question: str | None
     device_classes: tuple[str, ...]
@@ -222,12 +227,15 @@ class Study:
     published: tuple[PublishedSet, ...]  # the post's result sets, in the file's order
     # Published metric -> why the virtual lab cannot show its change (real hardware only).
     not_reproducible_in_vlab: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    # A canary watches the platform: its `decides` metrics are watched (`watched`),
+    # never deciding (`deciding` is empty), and it runs on tmpfs in every boot.
+    canary: bool = False
 
     @classmethod
     def from_file(cls, path: Path, d: dict) -> Study:
         """From a study file's data that passed the schema (study-v1.json)."""
         return cls(
-            slug=d["study"], path=path, title=d["title"], seed=d["seed"], source=d["source"],
+            slug=d["study"], path=path, title=d["title"], seed=d.get("seed"), source=d["source"],
             question=d.get("question"), device_classes=tuple(d["device_classes"]),
             filesystems=tuple(d["filesystems"]), scheduler=d.get("scheduler"),
             min_effect_pct=float(d.get("min_effect_pct", 5)),
@@ -238,11 +246,24 @@ class Study:
             metrics=tuple(StudyMetric(m["metric"], m["group"], m["direction"], bool(m.get("decides")))
                           for m in d["metrics"]),
             published=tuple(PublishedSet.from_file(p) for p in d["published"]),
-            not_reproducible_in_vlab=dict(d.get("not_reproducible_in_vlab", {})))
+            not_reproducible_in_vlab=dict(d.get("not_reproducible_in_vlab", {})),
+            canary=bool(d.get("canary", False)))
 
     @property
     def deciding(self) -> set[tuple[str, str]]:
-        """(group, metric) of each metric that decides the verdict."""
+        """(group, metric) of each metric that decides the verdict; none for a
+        canary, whose cells are never the patch's effect."""
+        if self.canary:
+            return set()
+        return self._marked
+
+    @property
+    def watched(self) -> set[tuple[str, str]]:
+        """A canary's (group, metric) that watch the platform: its `decides` metrics."""
+        return self._marked if self.canary else set()
+
+    @property
+    def _marked(self) -> set[tuple[str, str]]:
         return {(m.group, m.metric) for m in self.metrics if m.decides and m.direction != INFO}
 
     def scaling(self, profile: str) -> str | None:
@@ -287,6 +308,8 @@ def _check(study: Study, root=None) -> None:
 
     if study.path.stem != study.slug:
         refuse(["study"], f"study {study.slug!r} must live in {study.slug}.yml")
+    if study.canary and not study.watched:
+        refuse(["metrics"], "a canary needs a metric to watch (decides: true, higher or lower)")
     groups = set(study.groups.values())
     tool = study.spec.tool
     jobs = {j.name for j in tool.jobs} if isinstance(tool, FioSection) else set()

@@ -14,8 +14,10 @@ JOBS = Path(__file__).resolve().parents[2] / "jobs"
 
 def test_the_five_studies_load_with_the_seeds_labels_and_numbers():
     studies = load_studies(JOBS / "studies")
-    assert sorted(studies) == ["ext4-dio-randread", "f2fs-dio-write", "f2fs-nat-flush",
-                               "odirect-vs-readers", "xfs-smallfile-writeback"]
+    # The five seeds' studies, and the platform canary (no seed, never deciding).
+    assert sorted(studies) == ["canary-tmpfs-read", "ext4-dio-randread", "f2fs-dio-write",
+                               "f2fs-nat-flush", "odirect-vs-readers", "xfs-smallfile-writeback"]
+    assert [s for s, st in studies.items() if st.canary or st.seed is None] == ["canary-tmpfs-read"]
     labels = {slug: [p.label for p in s.published] for slug, s in studies.items()}
     assert labels["f2fs-dio-write"] == ["before", "patched", "before", "patched"]
     assert labels["odirect-vs-readers"] == ["2.6.32-rc7", "for-2.6.33", "for-2.6.33+fix"]

@@ -98,7 +98,7 @@ def run(args, store_side=None) -> int:
     if args.device_class:
         cmp.verdicts = [v for v in cmp.verdicts if v.key.device_class == args.device_class]
         cmp.diagnostics = [v for v in cmp.diagnostics if v.key.device_class == args.device_class]
-    if not cmp.verdicts and not cmp.diagnostics and not cmp.failed:
+    if not cmp.verdicts and not cmp.diagnostics and not cmp.failed and not cmp.canaries:
         return _fail(f"base {args.base or args.base_label!r} and candidate "
                      f"{args.candidate or args.candidate_label!r} share no cell with samples "
                      "(same study, device class, device, filesystem, group and metric)")

@@ -63,7 +63,8 @@ def match_study(root: ResultRoot, cls: str, studies: dict[str, Study]) -> tuple[
     want = _program_params(root.job)
     fs = root.job.get("fs")
     for slug, study in sorted(studies.items()):
-        if cls not in study.device_classes or fs not in study.filesystems:
+        # A canary is iowatch's own platform check, never an LKP job's translation.
+        if study.canary or cls not in study.device_classes or fs not in study.filesystems:
             continue
         for profile in study.profiles:
             try:

@@ -61,6 +61,12 @@ class RoundTest:
     drift: float  # the fastest round's level less the slowest's, later minus earlier
     drift_rounds: tuple[Hashable, Hashable]  # (earlier, later) of those two rounds
     drift_p: float  # the F test of the rounds' levels
+    # The standard error of `drift` from the within-round spread, and its degrees
+    # of freedom (the within-round df); None without spread within rounds. The two
+    # rounds are the extremes, chosen after looking: a CI from it describes the
+    # drift's size, the F test decides whether there is one.
+    drift_se: float | None = None
+    drift_df: int = 0
 
     @property
     def drifted(self) -> bool:
@@ -98,9 +104,11 @@ def within_rounds(xb: np.ndarray, rounds_b: Sequence[Hashable], xc: np.ndarray,
     sd_d = float(d.std(ddof=1))
     lo, hi = int(level.argmin()), int(level.argmax())
     first, last = sorted((lo, hi))
+    drift_se = math.sqrt(ss_w / df_w * (1 / w[first] + 1 / w[last])) if df_w > 0 else None
     # A difference of round means of n_b and n_c runs has the variance of 1/n_b + 1/n_c runs.
     per_run = sd_d / math.sqrt(float(np.mean([1 / nb + 1 / nc for nb, nc in counts])))
     return RoundTest(d=float(d.mean()), se=sd_d / math.sqrt(R), df=R - 1, rounds=R,
                      centre=(float(mb.mean()), float(mc.mean())), sd_per_run=per_run,
                      drift=float(level[last] - level[first]),
-                     drift_rounds=(shared[first], shared[last]), drift_p=p)
+                     drift_rounds=(shared[first], shared[last]), drift_p=p,
+                     drift_se=drift_se, drift_df=df_w)

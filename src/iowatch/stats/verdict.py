@@ -154,6 +154,10 @@ class Verdict:
     drift_pct: float | None = None
     drift_rounds: tuple | None = None
     blocked: bool = False
+    # The drift's 95% CI in % (the two rounds' levels, the within-round spread),
+    # and the F test's p that the rounds' levels differ (what `blocked` reads).
+    drift_ci: tuple[float, float] | None = None
+    drift_p: float | None = None
 
     @property
     def within_pct(self) -> float | None:
@@ -296,6 +300,8 @@ class _Cell:
     drift_pct: float | None = None
     drift_rounds: tuple | None = None
     blocked: bool = False
+    drift_ci: tuple[float, float] | None = None
+    drift_p: float | None = None
 
 
 @dataclass(frozen=True)
@@ -494,8 +500,12 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
     rt = within_rounds(xb, rounds[0], xc, rounds[1]) \
         if rounds[0] is not None and rounds[1] is not None else None
     if rt is not None:
+        half_drift = float(stdtrit(rt.drift_df, 0.975)) * rt.drift_se \
+            if rt.drift_se is not None else None
         diagnostics.update(drift_pct=to_pct(rt.drift), drift_rounds=rt.drift_rounds,
-                           blocked=rt.drifted)
+                           blocked=rt.drifted, drift_p=rt.drift_p,
+                           drift_ci=(to_pct(rt.drift - half_drift), to_pct(rt.drift + half_drift))
+                           if half_drift is not None else None)
     if rt is not None and rt.drifted:
         d, se, df, sd_pooled = rt.d, rt.se, rt.df, rt.sd_per_run
         prior = None  # the family's prior is of one repetition's variance
@@ -659,7 +669,8 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
             p_adjusted=p_adj, p_worse_family=s.p_screen, mde_pct=mde, bound_pct=bound,
             boots=s.boots,
             within_boot_sd_pct=s.within_boot_sd_pct, between_boot_share=s.between_boot_share,
-            drift_pct=s.drift_pct, drift_rounds=s.drift_rounds, blocked=s.blocked))
+            drift_pct=s.drift_pct, drift_rounds=s.drift_rounds, blocked=s.blocked,
+            drift_ci=s.drift_ci, drift_p=s.drift_p))
     return out
 
 

@@ -174,7 +174,7 @@ def _study_fields(slug: str) -> dict:
     study = judging_studies().get(slug)
     if study is None:
         return {"title": slug}
-    return {"title": study.title, "seed": study.seed,
+    return {"title": study.title, "seed": study.seed or "",  # a canary has no seed post
             "min_effect_pct": study.min_effect_pct}
 
 
