@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from iowatch import bundle, exit_status, paths, progress, resources
 from iowatch.bundle import BundleWriter
 from iowatch.comparison import Side
-from iowatch.judging import Comparison, compare_sides, more_runs
+from iowatch.judging import Comparison, compare_sides, more_runs, platform_words
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
@@ -408,6 +408,7 @@ def report(result: CheckResult) -> str:
         drift = drift_words(cmp)
         if drift:
             lines.append(f"    {drift}")
+        lines += [f"    {w}" for w in [platform_words(cmp)] if w]  # the canary's finding
         for c in cmp.verdicts:
             if c.outcome == "no-change" and c.within_pct is None:
                 continue
@@ -545,6 +546,7 @@ def summary(result: CheckResult) -> dict:
                           "extra_bundles": [str(p) for p in r.extra],
                           "extra_rounds": r.rounds,
                           "drift": drift_words(r.vs_parent) if r.vs_parent else "",
+                          "platform": platform_words(r.vs_parent) if r.vs_parent else "",
                           "regressions": [c.words for c in (r.vs_parent.regressions if r.vs_parent else [])],
                           "unsure": [c.words for c in (r.vs_parent.unsure if r.vs_parent else [])]}
                          for r in result.runs]}
