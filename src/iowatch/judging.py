@@ -192,24 +192,26 @@ class Comparison:
         """The comparison in one word (PATCH_STATES): never "no-change" while a
         deciding cell is unsure or failed, and never confident (a regression,
         an improvement, "no change") while the platform drifted: "unsure"."""
-        state = self._cells_state()
-        if state in CONFIDENT_STATES and self.platform:
-            return "unsure"
-        return state
+        return state_of([v.outcome for v in self.verdicts], bool(self.failed), bool(self.platform))
 
-    def _cells_state(self) -> str:
-        outcomes = {v.outcome for v in self.verdicts}
-        if "regression" in outcomes:
-            return "regression"
-        if self.failed:
-            return "failed"
-        if "suspected" in outcomes:
-            return "suspected"
-        if "inconclusive" in outcomes or not self.verdicts:
-            return "unsure"
-        if "improvement" in outcomes:
-            return "improvement"
-        return "no-change"
+
+def state_of(outcomes, failed: bool = False, platform_drifted: bool = False) -> str:
+    """The state (PATCH_STATES) of a comparison whose deciding cells have these
+    outcomes: Comparison.state, and the dashboard's for stored cells."""
+    outcomes = set(outcomes)
+    if "regression" in outcomes:
+        state = "regression"
+    elif failed:
+        state = "failed"
+    elif "suspected" in outcomes:
+        state = "suspected"
+    elif "inconclusive" in outcomes or not outcomes:
+        state = "unsure"
+    elif "improvement" in outcomes:
+        state = "improvement"
+    else:
+        state = "no-change"
+    return "unsure" if state in CONFIDENT_STATES and platform_drifted else state
 
 
 def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],

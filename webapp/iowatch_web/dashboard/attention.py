@@ -17,7 +17,6 @@ effects (2.0: twice the smallest change that counts); it orders every list here.
 from __future__ import annotations
 
 from collections import defaultdict
-from types import SimpleNamespace
 
 from django.db.models import Case, Exists, F, FloatField, Max, OuterRef, Subquery, Value, When
 from django.db.models.functions import Coalesce, NullIf
@@ -27,7 +26,7 @@ from django.utils.timezone import localtime
 from iowatch_web.dashboard import freshness
 from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
 from iowatch.judging import PATCH_STATES
-from iowatch.judging import Comparison as Judged
+from iowatch.judging import state_of as judging_state_of
 from iowatch.metrics import HIGHER, LOWER, METRICS
 from iowatch_web.regressions.models import REASONS, STATES, CellVerdict, ChangePoint, Comparison, Regression
 from iowatch_web.regressions.verdicts import NOT_MEASURED
@@ -195,9 +194,7 @@ def state_of(cells: list[dict], failed: list) -> dict:
     """The state of stored cells in one word, by iowatch.judging's own rule (a
     comparison is never "no change" while a cell is unsure or failed), with the
     cell that decided it: the worst of that outcome (the best improvement)."""
-    judged = SimpleNamespace(verdicts=[SimpleNamespace(outcome=c["outcome"]) for c in cells],
-                             failed=failed)
-    state = Judged.state.fget(judged)
+    state = judging_state_of([c["outcome"] for c in cells], bool(failed))
     of_state = [c for c in cells if OUTCOME_STATE[c["outcome"]] == state]
     cell = (min if state == "improvement" else max)(of_state, key=_rank) if of_state else None
     needs = max((c["needs_runs"] or 0 for c in cells if c["outcome"] in ("suspected",
