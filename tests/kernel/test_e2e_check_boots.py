@@ -108,3 +108,31 @@ def test_the_comment_patch_in_every_recorded_boot_is_no_change():
     assert (w1.base.n, w1.candidate.n) == (20, 20) and w1.boots == (4, 4)
     assert w1.within_pct is not None and w1.within_pct < 10 and w1.ci_low < 0 < w1.ci_high
     assert exit_code(result) == exit_status.CLEAN
+
+
+def test_the_e2e_check_at_one_repetition_a_boot_names_patch_2_and_clears_patch_1():
+    """The real check as it runs now (tests/fixtures/e2e-boots/check-one-a-boot):
+    5 boots a side, one repetition each, interleaved. Judged again from its
+    bundles, patch 1 (a comment) is "no change" and patch 2 (the 10 ms sleep
+    before ext4 direct writes) a confirmed regression of the writer."""
+    from iowatch import resources
+    from iowatch.comparison import Side
+    from iowatch.judging import compare_sides
+    from iowatch.studies import load_studies
+
+    check = BOOTS / "check-one-a-boot"
+    studies = load_studies(resources.studies_dir())
+
+    def side(index: int) -> Side:
+        paths = [check / f"guest-{index:02d}" / "bundle",
+                 *sorted(check.glob(f"variant-{index:02d}-boot*/guest-{index:02d}-boot*/bundle"))]
+        return Side(f"v{index}", str(paths[0]), [bundle.load(p) for p in paths])
+
+    sides = [side(i) for i in range(3)]
+    assert [len(s.runs) for s in sides] == [5, 5, 5]
+    patch1 = compare_sides(sides[0], sides[1], studies=studies)
+    assert patch1.state == "no-change", [v.words for v in patch1.verdicts]
+    patch2 = compare_sides(sides[1], sides[2], studies=studies)
+    assert patch2.state == "regression"
+    w = writer(patch2)
+    assert w.outcome == "regression" and -45 < w.change_pct < -30
