@@ -124,7 +124,7 @@ def test_seed_004s_collapsed_table_reads_every_row_value():
         got = [c for c in claims if c.label == label]
         assert [c.as_published.split()[-1] for c in got] == row
     assert {c.metric for c in claims} == {"wall_s", "cpu.sys_s", "fsmark.files_per_s",
-                                          "device.write_iops", "device.write_bw_kib_s"}
+                                          "device.members.write_iops", "device.members.write_bw_kib_s"}
 
 
 def test_every_metric_a_claim_names_is_in_the_metric_table():

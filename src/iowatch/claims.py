@@ -237,6 +237,10 @@ FIO_GROUP_KEYS = {"aggrb": "bw_kib_s", "bw": "bw_kib_s", "minb": "bw_min_kib_s",
                   "io": "io_kib"}
 FIO_JOB_KEYS = {"io": "io_kib", "bw": "bw_kib_s", "iops": "iops", "runt": "runtime_ms"}
 
+# Device classes built of other disks (md RAID0): their members' counters are
+# recorded as device.members.* (iowatch.diskstats).
+STACKED_CLASSES = frozenset({"ssd-raid0"})
+
 # Column and prose words -> metric, in the order they are tried. `needs` must also
 # appear in the table's header or the mail's line; {d} is the read/write direction.
 COLUMN_WORDS = (
@@ -674,6 +678,10 @@ def extract(text: str, *, message_id: str | None = None, subject: str | None = N
             label = near[1] if near and near[0] <= line else None
         workload = _nearest(workloads, line)
         device = _nearest(devices, line)
+        if metric and metric.startswith("device.") and device and device[2] in STACKED_CLASSES \
+                and re.search(r"\bphysical\b", lines[line - 1], re.I):
+            # A stacked device's "physical" IOs are its disks': the members' counters.
+            metric = _metric(metric.replace("device.", "device.members.", 1), None) or metric
         claims.append(Claim(label=label, metric=metric, quantity=quantity, value=value, unit=unit,
                             kind=kind, line=line, as_published=as_published, group=group,
                             workload=workload[1] if workload else None,

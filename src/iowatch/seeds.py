@@ -304,7 +304,12 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
             outcome, why = REPRODUCED, (f"the post {post} (under the study's {floor:g}% minimum "
                                         f"effect), the lab {measured} (no change)")
         else:
-            outcome, why = NOT_REPRODUCED, f"the post {post}, the lab {measured}: {v.words}"
+            way = ("in the post's direction, not confirmed" if expected and
+                   _sign(v.change_pct, 0) == expected else "not in the post's direction")
+            ci = (f" (95% CI {_pct(v.ci_low)}..{_pct(v.ci_high)})"
+                  if v.ci_low is not None and v.ci_high is not None else "")
+            outcome, why = NOT_REPRODUCED, (f"the post {post}, the lab {measured}{ci}: {way}; "
+                                            f"{v.words}")
         if hardware and outcome != REPRODUCED:
             outcome, why = NOT_REPRODUCIBLE, (f"the post {post}, the lab {measured} "
                                               f"({lab.verdict}); the study: not reproducible "

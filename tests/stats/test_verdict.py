@@ -363,3 +363,16 @@ def test_a_slowdown_at_the_minimum_detectable_effect_is_confirmed_about_80_perce
                             np.exp(rng.normal(math.log1p(-mde / 100), sd, n)),
                             direction="higher").outcome == "regression" for _ in range(600))
     assert 0.70 <= confirmed / 600 <= 0.88
+
+
+def test_no_change_that_moved_the_better_way_says_the_gain_is_unconfirmed():
+    """At the cap, "no change" rules out a slowdown only: a cell 17% faster
+    whose CI still reaches zero must not read "no change that matters" (seed
+    004's wall time in the post's orientation did)."""
+    rng = np.random.default_rng(4)
+    base = 100 * np.exp(rng.normal(0, 0.35, 15))
+    cand = 83 * np.exp(rng.normal(0, 0.35, 15))
+    v = compare(list(base), list(cand), direction="lower", metric="wall_s", cap=15)
+    assert v.outcome == "no-change", v.words
+    assert "no change that matters" not in v.words
+    assert "no slowdown that matters" in v.words and "is not confirmed" in v.words
