@@ -53,8 +53,9 @@ def plan(matrix: Matrix, host: Host) -> list[Cell]:
         if study.canary:
             cells += _canary_cells(study, wanted, host)
             continue
+        classes = matrix.device_classes.get(study.slug, study.device_classes)
         for device in host.devices:
-            if device.device_class not in study.device_classes:
+            if device.device_class not in classes:
                 continue
             for fs in wanted:
                 if fs not in device.filesystems:

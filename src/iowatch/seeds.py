@@ -29,6 +29,7 @@ from iowatch import ratio as fs_ratio
 from iowatch.comparison import Side
 from iowatch.judging import Comparison, compare_sides, min_effect
 from iowatch.metrics import INFO, METRICS
+from iowatch.resources import matrix_path
 from iowatch.stats import CellVerdict
 from iowatch.studies import PublishedSet, Study
 from iowatch.yamlfile import DataFileError, line_at, load_with_nodes
@@ -83,6 +84,7 @@ class Seed:
     before: SeedSide
     after: SeedSide
     why: str
+    matrix: str | None = None  # reproduce.yml's `matrix`: what each variant runs, else the study
 
     @property
     def name(self) -> str:
@@ -130,9 +132,16 @@ def load_seed(series_dir: Path, studies: dict[str, Study]) -> Seed:
             if label not in published:
                 refuse([role, "labels", i], f"{role}.labels: {label!r} is not a label of "
                        f"{study.slug}'s published sets ({', '.join(sorted(published))})")
+    matrix = None
+    if "matrix" in data:
+        given = series_dir / data["matrix"]
+        matrix = str(given if given.is_file() else matrix_path(data["matrix"]))
+        if not Path(matrix).is_file():
+            refuse(["matrix"], f"matrix: {data['matrix']!r} is neither a file in {series_dir} "
+                   "nor a packaged matrix")
     return Seed(data["seed"], series_dir, study,
                 *(SeedSide(data[r]["variant"], tuple(data[r]["labels"])) for r in ("before", "after")),
-                why=" ".join(data["why"].split()))
+                why=" ".join(data["why"].split()), matrix=matrix)
 
 
 def find_seed(spec: str, studies: dict[str, Study], root: Path | None = None) -> Seed:

@@ -392,6 +392,7 @@ class Matrix:
     profile: str = "quick"
     reps: int = 3
     filesystems: dict[str, list[str]] = field(default_factory=dict)  # per study, optional subset
+    device_classes: dict[str, list[str]] = field(default_factory=dict)  # per study, optional subset
 
 
 def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matrix:
@@ -405,7 +406,7 @@ def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matr
     # --studies DIR / $IOWATCH_STUDIES name the study files for every matrix; else
     # a matrix reads the studies/ beside it (the packaged matrices: the packaged studies).
     studies_dir = Path(studies_dir or os.environ.get("IOWATCH_STUDIES") or path.parent / "studies")
-    studies, filesystems = [], {}
+    studies, filesystems, classes = [], {}, {}
     for i, entry in enumerate(data["studies"]):
         study_path = studies_dir / f"{entry['study']}.yml"
         if not study_path.is_file():
@@ -418,10 +419,18 @@ def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matr
                 raise DataFileError(str(path), line_at(root, ["studies", i, "filesystems"]),
                                     f"studies[{i}]: {s.slug} does not run on {', '.join(sorted(bad))}")
             filesystems[s.slug] = entry["filesystems"]
+        if "device_classes" in entry:
+            bad = set(entry["device_classes"]) - set(s.device_classes)
+            if bad:
+                raise DataFileError(str(path), line_at(root, ["studies", i, "device_classes"]),
+                                    f"studies[{i}]: {s.slug} does not run on device class "
+                                    f"{', '.join(sorted(bad))} (its classes: "
+                                    f"{', '.join(s.device_classes)})")
+            classes[s.slug] = entry["device_classes"]
         studies.append(s)
     return Matrix(name=data["matrix"], path=path, studies=studies,
                   profile=data.get("profile", "quick"), reps=data.get("reps", 3),
-                  filesystems=filesystems)
+                  filesystems=filesystems, device_classes=classes)
 
 
 def load_yaml_head(path: Path) -> dict:

@@ -133,6 +133,24 @@ def test_a_label_the_study_did_not_publish_is_refused_with_file_and_line(tmp_pat
         load_seed(d, studies)
 
 
+def test_a_series_can_name_the_matrix_its_variants_run(tmp_path, studies):
+    """Seed 002's reproduce.yml runs its study on the post's class only (a
+    packaged matrix by name); a matrix that is neither beside the series nor
+    packaged is refused with the file and line."""
+    assert Path(find_seed("002", studies, SERIES).matrix).name == "reproduce-seed-002.yml"
+    assert find_seed("001", studies, SERIES).matrix is None  # the study file, by default
+    d = tmp_path / "seed-002-f2fs-nat-readahead"
+    shutil.copytree(SERIES / d.name, d)
+    (d / "mine.yml").write_text("matrix: mine\nstudies:\n  - study: f2fs-nat-flush\n")
+    text = (d / "reproduce.yml").read_text()
+    (d / "reproduce.yml").write_text(text.replace("matrix: reproduce-seed-002", "matrix: mine.yml"))
+    assert load_seed(d, studies).matrix == str(d / "mine.yml")
+    (d / "reproduce.yml").write_text(text.replace("matrix: reproduce-seed-002", "matrix: nowhere"))
+    with pytest.raises(DataFileError, match="'nowhere' is neither a file in") as e:
+        load_seed(d, studies)
+    assert e.value.line == len(text.splitlines())
+
+
 def test_a_study_cannot_excuse_a_metric_the_post_did_not_publish(tmp_path):
     src = resources.studies_dir() / "f2fs-dio-write.yml"
     text = src.read_text().replace("  write.bw_max_kib_s: *ftl", "  write.iops: *ftl")

@@ -137,3 +137,24 @@ def test_a_key_given_twice_in_a_matrix_is_refused_naming_file_and_line(tmp_path)
     with pytest.raises(DataFileError) as e:
         load_matrix(tmp_path / "m.yml")
     assert str(e.value) == f"{tmp_path / 'm.yml'}:5: key 'reps' is given twice (first on line 2)"
+
+
+def test_a_matrix_runs_a_study_on_a_subset_of_its_device_classes(tmp_path):
+    """`device_classes:` in a matrix entry narrows where the runner plans cells
+    (seed 002's reproduction runs on the post's class only); a class the study
+    does not declare is refused with its line."""
+    from iowatch import inventory
+    from iowatch.runner import plan
+    shutil.copytree(JOBS / "studies", tmp_path / "studies")
+    vlab = inventory.load(JOBS.parent / "hardware-inventory.yml").host("vlab")
+    (tmp_path / "all.yml").write_text("matrix: all\nstudies:\n  - study: f2fs-nat-flush\n")
+    (tmp_path / "ssd.yml").write_text("matrix: ssd\nstudies:\n  - study: f2fs-nat-flush\n"
+                                      "    device_classes: [ssd]\n")
+    everywhere = {c.device.name for c in plan(load_matrix(tmp_path / "all.yml"), vlab)}
+    assert {"vssd", "vsd", "vemmc"} <= everywhere
+    assert [c.id for c in plan(load_matrix(tmp_path / "ssd.yml"), vlab)] == ["f2fs-nat-flush/vssd/f2fs"]
+    (tmp_path / "bad.yml").write_text("matrix: bad\nstudies:\n  - study: f2fs-dio-write\n"
+                                      "    device_classes: [ssd]\n")
+    with pytest.raises(DataFileError, match="f2fs-dio-write does not run on device class ssd") as e:
+        load_matrix(tmp_path / "bad.yml")
+    assert e.value.line == 4

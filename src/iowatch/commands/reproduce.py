@@ -40,11 +40,12 @@ def register(sub) -> None:
                    help="the commit the series applies to (default debian-base)")
     add_guest_run_options(p, "variant")
     add_boot_option(p)
-    # The seed's study file is its matrix unless --matrix names another.
+    # reproduce.yml's matrix, else the seed's study file, unless --matrix names another.
     p.set_defaults(func=run, matrix=None)
     for action in p._actions:
         if action.dest == "matrix":
-            action.help = "what to run on each variant (default: the seed's study file)"
+            action.help = ("what to run on each variant (default: the matrix of the series' "
+                           "reproduce.yml, else the seed's study file)")
 
 
 def run(args) -> int:
@@ -61,7 +62,7 @@ def run(args) -> int:
     store, want_json = not args.no_store, args.json
     # The check as `iowatch check` runs it; the bundles are stored once they carry the post's labels.
     args.series, args.out, args.no_store, args.json = str(seed.series_dir), str(out), True, False
-    args.matrix = args.matrix or str(seed.study.path)
+    args.matrix = args.matrix or seed.matrix or str(seed.study.path)
     args.profile = args.profile or "quick"
     code = check_command.run(args)
     if not (out / "check.json").is_file():
