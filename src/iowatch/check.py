@@ -59,6 +59,7 @@ class CheckResult:
     plan: Plan
     runs: list[VariantRun] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
+    claims: list[dict] = field(default_factory=list)  # the patch mails' claims judged (mailclaims)
 
     @property
     def regressing_patches(self) -> list[VariantRun]:
@@ -537,6 +538,7 @@ def summary(result: CheckResult) -> dict:
     return {"series": result.series.name, "base": result.plan.base,
             "phases_s": {k: round(v, 1) for k, v in result.phases.items()},
             "regressing_patches": [r.variant.index for r in result.regressing_patches],
+            "claims": result.claims,
             "variants": [{"index": r.variant.index, "subject": r.variant.subject,
                           "commit": r.variant.commit, "status": r.status, "reason": r.reason[:500],
                           "build_s": r.variant.build_s, "incremental": r.variant.incremental,

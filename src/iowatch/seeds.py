@@ -541,9 +541,27 @@ def report(rep: Reproduction) -> str:
             f"{', '.join(map(repr, s.after.labels))} = variant {s.after.variant} "
             f"({_variant(s.after.variant)})",
             f"  {s.why}", f"  check: {rep.check_dir}", ""]
+    lines = head + claims_table(rep.rows)
+    reasons: dict[str, list[str]] = {}
+    for r in rep.rows:
+        if r.hardware and r.claim.metric not in reasons.setdefault(r.hardware, []):
+            reasons[r.hardware].append(r.claim.metric)
+    for reason, metrics in reasons.items():
+        lines += ["", f"not reproducible in the virtual lab ({', '.join(metrics)}, "
+                      f"{s.study.slug}): {reason}"]
+    counts = rep.counts()
+    lines += ["", "claims: " + (", ".join(f"{n} {OUTCOMES[o]}" for o, n in counts.items())
+                                or "none in the study's published sets")]
+    return "\n".join(lines)
+
+
+def claims_table(rows: list[Judged]) -> list[str]:
+    """Judged claims as a table (the post's change, the lab's with its CI and
+    repetitions, the class, the outcome), then why, claim by claim: the lines
+    `iowatch reproduce` and `iowatch check` print."""
     table = [("#", "claim", "class", "post: before -> after", "post", "lab (95% CI)",
               "runs", "outcome")]
-    for i, r in enumerate(rep.rows, 1):
+    for i, r in enumerate(rows, 1):
         c, lab = r.claim, r.lab
         post = f"{_number(c.before_value)} -> {_number(c.after_value)} {c.unit}"
         if lab is None:
@@ -557,23 +575,12 @@ def report(rep: Reproduction) -> str:
                       c.device_class, post, _pct(c.change_pct), measured, runs,
                       OUTCOMES[r.outcome]))
     widths = [max(len(row[k]) for row in table) for k in range(len(table[0]))]
-    lines = head + ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
-                    for row in table]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
     lines.append("")
-    for i, r in enumerate(rep.rows, 1):
+    for i, r in enumerate(rows, 1):
         where = f" on {r.lab.device} ({r.lab.filesystem})" if r.lab else ""
         lines.append(f"{i}. {OUTCOMES[r.outcome]}{where}: {r.why}")
-    reasons: dict[str, list[str]] = {}
-    for r in rep.rows:
-        if r.hardware and r.claim.metric not in reasons.setdefault(r.hardware, []):
-            reasons[r.hardware].append(r.claim.metric)
-    for reason, metrics in reasons.items():
-        lines += ["", f"not reproducible in the virtual lab ({', '.join(metrics)}, "
-                      f"{s.study.slug}): {reason}"]
-    counts = rep.counts()
-    lines += ["", "claims: " + (", ".join(f"{n} {OUTCOMES[o]}" for o, n in counts.items())
-                                or "none in the study's published sets")]
-    return "\n".join(lines)
+    return lines
 
 
 def _variant(index: int) -> str:
