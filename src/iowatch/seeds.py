@@ -278,9 +278,11 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
         return unmeasured(why_missing)
     # The post's numbers are of the study's first filesystem (as import-published stores them).
     fs = study.filesystems[0]
+    # A figure a run cannot measure is judged, in direction, on the one that contains it.
+    measured_as, on_why = study.judged_on.get(claim.metric, (claim.metric, ""))
     rows = [(v, judged) for judged, vs in ((True, cmp.verdicts), (False, cmp.diagnostics)) for v in vs
             if (v.key.study, v.key.group, v.key.metric, v.key.device_class, v.key.filesystem)
-            == (study.slug, claim.group, claim.metric, claim.device_class, fs)]
+            == (study.slug, claim.group, measured_as, claim.device_class, fs)]
     if not rows:
         failed = [f for f in cmp.failed if (f.study, f.device_class, f.filesystem)
                   == (study.slug, claim.device_class, fs)]
@@ -323,6 +325,8 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
             outcome, why = NOT_REPRODUCIBLE, (f"the post {post}, the lab {measured} "
                                               f"({lab.verdict}); the study: not reproducible "
                                               f"in the virtual lab (below)")
+        if measured_as != claim.metric:
+            why = f"judged on {measured_as} ({on_why}): {why}"
         out.append(Judged(claim, outcome, why, lab, hardware if outcome == NOT_REPRODUCIBLE else ""))
     return out
 

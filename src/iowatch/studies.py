@@ -227,6 +227,8 @@ class Study:
     published: tuple[PublishedSet, ...]  # the post's result sets, in the file's order
     # Published metric -> why the virtual lab cannot show its change (real hardware only).
     not_reproducible_in_vlab: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    # A published metric a run cannot measure -> (the measured metric that contains it, why).
+    judged_on: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False, hash=False)
     # A canary watches the platform: its `decides` metrics are watched (`watched`),
     # never deciding (`deciding` is empty), and it runs on tmpfs in every boot.
     canary: bool = False
@@ -247,6 +249,8 @@ class Study:
                           for m in d["metrics"]),
             published=tuple(PublishedSet.from_file(p) for p in d["published"]),
             not_reproducible_in_vlab=dict(d.get("not_reproducible_in_vlab", {})),
+            judged_on={k: (v["metric"], " ".join(v["why"].split()))
+                       for k, v in d.get("judged_on", {}).items()},
             canary=bool(d.get("canary", False)))
 
     @property
@@ -349,6 +353,14 @@ def _check(study: Study, root=None) -> None:
         if name not in published_metrics:
             refuse(["not_reproducible_in_vlab", name], f"not_reproducible_in_vlab: {name!r} is "
                    f"not a metric the post published ({', '.join(sorted(published_metrics))})")
+    deciding = {m.metric for m in study.metrics if m.decides}
+    for name, (on, _) in study.judged_on.items():
+        if name not in published_metrics:
+            refuse(["judged_on", name], f"judged_on: {name!r} is not a metric the post published "
+                   f"({', '.join(sorted(published_metrics))})")
+        if on not in deciding:
+            refuse(["judged_on", name, "metric"], f"judged_on: {name} is judged on {on!r}, which "
+                   f"is not a deciding metric of the study ({', '.join(sorted(deciding))})")
     script_keys = {"create_files", "workers", "delete_every"}
     for name, prof in study.profiles.items():
         for cls, layer in [(None, prof.overrides), *prof.by_class.items()]:

@@ -25,7 +25,7 @@ from iowatch.kernel.series import load_series
 from iowatch.seeds import (NOT_COMPARABLE, NOT_REPRODUCED, NOT_REPRODUCIBLE, OPPOSITE,
                            REPRODUCED, SeedError, find_seed, judge_check_dir,
                            label_bundle, load_seed, published_claims, report)
-from iowatch.studies import load_studies
+from iowatch.studies import load_studies, load_study
 from iowatch.yamlfile import DataFileError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -222,6 +222,33 @@ def test_seed_003_the_writer_reproduced_and_the_readers_opposite(tmp_path, studi
     assert by["write.bw_kib_s", "2.6.32-rc7"].change_pct == pytest.approx(-50, abs=1)
     assert by["write.bw_kib_s", "for-2.6.33"].change_pct == pytest.approx(100, abs=2)
     assert rep.regressing_patches == [2]
+
+
+@pytest.mark.parametrize("after_ms, expected", [(70.0, REPRODUCED), (100.0, NOT_REPRODUCED)])
+def test_seed_002_the_flush_time_is_judged_on_the_sync_that_holds_it(tmp_path, studies,
+                                                                     after_ms, expected):
+    """The post timed the NAT flush inside the checkpoint; a run times the sync
+    that writes it (the study's judged_on). A sync 30% faster with the readahead
+    reproduces the flush's fall in direction, one that did not move does not;
+    the NAT block counts stay not comparable (no run counts them)."""
+    seed = find_seed("002", studies, SERIES)
+    cells = {i: {("vssd", "f2fs"): {("checkpoint", "sync.time_ms"): after_ms if i == 2 else 100.0}}
+             for i in range(3)}
+    rep = judge_check_dir(write_check(tmp_path, seed, cells, regressing=()), seed, studies)
+    got = outcomes(rep)
+    assert got["f2fs.nat_flush_ms", "Before change", "After change", "ssd"] == expected
+    assert got["f2fs.nat_blocks_read", "Before change", "After change", "ssd"] == NOT_COMPARABLE
+    flush = next(r for r in rep.rows if r.claim.metric == "f2fs.nat_flush_ms")
+    assert flush.why.startswith("judged on sync.time_ms (the sync that writes the checkpoint")
+    assert flush.lab.device == "vssd" and flush.lab.after_n == 5
+
+
+def test_a_study_judges_a_figure_only_on_a_deciding_metric(tmp_path):
+    src = (resources.studies_dir() / "f2fs-nat-flush.yml").read_text()
+    bad = tmp_path / "f2fs-nat-flush.yml"
+    bad.write_text(src.replace("    metric: sync.time_ms", "    metric: step.time_ms"))
+    with pytest.raises(DataFileError, match="judged on 'step.time_ms', which is not a deciding"):
+        load_study(bad)
 
 
 def test_seed_003_a_writer_that_does_not_move_is_not_reproduced(tmp_path, studies):
