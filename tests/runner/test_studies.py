@@ -154,7 +154,7 @@ def test_a_matrix_runs_a_study_on_a_subset_of_its_device_classes(tmp_path):
     assert {"vssd", "vsd", "vemmc"} <= everywhere
     assert [c.id for c in plan(load_matrix(tmp_path / "ssd.yml"), vlab)] == ["f2fs-nat-flush/vssd/f2fs"]
     (tmp_path / "bad.yml").write_text("matrix: bad\nstudies:\n  - study: f2fs-dio-write\n"
-                                      "    device_classes: [ssd]\n")
-    with pytest.raises(DataFileError, match="f2fs-dio-write does not run on device class ssd") as e:
+                                      "    device_classes: [hdd]\n")
+    with pytest.raises(DataFileError, match="f2fs-dio-write does not run on device class hdd") as e:
         load_matrix(tmp_path / "bad.yml")
     assert e.value.line == 4
