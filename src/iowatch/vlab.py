@@ -13,6 +13,7 @@ a panic, a hang or a timeout marks the variant boot-failed with the console log.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import shlex
@@ -21,7 +22,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -120,6 +123,33 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+class GuestStopped(Exception):
+    """SIGTERM reached the process that ran a guest; the guest was stopped first."""
+
+
+@contextlib.contextmanager
+def _guest_stops_with_us() -> Iterator[list]:
+    """The guest runs in a session of its own (so a timeout can kill QEMU and
+    vng together); it must not outlive us. SIGTERM becomes an exception while
+    it runs, and on the way out, by any exception or Ctrl-C, the guest's
+    session is killed: a check stopped in the middle left its QEMU running."""
+    procs: list[subprocess.Popen] = []
+
+    def handler(signum, frame):
+        raise GuestStopped(f"stopped by signal {signal.Signals(signum).name}")
+
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, handler) if main else None
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                _kill(proc)
+        if main:
+            signal.signal(signal.SIGTERM, old)
+
+
 def _boot_once(argv: list[str], console: Path, boot_timeout: float, run_timeout: float,
                echo: bool, on_line: Callable[[str], None] | None = None,
                ) -> tuple[str, float | None, int | None, str]:
@@ -129,10 +159,11 @@ def _boot_once(argv: list[str], console: Path, boot_timeout: float, run_timeout:
     t0 = time.monotonic()
     booted_at = None
     partial = b""
-    with open(console, "ab") as log:
+    with open(console, "ab") as log, _guest_stops_with_us() as stop:
         log.write(("$ " + shlex.join(argv) + "\n").encode())
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        stop.append(proc)
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
         tail = b""
