@@ -315,8 +315,10 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
             outcome, why = REPRODUCED, (f"the post {post} (under the study's {floor:g}% minimum "
                                         f"effect), the lab {measured} (no change)")
         else:
-            way = ("in the post's direction, not confirmed" if expected and
-                   _sign(v.change_pct, 0) == expected else "not in the post's direction")
+            moved = _sign(v.change_pct, floor)
+            way = ("in the post's direction, not confirmed" if moved and moved == expected else
+                   "the other way, not confirmed" if moved else
+                   f"under the study's {floor:g}% minimum effect")
             ci = (f" (95% CI {_pct(v.ci_low)}..{_pct(v.ci_high)})"
                   if v.ci_low is not None and v.ci_high is not None else "")
             outcome, why = NOT_REPRODUCED, (f"the post {post}, the lab {measured}{ci}: {way}; "

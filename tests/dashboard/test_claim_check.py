@@ -48,7 +48,8 @@ def test_each_claim_has_the_labs_verdict_and_says_why(claims, client):
     assert writer["change"] == "-99.4%"  # 2,968 -> 19
     assert writer["verdict"] == "not-reproduced"
     assert writer["why"].startswith("not reproduced on local-1 loop0 (the post -99.4%, the lab "
-                                    "+0.0%: "), writer["why"]
+                                    "+0.0% (95% CI -0.1%..+0.1%): under the study's 5% minimum "
+                                    "effect; "), writer["why"]
     assert writer["lab"][0]["outcome"] == "no-change"
     # 19 KiB/s beside 17,480: a log axis.
     assert writer["log_scale"]
