@@ -45,3 +45,21 @@ def test_an_empty_series_base_and_a_null_one_are_the_same_series(post):
         assert status == 201, body
     from iowatch_web.results.models import PatchSeries
     assert PatchSeries.objects.count() == 1
+
+
+HUGE = 99999999999999999999999  # the id: past 2**63 - 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", [
+    f"/compare?base=kernel:{HUGE}&candidate=kernel:1",
+    f"/compare?base=kernel:1&candidate=kernel:{2 ** 63}",
+    f"/dashboard/api/compare?base=kernel:{HUGE}&candidate=kernel:1",
+    f"/series/{HUGE}/", f"/regressions/{HUGE}/",
+    f"/api/v1/regressions/{HUGE}", f"/api/v1/regressions/{HUGE}/report",
+])
+def test_an_id_past_the_stores_integers_is_a_400_or_404_on_pages_too(client, path):
+    response = client.get(path)
+    assert response.status_code in (400, 404), (response.status_code, response.content[:300])
+    if path.startswith("/api/"):
+        assert set(response.json()) == {"error", "where"}

@@ -40,11 +40,13 @@ def compare(request):
     base, candidate = request.GET.get("base", "").strip(), request.GET.get("candidate", "").strip()
     filters = {f: request.GET.get(f, "") for f in queries.COMPARE_FILTERS}
     context = {"base": base, "candidate": candidate, "filters": filters, "error": None}
+    status = 200
     if base and candidate:
         try:
             result = queries.compare(base, candidate)
         except queries.SideNotFound as e:
             context["error"] = str(e)
+            status = 404  # the form again, with what was not found
         else:
             cells = result["cells"]
             shown = queries.filter_cells(cells, filters)
@@ -56,7 +58,7 @@ def compare(request):
                 choices={f: sorted({c[f] for c in cells}) for f in queries.COMPARE_FILTERS},
                 data_url=reverse("dashboard:api-compare") + "?" + urlencode(
                     {"base": base, "candidate": candidate, **{k: v for k, v in filters.items() if v}}))
-    return render(request, "dashboard/compare.html", context)
+    return render(request, "dashboard/compare.html", context, status=status)
 
 
 def history(request):

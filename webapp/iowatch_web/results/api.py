@@ -32,7 +32,9 @@ from ninja.errors import AuthenticationError, ValidationError
 from ninja.security import HttpBearer
 
 from iowatch import bundle
-from iowatch_web.site.middleware import RETRY_AFTER_S, client_went_away, store_unavailable
+from iowatch_web.site.middleware import (
+    RETRY_AFTER_S, client_went_away, out_of_range, store_unavailable,
+)
 from iowatch_web.regressions.api import router as regressions_router
 from iowatch_web.regressions.bisect_api import router as bisects_router
 from iowatch_web.results import ingest
@@ -115,14 +117,6 @@ def _not_found(request, exc):
     return _error(404, str(exc) or "not found")
 
 
-@api.exception_handler(OverflowError)
-def _out_of_range(request, exc):
-    """An id or number past what the database stores (SQLite's driver cannot
-    even bind an integer past 2**63): no row can have it, so the request is
-    wrong, not the server."""
-    return _error(400, f"a number in the request is out of the store's range ({exc})")
-
-
 @api.exception_handler(ValidationError)
 def _malformed(request, exc):
     """A parameter or body that does not parse: 400 naming the first field
@@ -140,6 +134,7 @@ def _malformed(request, exc):
 api.add_exception_handler(OperationalError, store_unavailable)
 api.add_exception_handler(InterfaceError, store_unavailable)
 api.add_exception_handler(UnreadablePostError, client_went_away)
+api.add_exception_handler(OverflowError, out_of_range)
 
 
 @api.exception_handler(pydantic_core.ValidationError)

@@ -7,7 +7,8 @@ shape ({"error", "where"}) with Retry-After, so an uploader waits and retries;
 a page answers a plain 503 page. A client that disconnects in the middle of
 its body (UnreadablePostError) gets a 400 and one log line, not a 500 with a
 traceback. A NUL in a query parameter (PostgreSQL refuses it in any text it
-is given) is a 400 naming the parameter, before any view runs. The API's own
+is given) is a 400 naming the parameter, before any view runs. An id past the
+store's integers (SQLite cannot bind it) is a 400, on a page as in the API. The API's own
 exception handlers (results/api.py) answer with the
 same functions, so the answer does not depend on DEBUG.
 """
@@ -69,6 +70,16 @@ def client_went_away(request: HttpRequest, exc: Exception) -> HttpResponse:
     return _logged(response)
 
 
+def out_of_range(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """An id or number past what the database stores (SQLite's driver cannot
+    even bind an integer past 2**63): no row can have it, so the request is
+    wrong, not the server."""
+    message = f"a number in the request is out of the store's range ({exc})"
+    if _is_api(request):
+        return JsonResponse({"error": message, "where": "request"}, status=400)
+    return HttpResponse(message + "\n", status=400, content_type="text/plain; charset=utf-8")
+
+
 def bad_query(request: HttpRequest) -> HttpResponse | None:
     """The 400 for a query parameter holding a NUL, or None. (Django decodes
     the query string with replacement, so no lone surrogate gets this far.)"""
@@ -98,4 +109,6 @@ class StoreGuardMiddleware:
             return store_unavailable(request, exception)
         if isinstance(exception, UnreadablePostError):
             return client_went_away(request, exception)
+        if isinstance(exception, OverflowError):
+            return out_of_range(request, exception)
         return None
