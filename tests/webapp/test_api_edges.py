@@ -63,3 +63,76 @@ def test_an_id_past_the_stores_integers_is_a_400_or_404_on_pages_too(client, pat
     assert response.status_code in (400, 404), (response.status_code, response.content[:300])
     if path.startswith("/api/"):
         assert set(response.json()) == {"error", "where"}
+
+
+def _error_shape(response, status: int) -> dict:
+    assert response.status_code == status, response.content[:300]
+    assert response["Content-Type"].startswith("application/json"), response.content[:300]
+    body = response.json()
+    assert set(body) == {"error", "where"} and body["error"], body
+    return body
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/", "/api/v1/nothing-here", "/api/v2/runs"])
+def test_an_unknown_url_under_api_is_a_json_404(client, path):
+    assert "url" in _error_shape(client.get(path), 404)["where"]
+
+
+@pytest.mark.django_db
+def test_a_session_post_without_its_csrf_token_is_a_json_403(client):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(get_user_model().objects.create_user("maintainer"))
+    response = c.post("/api/v1/regressions/1/triage", {"state": "invalid"},
+                      content_type="application/json")
+    assert "csrf" in _error_shape(response, 403)["where"].lower()
+
+
+@pytest.mark.django_db
+def test_an_anonymous_triage_is_a_json_401(client):
+    response = client.post("/api/v1/regressions/1/triage", {"state": "invalid"},
+                           content_type="application/json")
+    _error_shape(response, 401)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/v1/bisects/claim", "/api/v1/bisects/1/steps",
+                                  "/api/v1/bisects/1/result"])
+def test_a_body_that_does_not_parse_on_the_bisect_endpoints_is_a_json_400(client, agent_token, path):
+    response = client.post(path, b"{not json", content_type="application/json",
+                           HTTP_AUTHORIZATION=f"Bearer {agent_token}")
+    assert _error_shape(response, 400)["where"] == "body"
+
+
+@pytest.mark.django_db
+def test_a_wrong_method_under_api_is_a_json_405(client):
+    _error_shape(client.delete("/api/v1/runs"), 405)
+
+
+PAGES = ["/", "/series/", "/compare", "/history", "/regressions/", "/runs/", "/studies/",
+         "/accounts/login/", "/admin/login/", "/api/v1/docs", "/api/v1/runs", "/no-such-page/"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", PAGES)
+def test_every_answer_carries_a_strict_content_security_policy(client, path):
+    policy = client.get(path).get("Content-Security-Policy", "")
+    directives = dict((d.split(" ", 1) + [""])[:2] for d in policy.split("; "))
+    assert directives.get("default-src") == "'self'", policy
+    for name in ("script-src", "style-src"):
+        assert directives.get(name) == "'self'", policy  # no 'unsafe-inline', nothing outside
+    assert directives.get("object-src") == "'none'" and directives.get("frame-ancestors") == "'none'"
+
+
+def test_the_dashboard_templates_hold_no_inline_script_or_style():
+    # What the policy would block: the browser tests (tests/dashboard) load the pages.
+    from pathlib import Path
+    import re
+    import iowatch_web.dashboard
+    templates = Path(iowatch_web.dashboard.__file__).parent / "templates"
+    for template in templates.rglob("*.html"):
+        text = template.read_text()
+        assert not re.search(r"<script(?![^>]*\bsrc=)(?![^>]*application/json)", text), template
+        assert not re.search(r"<style\b|\sstyle=|\son[a-z]+=", text), template

@@ -44,10 +44,6 @@ def _bad_request(message: str, where: str) -> JsonResponse:
     return JsonResponse({"error": message, "where": where}, status=400)
 
 
-class Detail(Schema):
-    detail: str
-
-
 class Error(Schema):
     error: str
     where: str | None = None
@@ -372,7 +368,7 @@ def get_regression(request, regression_id: int):
 
 
 @router.post("/{regression_id}/triage", auth=Triager(),
-             response={200: RegressionDetail, 400: Error, 401: Detail, 403: Detail, 404: Error},
+             response={200: RegressionDetail, 400: Error, 401: Error, 403: Error, 404: Error},
              summary="Change a regression's state (logged-in users; CSRF token required)")
 def triage(request, regression_id: int, body: TriageIn):
     """States: new, acknowledged, invalid, fixed, bisecting, bisected, wontfix
@@ -391,7 +387,7 @@ class BisectIn(Schema):
 
 
 @router.post("/{regression_id}/bisect", auth=Triager(),
-             response={200: RegressionDetail, 400: Error, 401: Detail, 403: Detail, 404: Error},
+             response={200: RegressionDetail, 400: Error, 401: Error, 403: Error, 404: Error},
              summary="Queue a bisect of the regression (logged-in users; CSRF token required): "
                      "its state becomes bisecting; an open bisect is kept")
 def bisect(request, regression_id: int, body: BisectIn):

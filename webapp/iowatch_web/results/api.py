@@ -28,7 +28,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, Unread
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Schema
-from ninja.errors import AuthenticationError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from iowatch import bundle
@@ -110,6 +110,19 @@ def _missing_token(request, exc):
 @api.exception_handler(AgentTokenRefused)
 def _refused_token(request, exc):
     return _error(401, "unknown or revoked agent token")
+
+
+@api.exception_handler(HttpError)
+def _refused(request, exc):
+    """ninja's own refusals (a body that does not parse, a CSRF token missing,
+    a login missing) in the API's one shape instead of ninja's {"detail"}."""
+    if exc.status_code == 400 and exc.message.startswith("Cannot parse request body"):
+        return _error(400, "the body is not JSON", "body")
+    if exc.status_code == 403 and "CSRF" in exc.message:
+        return _error(403, "the CSRF token is missing or wrong: send the csrftoken cookie's "
+                           "value as the X-CSRFToken header", "csrf token")
+    where = {401: "authorization", 403: "authorization"}.get(exc.status_code, "request")
+    return _error(exc.status_code, exc.message, where)
 
 
 @api.exception_handler(Http404)

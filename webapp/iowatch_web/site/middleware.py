@@ -94,6 +94,39 @@ def bad_query(request: HttpRequest) -> HttpResponse | None:
     return None
 
 
+# What a status means when nothing said more (an unknown URL, a wrong method).
+WHERE_BY_STATUS = {404: "url", 405: "method", 403: "csrf token", 500: "server"}
+
+
+class ApiErrorShapeMiddleware:
+    """Every error under /api/ in the API's one shape, {"error", "where"}:
+    what ninja does not answer itself (an unknown URL, a wrong method,
+    Django's CSRF refusal, a 500 page) comes out as HTML or text, which an
+    uploader cannot read."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (response.status_code < 400 or not _is_api(request)
+                or response.get("Content-Type", "").startswith("application/json")):
+            return response
+        status = response.status_code
+        message = {404: f"no API operation at {request.path}: the operations are listed "
+                        "at /api/v1/docs",
+                   403: "refused: the CSRF token is missing or wrong (Django's check)",
+                   405: f"{request.method} is not allowed on {request.path}",
+                   500: "the server failed; the error is in its log"}.get(
+                       status, getattr(response, "reason_phrase", "refused"))
+        shaped = JsonResponse({"error": message, "where": WHERE_BY_STATUS.get(status, "request")},
+                              status=status)
+        for header in ("Allow", "Retry-After"):
+            if header in response:
+                shaped[header] = response[header]
+        return _logged(shaped) if getattr(response, "_has_been_logged", False) else shaped
+
+
 class StoreGuardMiddleware:
     """Turns a database that cannot be reached into 503, an unreadable body
     and a query the store cannot take into 400."""
@@ -112,3 +145,25 @@ class StoreGuardMiddleware:
         if isinstance(exception, OverflowError):
             return out_of_range(request, exception)
         return None
+
+
+# Everything a page loads comes from this server: its scripts and styles are
+# static files (no inline code, no style attributes), its icons data: URLs.
+CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
+    "font-src 'self'", "connect-src 'self'", "object-src 'none'", "base-uri 'none'",
+    "form-action 'self'", "frame-ancestors 'none'",
+])
+
+
+class ContentSecurityPolicyMiddleware:
+    """A strict Content-Security-Policy on every answer: an injected script
+    or style (were any text to escape its escaping) does not run."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        return response
