@@ -11,12 +11,13 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
-from iowatch_web.dashboard import attention, comparing, published, queries, run_numbers, series_keys
-from iowatch.report import STATE_WORDS
+from iowatch_web.dashboard import (
+    attention, compare_page, comparing, published, queries, run_numbers, series_keys,
+)
 from iowatch_web.regressions.api import report_text
 from iowatch_web.regressions.bisect_api import latest as latest_bisect
 from iowatch_web.regressions.models import STATES, BisectJob, Regression
-from iowatch_web.regressions.triage import TriageRefused, triage
+from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused, triage
 from iowatch_web.results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Study
 
 
@@ -43,7 +44,14 @@ def compare(request):
     status = 200
     if base and candidate:
         try:
+            compare_page.one_kernel(base, "base")
+            compare_page.one_kernel(candidate, "candidate")
             result = queries.compare(base, candidate)
+        except compare_page.SeveralKernels as e:
+            sides = {"base": base, "candidate": candidate}
+            context.update(error=str(e), candidates=[
+                {**c, "url": "?" + urlencode({**sides, e.role: c["spec"]})} for c in e.candidates])
+            status = 400  # the form again, with the kernels to pick from
         except queries.SideNotFound as e:
             context["error"] = str(e)
             status = 404  # the form again, with what was not found
@@ -54,7 +62,7 @@ def compare(request):
                 result=result, cells=shown, charts=comparing.charts(shown),
                 # The summary's rows: the deciding cells that moved, worst first.
                 deciding=[c for c in cells if c["outcome"] != "no-change"][:8],
-                state_words=STATE_WORDS[result["state"]],
+                headline=compare_page.headline(result),
                 choices={f: sorted({c[f] for c in cells}) for f in queries.COMPARE_FILTERS},
                 data_url=reverse("dashboard:api-compare") + "?" + urlencode(
                     {"base": base, "candidate": candidate, **{k: v for k, v in filters.items() if v}}))
