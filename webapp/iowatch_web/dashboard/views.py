@@ -120,7 +120,7 @@ def regression_detail(request, regression_id: int):
     keys = queries.history_keys_of_regression(regression)
     bisect = latest_bisect(regression)
     return render(request, "dashboard/regression.html", {
-        "regression": regression, "comparison": comparison, "states": STATES,
+        "regression": regression, "comparison": comparison, "states": STATES, "max_note": MAX_NOTE,
         **attention.regression_cells(regression),
         "events": regression.events.select_related("user", "agent").order_by("-at", "-id"),
         "bisect": bisect, "report": report_text(regression.pk, "email"),

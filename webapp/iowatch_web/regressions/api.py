@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
-from ninja import Query, Router, Schema
+from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.security import SessionAuth
 
@@ -23,7 +23,7 @@ from iowatch_web.regressions import detail, nightly
 from iowatch_web.regressions.bisect_api import BisectOut, latest
 from iowatch_web.regressions.models import (KINDS, STATES, CellVerdict, ChangePoint, Regression,
                                             TriageEvent)
-from iowatch_web.regressions.triage import TriageRefused
+from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused
 from iowatch_web.regressions.triage import triage as apply_triage
 
 router = Router(tags=["regressions"])
@@ -317,7 +317,8 @@ class RegressionFilters(Schema):
 
 class TriageIn(Schema):
     state: str
-    note: str = ""
+    # Checked by triage() (a 400 naming the field), said here for the OpenAPI description.
+    note: str = Field("", json_schema_extra={"maxLength": MAX_NOTE})
 
 
 def _regressions():
@@ -381,7 +382,7 @@ def triage(request, regression_id: int, body: TriageIn):
 
 
 class BisectIn(Schema):
-    note: str = ""
+    note: str = Field("", json_schema_extra={"maxLength": MAX_NOTE})
     # One of the regression's regressed cells to follow (default: the worst).
     cell: dict | None = None
 
