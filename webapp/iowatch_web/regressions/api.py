@@ -240,6 +240,7 @@ class RegressionDetail(RegressionOut):
     series: dict | None
     confounders: list[dict]
     mail: dict
+    workloads: dict  # cell key -> the workload as run (regressions/detail.py)
 
     @staticmethod
     def resolve_good(r: Regression) -> dict:
@@ -272,6 +273,10 @@ class RegressionDetail(RegressionOut):
     @staticmethod
     def resolve_mail(r: Regression) -> dict:
         return detail.mail_headers()
+
+    @staticmethod
+    def resolve_workloads(r: Regression) -> dict:
+        return detail.workloads(r)
 
     @staticmethod
     def resolve_base_runs(r: Regression) -> list:

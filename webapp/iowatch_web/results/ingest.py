@@ -204,7 +204,7 @@ def _kernel(k: dict) -> Kernel:
     if series is not None and patch_index:
         _get_or_create_updated(Patch, {"series": series, "index": patch_index},
                                {"subject": _text(patch.get("subject")), "commit": patch.get("commit"),
-                                **({"message_id": patch["message_id"]} if patch.get("message_id") else {})})
+                                **{f: patch[f] for f in ("message_id", "author") if patch.get(f)}})
     kernel, _ = Kernel.objects.get_or_create(
         release=k["release"], git_commit=k.get("git_commit"),
         config_hash=_absent_as_null(k.get("config_hash")), series=series,
