@@ -33,6 +33,7 @@ from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses
 
 from iowatch import reproduce
+from iowatch.kernel.build import DEFAULT_BASE, DEFAULT_FRAGMENTS
 from iowatch.metrics import METRICS
 from iowatch.stats.confounders import Confounder, shown
 from iowatch.stats.wording import amount, metric_phrase
@@ -272,11 +273,22 @@ def _workload_lines(detail: dict, cells: list[dict]) -> list[str]:
         steps.append(text.splitlines()[0] if text else "fs_mark ...")
     if fs:
         steps.append("umount /mnt/test")
+    out += ["", "the kernels' config, the same for both: " + _config_words(detail)]
     out += ["", "to reproduce without iowatch, on a scratch DEV of the same class "
                 f"({work.get('device_class') or lead.get('device_class') or '?'}), booted into each "
                 f"kernel in turn, {reps} times each with a fresh filesystem:"]
     out += [f"  {step}" for step in steps]
     return out
+
+
+def _config_words(detail: dict) -> str:
+    """How the kernels were configured (iowatch.kernel.build), in kbuild's own terms."""
+    if detail.get("host_kind") == "qemu":
+        return (f"make {DEFAULT_BASE}, then scripts/kconfig/merge_config.sh -m .config "
+                + " ".join(DEFAULT_FRAGMENTS) + " (iowatch's kernels/config/) and make olddefconfig")
+    fragments = [f for f in DEFAULT_FRAGMENTS if f != "guest-base.config"]
+    return ("the host's distribution config with " + " and ".join(fragments)
+            + " (iowatch's kernels/config/) merged by scripts/kconfig/merge_config.sh")
 
 
 def fold(line: str, width: int = BODY_WIDTH) -> list[str]:

@@ -142,6 +142,9 @@ def test_the_mail_is_what_a_kernel_developer_would_send(live_server, client):
     assert "  [seqwrite]" in body and "  rw=write" in body
     plain = body[body.index("to reproduce without iowatch"):body.index("to reproduce with iowatch")]
     assert "mkfs.ext4" in plain and "fio job.fio" in plain and "iowatch " not in plain.split(":", 1)[1]
+    config = " ".join(body[body.index("the kernels' config"):body.index("to reproduce without")].split())
+    assert ("make allnoconfig, then scripts/kconfig/merge_config.sh -m .config guest-base.config "
+            "iowatch.config no-debug.config") in config
     assert "author:    Ann <ann@example.org>" in body
     assert "acknowledged" not in body and body.rstrip().endswith(f"iowatch regression #{regression.pk}")
 
