@@ -245,7 +245,9 @@ def test_a_maintainer_queues_a_bisect_of_any_regression(post, client):
     assert response.status_code == 200, response.content
     job = BisectJob.objects.get()
     assert (job.origin, job.requested_by, job.state) == ("maintainer", maintainer, "queued")
-    assert response.json()["state"] == "bisecting" and response.json()["bisect"]["id"] == job.pk
+    # "bisecting" only once an agent has the job (test_the_bisect_moves_its_regression_...).
+    assert response.json()["state"] == "new" and response.json()["bisect"]["id"] == job.pk
+    assert response.json()["notes"] == "please"
     # Asking again keeps the open job; the page's form does the same.
     c.post(f"/api/v1/regressions/{regression.pk}/bisect", "{}", content_type="application/json")
     c.post(f"/regressions/{regression.pk}/", {"state": "bisecting"})

@@ -368,3 +368,30 @@ def test_states_outcomes_and_pairings_are_checked_by_the_database(regression):
     verdict = comparison.cells.first()
     verdict.pk = None
     _refused(verdict.save)
+
+
+def test_the_runs_list_and_the_run_page_link_a_regressed_run_to_its_regression(regression, client):
+    # Both said a green "passed" and "done <time>", with no way to the regression.
+    candidate = regression.comparison.candidate_runs.get()
+    url = f"/regressions/{regression.pk}/"
+    listing = client.get("/runs/").content.decode()
+    row = next(r for r in listing.split("<tr>") if str(candidate.run_id)[:8] in r)
+    assert f'href="{url}"' in row and "regression #" in row
+    page = client.get(f"/runs/{candidate.run_id}/").content.decode()
+    verdict = page[page.index('id="verdict-state"'):]
+    verdict = verdict[:verdict.index("</td>")]
+    assert f'href="{url}"' in verdict and f"regression #{regression.pk}" in verdict
+
+
+def test_the_bisect_button_queues_a_bisect_and_leaves_the_state_to_the_agent(regression, maintainer):
+    # It said "triage saved" and "bisecting" before any agent had the job.
+    from iowatch_web.regressions.models import BisectJob
+    c = Client()
+    c.force_login(maintainer)
+    response = c.post(f"/regressions/{regression.pk}/", {"action": "bisect"}, follow=True)
+    text = response.content.decode()
+    job = BisectJob.objects.get(regression=regression)
+    assert job.state == "queued"
+    regression.refresh_from_db()
+    assert regression.state == "new" and not TriageEvent.objects.exists()
+    assert f"bisect #{job.pk} queued" in text and "triage saved" not in text

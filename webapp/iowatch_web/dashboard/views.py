@@ -17,6 +17,7 @@ from iowatch_web.dashboard import (
 from iowatch_web.regressions.api import report_text
 from iowatch_web.regressions.bisect_api import latest as latest_bisect
 from iowatch_web.regressions.models import STATES, BisectJob, Regression
+from iowatch_web.regressions.nightly import NoCell, queue_bisect
 from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused, triage
 from iowatch_web.results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Study
 
@@ -108,6 +109,8 @@ def regression_detail(request, regression_id: int):
         # middleware has already refused a POST without its token).
         if not request.user.is_authenticated:
             return HttpResponseForbidden("log in to triage regressions")
+        if request.POST.get("action") == "bisect":
+            return _queue_bisect(request, regression)
         try:
             triage(regression.pk, request.user, request.POST.get("state", ""),
                    request.POST.get("note", "").strip())
@@ -129,12 +132,40 @@ def regression_detail(request, regression_id: int):
     })
 
 
+def _queue_bisect(request, regression: Regression):
+    """The bisect button: a job for the lab's agents. The state stays: it says
+    "bisecting" once an agent has taken the job (triage.bisect_claimed)."""
+    try:
+        job = queue_bisect(regression, origin="maintainer", user=request.user)
+    except NoCell as e:
+        messages.error(request, str(e))
+    else:
+        messages.success(request, f"bisect #{job.pk} queued: it waits for a lab agent "
+                                  "(iowatch bisect --next); the state says bisecting once one takes it")
+    return HttpResponseRedirect(reverse("dashboard:regression", args=[regression.pk]) + "#bisect")
+
+
+def regressions_of_runs(run_ids) -> dict:
+    """run id -> the regressions whose candidate side the run is (its verdict, linked)."""
+    out: dict = {}
+    for pk, state, run_id in (Regression.objects
+                              .filter(comparison__candidate_runs__run_id__in=list(run_ids))
+                              .values_list("pk", "state", "comparison__candidate_runs__run_id")
+                              .order_by("pk")):
+        out.setdefault(run_id, []).append(
+            {"id": pk, "state": state, "url": reverse("dashboard:regression", args=[pk])})
+    return out
+
+
 def runs(request):
     filters = {f: request.GET.get(f, "") for f in queries.RUN_FILTERS}
     page = Paginator(queries.runs(filters).values_list("pk", flat=True), 50).get_page(
         request.GET.get("page"))
     rows = queries.run_rows(Run.objects.filter(pk__in=list(page.object_list))
                             .order_by("-received_at", "-id"))
+    found = regressions_of_runs(r["run_id"] for r in rows)
+    for r in rows:
+        r["regressions"] = found.get(r["run_id"], [])
     query = urlencode({k: v for k, v in filters.items() if v})
     return render(request, "dashboard/runs.html", {
         "rows": rows, "page": page, "filters": filters, "query": query,
@@ -158,6 +189,7 @@ def run_detail(request, run_id):
                  .select_related("cell").order_by("cell__key", "repetition", "name"))
     return render(request, "dashboard/run.html", {
         "run": run, "previous": previous, "cells": cells, "artifacts": artifacts,
+        "regressions": regressions_of_runs([run.run_id]).get(run.run_id, []),
         "devices": run.devices.all(),
         "confounders": queries.run_confounders(run, previous),
         "kernel": run_numbers.kernel_options(run),

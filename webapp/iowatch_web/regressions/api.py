@@ -394,15 +394,15 @@ class BisectIn(Schema):
 
 @router.post("/{regression_id}/bisect", auth=Triager(),
              response={200: RegressionDetail, 400: Error, 401: Error, 403: Error, 404: Error},
-             summary="Queue a bisect of the regression (logged-in users; CSRF token required): "
-                     "its state becomes bisecting; an open bisect is kept")
+             summary="Queue a bisect of the regression (logged-in users; CSRF token required); "
+                     "an open bisect is kept. Its state becomes bisecting when an agent takes it")
 def bisect(request, regression_id: int, body: BisectIn):
     try:
         with transaction.atomic():
-            # The chosen cell's job first: the triage keeps an open one.
-            nightly.queue_bisect(get_object_or_404(Regression, pk=regression_id),
-                                 origin="maintainer", user=request.auth, cell=body.cell)
-            apply_triage(regression_id, request.auth, "bisecting", body.note)
+            regression = get_object_or_404(Regression, pk=regression_id)
+            nightly.queue_bisect(regression, origin="maintainer", user=request.auth, cell=body.cell)
+            if body.note:  # logged beside the state it leaves as it is
+                apply_triage(regression_id, request.auth, regression.state, body.note)
     except TriageRefused as e:
         return _bad_request(str(e), e.where)
     except nightly.NoCell as e:
