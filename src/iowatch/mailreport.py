@@ -259,7 +259,7 @@ def _workload_lines(detail: dict, cells: list[dict]) -> list[str]:
         return []
     text = work["text"].rstrip("\n")
     out = ["", f"the workload as run ({work['file']} of {lead['cell_key']}):"]
-    out += [f"  {line}" for line in text.splitlines()]
+    out += [f"  {line}".rstrip() for line in text.splitlines()]
     fs, reps = work.get("filesystem"), lead["candidate"]["n"]
     steps = []
     if fs:
@@ -317,8 +317,8 @@ def fold(line: str, width: int = BODY_WIDTH) -> list[str]:
 def _confounder_lines(detail: dict) -> list[str]:
     found = [Confounder(**c) for c in detail.get("confounders") or []]
     if not found:
-        return ["  none: the two kernels' recorded debug options, preemption model, command line",
-                "  (without the virtual lab's per-run parameters), tools, governor and devices agree"]
+        return ["  none: the two kernels' recorded debug options, preemption model, command line "
+                "(without the virtual lab's per-run parameters), tools, governor and devices agree"]
     kernel = [c for c in found if c.name.startswith("kernel ")]
     other = [c for c in found if not c.name.startswith("kernel ")]
     out = []
