@@ -7,11 +7,42 @@ with the web app's settings.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 
+from iowatch import exit_status
+
 SETTINGS = "iowatch_web.site.settings"
+
+# What `pip install 'iowatch[server]'` adds that the web app cannot start without.
+SERVER_MODULES = ("django", "ninja", "gunicorn", "whitenoise", "django_tasks", "iowatch_web")
+
+
+def server_missing() -> list[str]:
+    """The server's modules this Python cannot import: found, not imported
+    (the runner side never imports Django)."""
+    missing = []
+    for name in SERVER_MODULES:
+        try:
+            found = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            missing.append(name)
+    return missing
+
+
+def explain_missing_server(command: str) -> int | None:
+    """exit_status.ERROR after saying what to install, or None when the server is there."""
+    missing = server_missing()
+    if not missing:
+        return None
+    print(f"iowatch {command}: the web app is not installed in this Python ({sys.executable}): "
+          f"no module {', '.join(missing)}. The server needs `pip install 'iowatch[server]'`; "
+          "a lab host that only runs and uploads does not.", file=sys.stderr)
+    return exit_status.ERROR
 
 
 def django_env() -> dict:
@@ -26,6 +57,8 @@ def django_command(*args: str) -> list[str]:
 
 def call(*args: str) -> int:
     """Run one management command; its output goes to ours. Returns its exit code."""
+    if (rc := explain_missing_server(f"manage {args[0]}" if args else "manage")) is not None:
+        return rc
     return subprocess.call(django_command(*args), env=django_env())
 
 

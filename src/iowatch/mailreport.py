@@ -7,31 +7,45 @@ regression page and `iowatch report` all call it on that same JSON, so they
 give one text. The numbers are the stored verdict's (the detail's cells),
 never recomputed here.
 
-What it says: a subject in the form the lists use ("[iowatch] ext4: 33.2%
-write bandwidth regression on hdd (ext4, odirect-vs-readers) in <the first
-bad commit's subject, or the kernel>"), the device class, model and host,
-before and after with the change, its 95% CI and the repetitions a side, the
-first bad commit with who found it and from which runs, the confounders
-(iowatch.stats.confounders, the command line without what the virtual lab
-sets per run), and the commands that reproduce it (iowatch.reproduce). When
-the bad kernel is a patch of a series that came by mail, the e-mail replies
-in its thread: In-Reply-To the patch, References the cover letter and patch.
+What it says: a one-line subject in the form of the kernel test robot's
+reports ("[iowatch] [ext4] db56ccc63f66: 33.2% write bandwidth regression on
+hdd (odirect-vs-readers)": the subsystem once, then the first bad commit or
+the kernel), the device class, model and host, before and after with the
+change, its 95% CI and the repetitions a side, the trade-off (the study's
+other deciding cells that moved, such as the readers' gain beside the
+writer's loss), the first bad commit with its author, who found it and from
+which runs, the confounders (iowatch.stats.confounders, the command line
+without what the virtual lab sets per run), the workload as it ran (the fio
+job file or the fs_mark command line), a reproduction that needs no iowatch,
+and the commands that reproduce it with iowatch (iowatch.reproduce). The body
+is folded at 72 columns, commands with a backslash. When the bad kernel is a
+patch of a series that came by mail, the e-mail replies in its thread
+(In-Reply-To the patch, References the cover letter and patch), to the
+patch's author with the series' To and Cc copied; without an author, to the
+series' own To.
 """
 from __future__ import annotations
 
 import email.policy
+import textwrap
 from datetime import datetime
 from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses
 
 from iowatch import reproduce
+from iowatch.kernel.build import DEFAULT_BASE, DEFAULT_FRAGMENTS
 from iowatch.metrics import METRICS
 from iowatch.stats.confounders import Confounder, shown
 from iowatch.stats.wording import amount, metric_phrase
 
 FORMATS = ("email", "text")
-# Plain text the lists take: 8-bit UTF-8, lines folded at 78 by the headers' policy.
-_POLICY = email.policy.default.clone(linesep="\n", max_line_length=78)
+# Plain text the lists take: 8-bit UTF-8. Headers are not folded below RFC
+# 5322's limit, so the subject stays one line (mail clients and lore show it
+# whole); the body is folded at BODY_WIDTH by fold().
+_POLICY = email.policy.default.clone(linesep="\n", max_line_length=998)
+BODY_WIDTH = 72
+# Lines that are shell commands: folded with a backslash, never mid-word.
+_COMMANDS = ("iowatch ", "fio ", "fs_mark ", "mkfs", "mount ", "umount ")
 _KIND_WORDS = {"nightly": "the nightly", "check": "a check of a patch series",
                "ab": "a comparison of two kernels"}
 
@@ -91,18 +105,29 @@ def _end(detail: dict, side: str) -> reproduce.End:
                          kernel.get("patch_index"))
 
 
+def _subsystem(title: str) -> str | None:
+    """"ext4" of "ext4: yield to readers" (the prefix a patch subject starts with)."""
+    prefix, sep, _ = title.partition(": ")
+    return prefix if sep and prefix and " " not in prefix else None
+
+
 def subject(detail: dict) -> str:
+    """One line: [iowatch] [subsystem] commit-or-kernel: size metric regression
+    on device class (study). The subsystem is the bad patch's prefix, else the
+    filesystem, and is said once."""
     cells, points = _cells(detail), _points(detail)
     lead = cells[0] if cells else (points[0] if points else None)
     bad = first_bad(detail)
-    where = (bad.get("subject") or bad.get("commit", "")[:12]) if bad else _end(detail, "candidate").name
+    where = (bad.get("commit") or "")[:12] if bad else ""
+    where = where or _end(detail, "candidate").name
+    fs = (lead or {}).get("filesystem") or "block"
+    tag = _subsystem((bad or {}).get("subject") or "") or fs
     if lead is None:
-        return f"[iowatch] regression in {where}"
-    fs = lead.get("filesystem") or "block"
+        return f"[iowatch] [{tag}] {where}: regression"
     size = abs(lead.get("change_pct") or 0.0)
     device_class = lead.get("device_class") or "?"
-    return (f"[iowatch] {fs}: {size:.1f}% {metric_phrase(lead['metric'])} regression on "
-            f"{device_class} ({fs}, {lead['study']}) in {where}")
+    return (f"[iowatch] [{tag}] {where}: {size:.1f}% {metric_phrase(lead['metric'])} "
+            f"regression on {device_class} ({lead['study']})")
 
 
 def _pct(v: float | None) -> str:
@@ -205,11 +230,95 @@ def _first_bad_lines(detail: dict) -> list[str]:
     return head
 
 
+def _trade_off_lines(detail: dict, cells: list[dict]) -> list[str]:
+    """The other deciding cells of the regressed studies that moved (the
+    readers' gain beside the writer's loss is the story of such a change)."""
+    regressed = {(c["cell_key"], c["group"], c["metric"]) for c in cells}
+    studies = {c["study"] for c in cells}
+    moved = [v for v in detail.get("verdicts") or []
+             if v["study"] in studies and (v["cell_key"], v["group"], v["metric"]) not in regressed
+             and v["outcome"] != "no-change"]
+    if not moved:
+        return []
+    out = ["", "the trade-off (the same studies' other deciding cells that moved):"]
+    for v in sorted(moved, key=lambda v: -abs(v.get("change_pct") or 0)):
+        unit = v.get("unit") or METRICS[v["metric"]].unit
+        (b, a), shown_unit = amount((v["base"]["median"], v["candidate"]["median"]), unit)
+        ci = ("" if v.get("ci_low") is None
+              else f", 95% CI [{v['ci_low']:+.1f}%, {v['ci_high']:+.1f}%]")
+        out += [f"  {_where(v)}",
+                f"    {_pct(v.get('change_pct'))} ({v['outcome']}): {b} -> {a} {shown_unit}{ci}"]
+    return out
+
+
+def _workload_lines(detail: dict, cells: list[dict]) -> list[str]:
+    """The workload as it ran and the same without iowatch: mkfs, mount, the tool."""
+    lead = cells[0] if cells else None
+    work = (detail.get("workloads") or {}).get(lead["cell_key"]) if lead else None
+    if not work:
+        return []
+    text = work["text"].rstrip("\n")
+    out = ["", f"the workload as run ({work['file']} of {lead['cell_key']}):"]
+    out += [f"  {line}".rstrip() for line in text.splitlines()]
+    fs, reps = work.get("filesystem"), lead["candidate"]["n"]
+    steps = []
+    if fs:
+        mkfs = " ".join(x for x in (f"mkfs.{fs}", work.get("mkfs_options"), "DEV") if x)
+        mount = (f"mount -o {work['mount_options']} DEV /mnt/test" if work.get("mount_options")
+                 else "mount DEV /mnt/test")
+        steps += [mkfs, mount]
+    if work["tool"] == "fio":
+        steps.append("fio job.fio" + ("   (its directory= set to /mnt/test)" if fs else ""))
+    else:
+        steps.append(text.splitlines()[0] if text else "fs_mark ...")
+    if fs:
+        steps.append("umount /mnt/test")
+    out += ["", "the kernels' config, the same for both: " + _config_words(detail)]
+    out += ["", "to reproduce without iowatch, on a scratch DEV of the same class "
+                f"({work.get('device_class') or lead.get('device_class') or '?'}), booted into each "
+                f"kernel in turn, {reps} times each with a fresh filesystem:"]
+    out += [f"  {step}" for step in steps]
+    return out
+
+
+def _config_words(detail: dict) -> str:
+    """How the kernels were configured (iowatch.kernel.build), in kbuild's own terms."""
+    if detail.get("host_kind") == "qemu":
+        return (f"make {DEFAULT_BASE}, then scripts/kconfig/merge_config.sh -m .config "
+                + " ".join(DEFAULT_FRAGMENTS) + " (iowatch's kernels/config/) and make olddefconfig")
+    fragments = [f for f in DEFAULT_FRAGMENTS if f != "guest-base.config"]
+    return ("the host's distribution config with " + " and ".join(fragments)
+            + " (iowatch's kernels/config/) merged by scripts/kconfig/merge_config.sh")
+
+
+def fold(line: str, width: int = BODY_WIDTH) -> list[str]:
+    """A body line as lines of at most `width` columns: a command is split
+    between words with a trailing backslash, prose wraps under its indent."""
+    if len(line) <= width:
+        return [line]
+    indent = line[:len(line) - len(line.lstrip())]
+    text = line.strip()
+    if indent and text.startswith(_COMMANDS):  # the body's commands are indented
+        out, current = [], indent
+        for word in text.split(" "):
+            candidate = f"{current} {word}" if current.strip() else current + word
+            if len(candidate) + 2 > width and current.strip():
+                out.append(current + " \\")
+                current = indent + "    " + word
+            else:
+                current = candidate
+        return out + [current]
+    # A paragraph wraps flush; an indented line's continuation goes two further in.
+    return textwrap.wrap(text, width, initial_indent=indent,
+                         subsequent_indent=indent + "  " if indent else "",
+                         break_long_words=True, break_on_hyphens=False)
+
+
 def _confounder_lines(detail: dict) -> list[str]:
     found = [Confounder(**c) for c in detail.get("confounders") or []]
     if not found:
-        return ["  none: the two kernels' recorded debug options, preemption model, command line",
-                "  (without the virtual lab's per-run parameters), tools, governor and devices agree"]
+        return ["  none: the two kernels' recorded debug options, preemption model, command line "
+                "(without the virtual lab's per-run parameters), tools, governor and devices agree"]
     kernel = [c for c in found if c.name.startswith("kernel ")]
     other = [c for c in found if not c.name.startswith("kernel ")]
     out = []
@@ -224,24 +333,28 @@ def body(detail: dict) -> str:
     cells, points = _cells(detail), _points(detail)
     lead = cells[0] if cells else (points[0] if points else None)
     kind = _KIND_WORDS.get(detail.get("kind"), "a comparison")
-    out = ["Hi,", "", f"iowatch (storage performance CI) found a regression in {kind},",
-           f"regression #{detail['id']}:", ""]
+    out = ["Hi,", "", f"iowatch (storage performance CI) found a regression in {kind}, "
+                      f"regression #{detail['id']}:", ""]
     out += _setup_lines(detail, lead) + ["", "before and after (the stored verdict):"]
     for c in cells:
         out += _cell_lines(c)
     if not cells:
         for p in points:
             out += _point_lines(p)
+    out += _trade_off_lines(detail, cells)
     out += ["", *_first_bad_lines(detail), "", "kernel config and setup confounders:",
-            *_confounder_lines(detail), "", "to reproduce:"]
+            *_confounder_lines(detail)]
+    out += _workload_lines(detail, cells)
+    out += ["", "to reproduce with iowatch:"]
     trigger = detail.get("trigger") or {}
     out += reproduce.lines(_end(detail, "base"), _end(detail, "candidate"),
                            matrix=detail.get("matrix"), host=detail.get("host"),
                            host_kind=detail.get("host_kind"), tree=trigger.get("tree"),
                            branch=trigger.get("branch"),
                            reps=max((c["candidate"]["n"] for c in cells), default=None))
-    out += ["", "-- ", f"iowatch regression #{detail['id']} ({detail.get('state_label') or detail.get('state')})"]
-    return "\n".join(out) + "\n"
+    # The footer names the report, not its triage (a state is the server's, not the list's).
+    out += ["", "-- ", f"iowatch regression #{detail['id']}"]
+    return "\n".join(folded for line in out for folded in fold(line)) + "\n"
 
 
 def _thread(detail: dict) -> tuple[str | None, list[str]]:
@@ -255,13 +368,17 @@ def _thread(detail: dict) -> tuple[str | None, list[str]]:
 
 
 def _recipients(detail: dict) -> tuple[list[str], list[str]]:
-    """To: the bad patch's author and the configured To; Cc: the series' own
-    To and Cc (the lists it went to) and the configured Cc."""
+    """A reply to all, as the lists expect. To: the bad patch's author and the
+    configured To, Cc: the series' own To and Cc (the lists it went to) and
+    the configured Cc; without an author or a configured To, To: the series' To."""
     mail = detail.get("mail") or {}
     series = detail.get("series") or {}
     patch = _patch(detail, (detail.get("candidate_kernel") or {}).get("patch_index"))
     to = [a for a in [patch.get("author"), *(mail.get("to") or [])] if a]
-    cc = [*(series.get("to") or []), *(series.get("cc") or []), *(mail.get("cc") or [])]
+    copied = [*(series.get("to") or []), *(series.get("cc") or [])]
+    if not to:
+        to, copied = list(series.get("to") or []), list(series.get("cc") or [])
+    cc = [*copied, *(mail.get("cc") or [])]
     seen = {addr.lower() for _, addr in getaddresses(to)}
     cc = [a for a in dict.fromkeys(cc) if getaddresses([a])[0][1].lower() not in seen]
     return list(dict.fromkeys(to)), cc

@@ -40,7 +40,28 @@ def every_page(store) -> dict[str, str]:
         found[f"study-{slug}"] = f"/studies/{slug}/"
     found["run-published"] = f"/runs/{Run.objects.filter(published=True, label='for-2.6.33').get().run_id}/"
     found["regression-bisected"] = bisected(store.change_point_regression)
+    # The end-to-end check's regression (real guest bundles: long device models,
+    # kernel names, the mail report), and one triaged with the longest note the
+    # form takes, unbroken, by a user with a long name: at 1,000 px the first
+    # was 1,063 px wide and a 5,000-character note 52,650 px (issue 28).
+    from iowatch_web.regressions.models import Regression
+    e2e = Regression.objects.filter(comparison__candidate_kernel__series__isnull=False).exclude(
+        pk=store.ab_regression).order_by("-pk").first()
+    if e2e is not None:
+        found["regression-e2e"] = f"/regressions/{e2e.pk}/"
+    found["regression-long-note"] = long_note(store.ab_regression)
     return found
+
+
+def long_note(regression_id: int) -> str:
+    from django.contrib.auth import get_user_model
+
+    from iowatch_web.regressions.triage import MAX_NOTE, triage
+
+    user = get_user_model().objects.create_user("a.maintainer.with.a.long.name" * 5)
+    url = "https://lore.kernel.org/linux-fsdevel/" + "0123456789abcdef" * 8 + "@example.org/"
+    triage(regression_id, user, "acknowledged", (url + " " + "x" * MAX_NOTE)[:MAX_NOTE])
+    return f"/regressions/{regression_id}/"
 
 
 def bisected(regression_id: int) -> str:

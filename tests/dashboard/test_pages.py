@@ -42,6 +42,8 @@ def pages(store) -> dict[str, str]:
         "studies": "/studies/",
         "study-published": f"/studies/{store.study}/",
         "login": "/accounts/login/",
+        # Pages not of the dashboard, under the same Content-Security-Policy.
+        "api-docs": "/api/v1/docs",
     }
 
 

@@ -64,8 +64,8 @@ def test_the_report_of_a_mailed_series_replies_in_its_thread_with_the_stored_num
     assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
     text = response.content.decode()
     msg = parsed(text)
-    assert msg["Subject"] == (f"[iowatch] ext4: {abs(writer.change_pct):.1f}% write bandwidth "
-                              f"regression on hdd (ext4, odirect-vs-readers) in {PATCH2}")
+    assert msg["Subject"] == (f"[iowatch] [ext4] db56ccc63f66: {abs(writer.change_pct):.1f}% write "
+                              "bandwidth regression on hdd (odirect-vs-readers)")
     assert msg["In-Reply-To"] == "<2.1@example.org>"
     assert msg["References"] == "<cover.1@example.org> <2.1@example.org>"
     assert msg["To"] == "Ann <ann@example.org>"
@@ -85,7 +85,8 @@ def test_the_report_of_a_mailed_series_replies_in_its_thread_with_the_stored_num
                  "iowatch check --series cover.1@example.org --base "
                  "c12fff06dffbe5058f9675864f0297d66f5f06cd --matrix e2e --reps 5",
                  "iowatch run e2e --reps 5 --target HOST"):
-        assert line in body, line
+        # The body is folded at 72 columns: its lines are read with their words rejoined.
+        assert " ".join(line.split()) in " ".join(body.replace(" \\\n", " ").split()), line
     for run in regression.comparison.candidate_runs.all():
         assert str(run.run_id) in body  # provenance
     # The virtual lab's per-run boot parameters are no confounder, and nothing
@@ -110,6 +111,60 @@ def test_the_report_of_a_mailed_series_replies_in_its_thread_with_the_stored_num
     missing = subprocess.run([IOWATCH, "report", "999999", "--server", live_server.url],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "404" in missing.stderr
+
+
+def test_the_mail_is_what_a_kernel_developer_would_send(live_server, client):
+    """The shape of a linux-fsdevel performance report (the kernel test robot's
+    and the mails of tests/fixtures/mails): the thread's people, a one-line
+    subject with the subsystem once, body lines of at most 72 columns, the
+    trade-off, the workload as run, a reproduction without iowatch, the
+    patch's author, and no triage state."""
+    regression = store_check(mailed=True)
+    regression.state = "acknowledged"
+    regression.save()
+    text = client.get(f"/api/v1/regressions/{regression.pk}/report?format=email").content.decode()
+    print(text)
+    msg = parsed(text)
+    header, _, body = text.partition("\n\n")
+    subject = next(line for line in header.splitlines() if line.startswith("Subject: "))
+    assert subject == f"Subject: {msg['Subject']}", "the subject is folded"
+    assert msg["Subject"].count("ext4") == 1, msg["Subject"]
+    assert msg["To"] == "Ann <ann@example.org>" and msg["In-Reply-To"] == "<2.1@example.org>"
+    assert msg["Cc"] == "linux-ext4@vger.kernel.org, Bob <bob@example.org>"
+    long = [line for line in body.splitlines() if len(line) > 72]
+    assert not long, long
+    # The readers' gain beside the writer's loss.
+    readers = regression.comparison.cells.get(group="readers")
+    assert readers.outcome == "improvement" and readers.change_pct > 30
+    assert "the trade-off" in body and f"{readers.change_pct:+.1f}% (improvement)" in body
+    # The fio job as it ran, and the same without iowatch.
+    assert "the workload as run (job.fio of odirect-vs-readers/vhdd/ext4):" in body
+    assert "  [seqwrite]" in body and "  rw=write" in body
+    plain = body[body.index("to reproduce without iowatch"):body.index("to reproduce with iowatch")]
+    assert "mkfs.ext4" in plain and "fio job.fio" in plain and "iowatch " not in plain.split(":", 1)[1]
+    config = " ".join(body[body.index("the kernels' config"):body.index("to reproduce without")].split())
+    assert ("make allnoconfig, then scripts/kconfig/merge_config.sh -m .config guest-base.config "
+            "iowatch.config no-debug.config") in config
+    assert "author:    Ann <ann@example.org>" in body
+    assert "acknowledged" not in body and body.rstrip().endswith(f"iowatch regression #{regression.pk}")
+
+
+def test_without_an_author_the_mail_goes_to_the_series_lists(live_server, client):
+    regression = store_check(mailed=True)
+    from iowatch_web.results.models import Patch
+    Patch.objects.update(author="")
+    msg = parsed(client.get(f"/api/v1/regressions/{regression.pk}/report").content.decode())
+    assert msg["To"] == "linux-ext4@vger.kernel.org" and msg["Cc"] == "Bob <bob@example.org>"
+
+
+def test_the_author_a_bundle_gives_its_patch_is_stored(post):
+    from bundle_maker import make_bundle
+    from iowatch_web.results.models import Patch
+    doc = make_bundle()
+    doc["schema_version"] = 2
+    doc["kernel"]["patch"]["author"] = "Ann <ann@example.org>"
+    assert post(doc)[0] == 201
+    assert Patch.objects.get(index=1).author == "Ann <ann@example.org>"
 
 
 def test_a_series_without_message_ids_is_a_new_thread(live_server, client):

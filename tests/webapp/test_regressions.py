@@ -297,7 +297,7 @@ def test_an_unknown_state_is_refused(regression, maintainer):
 
 
 @pytest.mark.parametrize("note, says", [("a\x00b", "NUL"), ("\ud800", "lone surrogate"),
-                                         ("x" * 10_001, "at most 10,000")])
+                                         ("x" * 2_001, "at most 2,000")])
 def test_a_note_the_store_cannot_keep_is_refused(regression, maintainer, note, says):
     c, token = csrf_client(maintainer)
     response = triage(c, regression, "acknowledged", note=note, **token)
@@ -305,6 +305,22 @@ def test_a_note_the_store_cannot_keep_is_refused(regression, maintainer, note, s
     assert says in response.json()["error"] and response.json()["where"] == "body field note"
     regression.refresh_from_db()
     assert regression.state == "new" and not TriageEvent.objects.exists()
+
+
+def test_the_forms_note_longer_than_its_2000_characters_is_refused_naming_the_field(
+        regression, maintainer):
+    # Found stored at 5,000 characters although the form says 2,000.
+    c = Client()
+    c.force_login(maintainer)
+    page = c.get(f"/regressions/{regression.pk}/").content.decode()
+    assert 'maxlength="2000"' in page
+    response = c.post(f"/regressions/{regression.pk}/",
+                      {"state": "acknowledged", "note": "x" * 5_000}, follow=True)
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "note: 5,000 characters; a note holds at most 2,000" in text
+    regression.refresh_from_db()
+    assert regression.state == "new" and regression.notes == "" and not TriageEvent.objects.exists()
 
 
 def test_the_list_filters_by_state_study_host_and_kind(regression, maintainer, client):
@@ -352,3 +368,30 @@ def test_states_outcomes_and_pairings_are_checked_by_the_database(regression):
     verdict = comparison.cells.first()
     verdict.pk = None
     _refused(verdict.save)
+
+
+def test_the_runs_list_and_the_run_page_link_a_regressed_run_to_its_regression(regression, client):
+    # Both said a green "passed" and "done <time>", with no way to the regression.
+    candidate = regression.comparison.candidate_runs.get()
+    url = f"/regressions/{regression.pk}/"
+    listing = client.get("/runs/").content.decode()
+    row = next(r for r in listing.split("<tr>") if str(candidate.run_id)[:8] in r)
+    assert f'href="{url}"' in row and "regression #" in row
+    page = client.get(f"/runs/{candidate.run_id}/").content.decode()
+    verdict = page[page.index('id="verdict-state"'):]
+    verdict = verdict[:verdict.index("</td>")]
+    assert f'href="{url}"' in verdict and f"regression #{regression.pk}" in verdict
+
+
+def test_the_bisect_button_queues_a_bisect_and_leaves_the_state_to_the_agent(regression, maintainer):
+    # It said "triage saved" and "bisecting" before any agent had the job.
+    from iowatch_web.regressions.models import BisectJob
+    c = Client()
+    c.force_login(maintainer)
+    response = c.post(f"/regressions/{regression.pk}/", {"action": "bisect"}, follow=True)
+    text = response.content.decode()
+    job = BisectJob.objects.get(regression=regression)
+    assert job.state == "queued"
+    regression.refresh_from_db()
+    assert regression.state == "new" and not TriageEvent.objects.exists()
+    assert f"bisect #{job.pk} queued" in text and "triage saved" not in text

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -212,3 +213,101 @@ def test_change_points_read_a_bounded_window_of_the_history(post, monkeypatch, w
     DBTaskResult.objects.exclude(args_kwargs__args=[last.pk]).delete()
     assert drain() == 1
     assert Comparison.objects.filter(reason="change-point").count() == steps
+
+
+PAUSE_IN_JUDGING = """
+import os, time
+from django.core.management import call_command
+import iowatch_web.regressions.verdicts as v
+judged = v.verdicts_for_run
+def paused(run):
+    if not os.path.exists({go!r}):
+        print("judging", flush=True)
+        while not os.path.exists({go!r}):
+            time.sleep(0.1)
+    return judged(run)
+v.verdicts_for_run = paused  # judge_run imports it at call time
+call_command("verdict_worker", "--no-startup-delay", "--interval", "0.2")
+"""
+
+
+def _restart_database(env: dict, down_s: float = 3.0, then=None) -> None:
+    """What a PostgreSQL restart does to the store's clients: every connection
+    of the scratch database killed (pg_terminate_backend), and none taken for
+    down_s seconds. The shared cluster itself keeps running."""
+    import psycopg
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(env["DATABASE_URL"])
+    dbname = parts.path.lstrip("/")
+    with psycopg.connect(parts._replace(path="/postgres").geturl(), autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{dbname}" ALLOW_CONNECTIONS false')
+        try:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                         "WHERE datname = %s AND pid <> pg_backend_pid()", (dbname,))
+            if then:
+                then()
+            time.sleep(down_s)
+        finally:
+            conn.execute(f'ALTER DATABASE "{dbname}" ALLOW_CONNECTIONS true')
+
+
+def _post_until_stored(url: str, token: str, doc: dict, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            assert _post(url, token, doc) == 201
+            return
+        except urllib.error.HTTPError as e:  # a server worker's first request after the restart
+            if e.code != 503 or time.monotonic() > deadline:
+                raise
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("DATABASE_URL"), reason="a restart of PostgreSQL")
+def test_a_database_restart_neither_ends_the_worker_nor_spends_a_try(scratch_store, tmp_path):
+    import queue
+    import threading
+
+    base, slow = pair()
+    env, token = scratch_store
+    go = tmp_path / "go"
+    denv = {**env, "DJANGO_SETTINGS_MODULE": "iowatch_web.site.settings"}
+    with running_server(env, args=("--no-worker",)) as (url, _):
+        assert _post(url, token, base) == 201
+        manage(env, "verdicts", "--now")  # the base's own work, done
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "django", "shell", "-c", PAUSE_IN_JUDGING.format(go=str(go))],
+            env=denv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(x) for x in iter(worker.stdout.readline, "")],
+                         daemon=True).start()
+        output = []
+
+        def wait_for(word: str, timeout: float = 60) -> None:
+            deadline = time.monotonic() + timeout
+            while word not in " ".join(output):
+                try:
+                    output.append(lines.get(timeout=max(0.1, deadline - time.monotonic())))
+                except queue.Empty:
+                    raise AssertionError(f"no {word!r} from the worker: {output}") from None
+
+        try:
+            wait_for("Starting worker")
+            # 1. The restart while the worker looks for work.
+            _restart_database(env)
+            time.sleep(2)  # a few of its polls against the store that came back
+            assert worker.poll() is None, output
+            # 2. The restart in the middle of judging a run.
+            _post_until_stored(url, token, slow)
+            wait_for("judging")
+            _restart_database(env, then=go.touch)
+            run = _wait_done(url, slow["run_id"])
+            assert run["verdict"]["state"] == "done", (run, output)
+            assert run["verdict"]["attempts"] == 1, (run, output)  # no try spent on the restart
+            assert get_json(f"{url}/api/v1/regressions")["count"] == 1
+            assert worker.poll() is None, output
+            wait_for("the database answers again", timeout=5)
+        finally:
+            worker.kill()
+            worker.wait()

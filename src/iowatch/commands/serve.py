@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from iowatch.local_store import django_command, django_env
+from iowatch.local_store import django_command, django_env, explain_missing_server
 
 # A worker that dies is started again after this wait, doubled each time it
 # dies within a minute of starting, up to the cap.
@@ -39,6 +39,8 @@ def register(sub):
 
 
 def run(args) -> int:
+    if (rc := explain_missing_server("serve")) is not None:
+        return rc
     env = django_env()
     steps = [] if args.no_migrate else [("migrate", "--noinput", "-v", "0")]
     steps.append(("collectstatic", "--noinput", "-v", "0"))

@@ -7,7 +7,7 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 
 from iowatch_web.dashboard import published as claims
-from iowatch_web.dashboard import queries
+from iowatch_web.dashboard import compare_page, queries
 from iowatch_web.dashboard.freshness import cached
 from iowatch_web.results.models import Study
 
@@ -34,7 +34,11 @@ def compare(request):
         return _error("base and candidate are both needed (a run id, kernel:ID, or a release, "
                       "label or commit)")
     try:
+        compare_page.one_kernel(base, "base")
+        compare_page.one_kernel(candidate, "candidate")
         result = queries.compare(base, candidate)
+    except compare_page.SeveralKernels as e:
+        return JsonResponse({"error": str(e), "candidates": e.candidates}, status=400)
     except queries.SideNotFound as e:
         return _error(str(e), 404)
     filters = {f: request.GET.get(f, "") for f in queries.COMPARE_FILTERS}

@@ -11,12 +11,14 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
-from iowatch_web.dashboard import attention, comparing, published, queries, run_numbers, series_keys
-from iowatch.report import STATE_WORDS
+from iowatch_web.dashboard import (
+    attention, compare_page, comparing, published, queries, run_numbers, series_keys,
+)
 from iowatch_web.regressions.api import report_text
 from iowatch_web.regressions.bisect_api import latest as latest_bisect
 from iowatch_web.regressions.models import STATES, BisectJob, Regression
-from iowatch_web.regressions.triage import TriageRefused, triage
+from iowatch_web.regressions.nightly import NoCell, queue_bisect
+from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused, triage
 from iowatch_web.results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Study
 
 
@@ -40,11 +42,20 @@ def compare(request):
     base, candidate = request.GET.get("base", "").strip(), request.GET.get("candidate", "").strip()
     filters = {f: request.GET.get(f, "") for f in queries.COMPARE_FILTERS}
     context = {"base": base, "candidate": candidate, "filters": filters, "error": None}
+    status = 200
     if base and candidate:
         try:
+            compare_page.one_kernel(base, "base")
+            compare_page.one_kernel(candidate, "candidate")
             result = queries.compare(base, candidate)
+        except compare_page.SeveralKernels as e:
+            sides = {"base": base, "candidate": candidate}
+            context.update(error=str(e), candidates=[
+                {**c, "url": "?" + urlencode({**sides, e.role: c["spec"]})} for c in e.candidates])
+            status = 400  # the form again, with the kernels to pick from
         except queries.SideNotFound as e:
             context["error"] = str(e)
+            status = 404  # the form again, with what was not found
         else:
             cells = result["cells"]
             shown = queries.filter_cells(cells, filters)
@@ -52,11 +63,11 @@ def compare(request):
                 result=result, cells=shown, charts=comparing.charts(shown),
                 # The summary's rows: the deciding cells that moved, worst first.
                 deciding=[c for c in cells if c["outcome"] != "no-change"][:8],
-                state_words=STATE_WORDS[result["state"]],
+                headline=compare_page.headline(result),
                 choices={f: sorted({c[f] for c in cells}) for f in queries.COMPARE_FILTERS},
                 data_url=reverse("dashboard:api-compare") + "?" + urlencode(
                     {"base": base, "candidate": candidate, **{k: v for k, v in filters.items() if v}}))
-    return render(request, "dashboard/compare.html", context)
+    return render(request, "dashboard/compare.html", context, status=status)
 
 
 def history(request):
@@ -98,6 +109,8 @@ def regression_detail(request, regression_id: int):
         # middleware has already refused a POST without its token).
         if not request.user.is_authenticated:
             return HttpResponseForbidden("log in to triage regressions")
+        if request.POST.get("action") == "bisect":
+            return _queue_bisect(request, regression)
         try:
             triage(regression.pk, request.user, request.POST.get("state", ""),
                    request.POST.get("note", "").strip())
@@ -110,7 +123,7 @@ def regression_detail(request, regression_id: int):
     keys = queries.history_keys_of_regression(regression)
     bisect = latest_bisect(regression)
     return render(request, "dashboard/regression.html", {
-        "regression": regression, "comparison": comparison, "states": STATES,
+        "regression": regression, "comparison": comparison, "states": STATES, "max_note": MAX_NOTE,
         **attention.regression_cells(regression),
         "events": regression.events.select_related("user", "agent").order_by("-at", "-id"),
         "bisect": bisect, "report": report_text(regression.pk, "email"),
@@ -119,12 +132,40 @@ def regression_detail(request, regression_id: int):
     })
 
 
+def _queue_bisect(request, regression: Regression):
+    """The bisect button: a job for the lab's agents. The state stays: it says
+    "bisecting" once an agent has taken the job (triage.bisect_claimed)."""
+    try:
+        job = queue_bisect(regression, origin="maintainer", user=request.user)
+    except NoCell as e:
+        messages.error(request, str(e))
+    else:
+        messages.success(request, f"bisect #{job.pk} queued: it waits for a lab agent "
+                                  "(iowatch bisect --next); the state says bisecting once one takes it")
+    return HttpResponseRedirect(reverse("dashboard:regression", args=[regression.pk]) + "#bisect")
+
+
+def regressions_of_runs(run_ids) -> dict:
+    """run id -> the regressions whose candidate side the run is (its verdict, linked)."""
+    out: dict = {}
+    for pk, state, run_id in (Regression.objects
+                              .filter(comparison__candidate_runs__run_id__in=list(run_ids))
+                              .values_list("pk", "state", "comparison__candidate_runs__run_id")
+                              .order_by("pk")):
+        out.setdefault(run_id, []).append(
+            {"id": pk, "state": state, "url": reverse("dashboard:regression", args=[pk])})
+    return out
+
+
 def runs(request):
     filters = {f: request.GET.get(f, "") for f in queries.RUN_FILTERS}
     page = Paginator(queries.runs(filters).values_list("pk", flat=True), 50).get_page(
         request.GET.get("page"))
     rows = queries.run_rows(Run.objects.filter(pk__in=list(page.object_list))
                             .order_by("-received_at", "-id"))
+    found = regressions_of_runs(r["run_id"] for r in rows)
+    for r in rows:
+        r["regressions"] = found.get(r["run_id"], [])
     query = urlencode({k: v for k, v in filters.items() if v})
     return render(request, "dashboard/runs.html", {
         "rows": rows, "page": page, "filters": filters, "query": query,
@@ -148,6 +189,7 @@ def run_detail(request, run_id):
                  .select_related("cell").order_by("cell__key", "repetition", "name"))
     return render(request, "dashboard/run.html", {
         "run": run, "previous": previous, "cells": cells, "artifacts": artifacts,
+        "regressions": regressions_of_runs([run.run_id]).get(run.run_id, []),
         "devices": run.devices.all(),
         "confounders": queries.run_confounders(run, previous),
         "kernel": run_numbers.kernel_options(run),

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
-from ninja import Query, Router, Schema
+from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.security import SessionAuth
 
@@ -23,7 +23,7 @@ from iowatch_web.regressions import detail, nightly
 from iowatch_web.regressions.bisect_api import BisectOut, latest
 from iowatch_web.regressions.models import (KINDS, STATES, CellVerdict, ChangePoint, Regression,
                                             TriageEvent)
-from iowatch_web.regressions.triage import TriageRefused
+from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused
 from iowatch_web.regressions.triage import triage as apply_triage
 
 router = Router(tags=["regressions"])
@@ -42,10 +42,6 @@ class Triager(SessionAuth):
 
 def _bad_request(message: str, where: str) -> JsonResponse:
     return JsonResponse({"error": message, "where": where}, status=400)
-
-
-class Detail(Schema):
-    detail: str
 
 
 class Error(Schema):
@@ -244,6 +240,7 @@ class RegressionDetail(RegressionOut):
     series: dict | None
     confounders: list[dict]
     mail: dict
+    workloads: dict  # cell key -> the workload as run (regressions/detail.py)
 
     @staticmethod
     def resolve_good(r: Regression) -> dict:
@@ -276,6 +273,10 @@ class RegressionDetail(RegressionOut):
     @staticmethod
     def resolve_mail(r: Regression) -> dict:
         return detail.mail_headers()
+
+    @staticmethod
+    def resolve_workloads(r: Regression) -> dict:
+        return detail.workloads(r)
 
     @staticmethod
     def resolve_base_runs(r: Regression) -> list:
@@ -321,7 +322,8 @@ class RegressionFilters(Schema):
 
 class TriageIn(Schema):
     state: str
-    note: str = ""
+    # Checked by triage() (a 400 naming the field), said here for the OpenAPI description.
+    note: str = Field("", json_schema_extra={"maxLength": MAX_NOTE})
 
 
 def _regressions():
@@ -372,7 +374,7 @@ def get_regression(request, regression_id: int):
 
 
 @router.post("/{regression_id}/triage", auth=Triager(),
-             response={200: RegressionDetail, 400: Error, 401: Detail, 403: Detail, 404: Error},
+             response={200: RegressionDetail, 400: Error, 401: Error, 403: Error, 404: Error},
              summary="Change a regression's state (logged-in users; CSRF token required)")
 def triage(request, regression_id: int, body: TriageIn):
     """States: new, acknowledged, invalid, fixed, bisecting, bisected, wontfix
@@ -385,22 +387,22 @@ def triage(request, regression_id: int, body: TriageIn):
 
 
 class BisectIn(Schema):
-    note: str = ""
+    note: str = Field("", json_schema_extra={"maxLength": MAX_NOTE})
     # One of the regression's regressed cells to follow (default: the worst).
     cell: dict | None = None
 
 
 @router.post("/{regression_id}/bisect", auth=Triager(),
-             response={200: RegressionDetail, 400: Error, 401: Detail, 403: Detail, 404: Error},
-             summary="Queue a bisect of the regression (logged-in users; CSRF token required): "
-                     "its state becomes bisecting; an open bisect is kept")
+             response={200: RegressionDetail, 400: Error, 401: Error, 403: Error, 404: Error},
+             summary="Queue a bisect of the regression (logged-in users; CSRF token required); "
+                     "an open bisect is kept. Its state becomes bisecting when an agent takes it")
 def bisect(request, regression_id: int, body: BisectIn):
     try:
         with transaction.atomic():
-            # The chosen cell's job first: the triage keeps an open one.
-            nightly.queue_bisect(get_object_or_404(Regression, pk=regression_id),
-                                 origin="maintainer", user=request.auth, cell=body.cell)
-            apply_triage(regression_id, request.auth, "bisecting", body.note)
+            regression = get_object_or_404(Regression, pk=regression_id)
+            nightly.queue_bisect(regression, origin="maintainer", user=request.auth, cell=body.cell)
+            if body.note:  # logged beside the state it leaves as it is
+                apply_triage(regression_id, request.auth, regression.state, body.note)
     except TriageRefused as e:
         return _bad_request(str(e), e.where)
     except nightly.NoCell as e:

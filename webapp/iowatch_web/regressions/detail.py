@@ -2,7 +2,7 @@
 verdicts, so the mailing-list report (iowatch.mailreport.render) can be made
 from that JSON alone, by the server, its page and `iowatch report` alike:
 the confounders of the two sides, the series and its mail thread, the nightly
-trigger, the host's kind and the report's mail headers.
+trigger, the host's kind, the report's mail headers and the workloads as run.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from django.conf import settings
 
 from iowatch.stats import confounders as find_confounders
 from iowatch_web.regressions.models import Regression
-from iowatch_web.results.models import Kernel
+from iowatch_web.results.models import Artifact, Cell, Kernel
 from iowatch_web.results.sides import manifests
 
 DEFAULT_FROM = "iowatch <iowatch@localhost>"
@@ -63,3 +63,31 @@ def mail_headers() -> dict:
     return {"from": _setting("IOWATCH_MAIL_FROM", DEFAULT_FROM),
             "to": _addresses(_setting("IOWATCH_MAIL_TO")),
             "cc": _addresses(_setting("IOWATCH_MAIL_CC"))}
+
+
+# The artifact that holds a workload as the runner ran it (iowatch.workloads).
+WORKLOAD_FILES = {"job.fio": "fio", "command": "fs_mark"}
+
+
+def workloads(regression: Regression) -> dict[str, dict]:
+    """The workload as run of each regressed cell, by cell key: the fio job
+    file or the fs_mark command line of a candidate run's first repetition,
+    with the filesystem's mkfs and mount options (for a reproduction that
+    needs no iowatch)."""
+    keys = set(regression.regressed_cells().values_list("cell_key", flat=True))
+    out = {}
+    cells = (Cell.objects.filter(run__in=regression.comparison.candidate_runs.all(), key__in=keys)
+             .select_related("device").order_by("key", "id"))
+    for cell in cells:
+        if cell.key in out:
+            continue
+        artifact = (Artifact.objects.filter(cell=cell, name__in=WORKLOAD_FILES)
+                    .order_by("repetition", "name").first())
+        if artifact is None:
+            continue
+        out[cell.key] = {"tool": WORKLOAD_FILES[artifact.name], "file": artifact.name,
+                         "text": bytes(artifact.content).decode("utf-8", "replace"),
+                         "filesystem": cell.filesystem, "mkfs_options": cell.mkfs_options,
+                         "mount_options": cell.mount_options,
+                         "device_class": cell.device.device_class if cell.device_id else None}
+    return out

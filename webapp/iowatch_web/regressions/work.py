@@ -20,11 +20,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 import traceback
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django_tasks import task
@@ -37,6 +38,13 @@ log = logging.getLogger(__name__)
 
 QUEUE = "verdicts"
 OPEN = ("pending", "running")
+
+# What a lost database raises; whether it was lost says store_was_lost().
+STORE_ERRORS = (OperationalError, InterfaceError)
+# A try that loses the store this often is counted after all (a store that
+# keeps dropping this one task's connection is not restarting).
+MAX_STORE_LOSSES = 20
+STORE_WAIT_S, STORE_WAIT_MAX_S = 0.5, 15.0
 
 
 class WorkerLost(Exception):
@@ -53,20 +61,64 @@ def enqueue(run: Run, delay_s: float = 0) -> None:
     Run.objects.filter(pk=run.pk).update(verdict_task=result.id)
 
 
+def store_was_lost() -> bool:
+    """After a database error: whether the connection itself is gone (the
+    store restarting, a backend killed), not the query refused. SQLite's
+    connection is always usable: its errors are never a lost store."""
+    return connection.connection is None or not connection.is_usable()
+
+
+def wait_for_store(why: str) -> None:
+    """Drop the lost connection and block until a new one answers."""
+    log.warning("verdict worker: the database was lost (%s); waiting for it", why)
+    wait = STORE_WAIT_S
+    while True:
+        try:
+            connection.close()
+        except STORE_ERRORS:
+            pass  # closing a dead connection may fail too; it is dropped anyway
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+        except STORE_ERRORS:
+            time.sleep(wait)
+            wait = min(wait * 2, STORE_WAIT_MAX_S)
+            continue
+        log.warning("verdict worker: the database answers again")
+        return
+
+
 @task(queue_name=QUEUE)
 def judge_run(run_pk: int) -> str:
-    """Make (or remake) the run's verdicts and change points."""
+    """Make (or remake) the run's verdicts and change points. A database lost
+    on the way (a restart) is waited for and the work done again in the same
+    try: it is not the run's failure, so it spends none of its tries."""
+    losses = 0
+    while True:
+        try:
+            return _judge_run(run_pk)
+        except STORE_ERRORS as e:
+            losses += 1
+            if losses > MAX_STORE_LOSSES or not store_was_lost():
+                raise
+            wait_for_store(" ".join(str(e).split()) or type(e).__name__)
+
+
+def _judge_run(run_pk: int) -> str:
     from iowatch_web.regressions.verdicts import verdicts_for_run
 
-    started = Run.objects.filter(pk=run_pk).exclude(verdict_state="done").update(
-        verdict_state="running", verdict_attempts=F("verdict_attempts") + 1)
-    if not started:
-        return "nothing to do: the run is gone or its verdict is done"
+    # "running" already: this try began before the store was lost, and counted.
+    if not Run.objects.filter(pk=run_pk, verdict_state="running").exists():
+        started = Run.objects.filter(pk=run_pk).exclude(verdict_state="done").update(
+            verdict_state="running", verdict_attempts=F("verdict_attempts") + 1)
+        if not started:
+            return "nothing to do: the run is gone or its verdict is done"
     run = Run.objects.select_related("host", "kernel", "kernel__series").get(pk=run_pk)
     try:
         comparisons = verdicts_for_run(run)
     except Exception as e:
-        _failed(run, "".join(traceback.format_exception_only(e)).strip())
+        if not (isinstance(e, STORE_ERRORS) and store_was_lost()):
+            _failed(run, "".join(traceback.format_exception_only(e)).strip())
         raise
     Run.objects.filter(pk=run_pk).update(verdict_state="done", verdict_error="",
                                          verdict_done_at=timezone.now())

@@ -28,11 +28,13 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, Unread
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Schema
-from ninja.errors import AuthenticationError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from iowatch import bundle
-from iowatch_web.site.middleware import RETRY_AFTER_S, client_went_away, store_unavailable
+from iowatch_web.site.middleware import (
+    RETRY_AFTER_S, client_went_away, out_of_range, store_unavailable,
+)
 from iowatch_web.regressions.api import router as regressions_router
 from iowatch_web.regressions.bisect_api import router as bisects_router
 from iowatch_web.results import ingest
@@ -110,17 +112,22 @@ def _refused_token(request, exc):
     return _error(401, "unknown or revoked agent token")
 
 
+@api.exception_handler(HttpError)
+def _refused(request, exc):
+    """ninja's own refusals (a body that does not parse, a CSRF token missing,
+    a login missing) in the API's one shape instead of ninja's {"detail"}."""
+    if exc.status_code == 400 and exc.message.startswith("Cannot parse request body"):
+        return _error(400, "the body is not JSON", "body")
+    if exc.status_code == 403 and "CSRF" in exc.message:
+        return _error(403, "the CSRF token is missing or wrong: send the csrftoken cookie's "
+                           "value as the X-CSRFToken header", "csrf token")
+    where = {401: "authorization", 403: "authorization"}.get(exc.status_code, "request")
+    return _error(exc.status_code, exc.message, where)
+
+
 @api.exception_handler(Http404)
 def _not_found(request, exc):
     return _error(404, str(exc) or "not found")
-
-
-@api.exception_handler(OverflowError)
-def _out_of_range(request, exc):
-    """An id or number past what the database stores (SQLite's driver cannot
-    even bind an integer past 2**63): no row can have it, so the request is
-    wrong, not the server."""
-    return _error(400, f"a number in the request is out of the store's range ({exc})")
 
 
 @api.exception_handler(ValidationError)
@@ -140,6 +147,7 @@ def _malformed(request, exc):
 api.add_exception_handler(OperationalError, store_unavailable)
 api.add_exception_handler(InterfaceError, store_unavailable)
 api.add_exception_handler(UnreadablePostError, client_went_away)
+api.add_exception_handler(OverflowError, out_of_range)
 
 
 @api.exception_handler(pydantic_core.ValidationError)

@@ -167,6 +167,13 @@ def _text(value) -> str:
     return "" if value is None else value
 
 
+def _absent_as_null(value):
+    """None for "" as for null: the fields a unique key coalesces (a kernel's
+    config hash, a series' base; a commit cannot be "") must mean one thing
+    whichever a runner wrote, or the second spelling breaks the key (issue 28)."""
+    return None if value == "" else value
+
+
 def _study_fields(slug: str) -> dict:
     """A new study row as its study file describes it (title, seed, minimum
     effect); the verdicts read the file itself (iowatch.judging)."""
@@ -183,7 +190,7 @@ def _kernel(k: dict) -> Kernel:
     if s := k.get("series"):
         mail = {f: s[f] for f in ("subject", "to", "cc", "archive") if s.get(f)}
         series = _get_or_create_updated(
-            PatchSeries, {"name": s["name"], "base": s.get("base")},
+            PatchSeries, {"name": s["name"], "base": _absent_as_null(s.get("base"))},
             {"message_id": s.get("message_id"), "patch_count": s.get("patch_count"),
              **({"mail": mail} if mail else {})})
         # Every patch of a series that came by mail, so the thread is known
@@ -197,10 +204,11 @@ def _kernel(k: dict) -> Kernel:
     if series is not None and patch_index:
         _get_or_create_updated(Patch, {"series": series, "index": patch_index},
                                {"subject": _text(patch.get("subject")), "commit": patch.get("commit"),
-                                **({"message_id": patch["message_id"]} if patch.get("message_id") else {})})
+                                **{f: patch[f] for f in ("message_id", "author") if patch.get(f)}})
     kernel, _ = Kernel.objects.get_or_create(
-        release=k["release"], git_commit=k.get("git_commit"), config_hash=k.get("config_hash"),
-        series=series, patch_index=patch_index, defaults={"config": k.get("config") or {}})
+        release=k["release"], git_commit=k.get("git_commit"),
+        config_hash=_absent_as_null(k.get("config_hash")), series=series,
+        patch_index=patch_index, defaults={"config": k.get("config") or {}})
     return kernel
 
 

@@ -7,7 +7,8 @@ shape ({"error", "where"}) with Retry-After, so an uploader waits and retries;
 a page answers a plain 503 page. A client that disconnects in the middle of
 its body (UnreadablePostError) gets a 400 and one log line, not a 500 with a
 traceback. A NUL in a query parameter (PostgreSQL refuses it in any text it
-is given) is a 400 naming the parameter, before any view runs. The API's own
+is given) is a 400 naming the parameter, before any view runs. An id past the
+store's integers (SQLite cannot bind it) is a 400, on a page as in the API. The API's own
 exception handlers (results/api.py) answer with the
 same functions, so the answer does not depend on DEBUG.
 """
@@ -69,6 +70,16 @@ def client_went_away(request: HttpRequest, exc: Exception) -> HttpResponse:
     return _logged(response)
 
 
+def out_of_range(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """An id or number past what the database stores (SQLite's driver cannot
+    even bind an integer past 2**63): no row can have it, so the request is
+    wrong, not the server."""
+    message = f"a number in the request is out of the store's range ({exc})"
+    if _is_api(request):
+        return JsonResponse({"error": message, "where": "request"}, status=400)
+    return HttpResponse(message + "\n", status=400, content_type="text/plain; charset=utf-8")
+
+
 def bad_query(request: HttpRequest) -> HttpResponse | None:
     """The 400 for a query parameter holding a NUL, or None. (Django decodes
     the query string with replacement, so no lone surrogate gets this far.)"""
@@ -81,6 +92,39 @@ def bad_query(request: HttpRequest) -> HttpResponse | None:
                                     status=400)
             return HttpResponse(message + "\n", status=400, content_type="text/plain; charset=utf-8")
     return None
+
+
+# What a status means when nothing said more (an unknown URL, a wrong method).
+WHERE_BY_STATUS = {404: "url", 405: "method", 403: "csrf token", 500: "server"}
+
+
+class ApiErrorShapeMiddleware:
+    """Every error under /api/ in the API's one shape, {"error", "where"}:
+    what ninja does not answer itself (an unknown URL, a wrong method,
+    Django's CSRF refusal, a 500 page) comes out as HTML or text, which an
+    uploader cannot read."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (response.status_code < 400 or not _is_api(request)
+                or response.get("Content-Type", "").startswith("application/json")):
+            return response
+        status = response.status_code
+        message = {404: f"no API operation at {request.path}: the operations are listed "
+                        "at /api/v1/docs",
+                   403: "refused: the CSRF token is missing or wrong (Django's check)",
+                   405: f"{request.method} is not allowed on {request.path}",
+                   500: "the server failed; the error is in its log"}.get(
+                       status, getattr(response, "reason_phrase", "refused"))
+        shaped = JsonResponse({"error": message, "where": WHERE_BY_STATUS.get(status, "request")},
+                              status=status)
+        for header in ("Allow", "Retry-After"):
+            if header in response:
+                shaped[header] = response[header]
+        return _logged(shaped) if getattr(response, "_has_been_logged", False) else shaped
 
 
 class StoreGuardMiddleware:
@@ -98,4 +142,28 @@ class StoreGuardMiddleware:
             return store_unavailable(request, exception)
         if isinstance(exception, UnreadablePostError):
             return client_went_away(request, exception)
+        if isinstance(exception, OverflowError):
+            return out_of_range(request, exception)
         return None
+
+
+# Everything a page loads comes from this server: its scripts and styles are
+# static files (no inline code, no style attributes), its icons data: URLs.
+CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
+    "font-src 'self'", "connect-src 'self'", "object-src 'none'", "base-uri 'none'",
+    "form-action 'self'", "frame-ancestors 'none'",
+])
+
+
+class ContentSecurityPolicyMiddleware:
+    """A strict Content-Security-Policy on every answer: an injected script
+    or style (were any text to escape its escaping) does not run."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        return response

@@ -110,6 +110,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "iowatch_web.site.middleware.ContentSecurityPolicyMiddleware",
+    # Every error under /api/ is JSON {"error", "where"}, whoever answered it.
+    "iowatch_web.site.middleware.ApiErrorShapeMiddleware",
     # A database that is down answers 503 (JSON with Retry-After under /api/), not a
     # 500; a client gone mid-body and a NUL in the query answer 400.
     "iowatch_web.site.middleware.StoreGuardMiddleware",

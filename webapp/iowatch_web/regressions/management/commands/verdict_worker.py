@@ -5,7 +5,13 @@ and pid as its id, plus a sweep (at start, then every --sweep seconds) that
 gives back the tasks of workers that died and queues open runs that lost their
 queue entry (regressions/work.py), and once a day a retention pass
 (retention/retain.py). Run one or more beside the web server;
-`iowatch serve` starts one by itself."""
+`iowatch serve` starts one by itself.
+
+A database restart does not end the worker: a connection lost while it
+looks for work is waited for and the loop goes on (db_worker's own loop
+exits, and `iowatch serve` would start it again only after the task it held
+was given back as a spent try); one lost while judging is judge_run's to
+wait for (regressions/work.py)."""
 from __future__ import annotations
 
 import logging
@@ -18,6 +24,20 @@ from django_tasks_db.management.commands import db_worker
 from iowatch_web.regressions import work
 
 log = logging.getLogger(__name__)
+
+
+class ReconnectingWorker(db_worker.Worker):
+    """db_worker's loop, begun again after the store came back."""
+
+    def run(self) -> None:
+        while True:
+            try:
+                return super().run()
+            except work.STORE_ERRORS as e:
+                if not work.store_was_lost():
+                    raise
+                work.wait_for_store(" ".join(str(e).split()) or type(e).__name__)
+                self.startup_delay = False
 
 
 class Command(db_worker.Command):
@@ -34,6 +54,8 @@ class Command(db_worker.Command):
         thread = threading.Thread(target=self._sweeping, args=(sweep, stop), daemon=True,
                                   name="verdict-sweep")
         thread.start()
+        # db_worker's handle builds its Worker by this module-level name.
+        db_worker.Worker = ReconnectingWorker
         try:
             super().handle(*args, **options)
         finally:

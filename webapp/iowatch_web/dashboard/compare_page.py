@@ -1,0 +1,70 @@
+"""What the compare page says beside the verdict iowatch.judging gave: a
+headline that claims no more than the sides can carry, and the refusal of a
+side whose name matches several kernels (issue 28).
+
+The outcomes, their words and the choice of a side's runs stay the judging
+policy's and queries.side_runs'; this only reads them."""
+from __future__ import annotations
+
+from iowatch.report import STATE_WORDS
+from iowatch_web.dashboard import queries
+
+NOTHING_TO_COMPARE = ("nothing to compare: the two sides have no deciding cell in common "
+                      "(other studies, devices or filesystems); pick sides that ran the same cells")
+SIZE_ONLY = {
+    "regression": "a deciding cell is {change} slower",
+    "improvement": "a deciding cell is {change} faster",
+    "no-change": "no deciding cell moved beyond its study's minimum effect",
+}
+
+
+def headline(result: dict) -> tuple[str, str]:
+    """(the words, the state the page colours them by) of a compare's result."""
+    cells, state = result["cells"], result["state"]
+    if not cells and not result["failed"]:
+        return NOTHING_TO_COMPARE, "nothing"
+    deciding = cells if state == "no-change" else [c for c in cells if c["outcome"] == state]
+    if state in SIZE_ONLY and deciding and all(c["size_only"] for c in deciding):
+        worst = max((c["change_pct"] for c in deciding if c["change_pct"] is not None),
+                    key=abs, default=None)
+        change = "" if worst is None else f"{abs(worst):.1f}%"
+        return (f"size only, not confirmed: {SIZE_ONLY[state].format(change=change)} on one "
+                "sample a side (published numbers), which shows a size, not that it is real; "
+                "measure both kernels to confirm it", "size-only")
+    return STATE_WORDS[state], state
+
+
+class SeveralKernels(queries.SideNotFound):
+    """A side's name matches the runs of more than one kernel (a series' base
+    and patches share a release): which one was meant is the user's to say."""
+
+    def __init__(self, role: str, spec: str, kernels: list):
+        self.role = role
+        self.candidates = [{"spec": f"kernel:{k.pk}", "kernel": _described(k)} for k in kernels]
+        super().__init__(
+            f"{role} {spec!r} matches {len(kernels)} kernels; a side is one kernel, so pick "
+            "one: " + "; ".join(f"{c['spec']} ({c['kernel']})" for c in self.candidates))
+
+
+def _described(kernel) -> str:
+    words = queries.kernel_label(kernel.release, kernel.git_commit)
+    if kernel.series_id:
+        position = f"patch {kernel.patch_index}" if kernel.patch_index else "base"
+        words += f", {position} of the series {kernel.series.name!r}"
+    return words
+
+
+def one_kernel(spec: str, role: str) -> None:
+    """Raise SeveralKernels when the runs `spec` picks span several kernels.
+    A label may name runs of several kernels on purpose (a post's "before"
+    numbers of each study), so a side that only a label picked passes."""
+    if spec.startswith("kernel:"):
+        return
+    try:
+        runs = queries.side_runs(spec, role)
+    except queries.SideNotFound:
+        return  # queries.compare says so
+    kernels = {r.kernel_id: r.kernel for r in runs}
+    if len(kernels) > 1 and not all(r.label == spec for r in runs):
+        raise SeveralKernels(role, spec, sorted(kernels.values(), key=lambda k: (
+            k.series_id or 0, k.patch_index or 0, k.pk)))
