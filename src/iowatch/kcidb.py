@@ -46,6 +46,7 @@ import statistics
 from datetime import datetime
 from pathlib import Path
 
+from iowatch.judging.outcomes import Outcome
 from iowatch.metrics import METRICS
 from iowatch.kernel.series import patchset_hash
 
@@ -54,8 +55,6 @@ ORIGIN = re.compile(r"^[a-z0-9_]+$")
 _SHA1 = re.compile(r"^[0-9a-f]{40}$")
 _PATH_PART = re.compile(r"[^a-zA-Z0-9_-]+")
 
-STATUS = {"regression": "FAIL", "no-change": "PASS", "improvement": "PASS",
-          "inconclusive": "ERROR", "suspected": "ERROR"}
 
 
 class KcidbError(ValueError):
@@ -255,7 +254,7 @@ class Export:
                 elif v is None:
                     status = "DONE"
                 else:
-                    status = STATUS[v["outcome"]]
+                    status = Outcome(v["outcome"]).kcidb
                 misc = {"repetitions": len(values)}
                 if v is not None:
                     misc.update({k: v.get(k) for k in ("outcome", "words", "change_pct", "ci_low",
@@ -410,6 +409,6 @@ def from_regression(detail: dict, candidate: dict, studies: dict, export: Export
                 "base_n": v["base"]["n"], "repetitions": v["candidate"]["n"],
                 "compared_with": compared, "regression": detail["id"],
                 "regression_state": detail.get("state")}
-        export.cell_test(candidate, build_id, cell, v["group"], v["metric"], STATUS[v["outcome"]],
+        export.cell_test(candidate, build_id, cell, v["group"], v["metric"], Outcome(v["outcome"]).kcidb,
                          v["candidate"]["median"], misc, versus=str(detail["base_runs"][0]))
     return export.data()

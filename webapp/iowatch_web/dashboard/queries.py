@@ -20,7 +20,7 @@ from django.db.models.functions import Coalesce
 
 from iowatch_web.dashboard import comparing
 from iowatch import comparison as compare_lib
-from iowatch.judging import compare_sides
+from iowatch.judging import Outcome, compare_sides
 from iowatch.metrics import METRICS
 from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
@@ -32,9 +32,6 @@ from iowatch_web.retention.values import sample_values
 
 OPEN_STATES = ("new", "acknowledged", "bisecting")
 # What a chip says for an outcome (iowatch.stats.verdict): unsure cells ask for a rerun.
-OUTCOME_LABELS = {"regression": "regression", "suspected": "suspected regression",
-                  "inconclusive": "unsure, rerun", "improvement": "improvement",
-                  "no-change": "no change", "diagnostic": "diagnostic"}
 # A side of a compare pools at most this many runs (the newest).
 MAX_SIDE_RUNS = 50
 MAX_HISTORY_KERNELS = 500
@@ -124,7 +121,7 @@ def suspected_rows(limit: int = 20) -> list[dict]:
                         "comparison__candidate_kernel__series__name")[:limit * 4])
     rows.sort(key=lambda r: (r["outcome"] != "suspected",))  # suspected first, newest first
     for r in rows:
-        r["label"] = OUTCOME_LABELS[r["outcome"]]
+        r["label"] = Outcome(r["outcome"]).label
         r["kernel"] = kernel_label(r["comparison__candidate_kernel__release"],
                                    r["comparison__candidate_kernel__git_commit"],
                                    r["comparison__candidate_kernel__patch_index"])
@@ -205,7 +202,7 @@ def _cell_row(v, *, deciding: bool) -> dict:
         "p_value": v.p_value, "p_adjusted": v.p_adjusted, "p_worse_family": v.p_worse_family,
         "mde_pct": v.mde_pct if deciding else None, "bound_pct": v.bound_pct if deciding else None,
         "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
-        "label": OUTCOME_LABELS[v.outcome if deciding else "diagnostic"],
+        "label": (Outcome(v.outcome) if deciding else Outcome.DIAGNOSTIC).label,
         "size_only": v.size_only, "words": v.words,
         "shown": comparing.shown(v.base, v.candidate, METRICS[k.metric].unit)}
 
