@@ -27,7 +27,7 @@ import importlib
 _WHERE = {
     "CELL_OUTCOMES": "outcomes", "CONFIDENT_STATES": "outcomes", "PATCH_STATES": "outcomes",
     "Outcome": "outcomes", "outcome_label": "outcomes",
-    "DEFAULT_MIN_EFFECT": "policy", "FDR": "policy", "Comparison": "policy",
+    "DEFAULT_MIN_EFFECT": "defaults", "FDR": "policy", "Comparison": "policy",
     "FailedCell": "policy", "PlatformDrift": "policy", "RunsWanted": "policy",
     "compare_sides": "policy", "deciding": "policy", "max_runs": "policy",
     "min_effect": "policy", "more_runs": "policy", "platform_findings": "policy",

@@ -13,7 +13,7 @@ directory, the HTTP API, a study's published numbers, or the Django store
   in jobs/studies/*.yml), per job group. Every other metric is computed and
   shown as a diagnostic, and never opens a regression. A study unknown here
   has no deciding metric: its cells are all diagnostics.
-- The minimum effect: the study file's `min_effect_pct` (default 5%), on the
+- The minimum effect: the study file's `min_effect_pct` (DEFAULT_MIN_EFFECT, 5%), on the
   server too.
 - The cap of repetitions a side: the study file's `max_runs` (default 20).
   It is part of the decision, not of one run: the looks' levels are shares of
@@ -47,14 +47,13 @@ from dataclasses import dataclass, field
 
 from iowatch.cells import CellKey, CellLocation, Located
 from iowatch.comparison import CellContext, Side, cell_passed, pool
+from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
 from iowatch.judging.outcomes import CONFIDENT_STATES, PATCH_STATES, Outcome
 from iowatch.metrics import INFO, METRICS
 from iowatch.stats import (DEFAULT_CAP, FDR, UNSURE, CellInput, CellVerdict, Confounder,
                            compare_matrix, confounders, next_target)
 from iowatch.stats.blocks import DRIFT_P
 from iowatch.studies import Study
-
-DEFAULT_MIN_EFFECT = 5.0
 
 
 def deciding(study: Study | None) -> set[tuple[str, str]]:

@@ -71,6 +71,7 @@ from scipy.special import comb, digamma, ndtri, polygamma, stdtr, stdtrit
 from scipy.stats import norm
 
 from iowatch.cells import CellKey
+from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
 from iowatch.stats.blocks import within_rounds
 from iowatch.stats.detectable import minimum_detectable_effect
@@ -173,7 +174,7 @@ class CellInput:
     base: Sequence[float]
     candidate: Sequence[float]
     direction: str
-    min_effect_pct: float = 5.0
+    min_effect_pct: float = DEFAULT_MIN_EFFECT
     cap: int | None = None  # the study's max_runs; None: compare_matrix's cap
     # The boot each value came from (any hashable label, one per value); None:
     # each value its own boot, as independent repetitions.
@@ -675,7 +676,7 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
 
 
 def compare(base: Sequence[float], candidate: Sequence[float], *, direction: str,
-            min_effect_pct: float = 5.0, fdr: float = FDR, cap: int = DEFAULT_CAP,
+            min_effect_pct: float = DEFAULT_MIN_EFFECT, fdr: float = FDR, cap: int = DEFAULT_CAP,
             metric: str | None = None) -> Verdict:
     """The verdict on one cell: compare_matrix of a family of one. `metric`
     only names the thing in `words`."""
