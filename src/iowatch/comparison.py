@@ -28,12 +28,9 @@ from pathlib import Path
 
 from iowatch import bundle
 from iowatch.cells import CellLocation, PooledKey
+from iowatch.judging.sides import NOT_MEASURED, SideNotFound, SideQuery
 from iowatch.studies import Study
 
-
-
-class SideNotFound(LookupError):
-    """A side that names nothing iowatch can read; the message says which and why."""
 
 
 @dataclass
@@ -84,12 +81,6 @@ def matches_kernel(run: dict, spec: str) -> bool:
     return (spec in (kernel.get("release"), run.get("label"))
             or (len(spec) >= 7 and re.fullmatch(r"[0-9a-f]+", spec) is not None
                 and commit.startswith(spec)))
-
-
-def prefer_measured(runs: list[dict]) -> list[dict]:
-    """A kernel's measured runs; its published numbers only when nothing was measured."""
-    measured = [r for r in runs if not r.get("published")]
-    return measured or runs
 
 
 def _get_json(url: str) -> dict:
@@ -158,7 +149,13 @@ def _from_server(spec: str, server: str, role: str) -> Side:
                 if e.code == 404:
                     raise SideNotFound(f"{role} {spec!r}: no run with that id on {server}") from None
                 raise
-        runs = prefer_measured([r for r in _paged(f"{api}/runs", 1000) if matches_kernel(r, spec)])
+        # The runs of the kernel that measured something, oldest first, for the
+        # one rule of which runs make a side (the API's list does not say which
+        # run was a bisect's step: the server's own sides leave those out too).
+        named = sorted((r for r in _paged(f"{api}/runs", 1000)
+                        if matches_kernel(r, spec) and r.get("status") not in NOT_MEASURED),
+                       key=lambda r: (r.get("started_at") or r["received_at"], r["received_at"]))
+        runs = SideQuery(spec, role).choose(named, published=lambda r: bool(r.get("published")))
         if not runs:
             raise SideNotFound(f"{role} {spec!r}: not a bundle directory, and no run of a kernel "
                                f"with that release, commit or label on {server}")

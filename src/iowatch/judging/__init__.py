@@ -36,6 +36,7 @@ _WHERE = {
     "culprit": "bisect", "steps_left": "bisect", "NAME_AT": "bisect",
     "ConfirmedChangePoint": "changepoints", "confirm_change_points": "changepoints",
     "deciding_metrics": "changepoints", "segment_kernels": "changepoints",
+    "MAX_SIDE_RUNS": "sides", "SideNotFound": "sides", "SideQuery": "sides",
 }
 __all__ = sorted(_WHERE)
 

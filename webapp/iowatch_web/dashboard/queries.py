@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 import statistics
 from collections import defaultdict
 
@@ -21,19 +20,17 @@ from django.db.models.functions import Coalesce
 from iowatch_web.dashboard import comparing
 from iowatch import comparison as compare_lib
 from iowatch.judging import Outcome, compare_sides
+from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views catch it here)
 from iowatch.metrics import METRICS
 from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
 from iowatch.studies import load_studies
 from iowatch_web.regressions.models import STATES, CellVerdict, ChangePoint, Regression
-from iowatch_web.results.sides import judging_studies, manifest, runs_side, spec_query
+from iowatch_web.results.sides import judging_studies, manifest, runs_side, stored_runs
 from iowatch_web.results.models import Cell, Host, Kernel, Patch, Run
 from iowatch_web.retention.values import sample_values
 
 OPEN_STATES = ("new", "acknowledged", "bisecting")
-# What a chip says for an outcome (iowatch.stats.verdict): unsure cells ask for a rerun.
-# A side of a compare pools at most this many runs (the newest).
-MAX_SIDE_RUNS = 50
 MAX_HISTORY_KERNELS = 500
 
 
@@ -136,27 +133,14 @@ def overview() -> dict:
 
 # --- compare A vs B -------------------------------------------------------------------
 
-class SideNotFound(LookupError):
-    pass
-
-
-def _spec_filter(spec: str) -> Q:
-    """kernel:ID (the links of the series and regression pages), or what
-    `iowatch compare` takes: a run id, a kernel release, label or commit prefix."""
-    if m := re.fullmatch(r"kernel:(\d+)", spec):
-        return Q(kernel_id=int(m[1]))
-    return spec_query(spec)
-
-
 def side_runs(spec: str, role: str) -> list[Run]:
-    runs = (Run.objects.filter(_spec_filter(spec)).select_related("host", "kernel__series")
-            .order_by("-received_at", "-id"))
-    measured = runs.filter(published=False)
-    chosen = list(measured[:MAX_SIDE_RUNS]) or list(runs[:MAX_SIDE_RUNS])
-    if not chosen:
-        raise SideNotFound(f"{role} {spec!r}: no stored run with that id, and no kernel with that "
-                           "release, label or commit (or kernel:ID)")
-    return chosen
+    """The runs of one side: kernel:ID (the links of the series and regression
+    pages), or what `iowatch compare` takes, by the rule every side follows."""
+    query = SideQuery(spec, role)
+    runs = stored_runs(query)
+    if not runs:
+        raise query.not_found("the store")
+    return runs
 
 
 def compare(base_spec: str, candidate_spec: str) -> dict:
