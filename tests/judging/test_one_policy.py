@@ -19,7 +19,10 @@ from iowatch.judging.outcomes import Outcome
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [ROOT / "src" / "iowatch", ROOT / "webapp" / "iowatch_web"]
 POLICY = ("iowatch.judging", "iowatch.stats")
-GUARDED = {"compare_matrix", "confirm_family", "oracle"}
+# What decides: the family test (one cell's compare too), the change-point
+# selection (candidates; confirm_family, its name before) and the bisect's oracle.
+GUARDED = {"compare", "compare_matrix", "candidates", "change_points", "confirm_family",
+           "oracle", "culprit"}
 WORDS = {o.word for o in Outcome} | {o.state for o in Outcome if o.state}
 
 
@@ -37,15 +40,16 @@ def inside(module: str, packages) -> bool:
 
 
 def guarded_imports(tree: ast.AST) -> list[str]:
+    """The deciding names a module takes from iowatch.stats, however it imports them."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = {a.name for a in node.names}
-            parts = set(node.module.split("."))
-            found += sorted((names | parts) & GUARDED) if node.module.startswith("iowatch") else []
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("iowatch.stats"):
+            found += sorted({a.name for a in node.names} & GUARDED)
+            found += ["oracle"] if node.module == "iowatch.stats.oracle" else []
         elif isinstance(node, ast.Import):
-            found += [a.name for a in node.names if set(a.name.split(".")) & GUARDED]
-        elif isinstance(node, ast.Attribute) and node.attr in GUARDED:
+            found += [a.name for a in node.names if a.name.startswith("iowatch.stats.oracle")]
+        elif isinstance(node, ast.Attribute) and node.attr in GUARDED and \
+                isinstance(node.value, ast.Name) and node.value.id == "stats":
             found.append(node.attr)
     return found
 
@@ -89,6 +93,8 @@ def test_the_walk_would_see_a_bypass():
     tree = ast.parse('from iowatch.stats import compare_matrix\n'
                      'from iowatch.stats import oracle\n'
                      'LABELS = {"regression": "REGRESSION", "no-change": "fine"}\n'
-                     'ORDER = ("regression", "suspected", "inconclusive", "no-change")\n')
-    assert guarded_imports(tree) == ["compare_matrix", "oracle"]
+                     'ORDER = ("regression", "suspected", "inconclusive", "no-change")\n'
+                     'from iowatch.stats.oracle import culprit\n'
+                     'found = stats.candidates(histories)\n')
+    assert guarded_imports(tree) == ["compare_matrix", "oracle", "culprit", "oracle", "candidates"]
     assert outcome_tables(tree) == [3, 4]

@@ -5,9 +5,10 @@ Every verdict, bisect step and change point is decided here, on the pure
 statistics of iowatch.stats; pages, reports and exports only read what it
 decided. A newcomer reads it in this order:
 
+- `defaults`: what a study file may leave out, written once (the minimum effect).
 - `outcomes`: the vocabulary. One enum of the outcomes with their labels,
   the comparison state each makes, rank, colour class and KCIDB status.
-- `policy`: the defaults (minimum effect, cap) and the decision of one
+- `policy`: the study's minimum effect and cap, and the decision of one
   comparison: `compare_sides` pairs two sides' cells and judges the deciding
   ones as one family; `Comparison.state`, the canary's `platform_words`, and
   `more_runs`, the repetitions the next look wants.
@@ -15,8 +16,9 @@ decided. A newcomer reads it in this order:
   store, the dashboard and `iowatch compare`.
 - `bisect`: `judge_step`, a bisect step against both ends, and `culprit`, the
   first bad commit the judged steps point at.
-- `changepoints`: `confirm_change_points` and `confirm_history`, the
-  e-divisive candidates confirmed by the A/B of the repetitions either side.
+- `changepoints`: `history_of` (one series, with its study's minimum effect)
+  and `confirm_change_points`, the e-divisive candidates confirmed by the
+  A/B of the repetitions either side.
 
 `from iowatch.judging import X` gives every name of these modules.
 """
@@ -36,6 +38,7 @@ _WHERE = {
     "culprit": "bisect", "steps_left": "bisect", "NAME_AT": "bisect",
     "ConfirmedChangePoint": "changepoints", "confirm_change_points": "changepoints",
     "deciding_metrics": "changepoints", "segment_kernels": "changepoints",
+    "history_of": "changepoints",
     "MAX_SIDE_RUNS": "sides", "SideNotFound": "sides", "SideQuery": "sides",
 }
 __all__ = sorted(_WHERE)

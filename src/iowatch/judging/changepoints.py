@@ -1,11 +1,16 @@
 """Change points confirmed by the policy: e-divisive candidates (iowatch.stats.changepoints)
-judged again as an A/B of the repetitions either side of the step (compare_sides)."""
+judged again as an A/B of the repetitions either side of the step (compare_sides).
+
+The server's nightly path builds each series' `history` here and asks
+`confirm_change_points`; it never calls the statistics itself."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import median
+from typing import Sequence
 
 from iowatch.cells import CellKey
-from iowatch.judging.policy import compare_sides, deciding, max_runs
+from iowatch.judging.policy import compare_sides, deciding, max_runs, min_effect
 from iowatch.stats import FDR, CellVerdict
 from iowatch.studies import Study
 
@@ -14,6 +19,16 @@ def deciding_metrics(studies: dict[str, Study]) -> set[tuple[str, str, str]]:
     """(study, group, metric) of every deciding metric of the studies given."""
     return {(slug, group, metric) for slug, study in studies.items()
             for group, metric in deciding(study)}
+
+
+def history_of(key: CellKey, per_kernel: Sequence[Sequence[float]], studies: dict[str, Study]):
+    """One series as the change points read it (iowatch.stats.changepoints.History):
+    one value a kernel, the median of its repetitions, in the kernels' order; the
+    step worth a candidate is the study's minimum effect."""
+    from iowatch.stats.changepoints import History
+    return History(key, [median(values) for values in per_kernel],
+                   min_effect(studies.get(key.study)),
+                   repetitions=[len(values) for values in per_kernel])
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,14 @@ them, so a patch that arrives after its child is still compared.
 from __future__ import annotations
 
 import logging
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import Min, Q
 
-from iowatch import stats
 from iowatch.cells import CellKey
-from iowatch.judging import FDR, compare_sides, confirm_change_points, deciding_metrics, min_effect
+from iowatch.judging import FDR, compare_sides, confirm_change_points, deciding_metrics, history_of
 from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
 from iowatch_web.regressions import nightly
 from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression
@@ -244,10 +242,7 @@ def change_point_alerts(run: Run) -> list[Comparison]:
                        cell.device.name if cell.device else "", cell.filesystem, group, metric)
         kernels_of[name] = (key, [k for k in order if k in per_kernel])
         kernels = kernels_of[name][1]
-        histories.append(stats.History(
-            name, [statistics.median(per_kernel[k]) for k in kernels],
-            min_effect(judging_studies().get(cell.study.slug)),
-            repetitions=[len(per_kernel[k]) for k in kernels]))
+        histories.append(history_of(name, [per_kernel[k] for k in kernels], judging_studies()))
     history_runs = list(history.select_related("host", "kernel__series").order_by("at", "id"))
 
     def sides(name: CellKey, before: tuple[int, ...], after: tuple[int, ...]):
