@@ -2,8 +2,8 @@
 for a run's verdict and reads the regressions it raised, the bisect agent
 claims jobs and posts steps and results, the report fetches a regression.
 
-Plain urllib like the uploader (iowatch.upload): a lab host has no more than
-the standard library and PyYAML. Every failure is a ServerError whose message
+Plain urllib like the uploader (iowatch.upload): the runner side installs no
+HTTP library for a few JSON calls. Every failure is a ServerError whose message
 names the URL and what the server said.
 """
 from __future__ import annotations
