@@ -221,7 +221,7 @@ def add_repetitions(result: CheckResult,
     look (3 a side: 5, 10, 15 and 20; issue 24 saw a check stop at 15 and call
     it the cap). on_compare() hears each comparison (the check writes its
     summary then). Returns the rounds taken."""
-    _compare(result)
+    compare_with_parents(result)
     on_compare()
     compared = [r.vs_parent for r in result.runs if r.vs_parent]
     caps = [cap for cmp in compared for cap in cmp.caps]
@@ -247,7 +247,7 @@ def add_repetitions(result: CheckResult,
                         by_index[index].extra.append(extra.bundle)
                         by_index[index].rounds.append(round_no)
         result.phases[f"round {round_no}"] = time.monotonic() - t_round
-        _compare(result)
+        compare_with_parents(result)
         on_compare()
     return max_rounds
 
@@ -374,7 +374,8 @@ def _side(vr: VariantRun) -> Side:
                 runs=[{**bundle.load(p), "round": k} for p, k in zip([vr.bundle, *vr.extra], rounds)])
 
 
-def _compare(result: CheckResult) -> None:
+def compare_with_parents(result: CheckResult) -> None:
+    """Each measured variant judged against the nearest earlier one that ran (vs_parent)."""
     studies = load_studies(resources.studies_dir())
     measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
     if not measured or measured[0].variant.index != 0:

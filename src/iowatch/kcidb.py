@@ -310,7 +310,7 @@ def from_check(check_dir: Path, studies: dict, export: Export) -> dict:
     import json
 
     from iowatch import bundle
-    from iowatch.check import CheckResult, VariantRun, _compare
+    from iowatch.check import CheckResult, VariantRun, compare_with_parents
     from iowatch.kernel.build import Variant
 
     summary_file = check_dir / "check.json"
@@ -319,7 +319,7 @@ def from_check(check_dir: Path, studies: dict, export: Export) -> dict:
     except (OSError, ValueError) as e:
         raise KcidbError(f"{summary_file}: not a check's summary ({e}); pass the directory "
                          "`iowatch check` wrote (its --out)") from None
-    result = CheckResult(series=None, plan=None)  # _compare reads the runs only
+    result = CheckResult(series=None, plan=None)  # compare_with_parents reads the runs only
     for row in summary.get("variants") or []:
         v = Variant(row["index"], row.get("commit") or "", row.get("subject"))
         found = _relocated(check_dir, row.get("bundle"))
@@ -329,7 +329,7 @@ def from_check(check_dir: Path, studies: dict, export: Export) -> dict:
                              f"is not under {check_dir}")
         result.runs.append(VariantRun(v, found, status=row["status"], reason=row.get("reason", ""),
                                       extra=extra))
-    _compare(result)
+    compare_with_parents(result)
     loaded = {vr.variant.index: [bundle.load(p) for p in [vr.bundle, *vr.extra]]
               for vr in result.runs if vr.bundle is not None}
     kept = next((runs[0]["kernel"].get("series") for runs in loaded.values()
