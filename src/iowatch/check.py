@@ -22,7 +22,7 @@ from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
 from iowatch.stats.sequential import DEFAULT_CAP, FIRST, looks
-from iowatch.stats.wording import outcome_label
+from iowatch.judging.outcomes import Outcome
 from iowatch.studies import load_matrix, load_studies
 from iowatch.vlab import boot_and_run, guest_run_command
 from iowatch.yamlfile import DataFileError
@@ -222,7 +222,7 @@ def add_repetitions(result: CheckResult,
     look (3 a side: 5, 10, 15 and 20; issue 24 saw a check stop at 15 and call
     it the cap). on_compare() hears each comparison (the check writes its
     summary then). Returns the rounds taken."""
-    _compare(result)
+    compare_with_parents(result)
     on_compare()
     compared = [r.vs_parent for r in result.runs if r.vs_parent]
     caps = [cap for cmp in compared for cap in cmp.caps]
@@ -248,7 +248,7 @@ def add_repetitions(result: CheckResult,
                         by_index[index].extra.append(extra.bundle)
                         by_index[index].rounds.append(round_no)
         result.phases[f"round {round_no}"] = time.monotonic() - t_round
-        _compare(result)
+        compare_with_parents(result)
         on_compare()
     return max_rounds
 
@@ -375,7 +375,8 @@ def _side(vr: VariantRun) -> Side:
                 runs=[{**bundle.load(p), "round": k} for p, k in zip([vr.bundle, *vr.extra], rounds)])
 
 
-def _compare(result: CheckResult) -> None:
+def compare_with_parents(result: CheckResult) -> None:
+    """Each measured variant judged against the nearest earlier one that ran (vs_parent)."""
     studies = load_studies(resources.studies_dir())
     measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
     if not measured or measured[0].variant.index != 0:
@@ -416,8 +417,10 @@ def report(result: CheckResult) -> str:
             stat = (f" (CI {c.ci_low:+.1f}%..{c.ci_high:+.1f}%, p {c.p_adjusted:.3g} against "
                     f"{c.level:.2g})" if c.ci_low is not None and c.p_adjusted is not None else "")
             k = c.key
-            label = {"suspected": "suspected"}.get(c.outcome) or \
-                outcome_label(c.outcome, c.bound_pct, c.min_effect_pct)
+            outcome = Outcome(c.outcome)
+            # A patch's lines are under its headline: "suspected" says enough there.
+            label = outcome.short if outcome is Outcome.SUSPECTED else \
+                outcome.label_within(c.bound_pct, c.min_effect_pct)
             lines.append(f"    - {label}: {k.study} {k.device} {k.filesystem} [{k.group}] "
                          f"{c.words}{stat}{_mde(c)}")
         for f in cmp.failed:
@@ -491,16 +494,6 @@ def drift_words(cmp: Comparison) -> str:
             f"cell{'s' if len(blocked) != 1 else ''} judged within rounds")
 
 
-PATCH_WORDS = {
-    "regression": "REGRESSION",
-    "failed": "FAILED CELLS (no performance result on a side)",
-    "suspected": "SUSPECTED REGRESSION (not confirmed {where}; rerun)",
-    "unsure": "UNSURE (a deciding cell is undecided {where}; rerun)",
-    "improvement": "improvement",
-    "no-change": "no change",
-}
-
-
 def _state_words(cmp: Comparison) -> str:
     """A patch's state in the report; "at the repetition cap" only when every
     undecided cell is at its cap, else the runs it stopped at."""
@@ -512,7 +505,7 @@ def _state_words(cmp: Comparison) -> str:
         where = f"after {runs} runs a side, below the cap of {max(v.cap for v in unsure)}"
     else:
         where = ""
-    return PATCH_WORDS[cmp.state].format(where=where)
+    return Outcome(cmp.state).headline.format(where=where)
 
 
 def store_locally(path: Path) -> None:

@@ -1,19 +1,21 @@
-"""The iowatch server's JSON API as the runner side calls it: the nightly waits
-for a run's verdict and reads the regressions it raised, the bisect agent
-claims jobs and posts steps and results, the report fetches a regression.
+"""The iowatch server's JSON API as the runner side calls it, the one HTTP client:
+the uploader sends bundles through `Client.send` (every answer returned, for
+its spool to decide), `iowatch compare --server` and `iowatch export` read
+runs and regressions, the nightly waits for a run's verdict and reads the
+regressions it raised, the bisect agent claims jobs and posts steps and
+results, the report fetches a regression.
 
-Plain urllib like the uploader (iowatch.upload): a lab host has no more than
-the standard library and PyYAML. Every failure is a ServerError whose message
+Plain urllib like the uploader (iowatch.upload): the runner side installs no
+HTTP library for a few JSON calls. Every failure is a ServerError whose message
 names the URL and what the server said.
 """
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
-
-from iowatch.upload import _json_or_text
+from dataclasses import dataclass, field
 
 TIMEOUT_S = 60
 
@@ -27,6 +29,33 @@ class ServerError(RuntimeError):
 
 
 @dataclass
+class Answer:
+    """What the server answered to one call, whatever it was."""
+    status: int | None          # None: no HTTP answer (refused, dropped, timed out)
+    reply: dict = field(default_factory=dict)
+    retry_after: str | None = None
+    body: bytes = b""           # the answer as it came
+    reason: str = ""            # why there was no answer
+
+    def __str__(self) -> str:
+        if self.status is None:
+            return self.reply["error"]
+        where = f" ({self.reply['where']})" if self.reply.get("where") else ""
+        return f"{self.status}: {self.reply.get('error', self.reply)}{where}"
+
+
+def json_or_text(raw: bytes) -> dict:
+    """An answer's body as a dict: its JSON, or an error page's text."""
+    try:
+        data = json.loads(raw)
+        return data if isinstance(data, dict) else {"body": data}
+    except ValueError:
+        # An HTML error page (a proxy's, Django's 500) on one line, tags dropped.
+        text = " ".join(re.sub(r"<[^>]*>", " ", raw.decode("utf-8", "replace")).split())
+        return {"error": text[:300]}
+
+
+@dataclass
 class Client:
     server: str
     token: str = ""
@@ -34,32 +63,55 @@ class Client:
     def url(self, path: str) -> str:
         return self.server.rstrip("/") + "/api/v1/" + path.lstrip("/")
 
-    def _call(self, method: str, path: str, body: dict | None) -> tuple[int, dict | list | None]:
+    def send(self, method: str, path: str, data: bytes | None = None, *,
+             timeout: float = TIMEOUT_S) -> Answer:
+        """One call, its answer returned whatever it is (an error status too)."""
         headers = {"Accept": "application/json"}
-        data = None
-        if body is not None:
-            data = json.dumps(body, allow_nan=False).encode()
+        if data is not None:
             headers["Content-Type"] = "application/json"
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         req = urllib.request.Request(self.url(path), data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
                 raw = resp.read()
-                return resp.status, (json.loads(raw) if raw.strip() else None)
+                return Answer(resp.status, json_or_text(raw), body=raw)
         except urllib.error.HTTPError as e:
-            answer = _json_or_text(e.read())
-            said = answer.get("error") or answer.get("detail") or answer
-            raise ServerError(f"{method} {self.url(path)}: {e.code} {said}", e.code) from None
+            raw = e.read()
+            return Answer(e.code, json_or_text(raw),
+                          e.headers.get("Retry-After") if e.headers else None, body=raw)
+        except OSError as e:  # URLError, refused, reset, timed out
+            reason = getattr(e, "reason", e)
+            said = str(reason) or type(reason).__name__
+            return Answer(None, {"error": f"{self.server}: no answer ({said})"}, reason=said)
+
+    def _call(self, method: str, path: str, body: dict | None) -> tuple[int, dict | list | None]:
+        data = None if body is None else json.dumps(body, allow_nan=False).encode()
+        answer = self.send(method, path, data)
+        if answer.status is None:
+            raise ServerError(f"{method} {self.url(path)}: no answer ({answer.reason}); "
+                              "is the server up?")
+        if answer.status >= 400:
+            said = answer.reply.get("error") or answer.reply.get("detail") or answer.reply
+            raise ServerError(f"{method} {self.url(path)}: {answer.status} {said}", answer.status)
+        try:
+            return answer.status, (json.loads(answer.body) if answer.body.strip() else None)
         except ValueError as e:
             raise ServerError(f"{method} {self.url(path)}: the answer is not JSON ({e})") from None
-        except OSError as e:  # refused, reset, timed out
-            reason = getattr(e, "reason", e)
-            raise ServerError(f"{method} {self.url(path)}: no answer "
-                              f"({str(reason) or type(reason).__name__}); is the server up?") from None
 
     def get(self, path: str):
         return self._call("GET", path, None)[1]
+
+    def paged(self, path: str, limit: int) -> list:
+        """Every item of a paged list (`items` and `count`), `limit` a call."""
+        items, offset = [], 0
+        sep = "&" if "?" in path else "?"
+        while True:
+            page = self.get(f"{path}{sep}limit={limit}&offset={offset}")
+            items += page["items"]
+            offset += limit
+            if offset >= page["count"]:
+                return items
 
     def post(self, path: str, body: dict) -> tuple[int, dict | list | None]:
         return self._call("POST", path, body)

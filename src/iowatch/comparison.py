@@ -16,11 +16,7 @@ readers improve.
 """
 from __future__ import annotations
 
-import json
 import re
-import urllib.error
-import urllib.parse
-import urllib.request
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -28,12 +24,10 @@ from pathlib import Path
 
 from iowatch import bundle
 from iowatch.cells import CellLocation, PooledKey
+from iowatch.ciapi import Client, ServerError
+from iowatch.judging.sides import NOT_MEASURED, SideNotFound, SideQuery
 from iowatch.studies import Study
 
-
-
-class SideNotFound(LookupError):
-    """A side that names nothing iowatch can read; the message says which and why."""
 
 
 @dataclass
@@ -86,35 +80,13 @@ def matches_kernel(run: dict, spec: str) -> bool:
                 and commit.startswith(spec)))
 
 
-def prefer_measured(runs: list[dict]) -> list[dict]:
-    """A kernel's measured runs; its published numbers only when nothing was measured."""
-    measured = [r for r in runs if not r.get("published")]
-    return measured or runs
-
-
-def _get_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=60) as r:
-        return json.loads(r.read())
-
-
-def _paged(url: str, limit: int) -> list[dict]:
-    items, offset = [], 0
-    sep = "&" if "?" in url else "?"
-    while True:
-        page = _get_json(f"{url}{sep}limit={limit}&offset={offset}")
-        items += page["items"]
-        offset += limit
-        if offset >= page["count"]:
-            return items
-
-
-def manifest_from_api(server: str, run_id: str) -> dict:
+def manifest_from_api(server: str | Client, run_id: str) -> dict:
     """Rebuild a run's manifest (samples inline, no artifacts) from the read API."""
-    api = server.rstrip("/") + "/api/v1"
-    run = _get_json(f"{api}/runs/{run_id}")
-    cells = _paged(f"{api}/runs/{run_id}/cells", 1000)
+    client = server if isinstance(server, Client) else Client(server)
+    run = client.get(f"runs/{run_id}")
+    cells = client.paged(f"runs/{run_id}/cells", 1000)
     # Through the reader the server judges with: a run retention summarised keeps its values.
-    samples = _paged(f"{api}/runs/{run_id}/values", 100_000)
+    samples = client.paged(f"runs/{run_id}/values", 100_000)
     by_cell: dict[int, dict[int, list]] = defaultdict(lambda: defaultdict(list))
     for s in samples:
         by_cell[s["cell_id"]][s["repetition"]].append(
@@ -149,23 +121,28 @@ def manifest_from_api(server: str, run_id: str) -> dict:
 
 
 def _from_server(spec: str, server: str, role: str) -> Side:
-    api = server.rstrip("/") + "/api/v1"
+    client = Client(server)
     try:
         if _is_run_id(spec):
             try:
-                return Side(spec, server, [manifest_from_api(server, spec)])
-            except urllib.error.HTTPError as e:
-                if e.code == 404:
+                return Side(spec, server, [manifest_from_api(client, spec)])
+            except ServerError as e:
+                if e.status == 404:
                     raise SideNotFound(f"{role} {spec!r}: no run with that id on {server}") from None
                 raise
-        runs = prefer_measured([r for r in _paged(f"{api}/runs", 1000) if matches_kernel(r, spec)])
+        # The runs of the kernel that measured something, oldest first, for the
+        # one rule of which runs make a side (the API's list does not say which
+        # run was a bisect's step: the server's own sides leave those out too).
+        named = sorted((r for r in client.paged("runs", 1000)
+                        if matches_kernel(r, spec) and r.get("status") not in NOT_MEASURED),
+                       key=lambda r: (r.get("started_at") or r["received_at"], r["received_at"]))
+        runs = SideQuery(spec, role).choose(named, published=lambda r: bool(r.get("published")))
         if not runs:
             raise SideNotFound(f"{role} {spec!r}: not a bundle directory, and no run of a kernel "
                                f"with that release, commit or label on {server}")
-        return Side(spec, server, [manifest_from_api(server, str(r["run_id"])) for r in runs])
-    except (urllib.error.URLError, OSError) as e:
-        raise SideNotFound(f"{role} {spec!r}: cannot read the store at {server}: "
-                           f"{getattr(e, 'reason', e)}") from None
+        return Side(spec, server, [manifest_from_api(client, str(r["run_id"])) for r in runs])
+    except ServerError as e:
+        raise SideNotFound(f"{role} {spec!r}: cannot read the store at {server}: {e}") from None
 
 
 class NeedsStore(SideNotFound):

@@ -46,6 +46,7 @@ import statistics
 from datetime import datetime
 from pathlib import Path
 
+from iowatch.judging.outcomes import Outcome
 from iowatch.metrics import METRICS
 from iowatch.kernel.series import patchset_hash
 
@@ -54,8 +55,6 @@ ORIGIN = re.compile(r"^[a-z0-9_]+$")
 _SHA1 = re.compile(r"^[0-9a-f]{40}$")
 _PATH_PART = re.compile(r"[^a-zA-Z0-9_-]+")
 
-STATUS = {"regression": "FAIL", "no-change": "PASS", "improvement": "PASS",
-          "inconclusive": "ERROR", "suspected": "ERROR"}
 
 
 class KcidbError(ValueError):
@@ -255,7 +254,7 @@ class Export:
                 elif v is None:
                     status = "DONE"
                 else:
-                    status = STATUS[v["outcome"]]
+                    status = Outcome(v["outcome"]).kcidb
                 misc = {"repetitions": len(values)}
                 if v is not None:
                     misc.update({k: v.get(k) for k in ("outcome", "words", "change_pct", "ci_low",
@@ -311,7 +310,7 @@ def from_check(check_dir: Path, studies: dict, export: Export) -> dict:
     import json
 
     from iowatch import bundle
-    from iowatch.check import CheckResult, VariantRun, _compare
+    from iowatch.check import CheckResult, VariantRun, compare_with_parents
     from iowatch.kernel.build import Variant
 
     summary_file = check_dir / "check.json"
@@ -320,7 +319,7 @@ def from_check(check_dir: Path, studies: dict, export: Export) -> dict:
     except (OSError, ValueError) as e:
         raise KcidbError(f"{summary_file}: not a check's summary ({e}); pass the directory "
                          "`iowatch check` wrote (its --out)") from None
-    result = CheckResult(series=None, plan=None)  # _compare reads the runs only
+    result = CheckResult(series=None, plan=None)  # compare_with_parents reads the runs only
     for row in summary.get("variants") or []:
         v = Variant(row["index"], row.get("commit") or "", row.get("subject"))
         found = _relocated(check_dir, row.get("bundle"))
@@ -330,7 +329,7 @@ def from_check(check_dir: Path, studies: dict, export: Export) -> dict:
                              f"is not under {check_dir}")
         result.runs.append(VariantRun(v, found, status=row["status"], reason=row.get("reason", ""),
                                       extra=extra))
-    _compare(result)
+    compare_with_parents(result)
     loaded = {vr.variant.index: [bundle.load(p) for p in [vr.bundle, *vr.extra]]
               for vr in result.runs if vr.bundle is not None}
     kept = next((runs[0]["kernel"].get("series") for runs in loaded.values()
@@ -410,6 +409,6 @@ def from_regression(detail: dict, candidate: dict, studies: dict, export: Export
                 "base_n": v["base"]["n"], "repetitions": v["candidate"]["n"],
                 "compared_with": compared, "regression": detail["id"],
                 "regression_state": detail.get("state")}
-        export.cell_test(candidate, build_id, cell, v["group"], v["metric"], STATUS[v["outcome"]],
+        export.cell_test(candidate, build_id, cell, v["group"], v["metric"], Outcome(v["outcome"]).kcidb,
                          v["candidate"]["median"], misc, versus=str(detail["base_runs"][0]))
     return export.data()

@@ -16,7 +16,8 @@ from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
 from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP, look_points
-from iowatch.stats.wording import amount, outcome_label
+from iowatch.judging.outcomes import CELL_OUTCOMES, Outcome, outcome_label
+from iowatch.stats.wording import amount
 
 FORMATS = ("text", "json", "junit", "markdown")
 
@@ -39,7 +40,7 @@ def _mean_sd(stats, unit: str) -> str:
 
 
 def _counts(cmp: Comparison) -> dict[str, int]:
-    out = {"regression": 0, "suspected": 0, "improvement": 0, "no-change": 0, "inconclusive": 0}
+    out = dict.fromkeys(CELL_OUTCOMES, 0)
     for v in cmp.verdicts:
         out[v.outcome] += 1
     return out
@@ -206,14 +207,8 @@ def _state_words(cmp: Comparison) -> str:
     return STATE_WORDS[cmp.state]
 
 
-STATE_WORDS = {
-    "regression": "REGRESSION: a deciding cell is confirmed slower",
-    "failed": "FAILED: a cell gave no performance result on a side",
-    "suspected": "SUSPECTED REGRESSION: a deciding cell looks slower but is not confirmed; rerun",
-    "unsure": "UNSURE: a deciding cell is undecided; rerun with more repetitions",
-    "improvement": "improvement, and no deciding cell slower",
-    "no-change": "no change: every deciding cell rules out a slowdown beyond the minimum effect",
-}
+# A comparison's state as its report's verdict line (the dashboard's compare page too).
+STATE_WORDS = {o.state: o.verdict for o in Outcome if o.state}
 
 
 def _side_json(side: Side) -> dict:

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from iowatch.metrics import INFO, METRICS
 from iowatch.resources import matrix_path
+from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
 from iowatch.stats.sequential import DEFAULT_CAP
 from iowatch.yamlfile import DataFileError, line_at, load_with_nodes, parse as parse_yaml, read as read_yaml
 
@@ -240,7 +241,7 @@ class Study:
             slug=d["study"], path=path, title=d["title"], seed=d.get("seed"), source=d["source"],
             question=d.get("question"), device_classes=tuple(d["device_classes"]),
             filesystems=tuple(d["filesystems"]), scheduler=d.get("scheduler"),
-            min_effect_pct=float(d.get("min_effect_pct", 5)),
+            min_effect_pct=float(d.get("min_effect_pct", DEFAULT_MIN_EFFECT)),
             max_runs=int(d.get("max_runs", DEFAULT_CAP)), spec=Workload.from_file(d["workload"]),
             profiles={name: Profile(name, p["scaling"], Overrides.from_file(p),
                                     {cls_: Overrides.from_file(o) for cls_, o in p.get("by_class", {}).items()})

@@ -31,17 +31,15 @@ import fcntl
 import json
 import os
 import random
-import re
 import time
-import urllib.error
-import urllib.request
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
 from iowatch import bundle
+from iowatch.ciapi import Answer, Client
 
 # Timeout of each wait on the socket. The longest is for the answer while the
 # server validates and stores the bundle, which grows with its size: 30 s for
@@ -79,23 +77,6 @@ class Outcome:
 
     def line(self) -> str:
         return f"{self.state}: run {self.run_id}: {self.detail}"
-
-
-@dataclass
-class Answer:
-    status: int | None          # None: no HTTP answer (refused, dropped, timed out)
-    reply: dict = field(default_factory=dict)
-    retry_after: str | None = None
-
-    def __str__(self) -> str:
-        if self.status is None:
-            return self.reply["error"]
-        where = f" ({self.reply['where']})" if self.reply.get("where") else ""
-        return f"{self.status}: {self.reply.get('error', self.reply)}{where}"
-
-
-def _endpoint(server: str) -> str:
-    return server.rstrip("/") + "/api/v1/bundles"
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -206,41 +187,16 @@ def timeout_for(size: int) -> float:
 
 
 def post(server: str, token: str, body: bytes, timeout: float | None = None) -> Answer:
-    req = urllib.request.Request(
-        _endpoint(server), data=body, method="POST",
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout or timeout_for(len(body))) as resp:
-            return Answer(resp.status, _json_or_text(resp.read()))
-    except urllib.error.HTTPError as e:
-        return Answer(e.code, _json_or_text(e.read()),
-                      e.headers.get("Retry-After") if e.headers else None)
-    except OSError as e:  # URLError, refused, reset, timed out
-        reason = getattr(e, "reason", e)
-        return Answer(None, {"error": f"{server}: no answer ({str(reason) or type(reason).__name__})"})
+    """One bundle to POST /api/v1/bundles, through the one client (iowatch.ciapi)."""
+    return Client(server, token).send("POST", "bundles", body,
+                                      timeout=timeout or timeout_for(len(body)))
 
 
 def healthy(server: str) -> bool:
     """Whether the server answers its health check: a failure with a healthy
     server is this bundle's, one with a sick server is the server's."""
-    try:
-        with urllib.request.urlopen(server.rstrip("/") + "/api/v1/health",
-                                    timeout=HEALTH_TIMEOUT_S) as resp:
-            return resp.status < 500
-    except urllib.error.HTTPError as e:
-        return e.code < 500
-    except OSError:
-        return False
-
-
-def _json_or_text(raw: bytes) -> dict:
-    try:
-        data = json.loads(raw)
-        return data if isinstance(data, dict) else {"body": data}
-    except ValueError:
-        # An HTML error page (a proxy's, Django's 500) on one line, tags dropped.
-        text = " ".join(re.sub(r"<[^>]*>", " ", raw.decode("utf-8", "replace")).split())
-        return {"error": text[:300]}
+    answer = Client(server).send("GET", "health", timeout=HEALTH_TIMEOUT_S)
+    return answer.status is not None and answer.status < 500
 
 
 def retry_after_s(value: str | None, now: float | None = None) -> float | None:

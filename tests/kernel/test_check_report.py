@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from iowatch import bundle
-from iowatch.check import CheckResult, VariantRun, _compare, report, summary
+from iowatch.check import CheckResult, VariantRun, compare_with_parents, report, summary
 from iowatch.kernel.build import Plan, Variant
 from iowatch.kernel.series import load_series
 
@@ -31,7 +31,7 @@ def result_from_fixtures() -> CheckResult:
         v = Variant(i, k["git_commit"], k["patch"].get("subject"), status="built",
                     release=k["release"])
         result.runs.append(VariantRun(v, FIXTURES / f"guest-{i:02d}" / "bundle", status=doc["status"]))
-    _compare(result)
+    compare_with_parents(result)
     return result
 
 
@@ -123,7 +123,7 @@ def test_the_studys_cap_sets_how_far_the_check_measures_again(tmp_path, monkeypa
     result = result_from_fixtures()
     scattered = _scattered(result.runs[1].bundle, tmp_path / "scattered", [0.3, 1.5, 0.5, 1.4, 1.0])
     result.runs[1].bundle = scattered
-    _compare(result)
+    compare_with_parents(result)
     asked = []
 
     def measure_more(vr, cells, reps, round_no):

@@ -22,7 +22,7 @@ import yaml
 
 from bundle_maker import planted_bundle
 from iowatch import bundle
-from iowatch.check import CheckResult, VariantRun, _compare, report
+from iowatch.check import CheckResult, VariantRun, compare_with_parents, report
 from iowatch.comparison import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Plan, Variant
@@ -189,7 +189,7 @@ def _check_result() -> CheckResult:
         k = doc["kernel"]
         v = Variant(i, k["git_commit"], k["patch"].get("subject"), status="built", release=k["release"])
         result.runs.append(VariantRun(v, BUNDLES[i], status=doc["status"]))
-    _compare(result)
+    compare_with_parents(result)
     return result
 
 

@@ -8,6 +8,6 @@ slower.
 
 Each step is judged by the policy (iowatch.judging.judge_step); how the judged
 steps add up to the probability of each commit being the culprit is
-statistics and lives in iowatch.stats.oracle; the command line is
+statistics (iowatch.stats.oracle), read through iowatch.judging.culprit; the command line is
 iowatch.commands.bisect.
 """

@@ -11,8 +11,8 @@ the policy (iowatch.judging.judge_step, compare_sides both ways). While it is
 unsure it is measured again, a look at a time up to its study's cap; a step
 still unsure at the cap decides nothing, and the search tries a neighbour, as
 for a variant that does not build or boot (git bisect's skip). The result is
-the posterior over the first bad commit (iowatch.stats.oracle.culprit, the
-flake-aware culprit model): the commit with its probability, or the range of
+the posterior over the first bad commit (iowatch.judging.culprit: the
+flake-aware culprit model of iowatch.stats.oracle): the commit with its probability, or the range of
 candidates. Every measurement is a stored run, so the dashboard shows the
 bisect's provenance.
 """
@@ -30,11 +30,11 @@ from iowatch.check import (REPS_PER_BOOT, VariantRun, boot_sizes, first_round_bo
                            run_variant)
 from iowatch.comparison import Side, pool
 from iowatch.judging import Comparison, StepVerdict, compare_sides, judge_step, more_runs
+from iowatch.judging.bisect import Culprit, Observation, culprit, steps_left
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
 from iowatch.kernel.series import Series
 from iowatch.stats.sequential import DEFAULT_CAP, looks
-from iowatch.stats.oracle import Culprit, Observation, culprit, steps_left
 from iowatch.stats.verdict import CellVerdict
 from iowatch.studies import load_studies
 

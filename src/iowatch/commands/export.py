@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import sys
-import urllib.error
 from pathlib import Path
 
 
@@ -36,13 +35,9 @@ def register(sub):
     k.set_defaults(func=run_kcidb)
 
 
-def _get(url: str) -> dict:
-    from iowatch.comparison import _get_json
-    return _get_json(url)
-
-
 def run_kcidb(args) -> int:
     from iowatch import kcidb, resources
+    from iowatch.ciapi import Client, ServerError
     from iowatch.comparison import SideNotFound, load_side, manifest_from_api
     from iowatch.studies import load_studies
 
@@ -61,23 +56,23 @@ def run_kcidb(args) -> int:
         else:
             if not args.server:
                 return fail("--regression needs --server URL (the store that holds it)")
-            api = args.server.rstrip("/") + "/api/v1"
+            client = Client(args.server)
             try:
-                detail = _get(f"{api}/regressions/{args.regression}")
-            except urllib.error.HTTPError as e:
-                if e.code == 404:
+                detail = client.regression(args.regression)
+            except ServerError as e:
+                if e.status == 404:
                     return fail(f"no regression {args.regression} on {args.server}")
                 raise
             if not detail.get("candidate_runs"):
                 return fail(f"regression {args.regression} names no candidate run")
-            candidate = manifest_from_api(args.server, str(detail["candidate_runs"][0]))
+            candidate = manifest_from_api(client, str(detail["candidate_runs"][0]))
             data = kcidb.from_regression(detail, candidate, studies, export)
         if not args.no_validate:
             kcidb.validate(data)
     except (kcidb.KcidbError, SideNotFound) as e:
         return fail(str(e))
-    except (urllib.error.URLError, OSError) as e:
-        return fail(f"cannot read {args.server}: {getattr(e, 'reason', e)}")
+    except ServerError as e:
+        return fail(f"cannot read {args.server}: {e}")
     text = json.dumps(data, indent=1) + "\n"
     if args.output:
         Path(args.output).write_text(text)

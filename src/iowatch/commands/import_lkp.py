@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from iowatch import paths
+from iowatch import paths, resources
 from iowatch.yamlfile import DataFileError
 
 
@@ -38,24 +38,13 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def _studies_dir(option: str | None) -> Path:
-    if option:
-        return Path(option)
-    try:  # the packaged studies, where the package provides them
-        from iowatch.resources import studies_dir
-        return studies_dir()
-    except ImportError:
-        from iowatch.comparison import DEFAULT_STUDIES
-        return DEFAULT_STUDIES
-
-
 def run(args) -> int:
     from iowatch.lkp.importer import import_roots
     from iowatch.lkp.result_root import ResultRootError
     from iowatch.studies import load_studies
 
     try:
-        studies = load_studies(_studies_dir(args.studies))
+        studies = load_studies(resources.studies_dir(args.studies))
         out = Path(args.out) if args.out else paths.data_dir() / "lkp-import"
         dirs = import_roots(args.roots, out, studies=studies, device_class_override=args.device_class,
                             host_kind=args.host_kind, label=args.label)

@@ -30,6 +30,7 @@ import numpy as np
 from scipy.stats import ttest_ind_from_stats
 
 from iowatch.cells import CellKey
+from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
 from iowatch.stats.verdict import FDR, benjamini_hochberg
 
 
@@ -127,7 +128,7 @@ def _magnitude(cp: ChangePoint) -> float:
     return max(abs(cp.change_pct), abs(back))
 
 
-def change_points(values: Sequence[float], *, min_magnitude_pct: float = 5.0,
+def change_points(values: Sequence[float], *, min_magnitude_pct: float = DEFAULT_MIN_EFFECT,
                   max_pvalue: float = 0.01, window: int = 30) -> list[ChangePoint]:
     """Change points of a series, oldest first (index: the first value after the change)."""
     x = np.asarray(values, dtype=float)

@@ -63,14 +63,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-from scipy.special import comb, digamma, ndtri, polygamma, stdtr, stdtrit
-from scipy.stats import norm
+from scipy.special import digamma, ndtri, polygamma, stdtr, stdtrit
+from scipy.stats import mannwhitneyu
 
 from iowatch.cells import CellKey
+from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
 from iowatch.stats.blocks import within_rounds
 from iowatch.stats.detectable import minimum_detectable_effect
@@ -173,7 +173,7 @@ class CellInput:
     base: Sequence[float]
     candidate: Sequence[float]
     direction: str
-    min_effect_pct: float = 5.0
+    min_effect_pct: float = DEFAULT_MIN_EFFECT
     cap: int | None = None  # the study's max_runs; None: compare_matrix's cap
     # The boot each value came from (any hashable label, one per value); None:
     # each value its own boot, as independent repetitions.
@@ -189,58 +189,6 @@ class CellInput:
 class CellVerdict(Verdict):
     key: CellKey = None  # type: ignore[assignment]
     p_adjusted: float | None = None  # Benjamini–Hochberg over the family, in the tested direction
-
-
-# --- Mann–Whitney, exact for small samples (evidence only) --------------------
-
-@lru_cache(maxsize=256)
-def _mw_counts(m: int, n: int) -> np.ndarray:
-    """How many arrangements of m + n distinct values give U = 0..m*n."""
-    if m == 0 or n == 0:
-        return np.ones(1)
-    out = np.zeros(m * n + 1)
-    out[n:] += _mw_counts(m - 1, n)  # the largest value is from the first sample: U grows by n
-    out[: m * (n - 1) + 1] += _mw_counts(m, n - 1)
-    return out
-
-
-@lru_cache(maxsize=256)
-def _mw_exact_sf(m: int, n: int) -> np.ndarray:
-    """P(U >= u) under the null, for u = 0..m*n."""
-    counts = _mw_counts(m, n)
-    return np.cumsum(counts[::-1])[::-1] / comb(m + n, m, exact=True)
-
-
-def _tie_sums(rows: np.ndarray) -> np.ndarray:
-    """Σ(t³ - t) over the groups of tied values in each row."""
-    out = np.zeros(len(rows))
-    srt = np.sort(rows, axis=1)
-    tied = np.flatnonzero((np.diff(srt, axis=1) == 0).any(axis=1))
-    for i in tied:
-        _, t = np.unique(srt[i], return_counts=True)
-        out[i] = float((t ** 3 - t).sum())
-    return out
-
-
-def _mann_whitney(u_base: np.ndarray, tie_sums: np.ndarray, nb: int, nc: int) -> np.ndarray:
-    """Two-sided p-values as scipy.stats.mannwhitneyu(method='auto') gives them:
-    exact without ties when a side has at most 8 samples, else the normal
-    approximation with tie and continuity corrections."""
-    nbc = nb * nc
-    u = np.maximum(u_base, nbc - u_base)
-    p = np.empty(len(u))
-    exact = (tie_sums == 0) & (min(nb, nc) <= 8) & (max(nb, nc) <= 100)
-    if exact.any():
-        sf = _mw_exact_sf(nb, nc)
-        p[exact] = 2 * sf[np.rint(u[exact]).astype(int)]
-    approx = ~exact
-    if approx.any():
-        n = nb + nc
-        var = nbc / 12 * ((n + 1) - tie_sums[approx] / (n * (n - 1)))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = (u[approx] - nbc / 2 - 0.5) / np.sqrt(var)
-        p[approx] = np.where(var > 0, 2 * norm.sf(z), 1.0)
-    return np.clip(p, 0.0, 1.0)
 
 
 def benjamini_hochberg(p_values: Sequence[float], family_size: int | None = None) -> list[float]:
@@ -675,7 +623,7 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
 
 
 def compare(base: Sequence[float], candidate: Sequence[float], *, direction: str,
-            min_effect_pct: float = 5.0, fdr: float = FDR, cap: int = DEFAULT_CAP,
+            min_effect_pct: float = DEFAULT_MIN_EFFECT, fdr: float = FDR, cap: int = DEFAULT_CAP,
             metric: str | None = None) -> Verdict:
     """The verdict on one cell: compare_matrix of a family of one. `metric`
     only names the thing in `words`."""
@@ -686,16 +634,13 @@ def compare(base: Sequence[float], candidate: Sequence[float], *, direction: str
 
 
 def mann_whitney_p(x: Sequence[float], y: Sequence[float]) -> float:
-    """Two-sided Mann–Whitney U p-value of two samples (at least 2 each), as
-    scipy.stats.mannwhitneyu(method='auto') gives it: evidence for reports."""
-    X, Y = np.asarray([x], dtype=float), np.asarray([y], dtype=float)
-    nb, nc = X.shape[1], Y.shape[1]
-    if nb < 2 or nc < 2:
+    """Two-sided Mann–Whitney U p-value of two samples (at least 2 each): evidence
+    for reports, never the verdict. scipy.stats.mannwhitneyu's 'auto' method:
+    exact without ties when a side has at most 8 samples, else the normal
+    approximation with tie and continuity corrections."""
+    if len(x) < 2 or len(y) < 2:
         raise ValueError("Mann–Whitney needs at least two samples on each side")
-    gt = (Y[:, None, :] > X[:, :, None]).sum(axis=(1, 2))
-    lt = (Y[:, None, :] < X[:, :, None]).sum(axis=(1, 2))
-    u_base = lt + 0.5 * (nb * nc - gt - lt)  # scipy's U of the first sample
-    return float(_mann_whitney(u_base, _tie_sums(np.hstack([X, Y])), nb, nc)[0])
+    return float(mannwhitneyu(x, y, alternative="two-sided", method="auto").pvalue)
 
 
 def cliffs_delta(x: Sequence[float], y: Sequence[float]) -> float:

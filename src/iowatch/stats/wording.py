@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from iowatch.judging.outcomes import outcome_label
 from iowatch.metrics import HIGHER, INFO, METRICS
 
 # Suffix of a metric name -> how a maintainer says it ({d} is the I/O direction).
@@ -62,17 +63,6 @@ def amount(values: tuple[float, ...], unit: str, *,
         values, unit = tuple(v / 1024 for v in values), unit.replace("KiB", "MiB")
     thousands = any(abs(v) >= 10_000 for v in values)  # one style within a sentence
     return [_number(v, thousands) for v in values], unit
-
-
-def outcome_label(outcome: str, bound_pct: float | None, min_effect_pct: float) -> str:
-    """An outcome as a report's label: "no change within X%" when the cell's
-    equivalence bound X (the slowdown not ruled out) is above the minimum
-    effect (decided at the cap)."""
-    if outcome == "no-change":
-        if bound_pct is not None and bound_pct > min_effect_pct:
-            return f"no change within {bound_pct:g}%"
-        return "no change"
-    return {"inconclusive": "unsure, rerun", "suspected": "suspected regression"}.get(outcome, outcome)
 
 
 def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: float,

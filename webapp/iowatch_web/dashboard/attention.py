@@ -25,18 +25,14 @@ from django.utils.timezone import localtime
 
 from iowatch_web.dashboard import freshness
 from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
-from iowatch.judging import PATCH_STATES
+from iowatch.judging import PATCH_STATES, Outcome
 from iowatch.judging import state_of as judging_state_of
 from iowatch.metrics import HIGHER, LOWER, METRICS
+from iowatch.stats import UNSURE
 from iowatch_web.regressions.models import REASONS, STATES, CellVerdict, ChangePoint, Comparison, Regression
 from iowatch_web.regressions.verdicts import NOT_MEASURED
 from iowatch_web.results.models import Cell, Host, Patch, PatchSeries, Repetition, Run
 
-# The words of a state on a chip; "unsure" is the outcome "inconclusive".
-STATE_LABELS = {"regression": "regression", "failed": "failed", "suspected": "suspected",
-                "unsure": "unsure", "improvement": "improvement", "no-change": "no change"}
-OUTCOME_STATE = {"regression": "regression", "suspected": "suspected",
-                 "inconclusive": "unsure", "improvement": "improvement", "no-change": "no-change"}
 # Of two comparisons of one kernel on one host, the line keeps the first of these.
 REASON_RANK = {"parent": 0, "previous-run": 1, "change-point": 2, "series-base": 3}
 # Where a run's verdict work stands when it is not done (Run.verdict_state).
@@ -195,12 +191,10 @@ def state_of(cells: list[dict], failed: list) -> dict:
     comparison is never "no change" while a cell is unsure or failed), with the
     cell that decided it: the worst of that outcome (the best improvement)."""
     state = judging_state_of([c["outcome"] for c in cells], bool(failed))
-    of_state = [c for c in cells if OUTCOME_STATE[c["outcome"]] == state]
+    of_state = [c for c in cells if Outcome(c["outcome"]).state == state]
     cell = (min if state == "improvement" else max)(of_state, key=_rank) if of_state else None
-    needs = max((c["needs_runs"] or 0 for c in cells if c["outcome"] in ("suspected",
-                                                                        "inconclusive")),
-                default=0)
-    return {"state": state, "label": STATE_LABELS[state], "cell": cell,
+    needs = max((c["needs_runs"] or 0 for c in cells if c["outcome"] in UNSURE), default=0)
+    return {"state": state, "label": Outcome(state).short, "cell": cell,
             "failed": failed[0] if state == "failed" else None, "needs_runs": needs or None}
 
 

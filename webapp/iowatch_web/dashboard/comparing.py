@@ -5,19 +5,17 @@ from __future__ import annotations
 
 from collections import Counter
 
+from iowatch.judging.outcomes import Outcome
 from iowatch.stats.wording import amount
 
-# Outcomes from the most to the least telling (a deciding cell's, then a diagnostic).
-WORST_FIRST = ("regression", "suspected", "inconclusive", "improvement", "no-change", "diagnostic")
-# The summary's counts, in the order a maintainer reads them, with their words.
-SUMMARY = (("regression", "regression", "regressions"), ("improvement", "improvement", "improvements"),
-           ("suspected", "suspected", "suspected"), ("inconclusive", "unsure", "unsure"),
-           ("no-change", "no change", "no change"))
+# The summary's counts, in the order a maintainer reads them (the words are the outcomes').
+SUMMARY = (Outcome.REGRESSION, Outcome.IMPROVEMENT, Outcome.SUSPECTED, Outcome.UNSURE,
+           Outcome.NO_CHANGE)
 
 
 def worst_first(rows: list[dict]) -> list[dict]:
     """Rows by outcome (regressions first), then by the size of the change."""
-    return sorted(rows, key=lambda r: (WORST_FIRST.index(r["outcome"]), -abs(r["change_pct"] or 0),
+    return sorted(rows, key=lambda r: (Outcome(r["outcome"]).rank, -abs(r["change_pct"] or 0),
                                        r["study"], r["device_class"], r["device"], r["group"],
                                        r["metric"]))
 
@@ -25,10 +23,10 @@ def worst_first(rows: list[dict]) -> list[dict]:
 def summary(cells: list[dict], failed: list) -> list[dict]:
     """How many deciding cells came out each way (the failed ones too, when any)."""
     counts = Counter(c["outcome"] for c in cells)
-    out = [{"outcome": outcome, "n": counts[outcome], "words": one if counts[outcome] == 1 else many}
-           for outcome, one, many in SUMMARY]
+    out = [{"outcome": o.word, "n": counts[o.word],
+            "words": o.short if counts[o.word] == 1 else o.plural} for o in SUMMARY]
     if failed:
-        out.append({"outcome": "failed", "n": len(failed), "words": "failed"})
+        out.append({"outcome": Outcome.FAILED.word, "n": len(failed), "words": Outcome.FAILED.short})
     return out
 
 

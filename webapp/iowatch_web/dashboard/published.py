@@ -25,14 +25,15 @@ from iowatch_web.dashboard.freshness import cached
 from iowatch import seeds
 from iowatch.comparison import Side
 from iowatch.judging import compare_sides, deciding
+from iowatch.judging.sides import MAX_SIDE_RUNS
 from iowatch.metrics import METRICS
 from iowatch_web.results.models import Cell, Host, Kernel, Run, Sample, Study
 from iowatch_web.retention.values import sample_values
 from iowatch_web.results.sides import judging_studies, manifests
 
-# A side of a lab check pools at most this many runs of one host (the newest),
-# of at most MAX_LAB_RUNS runs read for a study.
-MAX_SIDE_RUNS = 50
+# A side of a lab check pools at most MAX_SIDE_RUNS runs of one host (the
+# policy's cap of a side, iowatch.judging.sides), of at most MAX_LAB_RUNS runs
+# read for a study.
 MAX_LAB_RUNS = 2000
 RULE = ("A claim is one metric between two result sets of the post that follow each other on "
         "one device class (the earlier set is the before side). A lab run stands for a side "

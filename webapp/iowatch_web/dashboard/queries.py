@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 import statistics
 from collections import defaultdict
 
@@ -20,23 +19,18 @@ from django.db.models.functions import Coalesce
 
 from iowatch_web.dashboard import comparing
 from iowatch import comparison as compare_lib
-from iowatch.judging import compare_sides
+from iowatch.judging import Outcome, compare_sides
+from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views catch it here)
 from iowatch.metrics import METRICS
 from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
 from iowatch.studies import load_studies
 from iowatch_web.regressions.models import STATES, CellVerdict, ChangePoint, Regression
-from iowatch_web.results.sides import judging_studies, manifest, runs_side, spec_query
+from iowatch_web.results.sides import judging_studies, manifest, runs_side, stored_runs
 from iowatch_web.results.models import Cell, Host, Kernel, Patch, Run
 from iowatch_web.retention.values import sample_values
 
 OPEN_STATES = ("new", "acknowledged", "bisecting")
-# What a chip says for an outcome (iowatch.stats.verdict): unsure cells ask for a rerun.
-OUTCOME_LABELS = {"regression": "regression", "suspected": "suspected regression",
-                  "inconclusive": "unsure, rerun", "improvement": "improvement",
-                  "no-change": "no change", "diagnostic": "diagnostic"}
-# A side of a compare pools at most this many runs (the newest).
-MAX_SIDE_RUNS = 50
 MAX_HISTORY_KERNELS = 500
 
 
@@ -124,7 +118,7 @@ def suspected_rows(limit: int = 20) -> list[dict]:
                         "comparison__candidate_kernel__series__name")[:limit * 4])
     rows.sort(key=lambda r: (r["outcome"] != "suspected",))  # suspected first, newest first
     for r in rows:
-        r["label"] = OUTCOME_LABELS[r["outcome"]]
+        r["label"] = Outcome(r["outcome"]).label
         r["kernel"] = kernel_label(r["comparison__candidate_kernel__release"],
                                    r["comparison__candidate_kernel__git_commit"],
                                    r["comparison__candidate_kernel__patch_index"])
@@ -139,27 +133,14 @@ def overview() -> dict:
 
 # --- compare A vs B -------------------------------------------------------------------
 
-class SideNotFound(LookupError):
-    pass
-
-
-def _spec_filter(spec: str) -> Q:
-    """kernel:ID (the links of the series and regression pages), or what
-    `iowatch compare` takes: a run id, a kernel release, label or commit prefix."""
-    if m := re.fullmatch(r"kernel:(\d+)", spec):
-        return Q(kernel_id=int(m[1]))
-    return spec_query(spec)
-
-
 def side_runs(spec: str, role: str) -> list[Run]:
-    runs = (Run.objects.filter(_spec_filter(spec)).select_related("host", "kernel__series")
-            .order_by("-received_at", "-id"))
-    measured = runs.filter(published=False)
-    chosen = list(measured[:MAX_SIDE_RUNS]) or list(runs[:MAX_SIDE_RUNS])
-    if not chosen:
-        raise SideNotFound(f"{role} {spec!r}: no stored run with that id, and no kernel with that "
-                           "release, label or commit (or kernel:ID)")
-    return chosen
+    """The runs of one side: kernel:ID (the links of the series and regression
+    pages), or what `iowatch compare` takes, by the rule every side follows."""
+    query = SideQuery(spec, role)
+    runs = stored_runs(query)
+    if not runs:
+        raise query.not_found("the store")
+    return runs
 
 
 def compare(base_spec: str, candidate_spec: str) -> dict:
@@ -205,7 +186,7 @@ def _cell_row(v, *, deciding: bool) -> dict:
         "p_value": v.p_value, "p_adjusted": v.p_adjusted, "p_worse_family": v.p_worse_family,
         "mde_pct": v.mde_pct if deciding else None, "bound_pct": v.bound_pct if deciding else None,
         "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
-        "label": OUTCOME_LABELS[v.outcome if deciding else "diagnostic"],
+        "label": (Outcome(v.outcome) if deciding else Outcome.DIAGNOSTIC).label,
         "size_only": v.size_only, "words": v.words,
         "shown": comparing.shown(v.base, v.candidate, METRICS[k.metric].unit)}
 

@@ -17,27 +17,23 @@ them, so a patch that arrives after its child is still compared.
 from __future__ import annotations
 
 import logging
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import Min, Q
-from django.db.models.functions import Coalesce
 
-from iowatch import stats
 from iowatch.cells import CellKey
-from iowatch.judging import FDR, compare_sides, confirm_change_points, deciding_metrics, min_effect
+from iowatch.judging import FDR, compare_sides, confirm_change_points, deciding_metrics, history_of
+from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
 from iowatch_web.regressions import nightly
 from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression
 from iowatch_web.results.models import Cell, Kernel, Run
-from iowatch_web.results.sides import judging_studies, runs_side
+from iowatch_web.results.sides import judged_runs, judging_studies, runs_side, stored_runs
 from iowatch_web.retention.values import sample_values
 
 log = logging.getLogger(__name__)
 
-# Runs that give no performance result.
-NOT_MEASURED = ("build-failed", "boot-failed")
 # A stored change point this many kernels away from a new one is the same step
 # seen again (e-divisive may move a boundary by one as history grows).
 SAME_STEP_KERNELS = 1
@@ -63,10 +59,6 @@ def verdicts_for_run(run: Run) -> list[Comparison]:
     return comparisons
 
 
-# The trigger kinds whose runs are sides of verdicts (a run without one is too).
-JUDGED_TRIGGERS = ("nightly",)
-
-
 def is_bisect_step(run: Run) -> bool:
     """A bisect's measurement of one commit (trigger kind "bisect"): kept as the
     bisect's evidence, never a side of a verdict. Its variants carry a series
@@ -78,12 +70,8 @@ def is_bisect_step(run: Run) -> bool:
 
 
 def _measured(host_id: int, matrix: str):
-    return (Run.objects.filter(host_id=host_id, matrix=matrix, published=False)
-            .exclude(status__in=NOT_MEASURED)
-            # Not .exclude(trigger__kind="bisect"): SQL's NOT on a missing key is NULL,
-            # which would drop every run without a trigger too.
-            .filter(Q(trigger__kind__isnull=True) | Q(trigger__kind__in=JUDGED_TRIGGERS))
-            .annotate(at=Coalesce("started_at", "received_at")))
+    """The host's measured runs of the matrix that a side may pool, with their time `at`."""
+    return judged_runs(Run.objects.filter(host_id=host_id, matrix=matrix, published=False))
 
 
 def _latest_kernel(runs) -> Kernel | None:
@@ -146,9 +134,10 @@ def _group_samples(runs):
 
 def compare_kernels(pairing: Pairing, trigger: Run) -> Comparison:
     """Compute (or recompute, replacing its verdicts) one comparison."""
-    runs = _measured(trigger.host_id, trigger.matrix).select_related("host", "kernel__series")
-    base_runs = list(runs.filter(kernel=pairing.base).order_by("at", "id"))
-    candidate_runs = list(runs.filter(kernel=pairing.candidate).order_by("at", "id"))
+    base_runs, candidate_runs = (
+        stored_runs(SideQuery(f"kernel:{kernel.pk}", role, host=trigger.host_id,
+                              matrix=trigger.matrix))
+        for kernel, role in ((pairing.base, "base"), (pairing.candidate, "candidate")))
     judged = compare_sides(runs_side(str(pairing.base), base_runs),
                            runs_side(str(pairing.candidate), candidate_runs),
                            studies=judging_studies(), fdr=FDR)
@@ -253,10 +242,7 @@ def change_point_alerts(run: Run) -> list[Comparison]:
                        cell.device.name if cell.device else "", cell.filesystem, group, metric)
         kernels_of[name] = (key, [k for k in order if k in per_kernel])
         kernels = kernels_of[name][1]
-        histories.append(stats.History(
-            name, [statistics.median(per_kernel[k]) for k in kernels],
-            min_effect(judging_studies().get(cell.study.slug)),
-            repetitions=[len(per_kernel[k]) for k in kernels]))
+        histories.append(history_of(name, [per_kernel[k] for k in kernels], judging_studies()))
     history_runs = list(history.select_related("host", "kernel__series").order_by("at", "id"))
 
     def sides(name: CellKey, before: tuple[int, ...], after: tuple[int, ...]):

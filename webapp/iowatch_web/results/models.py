@@ -16,6 +16,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 
 from iowatch import metrics as metric_table
+from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
 
 
 def _choices(values) -> list[tuple[str, str]]:
@@ -169,7 +170,8 @@ class Study(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     title = models.CharField(max_length=300, blank=True, default="")
     seed = models.CharField(max_length=200, blank=True, default="", help_text="the seed post's file")
-    min_effect_pct = models.FloatField(default=5.0, help_text="smallest change that counts, in %")
+    min_effect_pct = models.FloatField(default=DEFAULT_MIN_EFFECT,
+                                       help_text="smallest change that counts, in %")
 
     class Meta:
         verbose_name_plural = "studies"

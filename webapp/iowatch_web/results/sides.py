@@ -4,15 +4,18 @@ A side read from the store is the same bundle-shaped manifests a bundle
 directory or the HTTP API gives, so iowatch.judging judges it like any
 other: the dashboard's compare, the verdicts stored when a run arrives and
 `iowatch compare` on this machine (through the `compare` management command)
-all read their sides here.
+all read their sides here, by the one rule of which runs make a side
+(iowatch.judging.sides.SideQuery): `stored_runs` only turns it into SQL.
 """
 import re
 import uuid
 from pathlib import Path
 
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 
-from iowatch.comparison import Side, SideNotFound, prefer_measured
+from iowatch.comparison import Side
+from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
 from iowatch_web.results.models import Cell, Repetition, Run
 from iowatch_web.retention.values import sample_values
 
@@ -90,17 +93,40 @@ def runs_side(spec: str, runs, source: str = "the store") -> Side:
     return Side(spec, source, manifests(list(runs), job_samples=False))
 
 
+def judged_runs(runs):
+    """Of these runs (a queryset), those a side may pool (iowatch.judging.sides):
+    not a failed build or boot, not a bisect's step; `at` is when each ran."""
+    return (runs.exclude(status__in=NOT_MEASURED)
+            # Not .exclude(trigger__kind="bisect"): SQL's NOT on a missing key is NULL,
+            # which would drop every run without a trigger too.
+            .filter(Q(trigger__kind__isnull=True) | Q(trigger__kind__in=JUDGED_TRIGGERS))
+            .annotate(at=Coalesce("started_at", "received_at")))
+
+
+def stored_runs(query: SideQuery) -> list[Run]:
+    """The stored runs a side request names, chosen by SideQuery's rule, oldest first;
+    [] when none."""
+    runs = Run.objects.filter(Q(kernel_id=query.kernel_id) if query.kernel_id is not None
+                              else spec_query(query.spec))
+    if query.host is not None:
+        runs = runs.filter(host_id=query.host)
+    if query.matrix is not None:
+        runs = runs.filter(matrix=query.matrix)
+    # The rule reads two columns of every candidate; only the chosen are read whole.
+    rows = list(judged_runs(runs).order_by("at", "id").values("id", "published"))
+    chosen = [r["id"] for r in query.choose(rows, published=lambda r: r["published"])]
+    by_id = Run.objects.select_related("host", "kernel__series").in_bulk(chosen)
+    return [by_id[pk] for pk in chosen]
+
+
 def store_side(spec: str, role: str) -> Side:
-    """A run id or a kernel (release, label or commit prefix) read from the store;
-    a kernel's measured runs, its published numbers only when nothing was measured."""
-    runs = list(Run.objects.filter(spec_query(spec)).select_related("host", "kernel__series")
-                .order_by("received_at", "id"))
-    chosen = prefer_measured([{"published": r.published, "run": r} for r in runs])
-    if not chosen:
-        raise SideNotFound(f"{role} {spec!r}: not a bundle directory, and this machine's store has "
-                           "no run with that id nor a kernel with that release, commit or label "
-                           "(pass --server URL to read another store)")
-    return runs_side(spec, [c["run"] for c in chosen], "the local store")
+    """A run id or a kernel (release, label or commit prefix) read from this
+    machine's store, for `iowatch compare`."""
+    query = SideQuery(spec, role)
+    runs = stored_runs(query)
+    if not runs:
+        raise query.not_found("not a bundle directory, and this machine's store") from None
+    return runs_side(spec, runs, "the local store")
 
 
 def judging_studies() -> dict:

@@ -9,7 +9,8 @@ IOWATCH_SECRET_KEY      Django's secret key; else one generated once and kept
 IOWATCH_DEBUG           1/true/yes turns on Django's debug mode (default off)
 IOWATCH_ALLOWED_HOSTS   extra host names, comma-separated, beside localhost
 IOWATCH_MAX_BUNDLE_BYTES  the largest upload the ingest API accepts (default 64 MiB)
-IOWATCH_STUDIES         the study files that decide verdicts (default: the repository's jobs/studies)
+IOWATCH_STUDIES         the study files that decide verdicts (default: the studies packaged with
+                        iowatch, iowatch/data/jobs/studies, found by iowatch.resources)
 IOWATCH_VERDICT_ATTEMPTS  tries of a run's verdict work before it is marked failed (default 3)
 IOWATCH_VERDICT_RETRY_S   wait before the first retry, doubled each time (default 30)
 IOWATCH_VERDICT_STALL_S   a verdict task running this long on a worker that stopped

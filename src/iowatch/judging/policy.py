@@ -1,5 +1,4 @@
-"""The judging policy: the one place that decides what a comparison of two sides says
-(docs/architecture.md, "The verdict policy"; the why and the figures: docs/verdicts.md).
+"""The decision of one comparison of two sides (compare_sides), with the policy's defaults.
 
 Every verdict iowatch gives goes through `compare_sides`: `iowatch compare`,
 the `iowatch check` report, the bisect's choice of what to follow, the
@@ -14,7 +13,7 @@ directory, the HTTP API, a study's published numbers, or the Django store
   in jobs/studies/*.yml), per job group. Every other metric is computed and
   shown as a diagnostic, and never opens a regression. A study unknown here
   has no deciding metric: its cells are all diagnostics.
-- The minimum effect: the study file's `min_effect_pct` (default 5%), on the
+- The minimum effect: the study file's `min_effect_pct` (DEFAULT_MIN_EFFECT, 5%), on the
   server too.
 - The cap of repetitions a side: the study file's `max_runs` (default 20).
   It is part of the decision, not of one run: the looks' levels are shares of
@@ -48,18 +47,13 @@ from dataclasses import dataclass, field
 
 from iowatch.cells import CellKey, CellLocation, Located
 from iowatch.comparison import CellContext, Side, cell_passed, pool
+from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
+from iowatch.judging.outcomes import CONFIDENT_STATES, PATCH_STATES, Outcome
 from iowatch.metrics import INFO, METRICS
 from iowatch.stats import (DEFAULT_CAP, FDR, UNSURE, CellInput, CellVerdict, Confounder,
                            compare_matrix, confounders, next_target)
 from iowatch.stats.blocks import DRIFT_P
 from iowatch.studies import Study
-
-DEFAULT_MIN_EFFECT = 5.0
-
-# What a comparison of two kernels says about one patch or run, worst first.
-PATCH_STATES = ("regression", "failed", "suspected", "unsure", "improvement", "no-change")
-# The states a drifted platform takes away: they claim the kernels' difference.
-CONFIDENT_STATES = ("regression", "improvement", "no-change")
 
 
 def deciding(study: Study | None) -> set[tuple[str, str]]:
@@ -198,20 +192,9 @@ class Comparison:
 def state_of(outcomes, failed: bool = False, platform_drifted: bool = False) -> str:
     """The state (PATCH_STATES) of a comparison whose deciding cells have these
     outcomes: Comparison.state, and the dashboard's for stored cells."""
-    outcomes = set(outcomes)
-    if "regression" in outcomes:
-        state = "regression"
-    elif failed:
-        state = "failed"
-    elif "suspected" in outcomes:
-        state = "suspected"
-    elif "inconclusive" in outcomes or not outcomes:
-        state = "unsure"
-    elif "improvement" in outcomes:
-        state = "improvement"
-    else:
-        state = "no-change"
-    return "unsure" if state in CONFIDENT_STATES and platform_drifted else state
+    found = {Outcome(o) for o in outcomes} | ({Outcome.FAILED} if failed else set())
+    state = min(found, key=lambda o: o.rank).state if found else Outcome.UNSURE.state
+    return Outcome.UNSURE.state if state in CONFIDENT_STATES and platform_drifted else state
 
 
 def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
@@ -316,144 +299,3 @@ def more_runs(cmp: Comparison) -> dict[CellLocation, RunsWanted]:
             old = want.get(where, RunsWanted(0, 0))
             want[where] = RunsWanted(max(old.base, target[0]), max(old.candidate, target[1]))
     return want
-
-
-# --- the bisect's steps ---------------------------------------------------------
-
-@dataclass(frozen=True)
-class StepVerdict:
-    """A bisect step judged against both ends by compare_sides, in the followed cell.
-
-    bad: the step is a confirmed regression against good (the first bad commit
-    is this one or before it; `between` when it is also confirmed better than
-    bad: part of the change). good: no change against good (a slowdown beyond
-    the minimum effect ruled out), and bad is a confirmed regression against
-    the step. Anything else is unsure: `wants_runs` says how many repetitions
-    of the step the two comparisons ask for (0 when the step is at its study's
-    cap), `wants_good` and `wants_bad` how many of each end. `error` is the
-    chance a step of the other kind is judged so: the deciding verdict's
-    adjusted p-value."""
-    outcome: str                     # "good", "bad" or "unsure"
-    vs_good: CellVerdict | None      # good (base) against the step (candidate)
-    vs_bad: CellVerdict | None       # the step (base) against bad (candidate)
-    median: float
-    position: float                  # 0: good's median, 1: bad's (shown, never deciding)
-    error: float
-    wants_runs: int = 0
-    between: bool = False
-    wants_good: int = 0              # repetitions of the ends the comparisons ask for
-    wants_bad: int = 0
-
-    @property
-    def words(self) -> str:
-        def said(v: CellVerdict | None) -> str:
-            return "not measured" if v is None else f"{v.outcome} ({v.change_pct:+.1f}%)" \
-                if v.change_pct is not None else v.outcome
-        how = f"against good {said(self.vs_good)}, against bad {said(self.vs_bad)}"
-        if self.outcome == "bad" and self.between:
-            return f"bad, part of the change: {how}"
-        return f"{self.outcome}: {how}"
-
-
-def judge_step(good: Side, bad: Side, step: Side, target: CellVerdict, *,
-               studies: dict[str, Study], fdr: float = FDR) -> StepVerdict:
-    """The step against both ends, by the one policy, in the cell `target` names."""
-    key = target.key.pooled
-    vs_good = compare_sides(good, step, studies=studies, fdr=fdr)
-    vs_bad = compare_sides(step, bad, studies=studies, fdr=fdr)
-
-    def of(cmp: Comparison) -> CellVerdict | None:
-        return next((v for v in cmp.verdicts if v.key.pooled == key), None)
-    g, b = of(vs_good), of(vs_bad)
-    values = {role: pool(side).values.get(key, []) for role, side in
-              (("good", good), ("bad", bad), ("step", step))}
-    from statistics import median
-    med = {role: median(v) if v else float("nan") for role, v in values.items()}
-    span = med["bad"] - med["good"]
-    position = (med["step"] - med["good"]) / span if span else float("nan")
-    confirmed = (lambda v: v is not None and v.outcome == "regression")
-    if confirmed(g):
-        outcome, error = "bad", g.p_adjusted
-    elif g is not None and (g.outcome == "improvement" or g.outcome == "no-change"
-                            and g.within_pct is None) and confirmed(b):
-        # "No change within X%" with X above the minimum effect is no evidence of good.
-        outcome, error = "good", b.p_adjusted
-    else:
-        outcome, error = "unsure", 0.5
-    wants, ends = 0, {"good": 0, "bad": 0}
-    if outcome == "unsure":
-        # What each comparison's next look asks of the step, and of the ends.
-        n = {role: len(v) for role, v in values.items()}
-        for cmp, step_side, end, end_side in ((vs_good, "candidate", "good", "base"),
-                                              (vs_bad, "base", "bad", "candidate")):
-            want = more_runs(cmp).get(key.location)
-            if want is not None and getattr(want, step_side) > n["step"]:
-                wants = max(wants, getattr(want, step_side))
-            if want is not None and getattr(want, end_side) > n[end]:
-                ends[end] = getattr(want, end_side)
-    return StepVerdict(outcome, g, b, med["step"], position,
-                       fdr if error is None else min(error, fdr), wants,
-                       between=outcome == "bad" and confirmed(b),
-                       wants_good=ends["good"], wants_bad=ends["bad"])
-
-
-# --- change points ---------------------------------------------------------------
-
-def deciding_metrics(studies: dict[str, Study]) -> set[tuple[str, str, str]]:
-    """(study, group, metric) of every deciding metric of the studies given."""
-    return {(slug, group, metric) for slug, study in studies.items()
-            for group, metric in deciding(study)}
-
-
-@dataclass(frozen=True)
-class ConfirmedChangePoint:
-    """A change point the A/B of its segments' repetitions confirmed."""
-    key: CellKey
-    point: object                # iowatch.stats.changepoints.Candidate
-    verdict: CellVerdict         # compare_sides of the kernels before against those after
-    before: tuple[int, ...]      # the history's kernel indices pooled on each side
-    after: tuple[int, ...]
-
-
-def segment_kernels(repetitions, start: int, index: int, end: int,
-                    cap: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The kernels nearest the step on each side of history index `index`, within
-    [start, end), until a side holds `cap` repetitions (the study's max_runs):
-    the A/B judges the step with the repetitions a comparison may take."""
-    def take(order) -> tuple[int, ...]:
-        chosen, n = [], 0
-        for i in order:
-            chosen.append(i)
-            n += repetitions[i] if i < len(repetitions) else 1
-            if n >= cap:
-                break
-        return tuple(sorted(chosen))
-    return take(range(index - 1, start - 1, -1)), take(range(index, end))
-
-
-def confirm_change_points(histories, sides, *, studies: dict[str, Study],
-                          fdr: float = FDR) -> dict[CellKey, list[ConfirmedChangePoint]]:
-    """The change points of a nightly's histories (one family) that the A/B confirms.
-
-    Candidates come from iowatch.stats.changepoints.candidates: e-divisive on
-    one value per kernel, with the selection test over the family at `fdr`.
-    Each is then judged by compare_sides on repetitions: `sides(key, before,
-    after)` gives the two sides of the kernels segment_kernels chose (nearest
-    the step, up to the study's cap a side), and the candidate's cell must come
-    out a regression or an improvement, with the study's minimum effect and cap,
-    in that comparison's family. A candidate the A/B does not confirm is dropped:
-    it opens nothing and queues no bisect."""
-    from iowatch.stats.changepoints import candidates
-    out: dict[CellKey, list[ConfirmedChangePoint]] = {}
-    by_key = {h.key: h for h in histories}
-    for key, points in candidates(histories, fdr=fdr).items():
-        study = studies.get(key.study)
-        for point in points:
-            before, after = segment_kernels(by_key[key].repetitions, point.start, point.index,
-                                            point.end, max_runs(study))
-            base, candidate = sides(key, before, after)
-            cmp = compare_sides(base, candidate, studies=studies, fdr=fdr)
-            verdict = next((v for v in cmp.verdicts if v.key.pooled == key.pooled), None)
-            if verdict is not None and verdict.outcome in ("regression", "improvement"):
-                out.setdefault(key, []).append(ConfirmedChangePoint(key, point, verdict, before, after))
-    return out

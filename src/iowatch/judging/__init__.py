@@ -1,0 +1,55 @@
+"""The judging policy: the one package that decides what iowatch says about a change
+(docs/architecture.md, "The verdict policy"; the why and the figures: docs/verdicts.md).
+
+Every verdict, bisect step and change point is decided here, on the pure
+statistics of iowatch.stats; pages, reports and exports only read what it
+decided. A newcomer reads it in this order:
+
+- `defaults`: what a study file may leave out, written once (the minimum effect).
+- `outcomes`: the vocabulary. One enum of the outcomes with their labels,
+  the comparison state each makes, rank, colour class and KCIDB status.
+- `policy`: the study's minimum effect and cap, and the decision of one
+  comparison: `compare_sides` pairs two sides' cells and judges the deciding
+  ones as one family; `Comparison.state`, the canary's `platform_words`, and
+  `more_runs`, the repetitions the next look wants.
+- `sides`: which stored runs make a side (`SideQuery`), one rule for the
+  store, the dashboard and `iowatch compare`.
+- `bisect`: `judge_step`, a bisect step against both ends, and `culprit`, the
+  first bad commit the judged steps point at.
+- `changepoints`: `history_of` (one series, with its study's minimum effect)
+  and `confirm_change_points`, the e-divisive candidates confirmed by the
+  A/B of the repetitions either side.
+
+`from iowatch.judging import X` gives every name of these modules.
+"""
+from __future__ import annotations
+
+import importlib
+
+_WHERE = {
+    "CELL_OUTCOMES": "outcomes", "CONFIDENT_STATES": "outcomes", "PATCH_STATES": "outcomes",
+    "Outcome": "outcomes", "outcome_label": "outcomes",
+    "DEFAULT_MIN_EFFECT": "defaults", "FDR": "policy", "Comparison": "policy",
+    "FailedCell": "policy", "PlatformDrift": "policy", "RunsWanted": "policy",
+    "compare_sides": "policy", "deciding": "policy", "max_runs": "policy",
+    "min_effect": "policy", "more_runs": "policy", "platform_findings": "policy",
+    "platform_words": "policy", "state_of": "policy", "watched": "policy",
+    "StepVerdict": "bisect", "judge_step": "bisect", "Culprit": "bisect", "Observation": "bisect",
+    "culprit": "bisect", "steps_left": "bisect", "NAME_AT": "bisect",
+    "ConfirmedChangePoint": "changepoints", "confirm_change_points": "changepoints",
+    "deciding_metrics": "changepoints", "segment_kernels": "changepoints",
+    "history_of": "changepoints",
+    "MAX_SIDE_RUNS": "sides", "SideNotFound": "sides", "SideQuery": "sides",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    # Loaded on first use (PEP 562), as iowatch.stats is: the vocabulary
+    # (outcomes) is plain data that iowatch.stats' wording reads while the
+    # policy's modules are still importing iowatch.stats.
+    if name not in _WHERE:
+        raise AttributeError(f"module 'iowatch.judging' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"iowatch.judging.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,92 @@
+"""The outcomes' vocabulary: every word, rank, colour and export status of a verdict, once.
+
+A cell's verdict has an outcome (iowatch.stats.verdict: regression, suspected,
+inconclusive, improvement, no-change; a diagnostic cell is shown, never
+judged), and a comparison has a state (Comparison.state: the same words, with
+"unsure" for inconclusive, and "failed" when a cell gave no result on a side).
+Pages, reports, the e-mail and the KCIDB export read the words from here, so
+the text report, the dashboard's chips and the export cannot disagree about
+what an outcome is called or how bad it is.
+
+Outcome("inconclusive") and Outcome("unsure") are the same member: the cell's
+word and the state's word of one outcome.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import Enum
+
+
+@dataclass(frozen=True)
+class _Words:
+    word: str                # the cell's outcome as stored and exported (CellVerdict.outcome)
+    state: str | None        # the comparison's state it makes (Comparison.state); None: never one
+    label: str               # a cell's label on a page and in a report
+    short: str               # a state's chip, one count of it
+    plural: str              # several counts of it
+    colour: str              # the CSS class of its chip (dashboard/static/dashboard/iowatch.css)
+    kcidb: str | None        # the KCIDB test status of a cell with this outcome
+    verdict: str | None      # `iowatch compare`'s verdict line for the state
+    headline: str | None     # `iowatch check`'s line for a patch in the state ({where}: the runs)
+
+
+class Outcome(Enum):
+    """The outcomes, worst first: a member's rank is its place here."""
+    REGRESSION = _Words(
+        "regression", "regression", "regression", "regression", "regressions", "regression",
+        "FAIL", "REGRESSION: a deciding cell is confirmed slower", "REGRESSION")
+    FAILED = _Words(
+        "failed", "failed", "failed", "failed", "failed", "failed", None,
+        "FAILED: a cell gave no performance result on a side",
+        "FAILED CELLS (no performance result on a side)")
+    SUSPECTED = _Words(
+        "suspected", "suspected", "suspected regression", "suspected", "suspected", "suspected",
+        "ERROR", "SUSPECTED REGRESSION: a deciding cell looks slower but is not confirmed; rerun",
+        "SUSPECTED REGRESSION (not confirmed {where}; rerun)")
+    UNSURE = _Words(
+        "inconclusive", "unsure", "unsure, rerun", "unsure", "unsure", "inconclusive", "ERROR",
+        "UNSURE: a deciding cell is undecided; rerun with more repetitions",
+        "UNSURE (a deciding cell is undecided {where}; rerun)")
+    IMPROVEMENT = _Words(
+        "improvement", "improvement", "improvement", "improvement", "improvements", "improvement",
+        "PASS", "improvement, and no deciding cell slower", "improvement")
+    NO_CHANGE = _Words(
+        "no-change", "no-change", "no change", "no change", "no change", "no-change", "PASS",
+        "no change: every deciding cell rules out a slowdown beyond the minimum effect",
+        "no change")
+    DIAGNOSTIC = _Words(
+        "diagnostic", None, "diagnostic", "diagnostic", "diagnostic", "diagnostic", None, None, None)
+
+    def __new__(cls, words: _Words):
+        member = object.__new__(cls)
+        member._value_ = words.word
+        for f in fields(words):
+            setattr(member, f.name, getattr(words, f.name))
+        member.rank = len(cls.__members__)
+        return member
+
+    @classmethod
+    def _missing_(cls, word):
+        """A state's word: "unsure" is the outcome "inconclusive"."""
+        return next((o for o in cls if o.state == word), None)
+
+    def label_within(self, bound_pct: float | None, min_effect_pct: float) -> str:
+        """The cell's label, "no change within X%" when its equivalence bound X is
+        above the minimum effect (decided at the cap)."""
+        if self is Outcome.NO_CHANGE and bound_pct is not None and bound_pct > min_effect_pct:
+            return f"no change within {bound_pct:g}%"
+        return self.label
+
+
+# A comparison's states, worst first.
+PATCH_STATES = tuple(o.state for o in Outcome if o.state)
+# The states a drifted platform takes away: they claim the kernels' difference.
+CONFIDENT_STATES = tuple(o.state for o in (Outcome.REGRESSION, Outcome.IMPROVEMENT,
+                                            Outcome.NO_CHANGE))
+# The outcomes a deciding cell can have, worst first.
+CELL_OUTCOMES = tuple(o.word for o in Outcome if o.kcidb is not None)
+
+
+def outcome_label(outcome: str, bound_pct: float | None, min_effect_pct: float) -> str:
+    """A cell's outcome as a report's label (Outcome.label_within)."""
+    return Outcome(outcome).label_within(bound_pct, min_effect_pct)

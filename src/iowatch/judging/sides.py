@@ -1,0 +1,64 @@
+"""Which stored runs make a side: one rule (SideQuery) for every reader of a store.
+
+A side is a kernel's runs (or one run): the dashboard's compare, `iowatch
+compare` of this machine's store and the verdicts the server stores when a
+run arrives must pool the same runs for the same request, or a page and a
+report judge different data. The rule:
+
+- the runs the request names: a run id, or a kernel (release, label, commit
+  prefix, or kernel:ID, the pages' links), on a host and matrix when given;
+- runs that measured nothing (a build or boot that failed) and a bisect's
+  steps (the bisect's evidence, judged by the bisect) are no part of a side;
+- the measured runs, and a study's published numbers only when nothing was
+  measured;
+- the newest `limit` of them (MAX_SIDE_RUNS), in the order they ran.
+
+The store's adapter (iowatch_web.results.sides.stored_runs) turns a query
+into SQL and hands the rows to `choose`; the rule itself is plain Python.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence, TypeVar
+
+R = TypeVar("R")
+
+# The most runs a side pools: a kernel measured for months must not make a
+# compare page read every run it ever had.
+MAX_SIDE_RUNS = 50
+# Run statuses that give no performance result.
+NOT_MEASURED = ("build-failed", "boot-failed")
+# Run triggers whose runs are judged as a side (a bisect step's run is not).
+JUDGED_TRIGGERS = ("nightly",)
+
+
+class SideNotFound(LookupError):
+    """A side that names nothing iowatch can read; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class SideQuery:
+    """A request for one side of a comparison, and the rule that picks its runs."""
+    spec: str                       # a run id, a kernel's release, label or commit prefix, kernel:ID
+    role: str = "side"              # "base" or "candidate", for the messages
+    host: int | None = None         # a host's id: only its runs
+    matrix: str | None = None       # only runs of this matrix
+    limit: int = MAX_SIDE_RUNS
+
+    @property
+    def kernel_id(self) -> int | None:
+        """The kernel a kernel:ID spec names (the pages' links), else None."""
+        m = re.fullmatch(r"kernel:(\d+)", self.spec)
+        return int(m[1]) if m else None
+
+    def choose(self, runs: Sequence[R], *, published: Callable[[R], bool]) -> list[R]:
+        """Of the runs the request names that measured something, oldest first:
+        the measured ones (the published numbers when nothing was measured),
+        the newest `limit`, oldest first."""
+        measured = [r for r in runs if not published(r)]
+        return (measured or list(runs))[-self.limit:]
+
+    def not_found(self, where: str) -> SideNotFound:
+        return SideNotFound(f"{self.role} {self.spec!r}: {where} has no run with that id nor a "
+                            "kernel with that release, commit or label")

@@ -1,0 +1,100 @@
+"""No verdict path bypasses iowatch.judging (issue 27).
+
+The policy owns the decision and its words: outside iowatch.judging and the
+statistics it calls (iowatch.stats), no module of the runner or the web app
+imports the family test (compare_matrix), the change-point selection
+(confirm_family) or the bisect's culprit model (the oracle), and outside
+iowatch.judging.outcomes no module maps the outcome words to other words
+(a dict keyed by them, or a ranking of them): those are read from the
+Outcome enum. The walk reads the source, so a new module is covered the day
+it is written.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from iowatch.judging.outcomes import Outcome
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = [ROOT / "src" / "iowatch", ROOT / "webapp" / "iowatch_web"]
+POLICY = ("iowatch.judging", "iowatch.stats")
+# What decides: the family test (one cell's compare too), the change-point
+# selection (candidates; confirm_family, its name before) and the bisect's oracle.
+GUARDED = {"compare", "compare_matrix", "candidates", "change_points", "confirm_family",
+           "oracle", "culprit"}
+WORDS = {o.word for o in Outcome} | {o.state for o in Outcome if o.state}
+
+
+def modules():
+    for top in SOURCES:
+        for path in sorted(top.rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            dotted = ".".join(path.relative_to(top.parent).with_suffix("").parts)
+            yield dotted.removesuffix(".__init__"), path, ast.parse(path.read_text(), str(path))
+
+
+def inside(module: str, packages) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def guarded_imports(tree: ast.AST) -> list[str]:
+    """The deciding names a module takes from iowatch.stats, however it imports them."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("iowatch.stats"):
+            found += sorted({a.name for a in node.names} & GUARDED)
+            found += ["oracle"] if node.module == "iowatch.stats.oracle" else []
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("iowatch.stats.oracle")]
+        elif isinstance(node, ast.Attribute) and node.attr in GUARDED and \
+                isinstance(node.value, ast.Name) and node.value.id == "stats":
+            found.append(node.attr)
+    return found
+
+
+def word(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and node.value in WORDS else None
+
+
+def outcome_tables(tree: ast.AST) -> list[int]:
+    """Lines of dicts keyed by two outcome words or more, and of sequences of
+    four or more: a mapping or a ranking of the outcomes."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict) and sum(1 for k in node.keys if k is not None and word(k)) >= 2:
+            lines.append(node.lineno)
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)) and \
+                sum(1 for e in node.elts if word(e)) >= 4:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_walk_sees_the_policy_and_the_pages():
+    names = {m for m, _, _ in modules()}
+    assert {"iowatch.judging.policy", "iowatch.judging.outcomes", "iowatch.stats.verdict",
+            "iowatch_web.dashboard.attention", "iowatch_web.regressions.verdicts"} <= names
+
+
+def test_no_module_outside_the_policy_imports_its_statistics():
+    bypass = {m: found for m, _, tree in modules() if not inside(m, POLICY)
+              for found in [guarded_imports(tree)] if found}
+    assert bypass == {}
+
+
+def test_no_module_outside_the_outcomes_maps_an_outcome_word():
+    tables = {m: lines for m, _, tree in modules() if m != "iowatch.judging.outcomes"
+              for lines in [outcome_tables(tree)] if lines}
+    assert tables == {}
+
+
+def test_the_walk_would_see_a_bypass():
+    tree = ast.parse('from iowatch.stats import compare_matrix\n'
+                     'from iowatch.stats import oracle\n'
+                     'LABELS = {"regression": "REGRESSION", "no-change": "fine"}\n'
+                     'ORDER = ("regression", "suspected", "inconclusive", "no-change")\n'
+                     'from iowatch.stats.oracle import culprit\n'
+                     'found = stats.candidates(histories)\n')
+    assert guarded_imports(tree) == ["compare_matrix", "oracle", "culprit", "oracle", "candidates"]
+    assert outcome_tables(tree) == [3, 4]

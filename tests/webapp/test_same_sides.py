@@ -1,0 +1,88 @@
+"""One rule of which runs make a side (iowatch.judging.sides.SideQuery, issue 27):
+the dashboard's compare, `iowatch compare` of this machine's store (its `compare`
+command, the same call `iowatch compare` hands itself over to) and the verdict
+the server stores when a run arrives pool the same runs for the same request.
+
+The store holds a two-patch series on one host: the base kernel measured three
+times and with a published run beside, the patch measured twice and once more
+with a boot that failed. The published run and the failed boot are no part
+of a side, whichever path reads it.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bundle_maker import planted_bundle
+from iowatch.cli import build_parser
+from iowatch.commands import compare as compare_command
+from iowatch_web.dashboard import queries
+from iowatch_web.regressions.models import Comparison
+from iowatch_web.results.models import Kernel, Run
+from iowatch_web.results.sides import store_side
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BASE, PATCH = "a1b2c3d4e5f6", "f6e5d4c3b2a1"
+
+
+def kernel(commit: str, patch: int) -> dict:
+    return {"release": "6.12.0-iowatch", "git_commit": commit + "0" * 28, "config_hash": "c0ffee",
+            "config": {"CONFIG_XFS_DEBUG": "n"}, "cmdline": "console=ttyS0 quiet",
+            "series": {"name": "f2fs: dio write lock", "message_id": "<1@example.org>",
+                       "base": "v6.12", "patch_count": 1},
+            "patch": {"index": patch, **({"subject": "f2fs: drop the lock", "commit": commit[:7]}
+                                         if patch else {})}}
+
+
+@pytest.fixture
+def stored(post):
+    """The run ids of each kernel's measured runs, oldest first."""
+    runs = {BASE: [], PATCH: []}
+    for hour, (commit, patch, level) in enumerate(
+            [(BASE, 0, 100), (BASE, 0, 102), (PATCH, 1, 99), (BASE, 0, 101), (PATCH, 1, 98)]):
+        doc = planted_bundle({"write.bw_kib_s": [level + d for d in (-2, -1, 0, 1, 2)]},
+                             kernel=kernel(commit, patch), started_at=f"2024-05-01T1{hour}:00:00Z")
+        assert post(doc)[0] == 201
+        runs[commit].append(doc["run_id"])
+    published = planted_bundle({"write.bw_kib_s": [200.0]}, kernel=kernel(BASE, 0), published=True,
+                               started_at="2024-05-01T09:00:00Z")
+    failed = planted_bundle({"write.bw_kib_s": [1.0]}, kernel=kernel(PATCH, 1),
+                            started_at="2024-05-01T19:00:00Z")
+    failed.update(status="boot-failed", cells=[])
+    for doc in (published, failed):
+        assert post(doc)[0] == 201
+    return runs
+
+
+def cli_runs(base: str, candidate: str, capsys) -> dict:
+    """The runs each side of `iowatch compare BASE CANDIDATE --format json` pooled."""
+    args = build_parser("compare").parse_args(["compare", base, candidate, "--format", "json"])
+    args.argv = [base, candidate, "--format", "json"]
+    compare_command.run(args, store_side=store_side)
+    out = json.loads(capsys.readouterr().out)
+    return {role: out[role]["runs"] for role in ("base", "candidate")}
+
+
+@pytest.mark.parametrize("request_for", [
+    lambda runs: (BASE, PATCH),                       # kernels by commit prefix
+    lambda runs: (BASE, runs[PATCH][-1]),             # a kernel against one run
+])
+def test_the_dashboard_and_iowatch_compare_pool_the_same_runs(stored, capsys, request_for):
+    base, candidate = request_for(stored)
+    page = queries.compare(base, candidate)
+    cli = cli_runs(base, candidate, capsys)
+    assert {role: page[role]["runs"] for role in ("base", "candidate")} == cli
+    assert cli["base"] == stored[BASE]  # measured only, oldest first: no published run
+    assert cli["candidate"] == (stored[PATCH] if candidate == PATCH else [candidate])
+
+
+def test_the_stored_verdict_pools_what_the_pages_compare_link_pools(stored):
+    base, candidate = (Kernel.objects.get(git_commit__startswith=c) for c in (BASE, PATCH))
+    stored_cmp = Comparison.objects.get(reason="parent", base_kernel=base, candidate_kernel=candidate)
+    page = queries.compare(f"kernel:{base.pk}", f"kernel:{candidate.pk}")
+    for role, runs in (("base", stored_cmp.base_runs), ("candidate", stored_cmp.candidate_runs)):
+        assert sorted(page[role]["runs"]) == sorted(str(r.run_id) for r in runs.all())
+    assert page["base"]["runs"] == stored[BASE] and page["candidate"]["runs"] == stored[PATCH]
+    assert Run.objects.filter(status="boot-failed").count() == 1
