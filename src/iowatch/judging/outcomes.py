@@ -28,13 +28,15 @@ class _Words:
     kcidb: str | None        # the KCIDB test status of a cell with this outcome
     verdict: str | None      # `iowatch compare`'s verdict line for the state
     headline: str | None     # `iowatch check`'s line for a patch in the state ({where}: the runs)
+    size_only: str | None = None  # the compare page's words when one sample a side is all there is
 
 
 class Outcome(Enum):
     """The outcomes, worst first: a member's rank is its place here."""
     REGRESSION = _Words(
         "regression", "regression", "regression", "regression", "regressions", "regression",
-        "FAIL", "REGRESSION: a deciding cell is confirmed slower", "REGRESSION")
+        "FAIL", "REGRESSION: a deciding cell is confirmed slower", "REGRESSION",
+        "a deciding cell is {change} slower")
     FAILED = _Words(
         "failed", "failed", "failed", "failed", "failed", "failed", None,
         "FAILED: a cell gave no performance result on a side",
@@ -49,11 +51,12 @@ class Outcome(Enum):
         "UNSURE (a deciding cell is undecided {where}; rerun)")
     IMPROVEMENT = _Words(
         "improvement", "improvement", "improvement", "improvement", "improvements", "improvement",
-        "PASS", "improvement, and no deciding cell slower", "improvement")
+        "PASS", "improvement, and no deciding cell slower", "improvement",
+        "a deciding cell is {change} faster")
     NO_CHANGE = _Words(
         "no-change", "no-change", "no change", "no change", "no change", "no-change", "PASS",
         "no change: every deciding cell rules out a slowdown beyond the minimum effect",
-        "no change")
+        "no change", "no deciding cell moved beyond its study's minimum effect")
     DIAGNOSTIC = _Words(
         "diagnostic", None, "diagnostic", "diagnostic", "diagnostic", "diagnostic", None, None, None)
 

@@ -6,16 +6,12 @@ The outcomes, their words and the choice of a side's runs stay the judging
 policy's and queries.side_runs'; this only reads them."""
 from __future__ import annotations
 
+from iowatch.judging.outcomes import Outcome
 from iowatch.report import STATE_WORDS
 from iowatch_web.dashboard import queries
 
 NOTHING_TO_COMPARE = ("nothing to compare: the two sides have no deciding cell in common "
                       "(other studies, devices or filesystems); pick sides that ran the same cells")
-SIZE_ONLY = {
-    "regression": "a deciding cell is {change} slower",
-    "improvement": "a deciding cell is {change} faster",
-    "no-change": "no deciding cell moved beyond its study's minimum effect",
-}
 
 
 def headline(result: dict) -> tuple[str, str]:
@@ -24,11 +20,15 @@ def headline(result: dict) -> tuple[str, str]:
     if not cells and not result["failed"]:
         return NOTHING_TO_COMPARE, "nothing"
     deciding = cells if state == "no-change" else [c for c in cells if c["outcome"] == state]
-    if state in SIZE_ONLY and deciding and all(c["size_only"] for c in deciding):
+    try:
+        words = Outcome(state).size_only
+    except ValueError:  # a state no outcome makes ("nothing" has no cells)
+        words = None
+    if words and deciding and all(c["size_only"] for c in deciding):
         worst = max((c["change_pct"] for c in deciding if c["change_pct"] is not None),
                     key=abs, default=None)
         change = "" if worst is None else f"{abs(worst):.1f}%"
-        return (f"size only, not confirmed: {SIZE_ONLY[state].format(change=change)} on one "
+        return (f"size only, not confirmed: {words.format(change=change)} on one "
                 "sample a side (published numbers), which shows a size, not that it is real; "
                 "measure both kernels to confirm it", "size-only")
     return STATE_WORDS[state], state
