@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from iowatch import exit_status, inventory, mailclaims, progress, resources
+from iowatch import exit_status, inventory, mailclaims, progress, resources, vlab
 from iowatch.commands.guest_options import HostError, add_boot_option, add_guest_run_options, qemu_host
 from iowatch.check import (default_out, exit_code, report, run_check, store_locally, summary,
                            write_summary)
@@ -53,11 +53,18 @@ def run(args) -> int:
         matrix_arg = str(mailclaims.matrix_with(matrix.path, matrix.studies[0].path.parent, extra, out))
         print(f"check: the series' mails claim figures of {', '.join(extra)}, which {matrix.name} "
               f"does not run: running {matrix_arg}")
-    with progress.from_args(args, "check") as display:
-        result = run_check(tree, args.base, series, host, Path(args.inventory or inventory.default_path()), matrix_arg, out,
-                           profile=args.profile, reps=args.reps, per_boot=args.reps_per_boot,
-                           store=(lambda p: None) if args.no_store else store_locally,
-                           say=display.say, echo_console=args.console)
+    try:
+        with progress.from_args(args, "check") as display:
+            result = run_check(tree, args.base, series, host, Path(args.inventory or inventory.default_path()), matrix_arg, out,
+                               profile=args.profile, reps=args.reps, per_boot=args.reps_per_boot,
+                               store=(lambda p: None) if args.no_store else store_locally,
+                               say=display.say, echo_console=args.console)
+    except (KeyboardInterrupt, vlab.GuestStopped) as e:
+        # The guest is stopped already (vlab); check.json holds every comparison made so far.
+        print(f"\niowatch check: stopped ({e or 'Ctrl-C'}); what was judged before is in "
+              f"{out / 'check.json'} (iowatch reproduce SEED --from {out} judges a seed's check)",
+              file=sys.stderr)
+        return 130
     mailclaims.judge(claimed, {r.variant.index: r.vs_parent for r in result.runs}, studies)
     result.claims = [pc.as_dict() for pc in claimed]
     print()
