@@ -96,18 +96,16 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
                    f"confidence, smaller ones are not"
                    + (f": the budget of {min(runs) if runs else '?'} runs a side is spent)"
                       if budget_spent else ")"))
-    elif outcome == "no-change" and change_pct is not None and not size_only \
-            and abs(change_pct) > min_effect_pct and (change_pct > 0) == (direction == HIGHER):
-        # "No change" is about slowdowns: a cell that moved the better way by more
-        # than the minimum effect, unconfirmed, has ruled out a slowdown, not a gain.
-        gain = "a rise" if direction == HIGHER else "a fall"
-        meaning = (f"no slowdown that matters (the minimum effect is {min_effect_pct:g}%); "
-                   f"{gain} of {abs(change_pct):.1f}% is not confirmed")
-        if hidden_pct is not None:
-            meaning += (f"; rules out {slowdown} of more than {max(hidden_pct, 0):.1f}% "
-                        "(80% confidence)")
     elif outcome == "no-change":
-        meaning = f"no change that matters (the minimum effect is {min_effect_pct:g}%)"
+        if change_pct is not None and not size_only and abs(change_pct) > min_effect_pct \
+                and (change_pct > 0) == (direction == HIGHER):
+            # "No change" is about slowdowns: a cell that moved the better way by more
+            # than the minimum effect, unconfirmed, has ruled out a slowdown, not a gain.
+            gain = "a rise" if direction == HIGHER else "a fall"
+            meaning = (f"no slowdown that matters (the minimum effect is {min_effect_pct:g}%); "
+                       f"{gain} of {abs(change_pct):.1f}% is not confirmed")
+        else:
+            meaning = f"no change that matters (the minimum effect is {min_effect_pct:g}%)"
         if hidden_pct is not None and not size_only:
             meaning += (f"; rules out {slowdown} of more than {max(hidden_pct, 0):.1f}% "
                         "(80% confidence)")
