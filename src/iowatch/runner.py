@@ -4,6 +4,10 @@ A cell is study × device × filesystem. Each repetition gets a
 fresh filesystem, the study's I/O scheduler, dropped caches, and
 /proc/diskstats and CPU time sampled around the workload. Cells that cannot
 run here are skipped with the reason; a failing tool fails its cell only.
+Per device, the state it reports (iowatch.devstate) is read before its first
+cell and again after the run, and a study that asks for it preconditions an
+SSD before its cells there (iowatch.precondition); both are kept beside the
+device's queue settings in environment.devices.<name>.
 The bundle's manifest is rewritten after every cell, so an interrupted run
 leaves a bundle marked incomplete that a rerun with the same --out resumes.
 """
@@ -21,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from iowatch import diskstats, environment, filesystems, loopdev, mdraid, paths, safety
+from iowatch import devstate, diskstats, environment, filesystems, loopdev, mdraid, paths, safety
 from iowatch import ratio as fs_ratio
 from iowatch.bundle import MANIFEST, BundleWriter, loads
 from iowatch.inventory import Device, Host
@@ -144,6 +148,10 @@ class Runner:
                                   f"(run {previous['run_id']}, {previous['status']}); "
                                   "choose another --out")
         self.done: dict[str, dict] = {}
+        # Per device name: what the run learns of the device beside each repetition's
+        # notes (state, state_after, precondition), and the path the state was read at.
+        self.device_notes: dict[str, dict] = {}
+        self.state_paths: dict[str, str] = {}
         run_id = str(uuid.uuid4())
         if previous:
             run_id = previous["run_id"]  # resume: same run, the cells it finished are kept
@@ -312,7 +320,51 @@ class Runner:
             **fields)
         if res.error:
             self.writer.cell(cell.id, cell.study.slug)["reason"] = res.error
-        self.writer.doc["environment"]["devices"][cell.device.name] = notes
+        self.writer.doc["environment"]["devices"][cell.device.name] = {
+            **notes, **self.device_notes.get(cell.device.name, {})}
+
+    # -- the device's state and preconditioning -----------------------------
+
+    def _read_state(self, cell: Cell, dev_path: str) -> dict:
+        if cell.device.members and not cell.device.path:
+            return devstate.read_members(list(cell.device.members))
+        return devstate.read(dev_path)
+
+    def _before_cells(self, cell: Cell, dev_path: str) -> None:
+        """Once per device: its state; once per study and device: the study's
+        preconditioning, if it asks for it and the device is an SSD."""
+        if self.harness is not None or cell.study.canary:
+            return  # a harness or a canary's tmpfs does not use the device as a device
+        notes = self.device_notes.setdefault(cell.device.name, {})
+        if "state" not in notes:
+            with self._phase("device_state"):
+                notes["state"] = self._read_state(cell, dev_path)
+            self.state_paths[cell.device.name] = dev_path
+        done = notes.setdefault("precondition", {})
+        pre = cell.study.precondition
+        if pre is not None and cell.study.slug not in done:
+            from iowatch import precondition  # scipy's import only when a study asks for it
+
+            if precondition.applies(cell.device.device_class, pre):
+                safety.require(self.host, dev_path, self.data_dir)  # it writes the whole device
+                with self._phase("precondition"):
+                    done[cell.study.slug] = precondition.run(dev_path, pre)
+        if not done:
+            notes.pop("precondition")
+        self._merge_device_notes(cell.device.name)
+
+    def _after_cells(self, cells: list[Cell]) -> None:
+        """The state again after the run (the temperature after a run is worth having)."""
+        by_name = {c.device.name: c for c in cells}
+        with self._phase("device_state"):
+            for name, dev_path in self.state_paths.items():
+                if name in by_name:
+                    self.device_notes[name]["state_after"] = self._read_state(by_name[name], dev_path)
+                    self._merge_device_notes(name)
+
+    def _merge_device_notes(self, name: str) -> None:
+        devices = self.writer.doc["environment"]["devices"]
+        devices[name] = {**devices.get(name, {}), **self.device_notes.get(name, {})}
 
     # -- the whole matrix -------------------------------------------------
 
@@ -343,7 +395,9 @@ class Runner:
                     dev_path = self._device_path(cell, loops, arrays, stack)
                     if dev_path is None:
                         continue
+                    self._before_cells(cell, dev_path)
                     self._repetitions(cell, dev_path, range(1, self.reps + 1), t_start)
+                self._after_cells(todo)
             failed = any(c["status"] == "failed" for c in self.writer.doc["cells"])
             status = "failed" if failed else "passed"
         finally:
@@ -371,7 +425,9 @@ class Runner:
                 for cell, have, total in wanted:
                     dev_path = self._device_path(cell, loops, arrays, stack)
                     if dev_path is not None:
+                        self._before_cells(cell, dev_path)
                         self._repetitions(cell, dev_path, range(have + 1, total + 1), t_start)
+                self._after_cells([c for c, _, _ in wanted])
             failed = any(c["status"] == "failed" for c in self.writer.doc["cells"])
             status = "failed" if failed else "passed"
         finally:

@@ -159,6 +159,30 @@ class Workload:
         return out
 
 
+# The device classes with a flash translation layer that preconditioning can
+# bring to a steady state (an SD card or eMMC has one too, but no rated
+# endurance to spend on it, and an HDD has none).
+PRECONDITION_CLASSES = ("ssd", "ssd-raid0", "nvme")
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """A study's `precondition`: the fill, then 4k random-write rounds until the
+    SNIA PTS steady state (iowatch.stats.steady_state) or rounds_max."""
+    rounds_max: int
+    window: int
+    fill: int = 1  # sequential passes over the whole device
+    slope_pct_max: float = 10.0
+    excursion_pct_max: float = 20.0
+    round_s: int = 60
+    bs: str = "4k"
+    iodepth: int = 32
+
+    @classmethod
+    def from_file(cls, d: dict) -> Precondition:
+        return cls(**d)
+
+
 @dataclass(frozen=True)
 class PublishedResult:
     """One number of a seed post's result set, in the post's own unit."""
@@ -233,6 +257,8 @@ class Study:
     # A canary watches the platform: its `decides` metrics are watched (`watched`),
     # never deciding (`deciding` is empty), and it runs on tmpfs in every boot.
     canary: bool = False
+    # Before the study's cells on an ssd, ssd-raid0 or nvme device (iowatch.precondition).
+    precondition: Precondition | None = None
 
     @classmethod
     def from_file(cls, path: Path, d: dict) -> Study:
@@ -252,7 +278,8 @@ class Study:
             not_reproducible_in_vlab=dict(d.get("not_reproducible_in_vlab", {})),
             judged_on={k: (v["metric"], " ".join(v["why"].split()))
                        for k, v in d.get("judged_on", {}).items()},
-            canary=bool(d.get("canary", False)))
+            canary=bool(d.get("canary", False)),
+            precondition=Precondition.from_file(d["precondition"]) if "precondition" in d else None)
 
     @property
     def deciding(self) -> set[tuple[str, str]]:
@@ -315,6 +342,14 @@ def _check(study: Study, root=None) -> None:
         refuse(["study"], f"study {study.slug!r} must live in {study.slug}.yml")
     if study.canary and not study.watched:
         refuse(["metrics"], "a canary needs a metric to watch (decides: true, higher or lower)")
+    pre = study.precondition
+    if pre is not None:
+        if pre.window > pre.rounds_max:
+            refuse(["precondition", "window"], f"precondition: window {pre.window} is more than "
+                   f"rounds_max {pre.rounds_max}: steady state could never be judged")
+        if not set(study.device_classes) & set(PRECONDITION_CLASSES):
+            refuse(["precondition"], f"precondition: applies to {', '.join(PRECONDITION_CLASSES)} "
+                   f"devices, and the study runs on none ({', '.join(study.device_classes)})")
     groups = set(study.groups.values())
     tool = study.spec.tool
     jobs = {j.name for j in tool.jobs} if isinstance(tool, FioSection) else set()

@@ -3,7 +3,8 @@
 Reported beside a verdict, never folded into it: kernel debug options and the
 preemption model, the command line, tool versions, the CPU governor, and per
 device the I/O scheduler, model, rotational flag and loop direct I/O, and per
-cell the mkfs and mount options. Input: two bundle manifests, or the same
+cell the mkfs and mount options, and per device the state it reports
+(iowatch.devstate: serial, firmware, wear, temperature, health). Input: two bundle manifests, or the same
 shape rebuilt from the read API. A value one side does not record is not a
 confounder (a published run records almost nothing). The command line is
 compared without the boot parameters the virtual lab sets anew for each run.
@@ -124,6 +125,52 @@ def _devices(doc: dict) -> dict[str, dict]:
     return out
 
 
+# How far a device's state may move between the sides before it is named.
+WEAR_BOUND_PCT = 5  # percentage points of rated life used (eMMC estimates move in steps of 10)
+TEMPERATURE_BOUND_C = 10  # flash latency and throttling move with temperature
+
+
+def _device_states(name: str, seen: dict) -> dict[str, dict]:
+    """A device's state records by the name a confounder gives them: the device's
+    own, or an md array's members' (each by its position in the array)."""
+    state = seen.get("state") or {}
+    members = state.get("members") or {}
+    if members:
+        return {f"{name} member {i}": s for i, s in enumerate(members.values()) if isinstance(s, dict)}
+    return {name: state} if state else {}
+
+
+def _state_confounders(name: str, a: dict, b: dict, a_after: dict, b_after: dict) -> list[Confounder]:
+    """What differs in the state two sides' device reported (iowatch.devstate)."""
+    out = []
+    if _differs(a.get("serial"), b.get("serial")):
+        out.append(Confounder(f"{name} serial", a["serial"], b["serial"],
+                              "a different serial number is a different device: its wear, "
+                              "firmware and flash are its own"))
+        return out  # a different device: its firmware, wear and temperature differ as a matter of course
+    if _differs(a.get("firmware"), b.get("firmware")):
+        out.append(Confounder(f"{name} firmware", a["firmware"], b["firmware"],
+                              "the device's firmware changed between the sides: its flash "
+                              "translation layer, caching and garbage collection are part of what is measured"))
+    wear_a, wear_b = a.get("wear_pct"), b.get("wear_pct")
+    if isinstance(wear_a, (int, float)) and isinstance(wear_b, (int, float)) \
+            and abs(wear_a - wear_b) > WEAR_BOUND_PCT:
+        out.append(Confounder(f"{name} wear", f"{wear_a}% used", f"{wear_b}% used",
+                              f"the device's wear moved by more than {WEAR_BOUND_PCT} points: a more "
+                              "worn flash device has fewer spare blocks and collects garbage more"))
+    for when, x, y in (("before the run", a, b), ("after the run", a_after, b_after)):
+        ta, tb = x.get("temperature_c"), y.get("temperature_c")
+        if isinstance(ta, (int, float)) and isinstance(tb, (int, float)) and abs(ta - tb) > TEMPERATURE_BOUND_C:
+            out.append(Confounder(f"{name} temperature {when}", f"{ta} °C", f"{tb} °C",
+                                  f"the temperatures differ by more than {TEMPERATURE_BOUND_C} °C: "
+                                  "a hot device throttles, and flash latency moves with temperature"))
+    if _differs(a.get("health"), b.get("health")):
+        out.append(Confounder(f"{name} health", a["health"], b["health"],
+                              "the device's own health report differs: a failing or end-of-life "
+                              "device retries and remaps"))
+    return out
+
+
 def _cells(doc: dict) -> dict[str, dict]:
     return {f"{c.get('study')}/{c.get('device')}/{c.get('filesystem')}": c
             for c in doc.get("cells") or []}
@@ -167,6 +214,12 @@ def confounders(base_env: dict, candidate_env: dict) -> list[Confounder]:
         if a.get("loop_direct_io") is not None and b.get("loop_direct_io") is not None:
             check(f"{name} loop_direct_io", a["loop_direct_io"], b["loop_direct_io"],
                   "without direct I/O the backing file's page cache stands in for the device")
+        a_states, b_states = _device_states(name, a), _device_states(name, b)
+        a_after, b_after = _device_states(name, {"state": a.get("state_after")}), \
+            _device_states(name, {"state": b.get("state_after")})
+        for who in sorted(set(a_states) & set(b_states)):
+            out += _state_confounders(who, a_states[who], b_states[who],
+                                      a_after.get(who) or {}, b_after.get(who) or {})
     base_cells, cand_cells = _cells(base_env), _cells(candidate_env)
     for cid in sorted(set(base_cells) & set(cand_cells)):
         for opt in ("mkfs_options", "mount_options"):
