@@ -32,7 +32,6 @@ import os
 import re
 import subprocess
 from pathlib import Path
-from typing import Callable
 
 READ, NOTHING, UNAVAILABLE = "read", "nothing", "unavailable"
 SYS = Path("/sys")
@@ -262,13 +261,10 @@ def parse_extcsd(text: str, device: str = "mmc") -> dict:
 
 # --- the thin readers ---------------------------------------------------------
 
-Runner = Callable[..., subprocess.CompletedProcess]
-
-
-def _run(argv: list[str], run: Runner) -> tuple[subprocess.CompletedProcess | None, str | None]:
+def _run(argv: list[str]) -> tuple[subprocess.CompletedProcess | None, str | None]:
     """The tool's completed process, or None and why it could not run."""
     try:
-        return run(argv, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S), None
+        return subprocess.run(argv, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S), None
     except FileNotFoundError:
         return None, f"{argv[0]} is not installed"
     except subprocess.TimeoutExpired:
@@ -277,8 +273,8 @@ def _run(argv: list[str], run: Runner) -> tuple[subprocess.CompletedProcess | No
         return None, f"{' '.join(argv)}: {e.strerror}"
 
 
-def read_smartctl(dev_path: str, run: Runner = subprocess.run) -> dict:
-    proc, why = _run(["smartctl", "-j", "-a", dev_path], run)
+def read_smartctl(dev_path: str) -> dict:
+    proc, why = _run(["smartctl", "-j", "-a", dev_path])
     if proc is None:
         return unavailable("smartctl", why)
     try:
@@ -299,7 +295,7 @@ def mmc_sysfs_attrs(kname: str, sys_root: Path = SYS) -> dict[str, str]:
     return out
 
 
-def read_mmc(kname: str, dev_path: str, sys_root: Path = SYS, run: Runner = subprocess.run) -> dict:
+def read_mmc(kname: str, dev_path: str, sys_root: Path = SYS) -> dict:
     """An eMMC's or SD card's state from sysfs; for an eMMC, `mmc extcsd read`
     on top when mmc-utils is installed (sysfs alone is enough)."""
     try:
@@ -308,7 +304,7 @@ def read_mmc(kname: str, dev_path: str, sys_root: Path = SYS, run: Runner = subp
         return unavailable("sysfs", str(e))
     if record["kind"] != "emmc":
         return record
-    proc, why = _run(["mmc", "extcsd", "read", dev_path], run)
+    proc, why = _run(["mmc", "extcsd", "read", dev_path])
     if proc is None or proc.returncode != 0:
         note = why or f"mmc extcsd read exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[:200]}"
         return {**record, "note": f"sysfs only: {note}"}
@@ -320,7 +316,7 @@ def read_mmc(kname: str, dev_path: str, sys_root: Path = SYS, run: Runner = subp
     return {**record, **extcsd, "details": details, "source": "sysfs, mmc extcsd"}
 
 
-def read(dev_path: str, sys_root: Path = SYS, run: Runner = subprocess.run) -> dict:
+def read(dev_path: str, sys_root: Path = SYS) -> dict:
     """The state of the block device at dev_path (a /dev path or a by-id link),
     by the reader its kind needs. Never raises: a failure is the record's note."""
     kname = os.path.basename(os.path.realpath(dev_path))
@@ -328,14 +324,14 @@ def read(dev_path: str, sys_root: Path = SYS, run: Runner = subprocess.run) -> d
         if kname.startswith(prefix):
             return nothing(prefix.rstrip("-") if prefix != "vd" else "virtio", why)
     if kname.startswith("mmcblk"):
-        return read_mmc(re.sub(r"p\d+$", "", kname), dev_path, sys_root, run)
-    return read_smartctl(dev_path, run)
+        return read_mmc(re.sub(r"p\d+$", "", kname), dev_path, sys_root)
+    return read_smartctl(dev_path)
 
 
-def read_members(members: list[str], sys_root: Path = SYS, run: Runner = subprocess.run) -> dict:
+def read_members(members: list[str], sys_root: Path = SYS) -> dict:
     """An md array's state: each member's, by its path."""
     return {"status": NOTHING, "kind": "md", "note": "md array: its state is its members'",
-            "members": {m: read(m, sys_root, run) for m in members}}
+            "members": {m: read(m, sys_root) for m in members}}
 
 
 # --- how a page shows it ------------------------------------------------------
