@@ -1,6 +1,7 @@
 """What the run page shows of one run: each cell's measured numbers per
 group-level metric (median, spread and n, in the metric's unit, the study's
-deciding metrics first), its environment as rows, and the kernel options that
+deciding metrics first), its environment as rows, each device's state and
+preconditioning (in iowatch.devstate's words), and the kernel options that
 bias storage numbers (iowatch.stats.confounders decides which)."""
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections import defaultdict
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from iowatch import devstate
 from iowatch.judging import deciding
 from iowatch.metrics import METRICS
 from iowatch.stats.confounders import kernel_flags
@@ -22,6 +24,8 @@ from iowatch_web.results.sides import judging_studies
 
 # Nested environment entries are shown down to this depth; deeper ones as their JSON text.
 ENV_DEPTH = 4
+# A device's entries the page shows in the device-state table, not as environment rows.
+DEVICE_STATE_KEYS = ("state", "state_after", "precondition")
 
 
 def deciding_of(study: str) -> set[tuple[str, str]]:
@@ -85,7 +89,8 @@ def environment_rows(run: Run) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
 
     def walk(prefix: str, value, depth: int) -> None:
-        if prefix in skip:
+        if prefix in skip or (prefix.startswith("devices.")
+                              and prefix.rsplit(".", 1)[-1] in DEVICE_STATE_KEYS and prefix.count(".") == 2):
             return
         if isinstance(value, dict) and value and depth < ENV_DEPTH:
             for k, v in value.items():
@@ -98,6 +103,29 @@ def environment_rows(run: Run) -> list[tuple[str, str]]:
             rows.append((prefix, "" if value is None else str(value)))
 
     walk("", environment, 0)
+    return rows
+
+
+def device_state_rows(run: Run) -> list[dict]:
+    """Per device the run recorded: its state before the run as the device-state
+    table shows it, the temperature after the run, and the preconditioning per study."""
+    rows = []
+    for name, seen in sorted(((run.environment or {}).get("devices") or {}).items()):
+        if not isinstance(seen, dict) or not any(k in seen for k in DEVICE_STATE_KEYS):
+            continue
+        state, after = seen.get("state") or {}, seen.get("state_after") or {}
+        # An md array's state is its members', each a row of its own.
+        members = state.get("members") or {}
+        parts = [(f"{name} ({m})", s, (after.get("members") or {}).get(m) or {})
+                 for m, s in members.items()] if members else [(name, state, after)]
+        for label, before, later in parts:
+            rows.append({"device": label, **devstate.shown(before),
+                         "temperature_after": devstate.shown(later)["temperature"] if later else "",
+                         "serial": before.get("serial", "")})
+        for study, pre in sorted((seen.get("precondition") or {}).items()):
+            rows[-1].setdefault("preconditioning", []).append(
+                {"study": study, "held": pre.get("held"), "rounds": len(pre.get("rounds_iops") or []),
+                 "reason": (pre.get("steady_state") or {}).get("reason") or pre.get("error", "")})
     return rows
 
 
