@@ -6,18 +6,17 @@ fixtures (tests/fixtures/devstate)."""
 from __future__ import annotations
 
 import sys
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
 from iowatch import mailreport
 from iowatch.devstate import parse_smartctl
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "webapp"))
-from bundle_maker import planted_bundle, wire  # noqa: E402
+sys.path[:0] = [str(ROOT / "tests" / "webapp"), str(ROOT / "tests" / "dashboard")]
+from bundle_maker import planted_bundle  # noqa: E402
+from dashboard_browser import uploader  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "devstate"
 NOISE = [-10, 4, 10, -4, 0]
@@ -42,19 +41,8 @@ def run_with(firmware_file: str, commit: int, bw: float, hour: int) -> dict:
 
 
 @pytest.fixture
-def post(client):
-    out = StringIO()
-    call_command("create_agent", "devstate-agent", stdout=out)
-    token = out.getvalue().strip()
-
-    def post(doc: dict) -> None:
-        response = client.post("/api/v1/bundles", wire(doc), content_type="application/json",
-                               HTTP_AUTHORIZATION=f"Bearer {token}")
-        assert response.status_code == 201, response.content
-        from iowatch_web.regressions.work import drain
-        drain()
-
-    return post
+def post(db):
+    return uploader("devstate-agent")
 
 
 def test_a_firmware_change_shows_on_the_run_compare_regression_and_mail(post, client):
