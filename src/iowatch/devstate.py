@@ -139,7 +139,8 @@ def _ata(doc: dict, record: dict) -> dict:
     out: dict = {}
     details: dict = {}
     for aid, name in _ATA_LIFE_LEFT.items():
-        if aid in attrs and isinstance(attrs[aid].get("value"), int):
+        # Some vendors' normalized values run above 100 (to 200 or 253): not a life-left count.
+        if aid in attrs and isinstance(attrs[aid].get("value"), int) and 0 <= attrs[aid]["value"] <= 100:
             out["wear_pct"] = 100 - attrs[aid]["value"]
             out["wear_source"] = f"ATA attribute {aid} {attrs[aid].get('name', name)} (100 - normalized value)"
             break
@@ -319,6 +320,13 @@ def read_mmc(kname: str, dev_path: str, sys_root: Path = SYS) -> dict:
 def read(dev_path: str, sys_root: Path = SYS) -> dict:
     """The state of the block device at dev_path (a /dev path or a by-id link),
     by the reader its kind needs. Never raises: a failure is the record's note."""
+    try:
+        return _read(dev_path, sys_root)
+    except (OSError, ValueError) as e:  # such as a sysfs attribute that is not text
+        return unavailable("devstate", f"{dev_path}: {e}")
+
+
+def _read(dev_path: str, sys_root: Path) -> dict:
     kname = os.path.basename(os.path.realpath(dev_path))
     for prefix, why in _NO_STATE:
         if kname.startswith(prefix):

@@ -333,8 +333,8 @@ class Runner:
     def _before_cells(self, cell: Cell, dev_path: str) -> None:
         """Once per device: its state; once per study and device: the study's
         preconditioning, if it asks for it and the device is an SSD."""
-        if self.harness is not None or cell.study.canary:
-            return  # a harness or a canary's tmpfs does not use the device as a device
+        if cell.study.canary:
+            return  # a canary runs on a tmpfs: the device is only its address
         notes = self.device_notes.setdefault(cell.device.name, {})
         if "state" not in notes:
             with self._phase("device_state"):

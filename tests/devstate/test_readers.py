@@ -67,6 +67,15 @@ def test_wear_from_an_ata_life_left_attribute():
     assert s["wear_pct"] == 7 and "233 Media_Wearout_Indicator" in s["wear_source"]
 
 
+def test_a_normalized_value_above_100_is_no_wear_figure():
+    doc = json.loads(fixture("smartctl-sata-qemu-fw-a.json"))
+    # Some vendors count Wear_Leveling_Count from 200 or 253: not a life-left percentage.
+    doc["ata_smart_attributes"]["table"].append(
+        {"id": 177, "name": "Wear_Leveling_Count", "value": 253, "worst": 253, "thresh": 0,
+         "raw": {"value": 12, "string": "12"}})
+    assert "wear_pct" not in parse_smartctl(json.dumps(doc))
+
+
 def test_smartctl_output_that_is_not_smartctl_json_names_the_device():
     with pytest.raises(DeviceStateError, match=r"/dev/sdz: smartctl's output is not JSON"):
         parse_smartctl("smartctl 7.3\nPlease specify device type with the -d option.\n", "/dev/sdz")
