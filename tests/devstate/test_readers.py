@@ -207,3 +207,15 @@ def test_the_page_words_for_each_status():
     assert emmc["wear"] == "A 10-20% used, B 0-10% used" and emmc["health"] == "normal"
     assert devstate.shown(devstate.read("/dev/loop1"))["status"].startswith("nothing: loop device")
     assert devstate.shown(None)["status"] == "not recorded"
+
+
+def test_iowatch_device_state_prints_the_record(capsys):
+    from iowatch import cli
+
+    assert cli.main(["device", "state", "/dev/loop3"]) == 0
+    assert capsys.readouterr().out == "/dev/loop3: nothing: loop device: a file stands in for the device\n"
+    assert cli.main(["device", "state", "--json", "/dev/vdc"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "virtio"
+    if shutil.which("smartctl"):
+        assert cli.main(["device", "state", "/dev/null"]) == 1  # smartctl refuses it
+        assert capsys.readouterr().out.startswith("/dev/null: unavailable: ")

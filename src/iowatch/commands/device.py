@@ -1,10 +1,12 @@
-"""iowatch device: the safety answer on a device, and the local target's loop devices."""
+"""iowatch device: the safety answer on a device, what it reports of its own state,
+and the local target's loop devices."""
 from __future__ import annotations
 
+import json
 import sys
 import warnings
 
-from iowatch import inventory, loopdev, safety
+from iowatch import devstate, inventory, loopdev, safety
 
 
 def register(sub):
@@ -21,6 +23,16 @@ def register(sub):
     check.add_argument("host", help="a host of the inventory, such as localhost")
     check.add_argument("path", help="the device, such as /dev/disk/by-id/... or /dev/loop0")
     check.set_defaults(func=run_check)
+
+    state = verbs.add_parser(
+        "state", help="what a device reports of itself: firmware, wear, temperature, health (reads only)",
+        description="Print the state a run records for a block device (docs/device-state.md): "
+                    "smartctl for SATA, SAS and NVMe, the MMC core's sysfs and mmc-utils for eMMC "
+                    "and SD cards. Exit 0: read, or a device that keeps no state; 1: unavailable "
+                    "(the tool is missing or refused the device; the note says which).")
+    state.add_argument("path", help="the device, such as /dev/disk/by-id/... or /dev/nvme0n1")
+    state.add_argument("--json", action="store_true", help="the bundle's record as JSON")
+    state.set_defaults(func=run_state)
 
     for verb, run, what in (("attach", run_attach, "make the image files if missing and attach them "
                              "as loop devices with direct I/O"),
@@ -53,6 +65,22 @@ def run_check(args) -> int:
     shown = args.path if answer.resolved == args.path else f"{args.path} ({answer.resolved})"
     print(f"{'allowed' if answer.allowed else 'refused'}: {shown}: {answer.reason}")
     return 0 if answer.allowed else 1
+
+
+def run_state(args) -> int:
+    record = devstate.read(args.path)
+    if args.json:
+        print(json.dumps(record, indent=2, sort_keys=True))
+    else:
+        words = devstate.shown(record)
+        print(f"{args.path}: {words['status']}")
+        for key in ("model", "serial"):
+            if record.get(key):
+                print(f"  {key}: {record[key]}")
+        for key in ("firmware", "wear", "temperature", "health"):
+            if words[key]:
+                print(f"  {key}: {words[key]}")
+    return 1 if record["status"] == devstate.UNAVAILABLE else 0
 
 
 def _image_devices(args) -> list[inventory.Device] | None:
