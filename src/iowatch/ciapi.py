@@ -129,10 +129,23 @@ class Client:
         page = self.get("regressions" + (f"?{query}" if query else ""))
         return page["items"] if isinstance(page, dict) else page
 
-    def claim(self, host: str) -> dict | None:
-        """The next queued bisect job, or None when nothing is queued (204)."""
-        status, job = self.post("bisects/claim", {"host": host})
+    def claim(self, host: str, device_classes: list[str] | tuple[str, ...] | None = None,
+              own_only: bool = False) -> dict | None:
+        """The next queued bisect job (one of these device classes when given;
+        only of this host's regressions with own_only), or None when nothing is
+        queued (204)."""
+        body = {"host": host, **({"device_classes": list(device_classes)} if device_classes else {}),
+                **({"own_only": True} if own_only else {})}
+        status, job = self.post("bisects/claim", body)
         return job if status == 200 and job else None
+
+    def claim_confirmation(self, host: str) -> dict | None:
+        """The next confirmation queued for this host, or None (204)."""
+        status, job = self.post("confirmations/claim", {"host": host})
+        return job if status == 200 and job else None
+
+    def post_confirmation(self, job_id: int, result: dict) -> dict:
+        return self.post(f"confirmations/{job_id}/result", result)[1] or {}
 
     def post_step(self, job_id: int, step: dict) -> None:
         self.post(f"bisects/{job_id}/steps", step)

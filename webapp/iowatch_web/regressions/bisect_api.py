@@ -149,6 +149,20 @@ class AgentInput(Schema):
 
 class ClaimIn(AgentInput):
     host: str = Field(..., min_length=1, max_length=200)
+    # A lab host's agent takes only the bisects its devices can measure.
+    device_classes: list[str] | None = Field(None, max_length=20)
+    # Only the bisects of regressions found on this host (a lab agent's default:
+    # a change a host's hardware shows is bisected where it showed).
+    own_only: bool = False
+
+    @field_validator("device_classes")
+    @classmethod
+    def _known(cls, value):
+        from iowatch_web.results.models import DEVICE_CLASSES
+        unknown = sorted(set(value or ()) - set(DEVICE_CLASSES))
+        if unknown:
+            raise ValueError(f"unknown device class {', '.join(unknown)}: one of {', '.join(DEVICE_CLASSES)}")
+        return value
 
 
 class StepIn(AgentInput):
@@ -188,12 +202,19 @@ class ResultIn(AgentInput):
 
 # --- the queue -------------------------------------------------------------------------
 
-def claim(agent, host: str) -> BisectJob | None:
-    """The oldest queued job (one of this host's regressions first), now running
-    for `agent`; None when nothing is queued."""
+def claim(agent, host: str, device_classes: list[str] | None = None,
+          own_only: bool = False) -> BisectJob | None:
+    """The oldest queued job (one of this host's regressions first; of these
+    device classes only, when given; of this host's only, with own_only), now
+    running for `agent`; None when nothing is queued."""
     while True:
         with transaction.atomic():
-            queued = (BisectJob.objects.filter(state="queued")
+            queued = BisectJob.objects.filter(state="queued")
+            if device_classes is not None:
+                queued = queued.filter(device_class__in=device_classes)
+            if own_only:
+                queued = queued.filter(regression__comparison__host__name=host)
+            queued = (queued
                       .annotate(here=Case(When(regression__comparison__host__name=host, then=Value(0)),
                                           default=Value(1), output_field=IntegerField()))
                       .order_by("here", "created", "id"))
@@ -224,7 +245,7 @@ def _locked(job_id: int) -> BisectJob:
 @router.post("/claim", auth=AgentToken(), response={200: Claimed, 204: None, 400: Error, 401: Error},
              summary="Take the oldest queued bisect (agents); 204 when nothing is queued")
 def claim_job(request, body: ClaimIn):
-    job = claim(request.auth, body.host)
+    job = claim(request.auth, body.host, body.device_classes, body.own_only)
     if job is None:
         return HttpResponse(status=204)
     regression = job.regression

@@ -37,6 +37,7 @@ from iowatch_web.site.middleware import (
 )
 from iowatch_web.regressions.api import router as regressions_router
 from iowatch_web.regressions.bisect_api import router as bisects_router
+from iowatch_web.regressions.confirm_api import router as confirmations_router
 from iowatch_web.results import ingest
 from iowatch_web.results.models import Agent, Artifact, Cell, Metric, Run, Sample
 
@@ -76,6 +77,7 @@ api = IowatchAPI(
 
 api.add_router("/regressions", regressions_router)
 api.add_router("/bisects", bisects_router)
+api.add_router("/confirmations", confirmations_router)
 
 
 class AgentTokenRefused(Exception):
