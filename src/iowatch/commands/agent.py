@@ -89,7 +89,7 @@ def _builds(args):
             return plan, plan.variants[index]
         return Builds(plan_for, built, head, None)
     from iowatch.kernel.source import open_source
-    return source_builds(open_source(args.source), [Path(f) for f in args.fragment], args.config_base)
+    return source_builds(open_source(args.source or None), [Path(f) for f in args.fragment], args.config_base)
 
 
 def run(args) -> int:
