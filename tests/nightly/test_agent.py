@@ -153,6 +153,12 @@ def test_the_agent_bisects_on_its_host_and_a_second_host_confirms(tmp_path):
             assert outcomes[commits[PANICS]] == "skipped"
             assert outcomes[commits[FIRST_BAD]] == "bad" and outcomes[commits[FIRST_BAD - 1]] == "good"
             assert job["result"]["skipped"] == [commits[PANICS]]
+            # ... recorded by the server as a boot-failed run of that commit, with the reason.
+            (panicked,) = [s for s in job["steps"] if s["commit"] == commits[PANICS]]
+            (failed_run,) = panicked["run_ids"]
+            run = get_json(f"{url}/api/v1/runs/{failed_run}")
+            assert run["status"] == "boot-failed" and run["trigger"]["kind"] == "bisect"
+            assert "Kernel panic - not syncing" in json.dumps(run)
             for s in job["steps"]:
                 for run_id in s["run_ids"]:
                     assert get_json(f"{url}/api/v1/runs/{run_id}")["trigger"]["kind"] == "bisect"

@@ -25,7 +25,7 @@ def cells_of(cell: dict, devices: dict[str, list[str]]) -> list[str]:
 def work_bisect(agent, claim: dict) -> str:
     from iowatch.bisect.job import JobError, Poster, from_claim, identities, work
     from iowatch.bisect.search import mark_step, measurement_dir
-    from iowatch.check import VariantRun
+    from iowatch.check import VariantRun, failure_bundle
     job = from_claim(claim)
     detail = agent.client.regression(job.regression)
     job.kind = detail.get("kind", job.kind)
@@ -59,7 +59,11 @@ def work_bisect(agent, claim: dict) -> str:
         booted, path = agent.boot_and_run(
             v, RunRequest(matrix, v.commit, v.label, agent.reps, agent.profile, cells), where, tag)
         if path is None:
-            return [VariantRun(v, None, status="boot-failed", reason=booted.detail)]
+            # The server records the boot failure as the step's run (no cells).
+            path = failure_bundle(where, v, plan, agent.inventory_host, "boot-failed", booted.detail, {})
+            mark_step(path, trigger)
+            poster.store(path)
+            return [VariantRun(v, path, status="boot-failed", reason=booted.detail)]
         mark_step(path, trigger)
         poster.store(path)
         return [VariantRun(v, path, status=bundle.load(path)["status"])]

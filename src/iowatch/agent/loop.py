@@ -91,6 +91,7 @@ class Agent:
     device_classes: tuple[str, ...] = ()
     devices: dict[str, list[str]] = field(default_factory=dict)   # class -> the host's device names
     bisect_any: bool = False        # also bisect regressions other hosts of its classes found
+    inventory_host: object = None   # the host as the inventory declares it (iowatch.inventory.Host)
     beat: object = field(default_factory=NullBeat)
     say: Callable[[str], None] = print
     log: list[dict] = field(default_factory=list)   # one row per boot: what the closing table prints

@@ -124,7 +124,7 @@ def run(args) -> int:
     beat = _heartbeat(client, args.host)
     agent = Agent(client, lab, builds, out, matrix=args.matrix, reps=args.reps, profile=args.profile,
                   device_classes=tuple(sorted(devices)), devices=devices, beat=beat,
-                  bisect_any=args.bisect_any)
+                  bisect_any=args.bisect_any, inventory_host=host)
     t0 = time.monotonic()
     with (beat if hasattr(beat, "__enter__") else _nothing()):
         try:
