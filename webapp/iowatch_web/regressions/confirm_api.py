@@ -3,6 +3,7 @@
 job back with the runs they uploaded; the server judges them. Reading is open."""
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Literal
 
@@ -60,8 +61,8 @@ class ConfirmPage(Schema):
 
 class ConfirmResultIn(AgentInput):
     state: Literal["done", "failed"]
-    good_runs: list[str] = Field(default_factory=list, max_length=MAX_RUNS)
-    bad_runs: list[str] = Field(default_factory=list, max_length=MAX_RUNS)
+    good_runs: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_RUNS)
+    bad_runs: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_RUNS)
     error: str | None = Field(None, max_length=10_000)
 
 
@@ -103,13 +104,14 @@ def post_result(request, job_id: int, body: ConfirmResultIn):
             return _error(409, f"confirmation #{job.pk} is {job.state}: it takes no more results",
                           "confirmation state")
         if body.state == "done":
-            ids = body.good_runs + body.bad_runs
-            stored = {str(r) for r in Run.objects.filter(run_id__in=ids).values_list("run_id", flat=True)}
-            missing = [r for r in ids if r not in stored]
+            good, bad = [str(r) for r in body.good_runs], [str(r) for r in body.bad_runs]
+            stored = {str(r) for r in Run.objects.filter(run_id__in=good + bad)
+                      .values_list("run_id", flat=True)}
+            missing = [r for r in good + bad if r not in stored]
             if missing:
                 return _error(400, f"runs not stored here: {', '.join(missing[:5])}: upload them first",
                               "body fields good_runs, bad_runs")
-            job.good_runs, job.bad_runs = body.good_runs, body.bad_runs
+            job.good_runs, job.bad_runs = good, bad
             job.state = "done"
             confirm.judge(job)
         else:

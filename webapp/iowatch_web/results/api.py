@@ -138,8 +138,10 @@ def _malformed(request, exc):
     (ninja says 422 in a shape of its own)."""
     first = exc.errors[0] if exc.errors else {}
     loc = [str(p) for p in first.get("loc", ())]
-    # ninja puts the parameter group's own name between the place and the field.
-    where = f"{loc[0]} field {loc[-1]}" if len(loc) > 1 else "request"
+    # ninja puts the parameter group's own name between the place and the field;
+    # an item of a list is named by its list: good_runs[0].
+    field = f"{loc[-2]}[{loc[-1]}]" if len(loc) > 2 and loc[-1].isdigit() else loc[-1] if loc else ""
+    where = f"{loc[0]} field {field}" if len(loc) > 1 else "request"
     more = f" (and {len(exc.errors) - 1} more)" if len(exc.errors) > 1 else ""
     return _error(400, f"{first.get('msg', 'malformed')}{more}", where)
 
