@@ -19,6 +19,7 @@ import json
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -33,6 +34,13 @@ REPO_ANSIBLE = Path(__file__).resolve().parents[3] / "ansible"
 # The common role's defaults (ansible/roles/common/defaults/main.yml).
 HOST_ENV_FILE = "/etc/iowatch/iowatch.env"
 HOST_RUNS_DIR = "/var/lib/iowatch/agent-runs"
+
+
+def _playbook_command() -> str:
+    """ansible-playbook of this virtualenv (setup.sh installs ansible-core into
+    it), else the one on PATH."""
+    here = Path(sys.executable).with_name("ansible-playbook")
+    return str(here) if here.is_file() else "ansible-playbook"
 
 
 class LabHostError(RuntimeError):
@@ -79,7 +87,7 @@ class AnsibleHost:
     host: Host
     inventory: Path
     ansible_dir: Path = REPO_ANSIBLE
-    playbook: str = "ansible-playbook"
+    playbook: str = field(default_factory=_playbook_command)
     logs: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="iowatch-agent-")))
     say: Callable[[str], None] = print
 
