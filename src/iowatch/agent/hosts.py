@@ -16,6 +16,7 @@ the rest of the agent is the same.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable, Protocol
 
 from iowatch import bundle
@@ -34,6 +36,8 @@ REPO_ANSIBLE = Path(__file__).resolve().parents[3] / "ansible"
 # The common role's defaults (ansible/roles/common/defaults/main.yml).
 HOST_ENV_FILE = "/etc/iowatch/iowatch.env"
 HOST_RUNS_DIR = "/var/lib/iowatch/agent-runs"
+# `iowatch run --no-progress` names each cell as it starts (iowatch.progress).
+CELL_LINE = re.compile(r"\bcell (\S+/\S+/\S+?):?\s")
 
 
 def _playbook_command() -> str:
@@ -72,7 +76,8 @@ class LabHost(Protocol):
 
     def boot(self, artifacts: Path, commit: str) -> BootOutcome: ...
 
-    def run(self, request: RunRequest, out: Path) -> Path: ...
+    def run(self, request: RunRequest, out: Path, on_cell: Callable[[str], None] | None = None
+            ) -> Path: ...
 
     def restore(self) -> None: ...
 
@@ -146,9 +151,10 @@ class AnsibleHost:
         return subprocess.run(self._ssh_argv() + [command], stdout=stdout, stderr=subprocess.PIPE,
                               timeout=timeout)
 
-    def run(self, request: RunRequest, out: Path) -> Path:
+    def run(self, request: RunRequest, out: Path, on_cell: Callable[[str], None] | None = None) -> Path:
         """`iowatch run` on the host with its environment file (the inventory the
-        device-safety check reads, the data directory), then the bundle back here."""
+        device-safety check reads, the data directory), then the bundle back here;
+        on_cell(id) as each cell starts (its progress lines say so)."""
         remote = f"{HOST_RUNS_DIR}/{uuid.uuid4()}"
         argv = ["iowatch", "run", request.matrix, "--target", self.name, "--out", remote,
                 "--kernel-commit", request.commit, "--label", request.label, "--no-progress"]
@@ -163,9 +169,15 @@ class AnsibleHost:
                   f"{shlex.join(argv)}")
         self.logs.mkdir(parents=True, exist_ok=True)
         log = self.logs / f"run-{request.commit[:12]}-{remote.rsplit('/', 1)[1][:8]}.log"
-        with open(log, "wb") as f:
-            done = subprocess.run(self._ssh_argv() + [f"sh -c {shlex.quote(script)}"], stdout=f,
-                                  stderr=subprocess.STDOUT)
+        with open(log, "w") as f:
+            proc = subprocess.Popen(self._ssh_argv() + [f"sh -c {shlex.quote(script)}"], text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, errors="replace")
+            for line in proc.stdout:
+                f.write(line)
+                f.flush()
+                if on_cell and (m := CELL_LINE.search(line)):
+                    on_cell(m.group(1))
+            done = SimpleNamespace(returncode=proc.wait())
         out.mkdir(parents=True, exist_ok=True)
         fetched = self.ssh(f"tar -C {shlex.quote(remote)} -cf - . && rm -rf {shlex.quote(remote)}",
                            timeout=600)
@@ -213,7 +225,8 @@ class RecordedHost:
             return BootOutcome("boot-failed", failed.read_text().strip())
         return BootOutcome("booted", f"recorded runs of {commit[:12]}")
 
-    def run(self, request: RunRequest, out: Path) -> Path:
+    def run(self, request: RunRequest, out: Path, on_cell: Callable[[str], None] | None = None
+            ) -> Path:
         base = self._dir(request.commit)
         runs = sorted(p.parent for p in base.glob(f"*/{bundle.MANIFEST}")) if base else []
         if not runs:

@@ -115,7 +115,8 @@ class Agent:
         self.beat.set("running", commit=variant.commit, job=job,
                       cell=",".join(request.cells) or request.matrix, detail=request.label)
         t0 = time.monotonic()
-        path = self.host.run(request, out)
+        path = self.host.run(request, out, on_cell=lambda cell: self.beat.set(
+            "running", commit=variant.commit, job=job, cell=cell, detail=request.label))
         row["run_s"] = round(time.monotonic() - t0, 1)
         self.log.append(row)
         return booted, path
