@@ -3,7 +3,8 @@ the uploader sends bundles through `Client.send` (every answer returned, for
 its spool to decide), `iowatch compare --server` and `iowatch export` read
 runs and regressions, the nightly waits for a run's verdict and reads the
 regressions it raised, the bisect agent claims jobs and posts steps and
-results, the report fetches a regression.
+results, the report fetches a regression, the agent beats its host's state
+(iowatch.heartbeat).
 
 Plain urllib like the uploader (iowatch.upload): the runner side installs no
 HTTP library for a few JSON calls. Every failure is a ServerError whose message
@@ -15,6 +16,7 @@ import json
 import re
 import urllib.error
 import urllib.request
+from urllib.parse import quote
 from dataclasses import dataclass, field
 
 TIMEOUT_S = 60
@@ -85,9 +87,10 @@ class Client:
             said = str(reason) or type(reason).__name__
             return Answer(None, {"error": f"{self.server}: no answer ({said})"}, reason=said)
 
-    def _call(self, method: str, path: str, body: dict | None) -> tuple[int, dict | list | None]:
+    def _call(self, method: str, path: str, body: dict | None, *,
+              timeout: float = TIMEOUT_S) -> tuple[int, dict | list | None]:
         data = None if body is None else json.dumps(body, allow_nan=False).encode()
-        answer = self.send(method, path, data)
+        answer = self.send(method, path, data, timeout=timeout)
         if answer.status is None:
             raise ServerError(f"{method} {self.url(path)}: no answer ({answer.reason}); "
                               "is the server up?")
@@ -113,8 +116,8 @@ class Client:
             if offset >= page["count"]:
                 return items
 
-    def post(self, path: str, body: dict) -> tuple[int, dict | list | None]:
-        return self._call("POST", path, body)
+    def post(self, path: str, body: dict, *, timeout: float = TIMEOUT_S) -> tuple[int, dict | list | None]:
+        return self._call("POST", path, body, timeout=timeout)
 
     # --- the calls of the nightly/bisect contract --------------------------
 
@@ -139,3 +142,9 @@ class Client:
 
     def post_result(self, job_id: int, result: dict) -> None:
         self.post(f"bisects/{job_id}/result", result)
+
+    def heartbeat(self, host: str, state: dict, *, timeout: float = TIMEOUT_S) -> dict:
+        """Tell the server what `host` is doing now (`state`: phase, cell, job,
+        commit, detail; iowatch.heartbeat.HostState.body); the host's state as
+        the server keeps it is returned. iowatch.heartbeat.Heartbeat calls it."""
+        return self.post(f"hosts/{quote(host, safe='')}/heartbeat", state, timeout=timeout)[1]
