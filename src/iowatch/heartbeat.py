@@ -82,7 +82,8 @@ class Heartbeat:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.outage: str | None = None  # what the server said when this outage began
-        self.beats = 0                  # beats the server took, for the curious
+        self.beats = 0                  # beats the server took
+        self.missed = 0                 # beats it did not
 
     def set(self, phase: str, *, cell: str = "", job: dict | None = None, commit: str = "",
             detail: str = "") -> None:
@@ -124,16 +125,13 @@ class Heartbeat:
     def _beat(self, state: HostState) -> bool:
         try:
             self.client.heartbeat(self.host, state.body(), timeout=BEAT_TIMEOUT_S)
-        except ServerError as e:
-            if self.outage is None:
-                log.warning("heartbeat of %s not taken (the work goes on; said once until "
-                            "it is taken again): %s", self.host, e)
-            self.outage = str(e)
-            return False
         except Exception as e:  # noqa: BLE001 - nothing in a beat may stop the agent's work
             if self.outage is None:
-                log.exception("heartbeat of %s failed (the work goes on)", self.host)
-            self.outage = f"{type(e).__name__}: {e}"
+                # A ServerError says the URL and the answer; anything else is a bug worth its trace.
+                log.warning("heartbeat of %s not taken (the work goes on; said once until it is "
+                            "taken again): %s", self.host, e, exc_info=not isinstance(e, ServerError))
+            self.outage = str(e) or type(e).__name__
+            self.missed += 1
             return False
         if self.outage is not None:
             log.warning("heartbeat of %s taken again after: %s", self.host, self.outage)
