@@ -221,3 +221,16 @@ def test_the_claim_is_a_sign_of_life(client, job, agent_token, settings):
     assert call(client, "post", "bisects/claim", {"host": "host-a"}, agent_token)[0] == 200
     assert give_back_stuck(BisectJob, "bisect") == []
     assert give_back_stuck(BisectJob, "bisect", now=timezone.now() + timedelta(minutes=2)) == [job.pk]
+
+
+def test_a_claim_gives_back_a_stuck_job_without_waiting_for_the_sweep(client, job, settings):
+    settings.IOWATCH_HEARTBEAT_TIMEOUT_S = 60
+    a, b = token_of("agent-a"), token_of("agent-b")
+    call(client, "post", "hosts/host-a/heartbeat", {"phase": "claiming"}, a)
+    assert call(client, "post", "bisects/claim", {"host": "host-a"}, a)[1]["id"] == job.pk
+    long_ago = timezone.now() - timedelta(minutes=2)
+    HostState.objects.filter(name="host-a").update(last_seen=long_ago)
+    BisectJob.objects.filter(pk=job.pk).update(claimed_at=long_ago)
+    status, claimed = call(client, "post", "bisects/claim", {"host": "host-b"}, b)
+    assert status == 200 and claimed["id"] == job.pk
+    assert GiveBack.objects.get().host == "host-a"

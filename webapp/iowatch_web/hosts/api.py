@@ -44,24 +44,22 @@ class JobOut(Schema):
     id: int
 
 
-class ChangeOut(Schema):
+class BeatOut(Schema):
+    """What a beat said (a host's state and each of its changes)."""
     phase: str
     phase_words: str
     cell: str
     job: JobOut | None
     commit: str
     detail: str
+
+
+class ChangeOut(BeatOut):
     at: datetime
 
 
-class HostOut(Schema):
+class HostOut(BeatOut):
     name: str
-    phase: str
-    phase_words: str
-    cell: str
-    job: JobOut | None
-    commit: str
-    detail: str
     since: datetime
     last_seen: datetime
     agent: str | None

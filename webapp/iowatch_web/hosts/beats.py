@@ -31,21 +31,19 @@ def record(name: str, beat: dict, agent, now: datetime | None = None) -> HostSta
               "job_kind": job.get("kind", ""), "job_id": job.get("id"),
               "commit": beat.get("commit") or "", "detail": beat.get("detail") or ""}
     with transaction.atomic():
-        host = HostState.objects.select_for_update().filter(name=name).first()
-        if host is None:
-            # A first beat; two at once meet at the unique name, and the loser's
-            # transaction is retried by its agent's next beat.
-            host = HostState(name=name, since=now, **fields)
-            moved = True
-        else:
+        # Locked: two beats of one host at once store one after the other (two
+        # first beats meet at the unique name, and get_or_create reads the winner's).
+        host, moved = HostState.objects.select_for_update().get_or_create(
+            name=name, defaults={**fields, "since": now, "last_seen": now, "agent": agent})
+        if not moved:
             moved = (host.phase, host.job_kind, host.job_id) != (
                 fields["phase"], fields["job_kind"], fields["job_id"])
             if host.phase != fields["phase"]:
                 host.since = now
             for k, v in fields.items():
                 setattr(host, k, v)
-        host.agent, host.last_seen = agent, now
-        host.save()
+            host.agent, host.last_seen = agent, now
+            host.save()
         if moved:
             PhaseChange.objects.create(host=host, at=now, **fields)
             old = host.changes.order_by("-at", "-id").values_list("id", flat=True)[KEPT_CHANGES:]

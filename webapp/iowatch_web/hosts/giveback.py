@@ -13,7 +13,7 @@ A job model fits when it has:
 - `claimed_at`, when it was claimed;
 - optionally `updated`, set to the give-back's time.
 
-BisectJob fits. The sweep calls `give_back_stuck(BisectJob, "bisect")`; a
+BisectJob fits. The sweep and each claim call `give_back_stuck(BisectJob, "bisect")`; a
 confirmation queue calls `give_back_stuck(ConfirmationJob, "confirmation")`
 beside it, and `refusal(job, "confirmation", request.auth, host)` in each
 call an agent posts for a job.

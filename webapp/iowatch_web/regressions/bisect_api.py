@@ -196,7 +196,9 @@ class ResultIn(AgentInput):
 
 def claim(agent, host: str) -> BisectJob | None:
     """The oldest queued job (one of this host's regressions first), now running
-    for `agent`; None when nothing is queued."""
+    for `agent`; None when nothing is queued. A job whose host stopped beating
+    is given back first, so a claim does not wait for the worker's sweep."""
+    giveback.give_back_stuck(BisectJob, "bisect")
     while True:
         with transaction.atomic():
             queued = (BisectJob.objects.filter(state="queued")
