@@ -23,7 +23,7 @@ def cell_ids(cells: list[dict], devices: dict[str, list[str]]) -> list[str]:
 
 def work_confirmation(agent, claim: dict) -> str:
     job_id, regression = claim["id"], claim["regression"]
-    tag = {"kind": "confirm", "id": job_id}
+    tag = {"kind": "confirmation", "id": job_id}
     agent.say(f"agent: {agent.host.name}: confirmation #{job_id} of regression {regression} "
               f"({claim['device_class']}): {claim['good']['kernel']} against {claim['bad']['kernel']}, "
               f"{claim['rounds']} round(s) ABAB")

@@ -111,6 +111,7 @@ class Agent:
                  + (f": {booted.detail}" if booted.state != "booted" and booted.detail else ""))
         if booted.state != "booted":
             self.log.append(row)
+            self.beat.set("boot-failed", commit=variant.commit, job=job, detail=booted.detail[-500:])
             return booted, None
         self.beat.set("running", commit=variant.commit, job=job,
                       cell=",".join(request.cells) or request.matrix, detail=request.label)

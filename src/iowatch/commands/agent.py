@@ -66,11 +66,7 @@ def register(sub):
 
 
 def _heartbeat(client, host: str):
-    from iowatch.agent.loop import NullBeat
-    try:
-        from iowatch.heartbeat import Heartbeat
-    except ImportError:
-        return NullBeat()
+    from iowatch.heartbeat import Heartbeat
     return Heartbeat(client, host)
 
 
@@ -112,7 +108,7 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     lab = (RecordedHost(args.host, Path(args.replay)) if args.replay
            else AnsibleHost(host, inv_path, logs=out / "logs"))
-    client = Client(args.server, args.token or "")
+    client = Client(args.server, args.token or "", host=args.host)
     devices: dict[str, list[str]] = {}
     for d in host.devices:
         devices.setdefault(d.device_class, []).append(d.name)
@@ -126,7 +122,7 @@ def run(args) -> int:
                   device_classes=tuple(sorted(devices)), devices=devices, beat=beat,
                   bisect_any=args.bisect_any, inventory_host=host)
     t0 = time.monotonic()
-    with (beat if hasattr(beat, "__enter__") else _nothing()):
+    with beat:
         try:
             if args.nightly:
                 status = _nightly(agent, args, host)
@@ -142,14 +138,6 @@ def run(args) -> int:
         print(f"agent: {args.host}: {len(agent.log)} boot(s) in {time.monotonic() - t0:.0f} s")
         print(agent.table())
     return status
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _nightly(agent, args, host) -> int:

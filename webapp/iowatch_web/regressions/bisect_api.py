@@ -5,7 +5,8 @@ takes the oldest queued job atomically (a row lock that skips locked rows on
 PostgreSQL, and on every store a conditional update from queued to running,
 so two agents never hold one job); the agent posts each measured step, then
 the result. A step or a result for a finished job is a 409: the job's record
-is what it found. Reading is open to anyone, like the rest of the API.
+is what it found; so is one from an agent whose claim was given back because
+its host stopped beating (iowatch_web.hosts.giveback). Reading is open to anyone, like the rest of the API.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ninja import Field, Router, Schema
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
+from iowatch_web.hosts import giveback
 from iowatch_web.regressions import nightly, triage
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
 
@@ -166,6 +168,9 @@ class ClaimIn(AgentInput):
 
 
 class StepIn(AgentInput):
+    # The host the agent measures on, as it claimed: a step from a host that
+    # lost the job (iowatch_web.hosts.giveback) is refused even on a shared token.
+    host: str = Field("", max_length=200)
     commit: str = Field(..., pattern=r"^[0-9a-f]{7,64}$")
     subject: str = Field("", max_length=1000)
     author: str = Field("", max_length=500)
@@ -190,6 +195,7 @@ class Provenance(AgentInput):
 
 
 class ResultIn(AgentInput):
+    host: str = Field("", max_length=200)
     state: Literal["done", "failed"]
     first_bad: Commit | None = None
     candidates: list[str] = Field(default_factory=list, max_length=MAX_STEPS)
@@ -206,7 +212,9 @@ def claim(agent, host: str, device_classes: list[str] | None = None,
           own_only: bool = False) -> BisectJob | None:
     """The oldest queued job (one of this host's regressions first; of these
     device classes only, when given; of this host's only, with own_only), now
-    running for `agent`; None when nothing is queued."""
+    running for `agent`; None when nothing is queued. A job whose host stopped
+    beating is given back first, so a claim does not wait for the worker's sweep."""
+    giveback.give_back_stuck(BisectJob, "bisect")
     while True:
         with transaction.atomic():
             queued = BisectJob.objects.filter(state="queued")
@@ -236,6 +244,13 @@ def _finished(job: BisectJob) -> JsonResponse:
     return _error(409, f"bisect #{job.pk} is {job.state} (finished at {job.finished_at:%Y-%m-%d %H:%M} "
                        "UTC): it takes no more steps nor results; a maintainer queues a new one "
                        "with POST /api/v1/regressions/{id}/bisect", "bisect state")
+
+
+def _lost(job: BisectJob, agent, host: str) -> JsonResponse | None:
+    """The 409 for an agent whose claim was given back (its host stopped beating)."""
+    if why := giveback.refusal(job, "bisect", agent, host):
+        return _error(409, why, "bisect claim")
+    return None
 
 
 def _locked(job_id: int) -> BisectJob:
@@ -284,9 +299,11 @@ def post_step(request, job_id: int, body: StepIn):
         job = _locked(job_id)
         if not job.open:
             return _finished(job)
+        if lost := _lost(job, request.auth, body.host):
+            return lost
         if len(job.steps) >= MAX_STEPS:
             return _error(400, f"bisect #{job.pk} has {MAX_STEPS} steps already", "body")
-        job.steps = [*job.steps, {**body.model_dump(), "at": timezone.now().isoformat()}]
+        job.steps = [*job.steps, {**body.model_dump(exclude={"host"}), "at": timezone.now().isoformat()}]
         fields = ["steps", "updated"]
         if job.state == "queued":  # an agent that bisects without claiming first
             job.state, job.agent, job.claimed_at = "running", request.auth, timezone.now()
@@ -309,8 +326,10 @@ def post_result(request, job_id: int, body: ResultIn):
         job = _locked(job_id)
         if not job.open:
             return _finished(job)
+        if lost := _lost(job, request.auth, body.host):
+            return lost
         job.state = body.state
-        job.result = body.model_dump(exclude={"state", "error"})
+        job.result = body.model_dump(exclude={"state", "error", "host"})
         job.error = body.error
         job.finished_at = timezone.now()
         if job.claimed_at is None:

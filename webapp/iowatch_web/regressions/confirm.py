@@ -76,7 +76,10 @@ def queue_for(regression: Regression) -> list[ConfirmJob]:
 
 
 def claim(agent, host: str) -> ConfirmJob | None:
-    """The oldest queued confirmation for this host, now running for `agent`."""
+    """The oldest queued confirmation for this host, now running for `agent`;
+    a job whose host stopped beating is given back first."""
+    from iowatch_web.hosts.giveback import give_back_stuck
+    give_back_stuck(ConfirmJob, "confirmation")
     while True:
         with transaction.atomic():
             job = (ConfirmJob.objects.filter(state="queued", host=host).order_by("created", "id")

@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Field, Router, Schema
 
+from iowatch_web.hosts import giveback
 from iowatch_web.regressions import confirm
 from iowatch_web.regressions.bisect_api import MAX_RUNS, AgentInput, AgentToken, ClaimIn, Error, _error
 from iowatch_web.regressions.models import ConfirmJob
@@ -60,6 +61,7 @@ class ConfirmPage(Schema):
 
 
 class ConfirmResultIn(AgentInput):
+    host: str = Field("", max_length=200)   # the agent's host: a claim it lost is refused
     state: Literal["done", "failed"]
     good_runs: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_RUNS)
     bad_runs: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_RUNS)
@@ -103,6 +105,8 @@ def post_result(request, job_id: int, body: ConfirmResultIn):
         if not job.open:
             return _error(409, f"confirmation #{job.pk} is {job.state}: it takes no more results",
                           "confirmation state")
+        if (lost := giveback.refusal(job, "confirmation", request.auth, body.host)) is not None:
+            return _error(409, lost, "confirmation state")
         if body.state == "done":
             good, bad = [str(r) for r in body.good_runs], [str(r) for r in body.bad_runs]
             stored = {str(r) for r in Run.objects.filter(run_id__in=good + bad)

@@ -35,6 +35,7 @@ from iowatch import bundle
 from iowatch_web.site.middleware import (
     RETRY_AFTER_S, client_went_away, out_of_range, store_unavailable,
 )
+from iowatch_web.hosts.api import router as hosts_router
 from iowatch_web.regressions.api import router as regressions_router
 from iowatch_web.regressions.bisect_api import router as bisects_router
 from iowatch_web.regressions.confirm_api import router as confirmations_router
@@ -78,6 +79,7 @@ api = IowatchAPI(
 api.add_router("/regressions", regressions_router)
 api.add_router("/bisects", bisects_router)
 api.add_router("/confirmations", confirmations_router)
+api.add_router("/hosts", hosts_router)
 
 
 class AgentTokenRefused(Exception):
