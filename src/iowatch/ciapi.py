@@ -136,18 +136,20 @@ class Client:
         return page["items"] if isinstance(page, dict) else page
 
     def claim(self, host: str, device_classes: list[str] | tuple[str, ...] | None = None,
-              own_only: bool = False) -> dict | None:
+              own_only: bool = False, holds_none: bool = False) -> dict | None:
         """The next queued bisect job (one of these device classes when given;
         only of this host's regressions with own_only), or None when nothing is
-        queued (204)."""
+        queued (204). holds_none: the caller holds no job, so the server gives
+        back what this host held (an agent that started again)."""
         body = {"host": host, **({"device_classes": list(device_classes)} if device_classes else {}),
-                **({"own_only": True} if own_only else {})}
+                **({"own_only": True} if own_only else {}), **({"holds_none": True} if holds_none else {})}
         status, job = self.post("bisects/claim", body)
         return job if status == 200 and job else None
 
-    def claim_confirmation(self, host: str) -> dict | None:
+    def claim_confirmation(self, host: str, holds_none: bool = False) -> dict | None:
         """The next confirmation queued for this host, or None (204)."""
-        status, job = self.post("confirmations/claim", {"host": host})
+        status, job = self.post("confirmations/claim",
+                                {"host": host, **({"holds_none": True} if holds_none else {})})
         return job if status == 200 and job else None
 
     def _as_host(self, body: dict) -> dict:

@@ -121,6 +121,12 @@ class Heartbeat:
                         self._pending = (due[n:] + self._pending)[-MAX_PENDING:]
                     break
             self._wake.wait(self.every)
+        # Stopped: what was set last still goes out once (an agent's final idle).
+        with self._lock:
+            last, self._pending = self._pending, []
+        for state in last:
+            if not self._beat(state):
+                break
 
     def _beat(self, state: HostState) -> bool:
         try:

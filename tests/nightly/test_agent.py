@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 import subprocess
 import sys
 import urllib.error
@@ -199,3 +200,64 @@ def test_a_regression_lab_b_does_not_show_is_only_on_lab_a(tmp_path):
             assert after["words"].startswith("only on lab-a: not reproduced on lab-b: ")
             status, mail = _report(url, detail["id"])
             assert status == 200 and "second host: only on lab-a" in mail
+
+
+def _post(url: str, path: str, token: str, body: dict) -> tuple[int, dict]:
+    req = urllib.request.Request(f"{url}/api/v1/{path}", data=json.dumps(body).encode(), method="POST",
+                                 headers={"Authorization": f"Bearer {token}",
+                                          "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            raw = r.read()
+            return r.status, json.loads(raw) if raw.strip() else {}
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def test_a_job_whose_host_went_silent_is_given_back_and_worked_again(tmp_path):
+    """lab-a's first agent claims the bisect, beats once and dies; past the
+    heartbeat timeout the host reads unreachable, the next claim puts the job
+    back on the queue, the dead agent's late step is refused, and lab-a's new
+    agent works the job to its end. A restarted agent that still beats (its
+    claim says it holds nothing) gets its host's job back at once."""
+    lab = _lab(tmp_path, confirm_slow=True)
+    commits = lab["commits"]
+    with scratch_database() as env:
+        env["IOWATCH_HEARTBEAT_TIMEOUT_S"] = "3"
+        manage(env, "migrate", "--noinput", "-v", "0")
+        token = create_agent(env, "lab-agents")
+        with running_server(env) as (url, _):
+            detail = _open_regression(tmp_path, url, token, lab)
+            job_id = detail["bisect"]["id"]
+            status, claimed = _post(url, "bisects/claim", token, {"host": "lab-a"})
+            assert status == 200 and claimed["id"] == job_id
+            beat = {"phase": "running", "cell": "odirect-vs-readers/vhdd/ext4",
+                    "job": {"kind": "bisect", "id": job_id}, "commit": commits[0], "detail": "base"}
+            assert _post(url, "hosts/lab-a/heartbeat", token, beat)[0] == 200
+            assert get_json(f"{url}/api/v1/hosts/lab-a")["reachable"] is True
+            time.sleep(4)
+            host = get_json(f"{url}/api/v1/hosts/lab-a")
+            assert host["reachable"] is False and host["unreachable_since"], host
+            # Any claim sweeps first: the silent host's job is queued again.
+            assert _post(url, "bisects/claim", token, {"host": "lab-c", "device_classes": ["sdcard"]})[0] == 204
+            assert get_json(f"{url}/api/v1/bisects/{job_id}")["state"] == "queued"
+            late = {"commit": commits[0], "outcome": "good", "host": "lab-a"}
+            status, said = _post(url, f"bisects/{job_id}/steps", token, late)
+            assert status == 409 and "given back" in said["error"], said
+
+            a = _agent(url, token, tmp_path, "lab-a", lab["replay"]["lab-a"])
+            assert a.returncode == 0, a.stdout + a.stderr
+            job = get_json(f"{url}/api/v1/bisects/{job_id}")
+            assert job["state"] == "done" and job["result"]["first_bad"]["commit"] == commits[FIRST_BAD]
+            # The agent beat its phases while it worked; it ends idle.
+            states = get_json(f"{url}/api/v1/hosts/lab-a")
+            assert states["phase"] == "idle" and states["reachable"] is True
+
+            # A restarted agent that beats on: its claim (holds_none) frees the confirmation
+            # its host held, which it then works itself.
+            conf_id = detail["confirmation"]["jobs"][0]["id"]
+            assert _post(url, "confirmations/claim", token, {"host": "lab-b"})[1]["id"] == conf_id
+            assert _post(url, "hosts/lab-b/heartbeat", token, {"phase": "running"})[0] == 200
+            b = _agent(url, token, tmp_path, "lab-b", lab["replay"]["lab-b"])
+            assert b.returncode == 0, b.stdout + b.stderr
+            assert get_json(f"{url}/api/v1/confirmations/{conf_id}")["outcome"] == "confirmed"

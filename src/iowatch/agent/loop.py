@@ -140,12 +140,14 @@ class Agent:
     def turn(self) -> str:
         """Take one job and work it; what was done, in a line ("idle" when nothing)."""
         self.beat.set("claiming")
-        claim = self.client.claim_confirmation(self.host.name)
+        # Between jobs the agent holds none: what its host still holds on the
+        # server was lost when it started again, and goes back to the queue.
+        claim = self.client.claim_confirmation(self.host.name, holds_none=True)
         if claim is not None:
             from iowatch.agent.confirm import work_confirmation
             return work_confirmation(self, claim)
         claim = self.client.claim(self.host.name, self.device_classes or None,
-                                  own_only=not self.bisect_any)
+                                  own_only=not self.bisect_any, holds_none=True)
         if claim is not None:
             from iowatch.agent.bisect import work_bisect
             return work_bisect(self, claim)

@@ -13,10 +13,15 @@ A job model fits when it has:
 - `claimed_at`, when it was claimed;
 - optionally `updated`, set to the give-back's time.
 
-BisectJob fits. The sweep and each claim call `give_back_stuck(BisectJob, "bisect")`; a
-confirmation queue calls `give_back_stuck(ConfirmationJob, "confirmation")`
-beside it, and `refusal(job, "confirmation", request.auth, host)` in each
-call an agent posts for a job.
+BisectJob and ConfirmJob fit. The sweep and each claim call
+`give_back_stuck(BisectJob, "bisect")` and `give_back_stuck(ConfirmJob,
+"confirmation")`, and each call an agent posts for a job asks `refusal(job,
+kind, request.auth, host)`.
+
+A host's agent that starts again (after a crash or a reboot of the
+controller) keeps beating, so the timeout never frees what it held: its
+claims say `holds_none` (`iowatch agent` sends it: one agent a host, under the
+host's lock), and `give_back_held` frees the host's running jobs first.
 
 A host that has never beaten is never judged: its agent predates the
 heartbeat, and its jobs keep the queue's old rule (no give-back). The claim
@@ -62,6 +67,28 @@ def give_back_stuck(model: type[Model], kind: str, now: datetime | None = None) 
                 continue
             GiveBack.objects.create(job_kind=kind, job_id=job.pk, host=job.agent_host,
                                     agent=job.agent, claimed_at=job.claimed_at, reason=reason, at=now)
+        log.warning("%s #%s %s", kind, job.pk, reason)
+        given.append(job.pk)
+    return given
+
+
+def give_back_held(model: type[Model], kind: str, host: str, now: datetime | None = None) -> list[int]:
+    """Put back on the queue the running `model` jobs of `host`, whose agent
+    says (claiming with holds_none) that it holds none: it started again
+    without them. Returns their ids."""
+    now = now or timezone.now()
+    given = []
+    has_updated = any(f.name == "updated" for f in model._meta.get_fields())
+    for job in model.objects.filter(state="running", agent_host=host).select_related("agent"):
+        reason = (f"given back to the queue at {now:%Y-%m-%d %H:%M} UTC: the agent of host {host} "
+                  "claimed again holding no job (it started again without this one)")
+        with transaction.atomic():
+            changed = {"state": "queued", **({"updated": now} if has_updated else {})}
+            if not model.objects.filter(pk=job.pk, state="running", agent_host=host,
+                                        claimed_at=job.claimed_at).update(**changed):
+                continue
+            GiveBack.objects.create(job_kind=kind, job_id=job.pk, host=host, agent=job.agent,
+                                    claimed_at=job.claimed_at, reason=reason, at=now)
         log.warning("%s #%s %s", kind, job.pk, reason)
         given.append(job.pk)
     return given

@@ -156,6 +156,9 @@ class ClaimIn(AgentInput):
     # Only the bisects of regressions found on this host (a lab agent's default:
     # a change a host's hardware shows is bisected where it showed).
     own_only: bool = False
+    # The claiming agent holds no job: the host's running ones were lost when it
+    # started again, and go back to the queue first (hosts/giveback.py).
+    holds_none: bool = False
 
     @field_validator("device_classes")
     @classmethod
@@ -209,12 +212,14 @@ class ResultIn(AgentInput):
 # --- the queue -------------------------------------------------------------------------
 
 def claim(agent, host: str, device_classes: list[str] | None = None,
-          own_only: bool = False) -> BisectJob | None:
+          own_only: bool = False, holds_none: bool = False) -> BisectJob | None:
     """The oldest queued job (one of this host's regressions first; of these
     device classes only, when given; of this host's only, with own_only), now
     running for `agent`; None when nothing is queued. A job whose host stopped
     beating is given back first, so a claim does not wait for the worker's sweep."""
     giveback.give_back_stuck(BisectJob, "bisect")
+    if holds_none:
+        giveback.give_back_held(BisectJob, "bisect", host)
     while True:
         with transaction.atomic():
             queued = BisectJob.objects.filter(state="queued")
@@ -260,7 +265,7 @@ def _locked(job_id: int) -> BisectJob:
 @router.post("/claim", auth=AgentToken(), response={200: Claimed, 204: None, 400: Error, 401: Error},
              summary="Take the oldest queued bisect (agents); 204 when nothing is queued")
 def claim_job(request, body: ClaimIn):
-    job = claim(request.auth, body.host, body.device_classes, body.own_only)
+    job = claim(request.auth, body.host, body.device_classes, body.own_only, body.holds_none)
     if job is None:
         return HttpResponse(status=204)
     regression = job.regression

@@ -75,11 +75,14 @@ def queue_for(regression: Regression) -> list[ConfirmJob]:
     return jobs
 
 
-def claim(agent, host: str) -> ConfirmJob | None:
+def claim(agent, host: str, holds_none: bool = False) -> ConfirmJob | None:
     """The oldest queued confirmation for this host, now running for `agent`;
-    a job whose host stopped beating is given back first."""
-    from iowatch_web.hosts.giveback import give_back_stuck
+    a job whose host stopped beating (or, holds_none, whose agent started
+    again without it) is given back first."""
+    from iowatch_web.hosts.giveback import give_back_held, give_back_stuck
     give_back_stuck(ConfirmJob, "confirmation")
+    if holds_none:
+        give_back_held(ConfirmJob, "confirmation", host)
     while True:
         with transaction.atomic():
             job = (ConfirmJob.objects.filter(state="queued", host=host).order_by("created", "id")

@@ -71,7 +71,7 @@ class ConfirmResultIn(AgentInput):
 @router.post("/claim", auth=AgentToken(), response={200: ConfirmOut, 204: None, 400: Error, 401: Error},
              summary="Take the oldest queued confirmation for this host (agents); 204 when none")
 def claim_job(request, body: ClaimIn):
-    job = confirm.claim(request.auth, body.host)
+    job = confirm.claim(request.auth, body.host, body.holds_none)
     if job is None:
         return HttpResponse(status=204)
     return job
