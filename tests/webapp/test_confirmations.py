@@ -6,6 +6,7 @@ came of it. The agent's side, against a live server: tests/nightly/test_agent.py
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from bundle_maker import planted_bundle
 from iowatch_web.regressions.models import ConfirmJob, Regression
@@ -68,6 +69,8 @@ def test_a_lab_regression_waits_for_the_second_host_and_is_confirmed(regression,
                           "group": "seqw", "metric": "write.bw_kib_s"}]
     detail = client.get(f"/api/v1/regressions/{regression.pk}").json()
     assert detail["confirmation"]["state"] == "pending"
+    page = client.get(reverse("dashboard:regression", args=[regression.pk])).content.decode()
+    assert "Awaiting confirmation on lab-2 (queued)." in page
     mail = client.get(f"/api/v1/regressions/{regression.pk}/report?format=email")
     assert mail.status_code == 409 and "awaiting confirmation on lab-2" in mail.json()["error"]
     assert client.get(f"/api/v1/regressions/{regression.pk}/report?format=email&unconfirmed=true"
@@ -103,6 +106,9 @@ def test_a_lab_regression_waits_for_the_second_host_and_is_confirmed(regression,
     mail = client.get(f"/api/v1/regressions/{regression.pk}/report?format=email")
     assert mail.status_code == 200
     assert "second host: confirmed on 2 of 2 hosts (lab-1, lab-2)" in mail.content.decode()
+    page = client.get(reverse("dashboard:regression", args=[regression.pk])).content.decode()
+    assert "Confirmed on 2 of 2 hosts (lab-1, lab-2)." in page
+    assert '<td>lab-2</td><td><span class="chip regression">regression</span>' in page
     again = _result(client, agent_token, job.pk, {"state": "done", **runs})
     assert again.status_code == 409 and again.json()["where"] == "confirmation state"
 

@@ -15,6 +15,7 @@ from iowatch_web.dashboard import (
     attention, compare_page, comparing, lab_hosts, published, queries, run_numbers, series_keys,
 )
 from iowatch_web.hosts import beats, giveback
+from iowatch_web.regressions import confirm
 from iowatch_web.regressions.api import report_text
 from iowatch_web.regressions.bisect_api import latest as latest_bisect
 from iowatch_web.regressions.models import STATES, BisectJob, Regression
@@ -144,6 +145,7 @@ def regression_detail(request, regression_id: int):
         "events": regression.events.select_related("user", "agent").order_by("-at", "-id"),
         "bisect": bisect, "report": report_text(regression.pk, "email"),
         "given_back": list(giveback.given_back("bisect", bisect.pk)) if bisect else [],
+        "confirmation": confirm.state(regression),
         "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(key),
                           reverse("dashboard:history") + "?" + urlencode(key)) for key in keys[:4]],
     })
