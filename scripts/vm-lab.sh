@@ -57,12 +57,7 @@ missing=$(for t in "${need[@]}"; do command -v "$t" >/dev/null || echo "$t"; don
 phase_end PASS "$(.venv/bin/ansible-playbook --version | head -1)"
 
 phase_start "wheels"
-mkdir -p "$run/dist" "$run/wheelhouse"
-.venv/bin/pip wheel -q --no-deps -w "$run/dist" . > "$run/wheels.log" 2>&1 || fail "pip wheel failed: see wheels.log"
-wheel=$(ls "$run"/dist/iowatch-*.whl)
-.venv/bin/pip download -q --only-binary=:all: -d "$run/wheelhouse" "$wheel" >> "$run/wheels.log" 2>&1 ||
-    fail "pip download of iowatch's dependencies failed: see wheels.log"
-rm "$run/wheelhouse/$(basename "$wheel")"
+vm_wheels "$run"
 phase_end PASS "$(basename "$wheel"), $(ls "$run/wheelhouse" | wc -l) dependency wheels"
 
 phase_start "disk image"
