@@ -55,14 +55,8 @@ ansible_version=$(.venv/bin/python -c 'from importlib.metadata import version; p
 phase_end PASS "ansible-core $ansible_version"
 
 phase_start "wheels"
-mkdir -p "$guest/dist" "$guest/wheelhouse" "$guest/ansible-wheels" "$guest/docker/jenkins/casc"
-.venv/bin/pip wheel -q --no-deps -w "$guest/dist" . > "$run/wheels.log" 2>&1 ||
-    fail "pip wheel failed: see wheels.log"
-wheel=$(ls "$guest"/dist/iowatch-*.whl)
-# The hosts' Python is Debian 12's 3.11 on x86_64: what this machine's is.
-.venv/bin/pip download -q --only-binary=:all: -d "$guest/wheelhouse" "$wheel" >> "$run/wheels.log" 2>&1 ||
-    fail "pip download of iowatch's dependencies failed: see wheels.log"
-rm "$guest/wheelhouse/$(basename "$wheel")"
+mkdir -p "$guest/ansible-wheels" "$guest/docker/jenkins/casc"
+vm_wheels "$guest"
 .venv/bin/pip download -q --only-binary=:all: -d "$guest/ansible-wheels" pip "ansible-core==$ansible_version" \
     >> "$run/wheels.log" 2>&1 || fail "pip download of ansible-core failed: see wheels.log"
 cp -r ansible "$guest/ansible"

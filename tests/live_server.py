@@ -112,3 +112,17 @@ def running_server(env: dict, port: int | None = None, workers: int = 2, log=Non
 def get_json(url: str):
     with urllib.request.urlopen(url, timeout=30) as r:
         return json.loads(r.read())
+
+
+def iowatch_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`iowatch ARGS` of this virtualenv, its output captured."""
+    return subprocess.run([IOWATCH, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def wait_verdict(url: str, run_id: str) -> None:
+    """Until the server's verdict work on the run is done (at most 150 s)."""
+    for _ in range(300):
+        if get_json(f"{url}/api/v1/runs/{run_id}")["verdict"]["state"] == "done":
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"run {run_id}: no verdict")

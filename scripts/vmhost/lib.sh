@@ -8,6 +8,9 @@
 #   vm_image: the cached Debian 12 disk image (scripts/vmhost/image.sh), made
 #     once, and its ssh key; sets image, ssh_key;
 #   vm_port: a free local port for the guest's sshd;
+#   vm_wheels DIR: iowatch's wheel from this checkout in DIR/dist and a
+#     wheelhouse of its dependencies in DIR/wheelhouse (the hosts' Python is
+#     Debian 12's 3.11 on x86_64, as this machine's); sets wheel;
 #   vm_ssh ARGS: ssh as root into the guest on $port;
 #   vm_wait_ssh TIMEOUT: wait until the guest started at qemu_t0 answers on ssh;
 #   teardown (the EXIT trap): qemu killed, the kept files copied to $last_run,
@@ -52,6 +55,16 @@ vm_image() {
         echo "$stamp" > "$image.stamp"
         image_note="made $image"
     fi
+}
+
+vm_wheels() {
+    mkdir -p "$1/dist" "$1/wheelhouse"
+    "$repo/.venv/bin/pip" wheel -q --no-deps -w "$1/dist" "$repo" > "$run/wheels.log" 2>&1 ||
+        fail "pip wheel failed: see wheels.log"
+    wheel=$(ls "$1"/dist/iowatch-*.whl)
+    "$repo/.venv/bin/pip" download -q --only-binary=:all: -d "$1/wheelhouse" "$wheel" >> "$run/wheels.log" 2>&1 ||
+        fail "pip download of iowatch's dependencies failed: see wheels.log"
+    rm "$1/wheelhouse/$(basename "$wheel")"
 }
 
 vm_port() {

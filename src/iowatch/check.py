@@ -72,7 +72,7 @@ class CheckResult:
                 and r.vs_parent.state in ("suspected", "unsure", "failed")]
 
 
-def _failure_bundle(out: Path, v: Variant, plan: Plan, host: Host, status: str,
+def failure_bundle(out: Path, v: Variant, plan: Plan, host: Host, status: str,
                     reason: str, extra: dict) -> Path:
     """A variant that did not build or boot: a bundle that says so, with no cells."""
     series = plan.series.record(plan.base)
@@ -315,7 +315,7 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
         phases[f"build {v.index}"] = time.monotonic() - t0
     if v.status == "build-failed":
         vr.status, vr.reason = "build-failed", v.error or ""
-        vr.bundle = _failure_bundle(vdir, v, plan, host, "build-failed", v.error or "",
+        vr.bundle = failure_bundle(vdir, v, plan, host, "build-failed", v.error or "",
                                     {"build_log": str(Path(v.artifacts) / "build.log")})
         store(vr.bundle)
         say(f"variant {v.index} ({v.label}): build-failed in {v.build_s} s")
@@ -344,7 +344,7 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
         reason = boot.reason or f"the guest exited {boot.exit_code} without a bundle"
         vr.status, vr.reason = "boot-failed", reason
         tail = boot.console.read_text(errors="replace")[-3000:] if boot.console else ""
-        vr.bundle = _failure_bundle(vdir, v, plan, host, "boot-failed", reason,
+        vr.bundle = failure_bundle(vdir, v, plan, host, "boot-failed", reason,
                                     {"console_log": str(boot.console), "console_tail": tail,
                                      "attempts": boot.attempts})
         store(vr.bundle)

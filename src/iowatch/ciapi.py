@@ -3,7 +3,8 @@ the uploader sends bundles through `Client.send` (every answer returned, for
 its spool to decide), `iowatch compare --server` and `iowatch export` read
 runs and regressions, the nightly waits for a run's verdict and reads the
 regressions it raised, the bisect agent claims jobs and posts steps and
-results, the report fetches a regression.
+results, the report fetches a regression, the agent beats its host's state
+(iowatch.heartbeat).
 
 Plain urllib like the uploader (iowatch.upload): the runner side installs no
 HTTP library for a few JSON calls. Every failure is a ServerError whose message
@@ -15,6 +16,7 @@ import json
 import re
 import urllib.error
 import urllib.request
+from urllib.parse import quote
 from dataclasses import dataclass, field
 
 TIMEOUT_S = 60
@@ -59,6 +61,9 @@ def json_or_text(raw: bytes) -> dict:
 class Client:
     server: str
     token: str = ""
+    # The lab host a job is worked on: sent with each step and result, so the
+    # server refuses a claim this host lost (webapp/iowatch_web/hosts/giveback.py).
+    host: str = ""
 
     def url(self, path: str) -> str:
         return self.server.rstrip("/") + "/api/v1/" + path.lstrip("/")
@@ -85,9 +90,10 @@ class Client:
             said = str(reason) or type(reason).__name__
             return Answer(None, {"error": f"{self.server}: no answer ({said})"}, reason=said)
 
-    def _call(self, method: str, path: str, body: dict | None) -> tuple[int, dict | list | None]:
+    def _call(self, method: str, path: str, body: dict | None, *,
+              timeout: float = TIMEOUT_S) -> tuple[int, dict | list | None]:
         data = None if body is None else json.dumps(body, allow_nan=False).encode()
-        answer = self.send(method, path, data)
+        answer = self.send(method, path, data, timeout=timeout)
         if answer.status is None:
             raise ServerError(f"{method} {self.url(path)}: no answer ({answer.reason}); "
                               "is the server up?")
@@ -113,8 +119,8 @@ class Client:
             if offset >= page["count"]:
                 return items
 
-    def post(self, path: str, body: dict) -> tuple[int, dict | list | None]:
-        return self._call("POST", path, body)
+    def post(self, path: str, body: dict, *, timeout: float = TIMEOUT_S) -> tuple[int, dict | list | None]:
+        return self._call("POST", path, body, timeout=timeout)
 
     # --- the calls of the nightly/bisect contract --------------------------
 
@@ -129,13 +135,37 @@ class Client:
         page = self.get("regressions" + (f"?{query}" if query else ""))
         return page["items"] if isinstance(page, dict) else page
 
-    def claim(self, host: str) -> dict | None:
-        """The next queued bisect job, or None when nothing is queued (204)."""
-        status, job = self.post("bisects/claim", {"host": host})
+    def claim(self, host: str, device_classes: list[str] | tuple[str, ...] | None = None,
+              own_only: bool = False, holds_none: bool = False) -> dict | None:
+        """The next queued bisect job (one of these device classes when given;
+        only of this host's regressions with own_only), or None when nothing is
+        queued (204). holds_none: the caller holds no job, so the server gives
+        back what this host held (an agent that started again)."""
+        body = {"host": host, **({"device_classes": list(device_classes)} if device_classes else {}),
+                **({"own_only": True} if own_only else {}), **({"holds_none": True} if holds_none else {})}
+        status, job = self.post("bisects/claim", body)
         return job if status == 200 and job else None
 
+    def claim_confirmation(self, host: str, holds_none: bool = False) -> dict | None:
+        """The next confirmation queued for this host, or None (204)."""
+        status, job = self.post("confirmations/claim",
+                                {"host": host, **({"holds_none": True} if holds_none else {})})
+        return job if status == 200 and job else None
+
+    def _as_host(self, body: dict) -> dict:
+        return {**body, "host": self.host} if self.host else body
+
+    def post_confirmation(self, job_id: int, result: dict) -> dict:
+        return self.post(f"confirmations/{job_id}/result", self._as_host(result))[1] or {}
+
     def post_step(self, job_id: int, step: dict) -> None:
-        self.post(f"bisects/{job_id}/steps", step)
+        self.post(f"bisects/{job_id}/steps", self._as_host(step))
 
     def post_result(self, job_id: int, result: dict) -> None:
-        self.post(f"bisects/{job_id}/result", result)
+        self.post(f"bisects/{job_id}/result", self._as_host(result))
+
+    def heartbeat(self, host: str, state: dict, *, timeout: float = TIMEOUT_S) -> dict:
+        """Tell the server what `host` is doing now (`state`: phase, cell, job,
+        commit, detail; iowatch.heartbeat.HostState.body); the host's state as
+        the server keeps it is returned. iowatch.heartbeat.Heartbeat calls it."""
+        return self.post(f"hosts/{quote(host, safe='')}/heartbeat", state, timeout=timeout)[1]

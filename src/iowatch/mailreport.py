@@ -329,6 +329,21 @@ def _confounder_lines(detail: dict) -> list[str]:
     return out
 
 
+def _confirmation_lines(detail: dict) -> list[str]:
+    """A second lab host's confirmation (the server's regressions/confirm.py):
+    confirmed on N of M hosts, only on one, or why it could not be."""
+    conf = detail.get("confirmation") or {}
+    if not conf.get("words"):
+        return []
+    out = ["", f"second host: {conf['words']}"]
+    for job in conf.get("jobs") or []:
+        for r in job.get("verdicts") or []:
+            out.append(f"  {job['host']}: {r['metric']} {_pct(r.get('change_pct'))} "
+                       f"(95% CI {_pct(r.get('ci_low'))} .. {_pct(r.get('ci_high'))}, "
+                       f"{r.get('base_n')} vs {r.get('candidate_n')} runs, ABAB): {r['outcome']}")
+    return out
+
+
 def body(detail: dict) -> str:
     cells, points = _cells(detail), _points(detail)
     lead = cells[0] if cells else (points[0] if points else None)
@@ -342,6 +357,7 @@ def body(detail: dict) -> str:
         for p in points:
             out += _point_lines(p)
     out += _trade_off_lines(detail, cells)
+    out += _confirmation_lines(detail)
     out += ["", *_first_bad_lines(detail), "", "kernel config and setup confounders:",
             *_confounder_lines(detail)]
     out += _workload_lines(detail, cells)

@@ -38,6 +38,7 @@ def pages(store) -> dict[str, str]:
         "regression-change-point": f"/regressions/{store.change_point_regression}/",
         "runs": "/runs/",
         "runs-filtered": "/runs/?host=lab-2&published=no",
+        "hosts": "/hosts/",
         "run": f"/runs/{store.nightly_runs[7]}/",
         "studies": "/studies/",
         "study-published": f"/studies/{store.study}/",

@@ -87,7 +87,7 @@ def test_a_run_alone_is_measurements_without_a_verdict():
 
 def test_build_and_boot_failures_and_a_series_from_mail(tmp_path):
     """Failure bundles as iowatch check writes them, for a series that came by mail."""
-    from iowatch.check import _failure_bundle
+    from iowatch.check import failure_bundle
     from iowatch.kernel.build import Plan, Variant
 
     base = "c12fff06dffbe5058f9675864f0297d66f5f06cd"
@@ -98,10 +98,10 @@ def test_build_and_boot_failures_and_a_series_from_mail(tmp_path):
                     "https://lore.kernel.org/all/")
     plan = Plan(tmp_path, tmp_path, tmp_path, series, base, [])
     host = types.SimpleNamespace(name="vlab", kind="qemu", devices=[])
-    built = _failure_bundle(tmp_path / "v1", Variant(1, "ab" * 20, "ext4: change 1"), plan, host,
+    built = failure_bundle(tmp_path / "v1", Variant(1, "ab" * 20, "ext4: change 1"), plan, host,
                             "boot-failed", "no login in 240 s",
                             {"console_tail": "Kernel panic - not syncing"})
-    unbuilt = _failure_bundle(tmp_path / "v2", Variant(2, "cd" * 20, "ext4: change 2"), plan, host,
+    unbuilt = failure_bundle(tmp_path / "v2", Variant(2, "cd" * 20, "ext4: change 2"), plan, host,
                               "build-failed", "fs/ext4/inode.c:12: error: expected ';'", {})
     data = export("--run", str(built))
     data2 = export("--run", str(unbuilt))

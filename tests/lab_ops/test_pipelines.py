@@ -65,12 +65,13 @@ CALLS = [(f, n, argv) for f in JENKINSFILES for n, argv in iowatch_commands(f)]
 
 def test_the_pipelines_exist_and_call_iowatch():
     assert {f.name for f in JENKINSFILES} == {"series-check.Jenkinsfile", "nightly.Jenkinsfile",
-                                            "bisect.Jenkinsfile"}
+                                            "bisect.Jenkinsfile", "lab-agent.Jenkinsfile"}
     called = {argv[0] for _, _, argv in CALLS}
-    assert {"kernel", "run", "upload", "compare", "bisect", "nightly"} <= called
+    assert {"kernel", "run", "upload", "compare", "bisect", "nightly", "agent"} <= called
 
 
-@pytest.mark.parametrize("name,command", [("nightly", "nightly"), ("bisect", "bisect")])
+@pytest.mark.parametrize("name,command", [("nightly", "nightly"), ("bisect", "bisect"),
+                                          ("lab-agent", "agent")])
 def test_the_nightly_and_bisect_pipelines_leave_the_deciding_to_iowatch(name, command):
     """One iowatch command per stage and no exit-code or JSON juggling in Groovy:
     the package decides (and is tested), the pipeline locks and fans out."""
@@ -127,7 +128,8 @@ def test_jenkins_job_builder_renders_the_jobs(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     jobs = {p.name: p.read_text() for p in tmp_path.iterdir()}
-    assert set(jobs) == {"iowatch-series-check", "iowatch-nightly", "iowatch-bisect"}
+    assert set(jobs) == {"iowatch-series-check", "iowatch-nightly", "iowatch-bisect",
+                         "iowatch-lab-agent"}
     for name, xml in jobs.items():
         script = re.search(r"<scriptPath>(.*)</scriptPath>", xml).group(1)
         assert (REPO / script).is_file(), f"{name} points at {script}, which does not exist"

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -23,26 +21,14 @@ from iowatch.inventory import load as load_inventory
 from iowatch.nightly import NightlyOutcome, mark_nightly, render, report_and_wait, trigger
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-from live_server import (IOWATCH, create_agent, free_port, get_json, manage,  # noqa: E402
-                         running_server, scratch_database)
+from live_server import (create_agent, free_port, get_json, iowatch_cli, manage,  # noqa: E402
+                         running_server, scratch_database, wait_verdict)
 
 pytestmark = pytest.mark.slow
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "e2e-check"
 FAST, HARMLESS, SLOW = (FIXTURES / f"guest-0{i}" / "bundle" for i in (0, 1, 2))
 FIRST_BAD, UNBUILT = 5, 3
-
-
-def _iowatch(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([IOWATCH, *args], capture_output=True, text=True, timeout=timeout)
-
-
-def _wait_verdict(url: str, run_id: str) -> None:
-    for _ in range(300):
-        if get_json(f"{url}/api/v1/runs/{run_id}")["verdict"]["state"] == "done":
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"run {run_id}: no verdict")
 
 
 def _recorded_range(tmp: Path, nights: dict[str, Path]) -> tuple[Path, Path, list[str]]:
@@ -83,10 +69,10 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
         manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "bisect-agent")
         with running_server(env) as (url, _):
-            up = _iowatch("upload", str(nights["good"]), "--server", url, "--token", token,
+            up = iowatch_cli("upload", str(nights["good"]), "--server", url, "--token", token,
                           "--spool", str(tmp_path / "spool"))
             assert up.returncode == 0, up.stdout + up.stderr
-            _wait_verdict(url, run_ids["good"])
+            wait_verdict(url, run_ids["good"])
             # Night 2 as `iowatch nightly` ends once its guest has run: upload, wait, read back.
             said = []
             night2 = report_and_wait(nights["bad"], bundle.load(nights["bad"])["trigger"],
@@ -104,7 +90,7 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
             assert detail["bisect"]["state"] == "queued"
             assert detail["good"]["commit"] == commits[0] and detail["bad"]["commit"] == commits[-1]
 
-            agent = _iowatch("bisect", "--next", "--server", url, "--token", token, "--host", "agent1",
+            agent = iowatch_cli("bisect", "--next", "--server", url, "--token", token, "--host", "agent1",
                              "--variants", str(variants), "--bundles", str(measured),
                              "--out", str(tmp_path / "out"))
             assert agent.returncode == 0, agent.stdout + agent.stderr
@@ -146,11 +132,11 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
             assert not any(bundle.load(d).get("trigger") for d in measured.iterdir()
                            if d.name != f"variant-{len(commits) - 1:02d}" and d.name != "variant-00")
 
-            again = _iowatch("bisect", "--next", "--server", url, "--token", token)
+            again = iowatch_cli("bisect", "--next", "--server", url, "--token", token)
             assert again.returncode == 0 and "no bisect job queued" in again.stdout
 
             # By regression, once its job is done: the same search, printed, nothing posted.
-            by_id = _iowatch("bisect", "--regression", str(detail["id"]), "--server", url,
+            by_id = iowatch_cli("bisect", "--regression", str(detail["id"]), "--server", url,
                              "--token", token, "--variants", str(variants), "--bundles", str(measured),
                              "--out", str(tmp_path / "again"))
             assert by_id.returncode == 0, by_id.stdout + by_id.stderr
@@ -161,6 +147,6 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
 
 def test_a_bisect_agent_without_a_server_says_which_url_did_not_answer():
     url = f"http://127.0.0.1:{free_port()}"
-    gone = _iowatch("bisect", "--next", "--server", url, "--token", "t", timeout=120)
+    gone = iowatch_cli("bisect", "--next", "--server", url, "--token", "t", timeout=120)
     assert gone.returncode == 2
     assert f"POST {url}/api/v1/bisects/claim: no answer" in gone.stderr

@@ -12,8 +12,10 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
 from iowatch_web.dashboard import (
-    attention, compare_page, comparing, published, queries, run_numbers, series_keys,
+    attention, compare_page, comparing, lab_hosts, published, queries, run_numbers, series_keys,
 )
+from iowatch_web.hosts import beats, giveback
+from iowatch_web.regressions import confirm
 from iowatch_web.regressions.api import report_text
 from iowatch_web.regressions.bisect_api import latest as latest_bisect
 from iowatch_web.regressions.models import STATES, BisectJob, Regression
@@ -25,7 +27,22 @@ from iowatch_web.results.models import RUN_STATUSES, Artifact, Host, PatchSeries
 def overview(request):
     # The verdicts first (what regressed, where, by how much, how sure), then
     # the newest checks, nightlies and hosts; published runs are not lab runs.
-    return render(request, "dashboard/overview.html", attention.overview())
+    # Each host's state beside its latest run: read now, outside the overview's cache.
+    context = attention.overview()
+    now = lab_hosts.by_name()
+    hosts = [{**h, "now": now.pop(h["run"].host.name if h["run"] else h["host"]["name"], None)}
+             for h in context["hosts"]]
+    # Hosts that beat before their first run.
+    hosts += [{"run": None, "host": {"name": name, "kind": ""}, "now": state}
+              for name, state in now.items()]
+    return render(request, "dashboard/overview.html", {**context, "hosts": hosts})
+
+
+def hosts(request):
+    states = lab_hosts.host_states(changes=True)
+    return render(request, "dashboard/hosts.html", {
+        "hosts": states, "silent": lab_hosts.silent_hosts(states),
+        "timeout_s": beats.timeout().total_seconds()})
 
 
 def series_index(request):
@@ -127,6 +144,8 @@ def regression_detail(request, regression_id: int):
         **attention.regression_cells(regression),
         "events": regression.events.select_related("user", "agent").order_by("-at", "-id"),
         "bisect": bisect, "report": report_text(regression.pk, "email"),
+        "given_back": list(giveback.given_back("bisect", bisect.pk)) if bisect else [],
+        "confirmation": confirm.state(regression),
         "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(key),
                           reverse("dashboard:history") + "?" + urlencode(key)) for key in keys[:4]],
     })

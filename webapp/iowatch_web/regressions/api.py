@@ -19,7 +19,7 @@ from ninja.errors import HttpError
 from ninja.security import SessionAuth
 
 from iowatch import mailreport
-from iowatch_web.regressions import detail, nightly
+from iowatch_web.regressions import confirm, detail, nightly
 from iowatch_web.regressions.bisect_api import BisectOut, latest
 from iowatch_web.regressions.models import (KINDS, STATES, CellVerdict, ChangePoint, Regression,
                                             TriageEvent)
@@ -234,6 +234,7 @@ class RegressionDetail(RegressionOut):
     good: dict
     bad: dict
     bisect: BisectOut | None
+    confirmation: dict  # a second lab host's (regressions/confirm.py)
     # What the mailing-list report needs beside the verdicts (regressions/detail.py).
     host_kind: str
     trigger: dict
@@ -253,6 +254,10 @@ class RegressionDetail(RegressionOut):
     @staticmethod
     def resolve_bisect(r: Regression):
         return latest(r)
+
+    @staticmethod
+    def resolve_confirmation(r: Regression) -> dict:
+        return confirm.state(r)
 
     @staticmethod
     def resolve_host_kind(r: Regression) -> str:
@@ -416,11 +421,18 @@ def report_text(regression_id: int, fmt: str) -> str:
     return mailreport.render(RegressionDetail.from_orm(regression).model_dump(mode="json"), fmt)
 
 
-@router.get("/{regression_id}/report", response={200: str, 400: Error, 404: Error},
+@router.get("/{regression_id}/report", response={200: str, 400: Error, 404: Error, 409: Error},
             summary="The regression as a mailing-list report (text/plain): format email "
                     "(with headers, a reply in the series' thread) or text")
-def report(request, regression_id: int, format: str = "email"):
+def report(request, regression_id: int, format: str = "email", unconfirmed: bool = False):
     if format not in mailreport.FORMATS:
         return _bad_request(f"format {format!r} is not one of {', '.join(mailreport.FORMATS)}",
                             "query field format")
+    regression = get_object_or_404(_regressions(), pk=regression_id)
+    pending = confirm.state(regression)
+    if format == "email" and pending["state"] == "pending" and not unconfirmed:
+        # The mail goes out after a second host has had its say (docs/lab.md §7).
+        return JsonResponse({"error": f"regression #{regression_id} is {pending['words']}: the "
+                             "mail goes out after it (add unconfirmed=true to write it now)",
+                             "where": "confirmation"}, status=409)
     return HttpResponse(report_text(regression_id, format), content_type="text/plain; charset=utf-8")

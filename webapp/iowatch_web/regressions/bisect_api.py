@@ -5,7 +5,8 @@ takes the oldest queued job atomically (a row lock that skips locked rows on
 PostgreSQL, and on every store a conditional update from queued to running,
 so two agents never hold one job); the agent posts each measured step, then
 the result. A step or a result for a finished job is a 409: the job's record
-is what it found. Reading is open to anyone, like the rest of the API.
+is what it found; so is one from an agent whose claim was given back because
+its host stopped beating (iowatch_web.hosts.giveback). Reading is open to anyone, like the rest of the API.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ninja import Field, Router, Schema
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
+from iowatch_web.hosts import giveback
 from iowatch_web.regressions import nightly, triage
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
 
@@ -149,9 +151,29 @@ class AgentInput(Schema):
 
 class ClaimIn(AgentInput):
     host: str = Field(..., min_length=1, max_length=200)
+    # A lab host's agent takes only the bisects its devices can measure.
+    device_classes: list[str] | None = Field(None, max_length=20)
+    # Only the bisects of regressions found on this host (a lab agent's default:
+    # a change a host's hardware shows is bisected where it showed).
+    own_only: bool = False
+    # The claiming agent holds no job: the host's running ones were lost when it
+    # started again, and go back to the queue first (hosts/giveback.py).
+    holds_none: bool = False
+
+    @field_validator("device_classes")
+    @classmethod
+    def _known(cls, value):
+        from iowatch_web.results.models import DEVICE_CLASSES
+        unknown = sorted(set(value or ()) - set(DEVICE_CLASSES))
+        if unknown:
+            raise ValueError(f"unknown device class {', '.join(unknown)}: one of {', '.join(DEVICE_CLASSES)}")
+        return value
 
 
 class StepIn(AgentInput):
+    # The host the agent measures on, as it claimed: a step from a host that
+    # lost the job (iowatch_web.hosts.giveback) is refused even on a shared token.
+    host: str = Field("", max_length=200)
     commit: str = Field(..., pattern=r"^[0-9a-f]{7,64}$")
     subject: str = Field("", max_length=1000)
     author: str = Field("", max_length=500)
@@ -176,6 +198,7 @@ class Provenance(AgentInput):
 
 
 class ResultIn(AgentInput):
+    host: str = Field("", max_length=200)
     state: Literal["done", "failed"]
     first_bad: Commit | None = None
     candidates: list[str] = Field(default_factory=list, max_length=MAX_STEPS)
@@ -188,12 +211,23 @@ class ResultIn(AgentInput):
 
 # --- the queue -------------------------------------------------------------------------
 
-def claim(agent, host: str) -> BisectJob | None:
-    """The oldest queued job (one of this host's regressions first), now running
-    for `agent`; None when nothing is queued."""
+def claim(agent, host: str, device_classes: list[str] | None = None,
+          own_only: bool = False, holds_none: bool = False) -> BisectJob | None:
+    """The oldest queued job (one of this host's regressions first; of these
+    device classes only, when given; of this host's only, with own_only), now
+    running for `agent`; None when nothing is queued. A job whose host stopped
+    beating is given back first, so a claim does not wait for the worker's sweep."""
+    giveback.give_back_stuck(BisectJob, "bisect")
+    if holds_none:
+        giveback.give_back_held(BisectJob, "bisect", host)
     while True:
         with transaction.atomic():
-            queued = (BisectJob.objects.filter(state="queued")
+            queued = BisectJob.objects.filter(state="queued")
+            if device_classes is not None:
+                queued = queued.filter(device_class__in=device_classes)
+            if own_only:
+                queued = queued.filter(regression__comparison__host__name=host)
+            queued = (queued
                       .annotate(here=Case(When(regression__comparison__host__name=host, then=Value(0)),
                                           default=Value(1), output_field=IntegerField()))
                       .order_by("here", "created", "id"))
@@ -217,6 +251,13 @@ def _finished(job: BisectJob) -> JsonResponse:
                        "with POST /api/v1/regressions/{id}/bisect", "bisect state")
 
 
+def _lost(job: BisectJob, agent, host: str) -> JsonResponse | None:
+    """The 409 for an agent whose claim was given back (its host stopped beating)."""
+    if why := giveback.refusal(job, "bisect", agent, host):
+        return _error(409, why, "bisect claim")
+    return None
+
+
 def _locked(job_id: int) -> BisectJob:
     return get_object_or_404(BisectJob.objects.select_for_update(), pk=job_id)
 
@@ -224,7 +265,7 @@ def _locked(job_id: int) -> BisectJob:
 @router.post("/claim", auth=AgentToken(), response={200: Claimed, 204: None, 400: Error, 401: Error},
              summary="Take the oldest queued bisect (agents); 204 when nothing is queued")
 def claim_job(request, body: ClaimIn):
-    job = claim(request.auth, body.host)
+    job = claim(request.auth, body.host, body.device_classes, body.own_only, body.holds_none)
     if job is None:
         return HttpResponse(status=204)
     regression = job.regression
@@ -263,9 +304,11 @@ def post_step(request, job_id: int, body: StepIn):
         job = _locked(job_id)
         if not job.open:
             return _finished(job)
+        if lost := _lost(job, request.auth, body.host):
+            return lost
         if len(job.steps) >= MAX_STEPS:
             return _error(400, f"bisect #{job.pk} has {MAX_STEPS} steps already", "body")
-        job.steps = [*job.steps, {**body.model_dump(), "at": timezone.now().isoformat()}]
+        job.steps = [*job.steps, {**body.model_dump(exclude={"host"}), "at": timezone.now().isoformat()}]
         fields = ["steps", "updated"]
         if job.state == "queued":  # an agent that bisects without claiming first
             job.state, job.agent, job.claimed_at = "running", request.auth, timezone.now()
@@ -288,8 +331,10 @@ def post_result(request, job_id: int, body: ResultIn):
         job = _locked(job_id)
         if not job.open:
             return _finished(job)
+        if lost := _lost(job, request.auth, body.host):
+            return lost
         job.state = body.state
-        job.result = body.model_dump(exclude={"state", "error"})
+        job.result = body.model_dump(exclude={"state", "error", "host"})
         job.error = body.error
         job.finished_at = timezone.now()
         if job.claimed_at is None:

@@ -314,3 +314,50 @@ class BisectJob(models.Model):
     @property
     def open(self) -> bool:
         return self.state in BISECT_OPEN
+
+
+CONFIRM_STATES = ("queued", "running", "done", "failed")
+CONFIRM_OPEN = ("queued", "running")
+CONFIRM_OUTCOMES = ("confirmed", "not-confirmed")
+
+
+class ConfirmJob(models.Model):
+    """A regression found on one host, re-run on another host of the same device
+    class (regressions/confirm.py): the good and the bad kernel booted in turn
+    (ABAB) by that host's agent, which uploads each run with the job in its
+    trigger and hands the job back; the server judges those runs with the
+    verdict policy and records whether the regression holds there."""
+    regression = models.ForeignKey(Regression, on_delete=models.CASCADE, related_name="confirmations")
+    host = models.CharField(max_length=200, help_text="the host asked to confirm it")
+    device_class = models.CharField(max_length=20, choices=[(c, c) for c in DEVICE_CLASSES])
+    state = models.CharField(max_length=8, choices=[(s, s) for s in CONFIRM_STATES], default="queued")
+    cells = models.JSONField(default=list, help_text="[{study, device_class, filesystem, group, metric}]")
+    rounds = models.PositiveIntegerField(default=2, help_text="ABAB rounds: boots of each kernel")
+    good_kernel = models.CharField(max_length=200)
+    good_commit = models.CharField(max_length=64, null=True, blank=True)
+    bad_kernel = models.CharField(max_length=200)
+    bad_commit = models.CharField(max_length=64, null=True, blank=True)
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    agent_host = models.CharField(max_length=200, blank=True, default="")
+    good_runs = models.JSONField(default=list, blank=True)
+    bad_runs = models.JSONField(default=list, blank=True)
+    outcome = models.CharField(max_length=14, blank=True, default="",
+                               choices=[(o, o) for o in CONFIRM_OUTCOMES])
+    verdicts = models.JSONField(default=list, blank=True, help_text="the regressed cells as judged there")
+    error = models.TextField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created", "id"]
+        constraints = [
+            _one_of("state", CONFIRM_STATES, "confirmjob_state_known"),
+            models.UniqueConstraint(fields=["regression", "host"], condition=Q(state__in=CONFIRM_OPEN),
+                                    name="confirmjob_one_open_per_host"),
+        ]
+
+    @property
+    def open(self) -> bool:
+        return self.state in CONFIRM_OPEN

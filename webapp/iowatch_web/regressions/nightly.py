@@ -8,7 +8,9 @@ of every series key it touched. A regression opened by either is of kind
 the step a night-over-night regression already names joins that regression
 instead of opening a second one.
 
-A new nightly regression queues a BisectJob in the transaction that opens it;
+A new nightly regression queues a BisectJob in the transaction that opens it,
+and a regression on a lab host a confirmation on a second host of its device
+class (regressions/confirm.py);
 a maintainer queues one with the "bisect" action. Agents claim jobs, post the
 steps and then the result (regressions/bisect_api.py).
 """
@@ -38,10 +40,12 @@ def kind_of(comparison: Comparison) -> str:
 def opened(regression: Regression) -> None:
     """A regression was just created (inside the verdict work's transaction):
     its kind, and for a nightly one the bisect job that starts by itself."""
+    from iowatch_web.regressions import confirm
     regression.kind = kind_of(regression.comparison)
     regression.save(update_fields=["kind"])
     if regression.kind == "nightly":
         queue_bisect(regression, origin="nightly")
+    confirm.queue_for(regression)  # on a second lab host of the class, when there is one
 
 
 def same_change(host_id: int, matrix: str, after: int, order: list[int]) -> Comparison | None:

@@ -32,6 +32,8 @@ from django_tasks import task
 from django_tasks.base import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
+from iowatch_web.hosts.giveback import give_back_stuck
+from iowatch_web.regressions.models import BisectJob, ConfirmJob
 from iowatch_web.results.models import Run
 
 log = logging.getLogger(__name__)
@@ -172,7 +174,10 @@ def sweep() -> int:
 
     A task is given back when its worker was on this machine and its process is
     gone, or when it has run for IOWATCH_VERDICT_STALL_S (a worker on another
-    machine that stopped answering)."""
+    machine that stopped answering). The same pass gives back the bisect jobs
+    whose host stopped beating (iowatch_web.hosts.giveback)."""
+    give_back_stuck(BisectJob, "bisect")
+    give_back_stuck(ConfirmJob, "confirmation")
     stalled_before = timezone.now() - timedelta(seconds=settings.IOWATCH_VERDICT_STALL_S)
     requeued = 0
     running = DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING,

@@ -35,8 +35,10 @@ from iowatch import bundle
 from iowatch_web.site.middleware import (
     RETRY_AFTER_S, client_went_away, out_of_range, store_unavailable,
 )
+from iowatch_web.hosts.api import router as hosts_router
 from iowatch_web.regressions.api import router as regressions_router
 from iowatch_web.regressions.bisect_api import router as bisects_router
+from iowatch_web.regressions.confirm_api import router as confirmations_router
 from iowatch_web.results import ingest
 from iowatch_web.results.models import Agent, Artifact, Cell, Metric, Run, Sample
 
@@ -76,6 +78,8 @@ api = IowatchAPI(
 
 api.add_router("/regressions", regressions_router)
 api.add_router("/bisects", bisects_router)
+api.add_router("/confirmations", confirmations_router)
+api.add_router("/hosts", hosts_router)
 
 
 class AgentTokenRefused(Exception):
@@ -136,8 +140,10 @@ def _malformed(request, exc):
     (ninja says 422 in a shape of its own)."""
     first = exc.errors[0] if exc.errors else {}
     loc = [str(p) for p in first.get("loc", ())]
-    # ninja puts the parameter group's own name between the place and the field.
-    where = f"{loc[0]} field {loc[-1]}" if len(loc) > 1 else "request"
+    # ninja puts the parameter group's own name between the place and the field;
+    # an item of a list is named by its list: good_runs[0].
+    field = f"{loc[-2]}[{loc[-1]}]" if len(loc) > 2 and loc[-1].isdigit() else loc[-1] if loc else ""
+    where = f"{loc[0]} field {field}" if len(loc) > 1 else "request"
     more = f" (and {len(exc.errors) - 1} more)" if len(exc.errors) > 1 else ""
     return _error(400, f"{first.get('msg', 'malformed')}{more}", where)
 

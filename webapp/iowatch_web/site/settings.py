@@ -15,6 +15,8 @@ IOWATCH_VERDICT_ATTEMPTS  tries of a run's verdict work before it is marked fail
 IOWATCH_VERDICT_RETRY_S   wait before the first retry, doubled each time (default 30)
 IOWATCH_VERDICT_STALL_S   a verdict task running this long on a worker that stopped
                         answering is given to another worker (default 600)
+IOWATCH_HEARTBEAT_TIMEOUT_S  a host whose agent has not beaten for this long is
+                        unreachable, and the job it held goes back on the queue (default 600)
 IOWATCH_RETENTION_DAYS  samples of runs older than this are summarised per cell, job
                         group and metric (manage.py retain; default 90)
 """
@@ -86,6 +88,7 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["v
 IOWATCH_VERDICT_ATTEMPTS = int(os.environ.get("IOWATCH_VERDICT_ATTEMPTS", 3))
 IOWATCH_VERDICT_RETRY_S = float(os.environ.get("IOWATCH_VERDICT_RETRY_S", 30))
 IOWATCH_VERDICT_STALL_S = float(os.environ.get("IOWATCH_VERDICT_STALL_S", 600))
+IOWATCH_HEARTBEAT_TIMEOUT_S = float(os.environ.get("IOWATCH_HEARTBEAT_TIMEOUT_S", 600))
 # Older runs keep summaries instead of sample rows (retention/retain.py).
 _retention_days = os.environ.get("IOWATCH_RETENTION_DAYS", "90")
 if not _retention_days.strip().isdigit():
@@ -107,6 +110,7 @@ INSTALLED_APPS = [
     "iowatch_web.regressions",
     "iowatch_web.dashboard",
     "iowatch_web.retention",
+    "iowatch_web.hosts",
 ]
 
 MIDDLEWARE = [

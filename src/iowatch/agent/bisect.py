@@ -1,0 +1,114 @@
+"""A bisect job of the server's queue, worked on a lab host: the search of
+iowatch.bisect.search (the same one the virtual lab's bisect runs), whose
+measure() builds the commit here, boots it on the host with the kernel role
+and runs the followed cell there. Steps and the result are posted as the
+virtual lab's bisect posts them (iowatch.bisect.job)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from iowatch import bundle
+from iowatch.agent.hosts import RunRequest
+from iowatch.ciapi import ServerError
+
+
+def cells_of(cell: dict, devices: dict[str, list[str]]) -> list[str]:
+    """The bundle cell ids of a followed cell on this host: its study and
+    filesystem on each of the host's devices of its class ([] when the host
+    has none: the whole matrix runs)."""
+    study, fs, cls = cell.get("study"), cell.get("filesystem"), cell.get("device_class")
+    if not (study and fs and cls):
+        return []
+    return [f"{study}/{name}/{fs}" for name in devices.get(cls, [])]
+
+
+def work_bisect(agent, claim: dict) -> str:
+    from iowatch.bisect.job import JobError, Poster, from_claim, identities, work
+    from iowatch.bisect.search import mark_step, measurement_dir
+    from iowatch.check import VariantRun, failure_bundle
+    job = from_claim(claim)
+    detail = agent.client.regression(job.regression)
+    job.kind = detail.get("kind", job.kind)
+    for side in ("good", "bad"):
+        getattr(job, side).setdefault("runs", (detail.get(side) or {}).get("runs", []))
+    tag = {"kind": "bisect", "id": job.job}
+    good, bad = job.good.get("commit"), job.bad.get("commit")
+    agent.say(f"agent: {agent.host.name}: bisect #{job.job} of regression {job.regression}, "
+              f"{(good or '?')[:12]}..{(bad or '?')[:12]}, following {job.cell.get('study')} "
+              f"{job.cell.get('device_class')} {job.cell.get('filesystem')} {job.cell.get('metric')}")
+    if not (good and bad):
+        return _failed(agent, job, f"regression {job.regression}: its good and bad kernels must "
+                                   "both carry a git commit to be bisected")
+    agent.beat.set("building", job=tag, detail=f"{good[:12]}..{bad[:12]}")
+    try:
+        plan = agent.builds.plan_for(good, bad)
+    except (OSError, ValueError, RuntimeError) as e:
+        return _failed(agent, job, f"cannot make the range {good[:12]}..{bad[:12]}: {e}")
+    matrix = agent.matrix or job.matrix or "check-quick"
+    cells = cells_of(job.cell, getattr(agent, "devices", {}))
+    out = agent.out / f"bisect-{job.job}"
+    poster = Poster(agent.client, job, identities(plan, agent.builds.tree), agent.say)
+    trigger = {"kind": "bisect", "regression": job.regression, "job": job.job}
+
+    def measure(index: int, attempt: int) -> list:
+        agent.beat.set("building", job=tag, detail=f"variant {index}")
+        v = agent.builds.built(plan, index)
+        if v.status != "built":
+            return [VariantRun(v, None, status=v.status, reason=v.error or "")]
+        where = measurement_dir(out, index, attempt)
+        booted, path = agent.boot_and_run(
+            v, RunRequest(matrix, v.commit, v.label, agent.reps, agent.profile, cells), where, tag)
+        if path is None:
+            # The server records the boot failure as the step's run (no cells).
+            path = failure_bundle(where, v, plan, agent.inventory_host, "boot-failed", booted.detail, {})
+            mark_step(path, trigger)
+            poster.store(path)
+            return [VariantRun(v, path, status="boot-failed", reason=booted.detail)]
+        mark_step(path, trigger)
+        poster.store(path)
+        return [VariantRun(v, path, status=bundle.load(path)["status"])]
+
+    try:
+        result, body = work(job, plan, measure, poster, say=agent.say)
+    except JobError as e:
+        return _failed(agent, job, str(e))
+    finally:
+        agent.restore()
+    (out / "bisect-job.json").parent.mkdir(parents=True, exist_ok=True)
+    first = body.get("first_bad") or {}
+    return (f"bisect #{job.job} of regression {job.regression}: {body['state']}"
+            + (f", first bad {first.get('commit', '')[:12]} {first.get('subject', '')}" if first else "")
+            + (f": {body.get('error')}" if body.get("error") else ""))
+
+
+def _failed(agent, job, reason: str) -> str:
+    try:
+        agent.client.post_result(job.job, {"state": "failed", "first_bad": None, "candidates": [],
+                                           "skipped": [], "error": reason[:10_000],
+                                           "provenance": {"nightly": job.nightly_run,
+                                                          "good_runs": [], "bad_runs": []}})
+    except ServerError as e:
+        agent.say(f"agent: could not post bisect #{job.job} failed: {e}")
+    return f"bisect #{job.job} of regression {job.regression}: failed: {reason}"
+
+
+def recorded_range(variants_json: Path):
+    """Builds over a recorded range (`iowatch kernel build --json`'s rows): the
+    dry run's and the tests' plan, nothing built."""
+    import json
+
+    from iowatch.kernel.build import Plan, Variant
+    from iowatch.kernel.series import Series
+    rows = json.loads(Path(variants_json).read_text())
+    variants = [Variant(**{k: row[k] for k in Variant.__dataclass_fields__ if k in row}) for row in rows]
+
+    def plan_for(good: str, bad: str):
+        ends = (variants[0].commit, variants[-1].commit)
+        if not (ends[0].startswith(good[:12]) and ends[1].startswith(bad[:12])):
+            raise ValueError(f"{variants_json} records {ends[0][:12]}..{ends[1][:12]}, the job is "
+                             f"{good[:12]}..{bad[:12]}")
+        here = Path(".")
+        return Plan(here, here, here, Series(Path(variants_json).stem, str(variants_json), ()),
+                    variants[0].commit, variants)
+
+    return plan_for, (lambda plan, index: plan.variants[index])

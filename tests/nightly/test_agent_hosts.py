@@ -1,0 +1,56 @@
+"""The lab host as the agent drives it (iowatch.agent.hosts), without a host:
+the ssh command comes from the inventory's Ansible variables, a kernel role
+that stops before trying the variant is an error naming the host (not a boot
+failure of the variant's), and the cell the heartbeat names is read from the
+progress lines `iowatch run --no-progress` writes."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from iowatch import progress
+from iowatch.agent.hosts import CELL_LINE, AnsibleHost, LabHostError, RecordedHost
+from iowatch.inventory import Host
+
+
+def _host(**vars) -> Host:
+    return Host("lab-a", "bare-metal", (), vars)
+
+
+def test_ssh_reaches_the_host_the_inventory_names(tmp_path):
+    h = AnsibleHost(_host(ansible_host="192.0.2.7", ansible_port=2222, ansible_user="root",
+                          ansible_ssh_private_key_file="/keys/lab",
+                          ansible_ssh_common_args="-o StrictHostKeyChecking=no"), tmp_path / "inv.yml")
+    argv = h._ssh_argv()
+    assert argv[-1] == "root@192.0.2.7"
+    assert argv[argv.index("-p") + 1] == "2222" and argv[argv.index("-i") + 1] == "/keys/lab"
+    assert "StrictHostKeyChecking=no" in argv and "BatchMode=yes" in argv
+    assert AnsibleHost(_host(), tmp_path / "inv.yml")._ssh_argv()[-1] == "lab-a"
+
+
+def test_a_role_that_stops_before_the_reboot_is_an_error_not_a_boot_failure(tmp_path):
+    # /bin/false stands for an ansible-playbook that fails before writing the result file.
+    h = AnsibleHost(_host(), tmp_path / "inv.yml", playbook="false", logs=tmp_path / "logs")
+    with pytest.raises(LabHostError, match="lab-a: ansible/kernel.yml exited 1 without a result file"):
+        h.boot(tmp_path / "variant", "ab" * 20)
+
+
+def test_the_cell_a_run_is_on_is_read_from_its_progress_lines():
+    out = io.StringIO()
+    cell = SimpleNamespace(id="odirect-vs-readers/hdd/ext4")
+    with progress.Progress("iowatch", progress.LINES, stream=out) as p:
+        p.on_rep(cell, 1, 3)
+        p.on_done(cell, 1, "passed")
+    found = [m.group(1) for m in CELL_LINE.finditer(out.getvalue())]
+    assert found and set(found) == {"odirect-vs-readers/hdd/ext4"}
+
+
+def test_a_replayed_commit_with_nothing_recorded_is_an_error(tmp_path):
+    (tmp_path / ("ab" * 20)).mkdir()
+    h = RecordedHost("lab-a", tmp_path)
+    with pytest.raises(LabHostError, match="nothing recorded for commit cdcdcdcdcdcd"):
+        h.boot(Path("."), "cd" * 20)
+    assert h.boot(Path("."), "ab" * 20).state == "booted"

@@ -1,0 +1,119 @@
+"""The give-back rule, written once for every queue agents claim from.
+
+A running job whose host has stopped beating for longer than
+IOWATCH_HEARTBEAT_TIMEOUT_S goes back to queued, so another agent (or the same
+one when it comes back) claims it; a GiveBack row says why, for the job's page.
+The agent that lost it is then refused (409) when it posts for the job late.
+
+A job model fits when it has:
+- `state`, holding "running" while an agent works on it and "queued" when
+  it waits to be claimed (a queued job may keep a claimed_at);
+- `agent`, a foreign key to results.Agent (null allowed): who claimed it;
+- `agent_host`, the host name the agent claimed it for (the heartbeat's name);
+- `claimed_at`, when it was claimed;
+- optionally `updated`, set to the give-back's time.
+
+BisectJob and ConfirmJob fit. The sweep and each claim call
+`give_back_stuck(BisectJob, "bisect")` and `give_back_stuck(ConfirmJob,
+"confirmation")`, and each call an agent posts for a job asks `refusal(job,
+kind, request.auth, host)`.
+
+A host's agent that starts again (after a crash or a reboot of the
+controller) keeps beating, so the timeout never frees what it held: its
+claims say `holds_none` (`iowatch agent` sends it: one agent a host, under the
+host's lock), and `give_back_held` frees the host's running jobs first.
+
+A host that has never beaten is never judged: its agent predates the
+heartbeat, and its jobs keep the queue's old rule (no give-back). The claim
+counts as a sign of life: a host silent since yesterday that claims a job
+now has the whole timeout from the claim.
+"""
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Model
+from django.utils import timezone
+
+from iowatch_web.hosts.beats import timeout
+from iowatch_web.hosts.models import GiveBack, HostState
+
+log = logging.getLogger(__name__)
+
+
+def give_back_stuck(model: type[Model], kind: str, now: datetime | None = None) -> list[int]:
+    """Put back on the queue every running `model` job whose host missed its
+    heartbeat; returns their ids."""
+    now = now or timezone.now()
+    late = now - timeout()
+    last_seen = dict(HostState.objects.filter(last_seen__lt=late).values_list("name", "last_seen"))
+    if not last_seen:
+        return []
+    given = []
+    has_updated = any(f.name == "updated" for f in model._meta.get_fields())
+    for job in model.objects.filter(state="running", agent_host__in=list(last_seen),
+                                    claimed_at__lt=late).select_related("agent"):
+        seen = last_seen[job.agent_host]
+        reason = (f"given back to the queue at {now:%Y-%m-%d %H:%M} UTC: host {job.agent_host} "
+                  f"sent no heartbeat after {seen:%Y-%m-%d %H:%M:%S} UTC (the timeout is "
+                  f"{timeout().total_seconds():.0f} s, IOWATCH_HEARTBEAT_TIMEOUT_S)")
+        with transaction.atomic():
+            # Only the claim seen here: a step or a new claim meanwhile keeps the job.
+            changed = {"state": "queued", **({"updated": now} if has_updated else {})}
+            if not model.objects.filter(pk=job.pk, state="running", agent_host=job.agent_host,
+                                        claimed_at=job.claimed_at).update(**changed):
+                continue
+            GiveBack.objects.create(job_kind=kind, job_id=job.pk, host=job.agent_host,
+                                    agent=job.agent, claimed_at=job.claimed_at, reason=reason, at=now)
+        log.warning("%s #%s %s", kind, job.pk, reason)
+        given.append(job.pk)
+    return given
+
+
+def give_back_held(model: type[Model], kind: str, host: str, now: datetime | None = None) -> list[int]:
+    """Put back on the queue the running `model` jobs of `host`, whose agent
+    says (claiming with holds_none) that it holds none: it started again
+    without them. Returns their ids."""
+    now = now or timezone.now()
+    given = []
+    has_updated = any(f.name == "updated" for f in model._meta.get_fields())
+    for job in model.objects.filter(state="running", agent_host=host).select_related("agent"):
+        reason = (f"given back to the queue at {now:%Y-%m-%d %H:%M} UTC: the agent of host {host} "
+                  "claimed again holding no job (it started again without this one)")
+        with transaction.atomic():
+            changed = {"state": "queued", **({"updated": now} if has_updated else {})}
+            if not model.objects.filter(pk=job.pk, state="running", agent_host=host,
+                                        claimed_at=job.claimed_at).update(**changed):
+                continue
+            GiveBack.objects.create(job_kind=kind, job_id=job.pk, host=host, agent=job.agent,
+                                    claimed_at=job.claimed_at, reason=reason, at=now)
+        log.warning("%s #%s %s", kind, job.pk, reason)
+        given.append(job.pk)
+    return given
+
+
+def refusal(job: Model, kind: str, agent, host: str = "") -> str | None:
+    """Why `agent` (on `host`, when it says) may no longer post for `job`, or
+    None: the job was given back and waits for a claim, or another agent or
+    host holds it now. The caller answers 409 with this text."""
+    name = f"{kind} #{job.pk}"
+    if job.state == "queued":
+        back = GiveBack.objects.filter(job_kind=kind, job_id=job.pk).first()
+        if back is not None:
+            return (f"{name} was {back.reason}; it takes nothing from the agent that lost it "
+                    f"until claimed again (POST /api/v1/{kind}s/claim)")
+    if job.state == "running" and job.agent_id is not None:
+        if job.agent_id != agent.pk or (host and job.agent_host and host != job.agent_host):
+            held = f"agent {job.agent.name}" + (f" on host {job.agent_host}" if job.agent_host else "")
+            back = GiveBack.objects.filter(job_kind=kind, job_id=job.pk).first()
+            why = f" (it was {back.reason})" if back is not None else ""
+            return (f"{name} is held by {held} since {job.claimed_at:%Y-%m-%d %H:%M:%S} UTC{why}: "
+                    "this agent's claim is lost")
+    return None
+
+
+def given_back(kind: str, job_id: int):
+    """A job's give-backs, newest first (the job's page shows them)."""
+    return GiveBack.objects.filter(job_kind=kind, job_id=job_id).select_related("agent")

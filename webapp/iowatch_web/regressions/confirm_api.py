@@ -1,0 +1,127 @@
+"""/api/v1/confirmations: second hosts' confirmations of regressions
+(regressions/confirm.py). Agents claim with their ingest token and hand the
+job back with the runs they uploaded; the server judges them. Reading is open."""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Literal
+
+from django.db import transaction
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from ninja import Field, Router, Schema
+
+from iowatch_web.hosts import giveback
+from iowatch_web.regressions import confirm
+from iowatch_web.regressions.bisect_api import MAX_RUNS, AgentInput, AgentToken, ClaimIn, Error, _error
+from iowatch_web.regressions.models import ConfirmJob
+from iowatch_web.results.models import Run
+
+router = Router(tags=["confirmations"])
+
+
+class ConfirmOut(Schema):
+    id: int
+    regression: int
+    host: str
+    device_class: str
+    state: str
+    cells: list
+    rounds: int
+    good: dict
+    bad: dict
+    agent_host: str
+    good_runs: list
+    bad_runs: list
+    outcome: str
+    verdicts: list
+    error: str | None
+    created: datetime
+    claimed_at: datetime | None
+    finished_at: datetime | None
+
+    @staticmethod
+    def resolve_regression(job: ConfirmJob) -> int:
+        return job.regression_id
+
+    @staticmethod
+    def resolve_good(job: ConfirmJob) -> dict:
+        return {"kernel": job.good_kernel, "commit": job.good_commit}
+
+    @staticmethod
+    def resolve_bad(job: ConfirmJob) -> dict:
+        return {"kernel": job.bad_kernel, "commit": job.bad_commit}
+
+
+class ConfirmPage(Schema):
+    count: int
+    items: list[ConfirmOut]
+
+
+class ConfirmResultIn(AgentInput):
+    host: str = Field("", max_length=200)   # the agent's host: a claim it lost is refused
+    state: Literal["done", "failed"]
+    good_runs: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_RUNS)
+    bad_runs: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_RUNS)
+    error: str | None = Field(None, max_length=10_000)
+
+
+@router.post("/claim", auth=AgentToken(), response={200: ConfirmOut, 204: None, 400: Error, 401: Error},
+             summary="Take the oldest queued confirmation for this host (agents); 204 when none")
+def claim_job(request, body: ClaimIn):
+    job = confirm.claim(request.auth, body.host, body.holds_none)
+    if job is None:
+        return HttpResponse(status=204)
+    return job
+
+
+@router.get("", response={200: ConfirmPage, 400: Error}, summary="Confirmation jobs, oldest first")
+def list_jobs(request, state: str | None = None):
+    jobs = ConfirmJob.objects.all()
+    if state is not None:
+        jobs = jobs.filter(state=state)
+    return {"count": jobs.count(), "items": list(jobs[:1000])}
+
+
+@router.get("/{job_id}", response={200: ConfirmOut, 404: Error}, summary="One confirmation job")
+def get_job(request, job_id: int):
+    return get_object_or_404(ConfirmJob, pk=job_id)
+
+
+@router.post("/{job_id}/result", auth=AgentToken(),
+             response={200: ConfirmOut, 400: Error, 401: Error, 404: Error, 409: Error},
+             summary="Hand a confirmation back: done with the runs uploaded (the server judges "
+                     "them), or failed with the reason (agents)")
+def post_result(request, job_id: int, body: ConfirmResultIn):
+    if body.state == "failed" and not body.error:
+        return _error(400, "a failed confirmation says why", "body field error")
+    if body.state == "done" and not (body.good_runs and body.bad_runs):
+        return _error(400, "a done confirmation names the runs of both kernels",
+                      "body fields good_runs, bad_runs")
+    with transaction.atomic():
+        job = get_object_or_404(ConfirmJob.objects.select_for_update(), pk=job_id)
+        if not job.open:
+            return _error(409, f"confirmation #{job.pk} is {job.state}: it takes no more results",
+                          "confirmation state")
+        if (lost := giveback.refusal(job, "confirmation", request.auth, body.host)) is not None:
+            return _error(409, lost, "confirmation state")
+        if body.state == "done":
+            good, bad = [str(r) for r in body.good_runs], [str(r) for r in body.bad_runs]
+            stored = {str(r) for r in Run.objects.filter(run_id__in=good + bad)
+                      .values_list("run_id", flat=True)}
+            missing = [r for r in good + bad if r not in stored]
+            if missing:
+                return _error(400, f"runs not stored here: {', '.join(missing[:5])}: upload them first",
+                              "body fields good_runs, bad_runs")
+            job.good_runs, job.bad_runs = good, bad
+            job.state = "done"
+            confirm.judge(job)
+        else:
+            job.state, job.error = "failed", body.error
+        job.finished_at = timezone.now()
+        if job.claimed_at is None:
+            job.agent, job.claimed_at = request.auth, job.finished_at
+        job.save()
+    return job
