@@ -403,7 +403,7 @@ def _example_paths() -> list[str]:
     """Every GET of the API with its path parameters filled in (the store is
     down: no row needs to exist)."""
     fill = {"{run_id}": "00000000-0000-0000-0000-000000000001", "{cell_id}": "1",
-            "{artifact_id}": "1", "{regression_id}": "1", "{job_id}": "1"}
+            "{artifact_id}": "1", "{regression_id}": "1", "{job_id}": "1", "{name}": "lab-1"}
     paths = []
     for path, operations in api.get_openapi_schema()["paths"].items():
         if "get" in operations:
