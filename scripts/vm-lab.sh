@@ -38,7 +38,8 @@ server_pid=
 keep=("*.log" "*.txt" "*.json" "*.yml" agent)
 # shellcheck source=scripts/vmhost/lib.sh
 . scripts/vmhost/lib.sh
-trap 'rc=$?; [ -n "$server_pid" ] && kill -- "-$server_pid" 2>/dev/null; (exit $rc); teardown' EXIT
+# errexit off first: `(exit $rc)` must hand the status to teardown, not end the trap.
+trap 'rc=$?; set +e; [ -n "$server_pid" ] && kill -- "-$server_pid" 2>/dev/null; (exit $rc); teardown' EXIT
 
 port=${IOWATCH_VM_SSH_PORT:-$(vm_port)}
 web_port=$(vm_port)
@@ -154,33 +155,32 @@ phase_start "provision.yml (over ssh)"
 installed=$(vm_ssh "readlink -f \$(command -v iowatch)") || fail "no iowatch on the host after provisioning"
 phase_end PASS "$(grep -E "^$host +: " "$run/provision.log" | tail -1 | sed "s/^$host *: *//; s/  */ /g"); $installed"
 
-agent() {  # LOG ARGS...: iowatch agent for the host, its output in LOG (and shown)
+agent() {  # LOG ARGS...: iowatch agent for the host, its output in LOG (and shown); sets agent_rc
     local out=$run/$1; shift
-    set +e
+    agent_rc=0
     .venv/bin/iowatch agent --host "$host" --server "$url" --token "$token" \
-        --inventory "$run/inventory.yml" --out "$run/agent" "${lab_args[@]}" "$@" > "$out" 2>&1
-    local rc=$?
-    set -e
+        --inventory "$run/inventory.yml" --out "$run/agent" "${lab_args[@]}" "$@" > "$out" 2>&1 ||
+        agent_rc=$?
     sed 's/^/    /' "$out"
-    return $rc
 }
 
 phase_start "night 1: debian-base"
-agent night-1.log --nightly debian-base --branch "$branch" --night 2026-11-20 ||
-    fail "night 1 exited $?: see night-1.log"
+agent night-1.log --nightly debian-base --branch "$branch" --night 2026-11-20
+[ "$agent_rc" = 0 ] || fail "night 1 exited $agent_rc: see night-1.log"
 grep -q "no regression with this run on the bad side" "$run/night-1.log" || fail "night 1 found something: see night-1.log"
 phase_end PASS "$(grep -m1 '^nightly ' "$run/night-1.log" | cut -c1-100)"
 
 phase_start "night 2: $branch"
-set +e; agent night-2.log --nightly "$branch" --branch "$branch" --night 2026-11-21; rc=$?; set -e
-[ "$rc" = 1 ] || fail "night 2 exited $rc, not 1 (a regression): see night-2.log"
+agent night-2.log --nightly "$branch" --branch "$branch" --night 2026-11-21
+[ "$agent_rc" = 1 ] || fail "night 2 exited $agent_rc, not 1 (a regression): see night-2.log"
 regression=$(sed -n 's/^  regression \([0-9]*\) (nightly.*/\1/p' "$run/night-2.log" | head -1)
 [ -n "$regression" ] || fail "no nightly regression in night-2.log"
 grep -q "bisect queued" "$run/night-2.log" || fail "the regression's bisect is not queued: see night-2.log"
 phase_end PASS "regression $regression, bisect queued"
 
 phase_start "bisect on the host"
-agent bisect.log --once || fail "the agent exited $?: see bisect.log"
+agent bisect.log --once
+[ "$agent_rc" = 0 ] || fail "the agent exited $agent_rc: see bisect.log"
 line=$(grep -m1 "^agent: bisect #" "$run/bisect.log" || true)
 [[ "$line" == *"first bad"*"$first_bad_subject"* ]] || fail "the bisect did not name commit 4: $line"
 running=$(vm_ssh uname -r)
