@@ -263,3 +263,24 @@ def test_a_measurement_in_several_boots_pools_them(tmp_path):
     runs = {s.index: s.runs for s in steps}
     assert all(len(r) == 2 and all(x.bundle for x in r) for r in runs.values())
     assert target.base.n == target.candidate.n == 2 * 5  # both boots pooled at each end
+
+
+LAB_VM = Path(__file__).resolve().parents[1] / "fixtures" / "lab-vm-bisect"
+
+
+def test_ends_measured_while_the_platform_drifted_are_measured_again_then_refused_saying_so():
+    """The stand-in lab host's real ends (tests/fixtures/lab-vm-bisect): the
+    writer fell by 94%, but the canary moved by -21% between the two boots. The
+    search measures both ends again rather than giving up on the first look,
+    and when the drift stays it says the platform drifted."""
+    calls = []
+
+    def measure(index: int, attempt: int) -> VariantRun:
+        calls.append((index, attempt))
+        v = Variant(index, f"{index:040x}")
+        v.status = "built"
+        return VariantRun(v, LAB_VM / ("good" if index == 0 else "bad"), status="passed")
+
+    with pytest.raises(NothingToBisect, match="the platform drifted .*canary-tmpfs-read"):
+        search(1, measure, say=lambda s: None)
+    assert (0, 1) in calls and (1, 1) in calls  # both ends measured again

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from iowatch import bundle, metrics
-from iowatch.bisect.search import BisectResult, NothingToBisect, Step, report, search
+from iowatch.bisect.search import BisectResult, NothingToBisect, Step, drift_words, report, search
 from iowatch.cells import PooledKey
 from iowatch.ciapi import Client, ServerError
 from iowatch.judging import Comparison
@@ -97,7 +97,7 @@ def choose_cell(cmp: Comparison, cell: dict) -> CellVerdict:
         f"good ({cmp.base.title}) and bad ({cmp.candidate.title}) show no regression of the job's "
         f"cell {cell.get('study')} {cell.get('device_class')} {cell.get('filesystem')} "
         f"[{cell.get('group')}] {cell.get('metric')} here: nothing to bisect"
-        + (f" ({seen[:600]})" if seen else " (the matrix did not measure it)"))
+        + (f" ({seen[:600]})" if seen else " (the matrix did not measure it)") + drift_words(cmp))
 
 
 @dataclass

@@ -29,7 +29,8 @@ from iowatch import bundle, resources
 from iowatch.check import (REPS_PER_BOOT, VariantRun, boot_sizes, first_round_boots, matrix_reps,
                            run_variant)
 from iowatch.comparison import Side, pool
-from iowatch.judging import Comparison, StepVerdict, compare_sides, judge_step, more_runs
+from iowatch.judging import (Comparison, StepVerdict, compare_sides, judge_step, more_runs,
+                             platform_words)
 from iowatch.judging.bisect import Culprit, Observation, culprit, steps_left
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
@@ -119,8 +120,14 @@ def choose_target(cmp: Comparison, metric: str | None = None, cell: str | None =
                          if _matches(v, metric, cell))[:600]
         raise NothingToBisect(f"good ({cmp.base.title}) and bad ({cmp.candidate.title}) show no "
                               f"regression{narrowed}: nothing to bisect"
-                              + (f" ({seen})" if seen else ""), state=cmp.state)
+                              + (f" ({seen})" if seen else "") + drift_words(cmp), state=cmp.state)
     return max(found, key=lambda v: abs(v.change_pct or 0.0))
+
+
+def drift_words(cmp: Comparison) -> str:
+    """"; " and the canary's words when the platform drifted: a regression the
+    cells show is not claimed then (judging.Comparison.regressions)."""
+    return f"; {platform_words(cmp)}" if cmp.platform else ""
 
 
 def _measured(runs: list[VariantRun]) -> bool:
@@ -160,11 +167,13 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
             target = choose(cmp)
             break
         except NothingToBisect:
-            if attempt > _end_attempts(cmp) or not more_runs(cmp):
+            # A drifted platform (a canary moved between the ends' boots) is one
+            # more reason to measure again: pooled boots are what the canary asks for.
+            if attempt > _end_attempts(cmp) or not (more_runs(cmp) or cmp.platform):
                 raise
-            say(f"bisect: good and bad are {cmp.state} ("
-                + ", ".join(f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure)
-                + "); measuring both ends again")
+            why = (platform_words(cmp) if cmp.platform else ", ".join(
+                f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure))
+            say(f"bisect: good and bad are {cmp.state} ({why}); measuring both ends again")
             for i in (0, n):
                 ends[i] += [r for r in boots(i, attempt) if _measured([r])]
     key = target.key.pooled
