@@ -8,29 +8,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from iowatch import bundle
+from iowatch.agent.confirm import cell_ids
 from iowatch.agent.hosts import RunRequest
 from iowatch.ciapi import ServerError
 
 
 def cells_of(cell: dict, devices: dict[str, list[str]]) -> list[str]:
-    """The bundle cell ids of a followed cell on this host: its study and
-    filesystem on each of the host's devices of its class ([] when the host
-    has none: the whole matrix runs)."""
-    study, fs, cls = cell.get("study"), cell.get("filesystem"), cell.get("device_class")
-    if not (study and fs and cls):
+    """The bundle cell ids of a followed cell on this host ([] when the cell
+    names no study, filesystem or class: the whole matrix runs)."""
+    if not (cell.get("study") and cell.get("filesystem") and cell.get("device_class")):
         return []
-    return [f"{study}/{name}/{fs}" for name in devices.get(cls, [])]
+    return cell_ids([cell], devices)
 
 
 def work_bisect(agent, claim: dict) -> str:
-    from iowatch.bisect.job import JobError, Poster, from_claim, identities, work
+    from iowatch.bisect.job import JobError, Poster, claimed, identities, work
     from iowatch.bisect.search import mark_step, measurement_dir
     from iowatch.check import VariantRun, failure_bundle
-    job = from_claim(claim)
-    detail = agent.client.regression(job.regression)
-    job.kind = detail.get("kind", job.kind)
-    for side in ("good", "bad"):
-        getattr(job, side).setdefault("runs", (detail.get(side) or {}).get("runs", []))
+    job = claimed(agent.client, claim)
     tag = {"kind": "bisect", "id": job.job}
     good, bad = job.good.get("commit"), job.bad.get("commit")
     agent.say(f"agent: {agent.host.name}: bisect #{job.job} of regression {job.regression}, "
@@ -74,7 +69,6 @@ def work_bisect(agent, claim: dict) -> str:
         return _failed(agent, job, str(e))
     finally:
         agent.restore()
-    (out / "bisect-job.json").parent.mkdir(parents=True, exist_ok=True)
     first = body.get("first_bad") or {}
     return (f"bisect #{job.job} of regression {job.regression}: {body['state']}"
             + (f", first bad {first.get('commit', '')[:12]} {first.get('subject', '')}" if first else "")
@@ -82,11 +76,9 @@ def work_bisect(agent, claim: dict) -> str:
 
 
 def _failed(agent, job, reason: str) -> str:
+    from iowatch.bisect.job import failed_body
     try:
-        agent.client.post_result(job.job, {"state": "failed", "first_bad": None, "candidates": [],
-                                           "skipped": [], "error": reason[:10_000],
-                                           "provenance": {"nightly": job.nightly_run,
-                                                          "good_runs": [], "bad_runs": []}})
+        agent.client.post_result(job.job, failed_body(job, reason))
     except ServerError as e:
         agent.say(f"agent: could not post bisect #{job.job} failed: {e}")
     return f"bisect #{job.job} of regression {job.regression}: failed: {reason}"
@@ -95,12 +87,10 @@ def _failed(agent, job, reason: str) -> str:
 def recorded_range(variants_json: Path):
     """Builds over a recorded range (`iowatch kernel build --json`'s rows): the
     dry run's and the tests' plan, nothing built."""
-    import json
-
-    from iowatch.kernel.build import Plan, Variant
+    from iowatch.bisect.job import recorded_variants
+    from iowatch.kernel.build import Plan
     from iowatch.kernel.series import Series
-    rows = json.loads(Path(variants_json).read_text())
-    variants = [Variant(**{k: row[k] for k in Variant.__dataclass_fields__ if k in row}) for row in rows]
+    variants = recorded_variants(variants_json)
 
     def plan_for(good: str, bad: str):
         ends = (variants[0].commit, variants[-1].commit)

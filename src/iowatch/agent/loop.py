@@ -17,7 +17,6 @@ upload, wait for the server's verdict.
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,6 +187,3 @@ class Agent:
                          f"{r.get('boot_s', 0):7.0f} {r.get('run_s', 0):7.0f}")
         return "\n".join(lines)
 
-
-def write_log(agent: Agent, path: Path) -> None:
-    path.write_text(json.dumps(agent.log, indent=1) + "\n")

@@ -57,6 +57,32 @@ def from_claim(claim: dict) -> Assignment:
                       if claim.get("branch") else "")
 
 
+def claimed(client: Client, claim: dict) -> Assignment:
+    """A claim's assignment, with the regression's kind and both ends' runs."""
+    job = from_claim(claim)
+    detail = client.regression(job.regression)
+    job.kind = detail.get("kind", job.kind)
+    for side in ("good", "bad"):
+        getattr(job, side).setdefault("runs", (detail.get(side) or {}).get("runs", []))
+    return job
+
+
+def failed_body(job: Assignment, reason: str) -> dict:
+    """The result a job that could not be worked posts: failed, with the reason."""
+    return {"state": "failed", "first_bad": None, "candidates": [], "skipped": [],
+            "error": reason[:10_000],
+            "provenance": {"nightly": job.nightly_run, "good_runs": [], "bad_runs": []}}
+
+
+def recorded_variants(path: Path) -> list:
+    """The variants of a recorded range (`iowatch kernel build --json`'s rows)."""
+    import json
+
+    from iowatch.kernel.build import Variant
+    rows = json.loads(Path(path).read_text())
+    return [Variant(**{k: row[k] for k in Variant.__dataclass_fields__ if k in row}) for row in rows]
+
+
 def from_regression(detail: dict) -> Assignment:
     """The regression's open bisect job and its cell; without one, its worst cell
     (the largest change) and nothing to post to."""

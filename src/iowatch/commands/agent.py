@@ -77,12 +77,11 @@ def _builds(args):
         plan_for, built = recorded_range(Path(args.variants))
 
         def head(ref: str):
-            import json
-            rows = json.loads(Path(args.variants).read_text())
-            index = next(i for i, r in enumerate(rows) if r["commit"].startswith(ref) or
-                         ref.startswith(r["commit"]))
-            plan = plan_for(rows[0]["commit"], rows[-1]["commit"])
-            return plan, plan.variants[index]
+            from iowatch.bisect.job import recorded_variants
+            variants = recorded_variants(Path(args.variants))
+            plan = plan_for(variants[0].commit, variants[-1].commit)
+            return plan, next(v for v in plan.variants
+                              if v.commit.startswith(ref) or ref.startswith(v.commit))
         return Builds(plan_for, built, head, None)
     from iowatch.kernel.source import open_source
     return source_builds(open_source(args.source or None), [Path(f) for f in args.fragment], args.config_base)

@@ -13,14 +13,12 @@ from iowatch import inventory, paths, progress, resources
 
 def _fail(client, job, reason: str) -> int:
     """Post the job failed with the reason (when there is a job and a server); exit 1."""
+    from iowatch.bisect.job import failed_body
     from iowatch.ciapi import ServerError
     print(f"iowatch bisect: {reason}", file=sys.stderr)
     if job is not None and job.job is not None:
         try:
-            client.post_result(job.job, {"state": "failed", "first_bad": None, "candidates": [],
-                                         "skipped": [], "error": reason[:10_000],
-                                         "provenance": {"nightly": job.nightly_run,
-                                                        "good_runs": [], "bad_runs": []}})
+            client.post_result(job.job, failed_body(job, reason))
             print(f"bisect: posted bisect #{job.job} failed", file=sys.stderr)
         except ServerError as e:
             print(f"iowatch bisect: could not post the failure either: {e}", file=sys.stderr)
@@ -30,16 +28,12 @@ def _fail(client, job, reason: str) -> int:
 
 def _assignment(args, client):
     """The job to work: claimed (--next) or the regression's; None when nothing is queued."""
-    from iowatch.bisect.job import from_claim, from_regression
+    from iowatch.bisect.job import claimed, from_regression
     if args.next:
         claim = client.claim(args.host)
         if claim is None:
             return None
-        job = from_claim(claim)
-        detail = client.regression(job.regression)
-        job.kind = detail.get("kind", job.kind)
-        for side in ("good", "bad"):
-            getattr(job, side).setdefault("runs", (detail.get(side) or {}).get("runs", []))
+        job = claimed(client, claim)
         print(f"bisect: claimed bisect #{job.job} of regression {job.regression} for {args.host}",
               flush=True)
         return job
@@ -49,10 +43,10 @@ def _assignment(args, client):
 def _replay_plan(args, good: str, bad: str):
     """The plan of recorded measurements: --variants as `iowatch kernel build --json`
     printed them, whose ends must be the job's good and bad commits."""
-    from iowatch.kernel.build import Plan, Variant
+    from iowatch.bisect.job import recorded_variants
+    from iowatch.kernel.build import Plan
     from iowatch.kernel.series import Series
-    rows = json.loads(Path(args.variants).read_text())
-    variants = [Variant(**{k: row[k] for k in Variant.__dataclass_fields__ if k in row}) for row in rows]
+    variants = recorded_variants(Path(args.variants))
     if len(variants) < 2 or variants[0].index != 0:
         raise ValueError(f"{args.variants}: needs the base (index 0) and at least one commit after it")
     for end, want, v in (("good", good, variants[0]), ("bad", bad, variants[-1])):

@@ -51,25 +51,27 @@ def give_back_stuck(model: type[Model], kind: str, now: datetime | None = None) 
     last_seen = dict(HostState.objects.filter(last_seen__lt=late).values_list("name", "last_seen"))
     if not last_seen:
         return []
-    given = []
-    has_updated = any(f.name == "updated" for f in model._meta.get_fields())
-    for job in model.objects.filter(state="running", agent_host__in=list(last_seen),
-                                    claimed_at__lt=late).select_related("agent"):
-        seen = last_seen[job.agent_host]
-        reason = (f"given back to the queue at {now:%Y-%m-%d %H:%M} UTC: host {job.agent_host} "
-                  f"sent no heartbeat after {seen:%Y-%m-%d %H:%M:%S} UTC (the timeout is "
-                  f"{timeout().total_seconds():.0f} s, IOWATCH_HEARTBEAT_TIMEOUT_S)")
-        with transaction.atomic():
-            # Only the claim seen here: a step or a new claim meanwhile keeps the job.
-            changed = {"state": "queued", **({"updated": now} if has_updated else {})}
-            if not model.objects.filter(pk=job.pk, state="running", agent_host=job.agent_host,
-                                        claimed_at=job.claimed_at).update(**changed):
-                continue
-            GiveBack.objects.create(job_kind=kind, job_id=job.pk, host=job.agent_host,
-                                    agent=job.agent, claimed_at=job.claimed_at, reason=reason, at=now)
-        log.warning("%s #%s %s", kind, job.pk, reason)
-        given.append(job.pk)
-    return given
+    running = model.objects.filter(state="running", agent_host__in=list(last_seen), claimed_at__lt=late)
+    return [job.pk for job in running.select_related("agent") if _give_back(
+        model, kind, job, now,
+        f"given back to the queue at {now:%Y-%m-%d %H:%M} UTC: host {job.agent_host} sent no "
+        f"heartbeat after {last_seen[job.agent_host]:%Y-%m-%d %H:%M:%S} UTC (the timeout is "
+        f"{timeout().total_seconds():.0f} s, IOWATCH_HEARTBEAT_TIMEOUT_S)")]
+
+
+def _give_back(model: type[Model], kind: str, job: Model, now: datetime, reason: str) -> bool:
+    """Queue the job again with the reason recorded; False when it moved meanwhile."""
+    with transaction.atomic():
+        # Only the claim seen here: a step or a new claim meanwhile keeps the job.
+        has_updated = any(f.name == "updated" for f in model._meta.get_fields())
+        changed = {"state": "queued", **({"updated": now} if has_updated else {})}
+        if not model.objects.filter(pk=job.pk, state="running", agent_host=job.agent_host,
+                                    claimed_at=job.claimed_at).update(**changed):
+            return False
+        GiveBack.objects.create(job_kind=kind, job_id=job.pk, host=job.agent_host,
+                                agent=job.agent, claimed_at=job.claimed_at, reason=reason, at=now)
+    log.warning("%s #%s %s", kind, job.pk, reason)
+    return True
 
 
 def give_back_held(model: type[Model], kind: str, host: str, now: datetime | None = None) -> list[int]:
@@ -77,21 +79,11 @@ def give_back_held(model: type[Model], kind: str, host: str, now: datetime | Non
     says (claiming with holds_none) that it holds none: it started again
     without them. Returns their ids."""
     now = now or timezone.now()
-    given = []
-    has_updated = any(f.name == "updated" for f in model._meta.get_fields())
-    for job in model.objects.filter(state="running", agent_host=host).select_related("agent"):
-        reason = (f"given back to the queue at {now:%Y-%m-%d %H:%M} UTC: the agent of host {host} "
-                  "claimed again holding no job (it started again without this one)")
-        with transaction.atomic():
-            changed = {"state": "queued", **({"updated": now} if has_updated else {})}
-            if not model.objects.filter(pk=job.pk, state="running", agent_host=host,
-                                        claimed_at=job.claimed_at).update(**changed):
-                continue
-            GiveBack.objects.create(job_kind=kind, job_id=job.pk, host=host, agent=job.agent,
-                                    claimed_at=job.claimed_at, reason=reason, at=now)
-        log.warning("%s #%s %s", kind, job.pk, reason)
-        given.append(job.pk)
-    return given
+    running = model.objects.filter(state="running", agent_host=host).select_related("agent")
+    return [job.pk for job in running if _give_back(
+        model, kind, job, now,
+        f"given back to the queue at {now:%Y-%m-%d %H:%M} UTC: the agent of host {host} claimed "
+        "again holding no job (it started again without this one)")]
 
 
 def refusal(job: Model, kind: str, agent, host: str = "") -> str | None:
