@@ -284,3 +284,52 @@ def test_ends_measured_while_the_platform_drifted_are_measured_again_then_refuse
     with pytest.raises(NothingToBisect, match="the platform drifted .*canary-tmpfs-read"):
         search(1, measure, say=lambda s: None)
     assert (0, 1) in calls and (1, 1) in calls  # both ends measured again
+
+
+def _canary_scaled(src: Path, dst: Path, factor: float, like: Path | None = None) -> Path:
+    """A copy of a lab-vm end whose canary samples are multiplied by factor
+    (or replaced by those of `like`, then multiplied)."""
+    import copy
+    import shutil
+    shutil.copytree(src, dst)
+    doc = copy.deepcopy(bundle.load(dst))
+    donor = bundle.load(like) if like else doc
+    (canary,) = [c for c in donor["cells"] if c["study"] == "canary-tmpfs-read"]
+    reps = copy.deepcopy(canary["repetitions"])
+    for rep in reps:
+        for s in rep["samples"]:
+            s["value"] *= factor
+    for cell in doc["cells"]:
+        if cell["study"] == "canary-tmpfs-read":
+            cell["repetitions"] = reps
+    bundle.write_manifest(dst, doc)
+    return dst
+
+
+def test_a_step_measured_while_the_platform_drifted_decides_nothing_and_asks_for_boots(tmp_path):
+    """The ends of the stand-in lab (the bad end's canary made the good end's,
+    so they agree); a middle step that measures like the bad end is bad, but
+    the same step whose canary fell 30% is unsure, says the platform drifted,
+    and asks for the next look of the step in new boots."""
+    from iowatch.judging import judge_step
+    from iowatch.studies import load_studies
+    from iowatch import resources
+
+    studies = load_studies(resources.studies_dir())
+    good = Side("good", "good", [bundle.load(LAB_VM / "good")])
+    bad_path = _canary_scaled(LAB_VM / "bad", tmp_path / "bad", 1.0, like=LAB_VM / "good")
+    bad = Side("bad", "bad", [bundle.load(bad_path)])
+    ends = compare_sides(good, bad, studies=studies)
+    assert not ends.platform
+    target = next(v for v in ends.regressions if v.key.group == "writer")
+
+    same = judge_step(good, bad, Side("step", "step", [bundle.load(bad_path)]), target,
+                      studies=studies)
+    assert same.outcome == "bad" and not same.platform
+
+    moved = _canary_scaled(bad_path, tmp_path / "moved", 0.7)
+    step = judge_step(good, bad, Side("step", "step", [bundle.load(moved)]), target,
+                      studies=studies)
+    assert step.outcome == "unsure"
+    assert "the platform drifted (canary canary-tmpfs-read" in step.words
+    assert step.wants_runs == 10  # the next look after 5, below the study's cap

@@ -157,3 +157,35 @@ def test_an_unsure_cell_gets_more_repetitions_up_to_the_cap(env, measured, tmp_p
     first = subprocess.run([IOWATCH, "compare", str(base), str(measured), "--format", "json"],
                            capture_output=True, text=True, cwd=ROOT, env=env)
     assert {c["outcome"] for c in json.loads(first.stdout)["cells"]} & {"inconclusive", "suspected"}
+
+
+def test_the_canary_grows_with_the_unsure_cells_and_a_drifted_platform_is_undecided(
+        env, tmp_path):
+    """The matrix with the platform canary: the base's canary read three times
+    faster than this machine now does (the platform moved between the two
+    runs), its deciding samples scattered so the writer and readers grow. The
+    canary is measured again with them, and the run says the platform drifted
+    and exits undecided (3), not clean."""
+    matrix = tmp_path / "with-canary.yml"
+    matrix.write_text("matrix: with-canary\nprofile: quick\nreps: 5\nstudies:\n"
+                      f"  - study: {STUDY_NAME}\n  - study: canary-tmpfs-read\n")
+    measured = tmp_path / "measured"
+    r = _run("run", matrix, "--target", "localhost", "--out", measured, "--no-progress", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    base = _rewritten(measured, tmp_path / "scattered-base", [0.2, 5.0, 1 / 3, 3.0, 1.0])
+    doc = bundle.load(base)
+    (canary,) = [c for c in doc["cells"] if c["study"] == "canary-tmpfs-read"]
+    for rep in canary["repetitions"]:
+        for s in rep["samples"]:
+            if s["metric"] == "read.bw_kib_s":
+                s["value"] *= 3
+    bundle.write_manifest(base, doc)
+
+    out = tmp_path / "candidate"
+    r = _run("run", matrix, "--target", "localhost", "--against", base, "--out", out,
+             "--no-progress", env=env)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert f"{CELL} to 10" in r.stderr
+    grown = {c["id"]: len(c["repetitions"]) for c in bundle.load(out)["cells"]}
+    assert grown[canary["id"]] == grown[CELL] == CAP
+    assert "the platform drifted (canary canary-tmpfs-read read.bw_kib_s moved" in r.stdout

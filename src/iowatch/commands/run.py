@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from iowatch import bundle, inventory, paths, progress
-from iowatch.runner import Interrupted, Runner, summary
+from iowatch.runner import Interrupted, Runner, plan, summary
 from iowatch.safety import DeviceRefused
 from iowatch.studies import load_matrix
 from iowatch.yamlfile import DataFileError
@@ -176,6 +176,7 @@ def _adaptive(runner: Runner, base) -> dict:
     a look at a time, until every deciding cell is decided or at its study's cap."""
     from iowatch.judging import more_runs
     doc = runner.writer.doc
+    canaries = {c.id for c in plan(runner.matrix, runner.host) if c.study.canary}
     while True:
         cmp = _judge(base, runner.out)
         targets = {}
@@ -187,6 +188,11 @@ def _adaptive(runner: Runner, base) -> dict:
             return doc
         progress.current().note("unsure against the base, adding repetitions: " + ", ".join(
             f"{cid} to {n}" for cid, n in sorted(targets.items())))
+        # The canaries grow with the cells they watch: a platform that moves
+        # while the added repetitions run shows in the canary's A/B as well.
+        for cell in doc["cells"]:
+            if cell["id"] in canaries:
+                targets[cell["id"]] = max(targets.values())
         doc = runner.add_repetitions(targets)
 
 

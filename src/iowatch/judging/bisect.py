@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from statistics import median
 
 from iowatch.comparison import Side, pool
-from iowatch.judging.policy import Comparison, compare_sides, more_runs
+from iowatch.judging.policy import Comparison, compare_sides, more_runs, platform_words
 from iowatch.stats import FDR, CellVerdict
 from iowatch.stats.oracle import NAME_AT, Culprit, Observation, culprit, steps_left
+from iowatch.stats.sequential import next_target
 from iowatch.studies import Study
 
 
@@ -40,6 +41,7 @@ class StepVerdict:
     between: bool = False
     wants_good: int = 0              # repetitions of the ends the comparisons ask for
     wants_bad: int = 0
+    platform: str = ""               # the canary's drift between the step and an end, in words
 
     @property
     def words(self) -> str:
@@ -47,6 +49,8 @@ class StepVerdict:
             return "not measured" if v is None else f"{v.outcome} ({v.change_pct:+.1f}%)" \
                 if v.change_pct is not None else v.outcome
         how = f"against good {said(self.vs_good)}, against bad {said(self.vs_bad)}"
+        if self.platform:
+            how += f"; {self.platform}"
         if self.outcome == "bad" and self.between:
             return f"bad, part of the change: {how}"
         return f"{self.outcome}: {how}"
@@ -68,7 +72,12 @@ def judge_step(good: Side, bad: Side, step: Side, target: CellVerdict, *,
     span = med["bad"] - med["good"]
     position = (med["step"] - med["good"]) / span if span else float("nan")
     confirmed = (lambda v: v is not None and v.outcome == "regression")
-    if confirmed(g):
+    # A canary that moved between the step's boots and an end's: the step's
+    # verdict may be the platform's, so it decides nothing (Comparison.regressions).
+    drift = next((platform_words(c) for c in (vs_good, vs_bad) if c.platform), "")
+    if drift:
+        outcome, error = "unsure", 0.5
+    elif confirmed(g):
         outcome, error = "bad", g.p_adjusted
     elif g is not None and (g.outcome == "improvement" or g.outcome == "no-change"
                             and g.within_pct is None) and confirmed(b):
@@ -87,9 +96,14 @@ def judge_step(good: Side, bad: Side, step: Side, target: CellVerdict, *,
                 wants = max(wants, getattr(want, step_side))
             if want is not None and getattr(want, end_side) > n[end]:
                 ends[end] = getattr(want, end_side)
+        if drift and not wants:
+            # Decided cells, but on a moved platform: the step's next look, in
+            # new boots that pool with these (none past the cap).
+            cap = target.cap
+            wants = next_target(n["step"], cap=cap) if n["step"] < cap else 0
     return StepVerdict(outcome, g, b, med["step"], position,
                        fdr if error is None else min(error, fdr), wants,
                        between=outcome == "bad" and confirmed(b),
-                       wants_good=ends["good"], wants_bad=ends["bad"])
+                       wants_good=ends["good"], wants_bad=ends["bad"], platform=drift)
 
 

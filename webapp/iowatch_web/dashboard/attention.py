@@ -186,16 +186,18 @@ def failed_cells(comparison_ids) -> dict[int, list[dict]]:
     return found
 
 
-def state_of(cells: list[dict], failed: list) -> dict:
+def state_of(cells: list[dict], failed: list, platform_drifted: bool = False) -> dict:
     """The state of stored cells in one word, by iowatch.judging's own rule (a
-    comparison is never "no change" while a cell is unsure or failed), with the
-    cell that decided it: the worst of that outcome (the best improvement)."""
-    state = judging_state_of([c["outcome"] for c in cells], bool(failed))
+    comparison is never "no change" while a cell is unsure or failed, nor
+    confident while its platform canary drifted), with the cell that decided
+    it: the worst of that outcome (the best improvement)."""
+    state = judging_state_of([c["outcome"] for c in cells], bool(failed), platform_drifted)
     of_state = [c for c in cells if Outcome(c["outcome"]).state == state]
     cell = (min if state == "improvement" else max)(of_state, key=_rank) if of_state else None
     needs = max((c["needs_runs"] or 0 for c in cells if c["outcome"] in UNSURE), default=0)
     return {"state": state, "label": Outcome(state).short, "cell": cell,
-            "failed": failed[0] if state == "failed" else None, "needs_runs": needs or None}
+            "failed": failed[0] if state == "failed" else None, "needs_runs": needs or None,
+            "platform_drifted": platform_drifted}
 
 
 def worst_state(states: list[dict]) -> dict | None:
@@ -206,8 +208,14 @@ def worst_state(states: list[dict]) -> dict | None:
 
 def comparison_states(comparison_ids) -> dict[int, dict]:
     ids = list(comparison_ids)
-    cells, failed = cells_of(ids), failed_cells(ids)
-    return {cid: state_of(cells.get(cid, []), failed.get(cid, [])) for cid in ids}
+    cells, failed, drifted = cells_of(ids), failed_cells(ids), drifted_of(ids)
+    return {cid: state_of(cells.get(cid, []), failed.get(cid, []), cid in drifted) for cid in ids}
+
+
+def drifted_of(comparison_ids) -> set[int]:
+    """Of these comparisons, those whose platform canary drifted."""
+    return set(Comparison.objects.filter(pk__in=list(comparison_ids), platform_drifted=True)
+               .values_list("pk", flat=True))
 
 
 # --- who, where, what: the words of a line -------------------------------------------------
@@ -467,10 +475,13 @@ def _series_rows(series: PatchSeries) -> dict:
     parents = list(Comparison.objects.filter(reason="parent", candidate_kernel__series=series)
                    .values_list("id", "candidate_kernel_id", "base_kernel_id"))
     cells, failed = cells_of([p[0] for p in parents]), failed_cells([p[0] for p in parents])
+    drifted = drifted_of(p[0] for p in parents)
     by_kernel = defaultdict(lambda: defaultdict(lambda: ([], [])))
-    parent_of = {}
+    parent_of, kernel_drifted = {}, set()
     for cid, kernel_id, base_id in parents:
         parent_of[kernel_id] = base_id
+        if cid in drifted:
+            kernel_drifted.add(kernel_id)
         for cell in cells.get(cid, []):
             by_kernel[kernel_id][cell["study"], cell["device_class"]][0].append(cell)
         for f in failed.get(cid, []):
@@ -481,7 +492,8 @@ def _series_rows(series: PatchSeries) -> dict:
         chips = []
         for column in columns:
             found, bad = by_kernel[k["id"]].get(column, ([], []))
-            chips.append(_chip(state_of(found, bad)) if found or bad else None)
+            chips.append(_chip(state_of(found, bad, k["id"] in kernel_drifted))
+                         if found or bad else None)
         states = [c for c in chips if c]
         rows.append({**k, "subject": subjects.get(k["patch_index"], "") if k["patch_index"] else "",
                      "place": f"{k['patch_index']}/{total}" if k["patch_index"] else "base",

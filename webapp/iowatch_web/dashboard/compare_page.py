@@ -19,6 +19,8 @@ def headline(result: dict) -> tuple[str, str]:
     cells, state = result["cells"], result["state"]
     if not cells and not result["failed"]:
         return NOTHING_TO_COMPARE, "nothing"
+    if result.get("platform", {}).get("drifted"):  # report.render_text's first line too
+        return "unsure: " + result["platform"]["words"], state
     deciding = cells if state == "no-change" else [c for c in cells if c["outcome"] == state]
     try:
         words = Outcome(state).size_only

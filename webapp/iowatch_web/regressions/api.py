@@ -74,6 +74,8 @@ class RegressionOut(Schema):
     candidate_kernel: KernelRef
     cell_count: int
     notes: str
+    platform: str = Field(description="the platform canary's finding in words (empty without "
+                                      "a canary); a drifted platform claims no regression")
     created: datetime
     updated: datetime
 
@@ -88,6 +90,10 @@ class RegressionOut(Schema):
     @staticmethod
     def resolve_reason(r: Regression) -> str:
         return r.comparison.reason
+
+    @staticmethod
+    def resolve_platform(r: Regression) -> str:
+        return r.comparison.platform_words
 
     @staticmethod
     def resolve_reason_label(r: Regression) -> str:

@@ -66,6 +66,12 @@ class Comparison(models.Model):
                                     related_name="+", help_text="the run whose arrival "
                                                                 "computed it last")
     fdr = models.FloatField(default=0.05, help_text="Benjamini–Hochberg false-discovery rate")
+    # The platform canary's finding (iowatch.judging.platform_words): while it
+    # drifted, no cell's regression is claimed and the comparison reads unsure.
+    platform_drifted = models.BooleanField(default=False, help_text="a canary moved between "
+                                           "the kernels or the rounds")
+    platform_words = models.TextField(blank=True, default="", help_text="what the canaries "
+                                      "measured, in words; empty without a canary")
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:

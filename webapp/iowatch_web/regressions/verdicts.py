@@ -24,7 +24,8 @@ from django.db import transaction
 from django.db.models import Min, Q
 
 from iowatch.cells import CellKey
-from iowatch.judging import FDR, compare_sides, confirm_change_points, deciding_metrics, history_of
+from iowatch.judging import (FDR, compare_sides, confirm_change_points, deciding_metrics, history_of,
+                             platform_words)
 from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
 from iowatch_web.regressions import nightly
 from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression
@@ -150,7 +151,9 @@ def compare_kernels(pairing: Pairing, trigger: Run) -> Comparison:
         comparison, _ = Comparison.objects.update_or_create(
             reason=pairing.reason, host_id=trigger.host_id, matrix=trigger.matrix,
             base_kernel=pairing.base, candidate_kernel=pairing.candidate,
-            defaults={"trigger_run": trigger, "fdr": FDR})
+            defaults={"trigger_run": trigger, "fdr": FDR,
+                      "platform_drifted": bool(judged.platform),
+                      "platform_words": platform_words(judged)})
         # Serialise recomputations of one comparison (two runs arriving together).
         Comparison.objects.select_for_update().filter(pk=comparison.pk).get()
         comparison.base_runs.set([r.pk for r in base_runs])
@@ -180,9 +183,12 @@ def _cell_verdict(comparison: Comparison, cell: Cell, v) -> CellVerdict:
 
 
 def _update_regression(comparison: Comparison) -> None:
-    """One Regression per comparison while any cell regressed. One that no
-    longer has regressed cells goes only if nobody has triaged it yet."""
-    regressed = (comparison.cells.filter(outcome="regression").exists()
+    """One Regression per comparison while any cell regressed and the platform
+    held (a drifted canary claims none: Comparison.regressions of
+    iowatch.judging). One that no longer has regressed cells goes only if
+    nobody has triaged it yet."""
+    regressed = (not comparison.platform_drifted
+                 and comparison.cells.filter(outcome="regression").exists()
                  or comparison.change_points.exists())
     if regressed:
         regression, created = Regression.objects.get_or_create(comparison=comparison)
