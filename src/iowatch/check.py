@@ -18,6 +18,7 @@ from iowatch import bundle, exit_status, paths, progress, resources
 from iowatch.bundle import BundleWriter
 from iowatch.comparison import Side
 from iowatch.judging import Comparison, compare_sides, more_runs, platform_words
+from iowatch.judging.adaptive import adapt
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
@@ -222,17 +223,12 @@ def add_repetitions(result: CheckResult,
     look (3 a side: 5, 10, 15 and 20; issue 24 saw a check stop at 15 and call
     it the cap). on_compare() hears each comparison (the check writes its
     summary then). Returns the rounds taken."""
-    compare_with_parents(result)
-    on_compare()
-    compared = [r.vs_parent for r in result.runs if r.vs_parent]
-    caps = [cap for cmp in compared for cap in cmp.caps]
-    fewest = min((min(v.base.n, v.candidate.n) for cmp in compared for v in cmp.verdicts),
-                 default=FIRST)
-    max_rounds = looks(max(caps, default=DEFAULT_CAP)) - 1 + (fewest < FIRST)
-    for round_no in range(1, max_rounds + 1):
-        wants = _wanted_repetitions(result)
-        if not wants:
-            return round_no - 1
+    def judge() -> CheckResult:
+        compare_with_parents(result)
+        on_compare()
+        return result
+
+    def measure(wants: dict[int, dict[str, int]], round_no: int) -> bool:
         by_index = {r.variant.index: r for r in result.runs}
         t_round = time.monotonic()
         plan = {index: boot_sizes(max(cells.values()), per_boot) for index, cells in wants.items()}
@@ -248,9 +244,14 @@ def add_repetitions(result: CheckResult,
                         by_index[index].extra.append(extra.bundle)
                         by_index[index].rounds.append(round_no)
         result.phases[f"round {round_no}"] = time.monotonic() - t_round
-        compare_with_parents(result)
-        on_compare()
-    return max_rounds
+        return True  # a round whose boots failed still ends: the next asks again
+
+    compared = [r.vs_parent for r in judge().runs if r.vs_parent]
+    caps = [cap for cmp in compared for cap in cmp.caps]
+    fewest = min((min(v.base.n, v.candidate.n) for cmp in compared for v in cmp.verdicts),
+                 default=FIRST)
+    max_rounds = looks(max(caps, default=DEFAULT_CAP)) - 1 + (fewest < FIRST)
+    return adapt(judge, _wanted_repetitions, measure, max_rounds=max_rounds, first=result).rounds
 
 
 def _wanted_repetitions(result: CheckResult) -> dict[int, dict[str, int]]:

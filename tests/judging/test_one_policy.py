@@ -98,3 +98,49 @@ def test_the_walk_would_see_a_bypass():
                      'found = stats.candidates(histories)\n')
     assert guarded_imports(tree) == ["compare_matrix", "oracle", "culprit", "oracle", "candidates"]
     assert outcome_tables(tree) == [3, 4]
+
+
+# A loop that measures until the policy is sure judges and measures in its
+# body: those loops are iowatch.judging.adaptive's one `adapt`, never a path's
+# own `while` or `for` (the check's rounds, run --against's looks, the
+# bisect's ends and steps were three such loops).
+JUDGES = {"more_runs", "compare_sides", "judge_step", "compare_with_parents", "_judge", "judge"}
+MEASURES = ("measure", "boots", "add_repetitions")
+
+
+def _calls(node: ast.AST):
+    """The names called in a node, not inside the functions it defines."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(child, ast.Call) and isinstance(child.func, (ast.Name, ast.Attribute)):
+            yield child.func.id if isinstance(child.func, ast.Name) else child.func.attr
+        yield from _calls(child)
+
+
+def judging_loops(tree: ast.AST) -> list[int]:
+    """Lines of loops whose own body both judges and measures."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.While, ast.For)):
+            names = set(_calls(node))
+            if names & JUDGES and any(m in name for name in names for m in MEASURES):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_one_adaptive_loop_for_check_run_against_and_bisect():
+    loops = {m: lines for m, _, tree in modules() if not inside(m, ("iowatch.judging",))
+             for lines in [judging_loops(tree)] if lines}
+    assert loops == {}
+    users = {m for m, _, tree in modules() for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and node.module == "iowatch.judging.adaptive"}
+    assert users >= {"iowatch.check", "iowatch.commands.run", "iowatch.bisect.search"}
+
+
+def test_the_walk_would_see_an_adaptive_loop_of_its_own():
+    tree = ast.parse("while True:\n    cmp = judge()\n    if not more_runs(cmp):\n        break\n"
+                     "    measure_more(cmp)\n"
+                     "for key in keys:\n    done[key] = compare_sides(a, b)\n"
+                     "while x:\n    def measure():\n        judge()\n    adapt(measure)\n")
+    assert judging_loops(tree) == [1]

@@ -18,7 +18,6 @@ bisect's provenance.
 """
 from __future__ import annotations
 
-import itertools
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -29,6 +28,7 @@ from iowatch import bundle, resources
 from iowatch.check import (REPS_PER_BOOT, VariantRun, boot_sizes, first_round_boots, matrix_reps,
                            run_variant)
 from iowatch.comparison import Side, pool
+from iowatch.judging.adaptive import adapt
 from iowatch.judging import (Comparison, StepVerdict, compare_sides, judge_step, more_runs,
                              platform_words)
 from iowatch.judging.bisect import Culprit, Observation, culprit, steps_left
@@ -161,27 +161,39 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
         ends[i] = runs
     # The ends must differ by the policy's verdict; while the deciding cells are
     # unsure, both ends are measured again (pooled), a look at a time up to the cap.
-    for attempt in itertools.count(1):
-        cmp = compare_sides(side_of(ends[0]), side_of(ends[n]), studies=studies)
+    judged: list[Comparison] = []  # every judgement of the ends, the last one last
+
+    def ends_judged() -> Comparison:
+        judged.append(compare_sides(side_of(ends[0]), side_of(ends[n]), studies=studies))
+        return judged[-1]
+
+    def ends_wanted(cmp: Comparison) -> str | None:
+        """Why both ends are measured again; None when they differ, or never will."""
         try:
-            target = choose(cmp)
-            break
+            choose(cmp)
+            return None
         except NothingToBisect:
             # A drifted platform (a canary moved between the ends' boots) is one
             # more reason to measure again: pooled boots are what the canary asks for.
-            if attempt > _end_attempts(cmp) or not (more_runs(cmp) or cmp.platform):
-                raise
-            why = (platform_words(cmp) if cmp.platform else ", ".join(
-                f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure))
-            say(f"bisect: good and bad are {cmp.state} ({why}); measuring both ends again")
-            for i in (0, n):
-                ends[i] += [r for r in boots(i, attempt) if _measured([r])]
+            if len(judged) > _end_attempts(cmp) or not (more_runs(cmp) or cmp.platform):
+                return None
+        return (platform_words(cmp) if cmp.platform else ", ".join(
+            f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure) or "unsure")
+
+    def ends_measure(why: str, attempt: int) -> bool:
+        say(f"bisect: good and bad are {judged[-1].state} ({why}); measuring both ends again")
+        for i in (0, n):
+            ends[i] += [r for r in boots(i, attempt) if _measured([r])]
+        return True
+
+    ended = adapt(ends_judged, ends_wanted, ends_measure)
+    target = choose(ended.judgement)  # NothingToBisect, saying why, when they never differed
     key = target.key.pooled
 
     def values(runs: list[VariantRun]) -> list[float]:
         return pool(side_of(runs)).values.get(key, [])
 
-    end_attempt = {0: attempt, n: attempt}  # the ends' next measurement
+    attempts = {0: ended.rounds + 1, n: ended.rounds + 1}  # each variant's next measurement
 
     def judge(runs: list[VariantRun]) -> StepVerdict:
         # The ends as measured so far: a step may have asked for more of them.
@@ -211,34 +223,34 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
             say(f"bisect: variant {mid} skipped ({step.skipped})")
             on_step(step)
             continue
-        step.verdict = judge(runs)
-        attempt = 1
         # Unsure: more repetitions of the step, a look at a time, up to the study's cap;
         # with the step at its cap, of the ends the comparisons still ask for.
-        while step.verdict.outcome == "unsure" and remeasure_unclear:
-            j = step.verdict
+        attempts[mid] = 1
+
+        def step_wanted(j: StepVerdict) -> tuple[list[int], str] | None:
+            if j.outcome != "unsure" or not remeasure_unclear:
+                return None
             if j.wants_runs:
-                say(f"bisect: variant {mid} unsure ({j.words}); measuring it again "
-                    f"toward {j.wants_runs} repetitions")
-                grow = [(mid, runs, attempt)]
-                attempt += 1
-            else:
-                grow = [(i, ends[i], end_attempt[i]) for i, want in ((0, j.wants_good), (n, j.wants_bad))
-                        if want]
-                if not grow:
-                    break
-                say(f"bisect: variant {mid} unsure ({j.words}) at its cap; measuring "
-                    + " and ".join("good" if i == 0 else "bad" for i, _, _ in grow) + " again")
-                for i, _, _ in grow:
-                    end_attempt[i] += 1
+                return [mid], (f"bisect: variant {mid} unsure ({j.words}); measuring it again "
+                               f"toward {j.wants_runs} repetitions")
+            grow = [i for i, want in ((0, j.wants_good), (n, j.wants_bad)) if want]
+            return (grow, f"bisect: variant {mid} unsure ({j.words}) at its cap; measuring "
+                    + " and ".join("good" if i == 0 else "bad" for i in grow) + " again"
+                    ) if grow else None
+
+        def step_measure(want: tuple[list[int], str], _round: int) -> bool:
+            indices, words = want
+            say(words)
             added = False
-            for index, measured, k in grow:
+            for index in indices:
+                measured = runs if index == mid else ends[index]
                 before = len(values(measured))
-                measured += [r for r in boots(index, k) if _measured([r])]
+                measured += [r for r in boots(index, attempts[index]) if _measured([r])]
+                attempts[index] += 1
                 added = added or len(values(measured)) > before
-            if not added:
-                break
-            step.verdict = judge(runs)
+            return added
+
+        step.verdict = adapt(lambda: judge(runs), step_wanted, step_measure).judgement
         say(f"bisect: variant {mid} {step.verdict.words} (median {step.verdict.median:.4g}, "
             f"{len(values(runs))} repetitions)")
         on_step(step)

@@ -173,27 +173,34 @@ def _judge(base, out: Path):
 
 def _adaptive(runner: Runner, base) -> dict:
     """Add repetitions to the cells whose verdict against the base is unsure,
-    a look at a time, until every deciding cell is decided or at its study's cap."""
+    a look at a time, until every deciding cell is decided or at its study's
+    cap (iowatch.judging.adaptive; the base bundle cannot grow)."""
     from iowatch.judging import more_runs
-    doc = runner.writer.doc
+    from iowatch.judging.adaptive import adapt
     canaries = {c.id for c in plan(runner.matrix, runner.host) if c.study.canary}
-    while True:
-        cmp = _judge(base, runner.out)
+
+    def wanted(cmp) -> dict[str, int]:
         targets = {}
-        for where, want in more_runs(cmp).items():  # the base bundle cannot grow
+        for where, want in more_runs(cmp).items():
             cell = runner.writer.find(where.cell_id)
             if cell and len(cell["repetitions"]) < want.candidate:
                 targets[where.cell_id] = want.candidate
-        if not targets:
-            return doc
+        if targets:
+            # The canaries grow with the cells they watch: a platform that moves
+            # while the added repetitions run shows in the canary's A/B as well.
+            for cell in runner.writer.doc["cells"]:
+                if cell["id"] in canaries:
+                    targets[cell["id"]] = max(targets.values())
+        return targets
+
+    def measure(targets: dict[str, int], _round: int) -> bool:
         progress.current().note("unsure against the base, adding repetitions: " + ", ".join(
-            f"{cid} to {n}" for cid, n in sorted(targets.items())))
-        # The canaries grow with the cells they watch: a platform that moves
-        # while the added repetitions run shows in the canary's A/B as well.
-        for cell in doc["cells"]:
-            if cell["id"] in canaries:
-                targets[cell["id"]] = max(targets.values())
-        doc = runner.add_repetitions(targets)
+            f"{cid} to {n}" for cid, n in sorted(targets.items()) if cid not in canaries))
+        runner.add_repetitions(targets)
+        return True
+
+    adapt(lambda: _judge(base, runner.out), wanted, measure)
+    return runner.writer.doc
 
 
 def _against_report(base, out: Path) -> str:

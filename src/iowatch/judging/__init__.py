@@ -19,6 +19,8 @@ decided. A newcomer reads it in this order:
 - `changepoints`: `history_of` (one series, with its study's minimum effect)
   and `confirm_change_points`, the e-divisive candidates confirmed by the
   A/B of the repetitions either side.
+- `adaptive`: `adapt`, the one loop that measures until the policy is sure
+  (check, run --against and the bisect each give it judge, wanted, measure).
 
 `from iowatch.judging import X` gives every name of these modules.
 """
@@ -40,6 +42,7 @@ _WHERE = {
     "deciding_metrics": "changepoints", "segment_kernels": "changepoints",
     "history_of": "changepoints",
     "MAX_SIDE_RUNS": "sides", "SideNotFound": "sides", "SideQuery": "sides",
+    "Adapted": "adaptive", "adapt": "adaptive",
 }
 __all__ = sorted(_WHERE)
 
