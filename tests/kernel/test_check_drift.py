@@ -26,7 +26,7 @@ from iowatch.check import CheckResult, VariantRun, add_repetitions, exit_code, r
 from iowatch.comparison import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Plan, Variant
-from iowatch.kernel.series import load_series
+from iowatch.kernel.series_input import load_series
 from iowatch.metrics import HIGHER, LOWER, METRICS
 from iowatch.studies import load_studies
 

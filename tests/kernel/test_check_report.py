@@ -14,7 +14,7 @@ import pytest
 from iowatch import bundle
 from iowatch.check import CheckResult, VariantRun, compare_with_parents, report, summary
 from iowatch.kernel.build import Plan, Variant
-from iowatch.kernel.series import load_series
+from iowatch.kernel.series_input import load_series
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "e2e-check"
@@ -271,7 +271,7 @@ def test_a_bundle_the_check_cannot_read_fails_its_variant_not_the_check(tmp_path
     from iowatch import check, inventory
     from iowatch.commands.guest_options import qemu_host
     from iowatch.kernel.build import Plan, Variant
-    from iowatch.kernel.series import load_series
+    from iowatch.kernel.series_input import load_series
     from iowatch.vlab import BootResult
 
     series = load_series(str(REPO / "kernels" / "series" / "e2e-slow-ext4-dio"))

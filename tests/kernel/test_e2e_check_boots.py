@@ -33,7 +33,7 @@ from iowatch import bundle, exit_status
 from iowatch.check import (CheckResult, VariantRun, add_repetitions, exit_code, first_round_boots,
                            report, second_boots)
 from iowatch.kernel.build import Plan, Variant
-from iowatch.kernel.series import load_series
+from iowatch.kernel.series_input import load_series
 
 REPO = Path(__file__).resolve().parents[2]
 BOOTS = REPO / "tests" / "fixtures" / "e2e-boots"

@@ -14,7 +14,7 @@ from iowatch import bundle, mailclaims, resources
 from iowatch.bundle import BundleWriter
 from iowatch.comparison import Side
 from iowatch.judging import compare_sides
-from iowatch.kernel.series import load_series
+from iowatch.kernel.series_input import load_series
 from iowatch.seeds import NOT_COMPARABLE, NOT_REPRODUCIBLE, REPRODUCED
 from iowatch.studies import load_matrix, load_studies
 

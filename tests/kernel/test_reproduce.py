@@ -21,7 +21,7 @@ import pytest
 
 from iowatch import bundle, resources
 from iowatch.bundle import BundleWriter
-from iowatch.kernel.series import load_series
+from iowatch.kernel.series_input import load_series
 from iowatch.seeds import (NOT_COMPARABLE, NOT_REPRODUCED, NOT_REPRODUCIBLE, OPPOSITE,
                            REPRODUCED, SeedError, find_seed, judge_check_dir,
                            label_bundle, load_seed, published_claims, report)

@@ -16,7 +16,8 @@ import pytest
 from iowatch import bundle
 from iowatch.kernel import lore
 from iowatch.kernel.build import make_variants
-from iowatch.kernel.series import SeriesError, load_series, patchset_hash
+from iowatch.kernel.series import SeriesError, patchset_hash
+from iowatch.kernel.series_input import load_series
 from iowatch.kernel.source import open_source
 
 from test_variants import sh, tree  # noqa: F401  (the kernel-shaped git tree, tag v-base)

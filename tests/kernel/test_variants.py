@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from iowatch.kernel.build import branch_name, make_variants
-from iowatch.kernel.series import SeriesError, load_series
+from iowatch.kernel.series import SeriesError
+from iowatch.kernel.series_input import load_series
 from iowatch.kernel.source import SourceError, open_source
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,3 +121,15 @@ def test_a_series_name_becomes_a_branch_name_git_takes(name):
     assert branch.startswith("iowatch/")
     assert subprocess.run(["git", "check-ref-format", "--branch", branch],
                           capture_output=True).returncode == 0, branch
+
+
+def test_what_a_series_is_does_not_import_where_it_is_fetched_from():
+    """series (the data) under lore (b4) under series_input (load_series): no cycle."""
+    import ast
+    import iowatch.kernel.series as series_module
+
+    tree = ast.parse(Path(series_module.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
+        {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+         for a in n.names}
+    assert not {m for m in imported if m and ("lore" in m or "series_input" in m)}

@@ -26,7 +26,7 @@ from iowatch.check import CheckResult, VariantRun, compare_with_parents, report
 from iowatch.comparison import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Plan, Variant
-from iowatch.kernel.series import load_series
+from iowatch.kernel.series_input import load_series
 from iowatch.studies import load_studies
 from iowatch_web.regressions.models import CellVerdict, Comparison, Regression
 from iowatch_web.results.models import Kernel, PatchSeries

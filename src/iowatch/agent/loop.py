@@ -52,7 +52,8 @@ def source_builds(tree: Path, fragments: list[Path] | None = None, base: str | N
     host), with the lab host's configuration: the virtual lab's fragments,
     kernels/config/lab-host.config and any extra ones, on `base`."""
     from iowatch.kernel import build
-    from iowatch.kernel.series import Series, load_series
+    from iowatch.kernel.series import Series
+    from iowatch.kernel.series_input import load_series
     frags = build.default_fragments() + [build.CONFIG_DIR / "lab-host.config"] + list(fragments or [])
     kw = {"base": base} if base else {}
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from iowatch import inventory, paths, progress
 from iowatch.commands.guest_options import add_boot_option, add_guest_run_options, qemu_host
-from iowatch.kernel.series import SeriesError, load_series
+from iowatch.kernel.series import SeriesError
+from iowatch.kernel.series_input import load_series
 from iowatch.kernel.source import SourceError, open_source
 from iowatch.yamlfile import DataFileError
 

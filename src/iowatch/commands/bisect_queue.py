@@ -64,7 +64,8 @@ def run_job(args) -> int:
     from iowatch.ciapi import Client, ServerError
     from iowatch.commands.guest_options import HostError, qemu_host
     from iowatch.kernel.build import configure, make_variants
-    from iowatch.kernel.series import SeriesError, load_series
+    from iowatch.kernel.series import SeriesError
+    from iowatch.kernel.series_input import load_series
     from iowatch.kernel.source import SourceError, open_source
     from iowatch.yamlfile import DataFileError
     if not args.server:

@@ -9,7 +9,8 @@ from iowatch import exit_status, inventory, mailclaims, progress, resources, vla
 from iowatch.commands.guest_options import HostError, add_boot_option, add_guest_run_options, qemu_host
 from iowatch.check import (default_out, exit_code, report, run_check, store_locally, summary,
                            write_summary)
-from iowatch.kernel.series import SeriesError, load_series
+from iowatch.kernel.series import SeriesError
+from iowatch.kernel.series_input import load_series
 from iowatch.kernel.source import SourceError, open_source
 from iowatch.studies import load_matrix, load_studies
 from iowatch.yamlfile import DataFileError

@@ -10,7 +10,8 @@ from pathlib import Path
 from iowatch import inventory, paths, progress
 from iowatch.commands.guest_options import HostError, qemu_host
 from iowatch.kernel.build import build_all, make_variants
-from iowatch.kernel.series import Series, SeriesError, load_series
+from iowatch.kernel.series import Series, SeriesError
+from iowatch.kernel.series_input import load_series
 from iowatch.kernel.source import SourceError, open_source
 from iowatch.vlab import boot_and_run
 from iowatch.yamlfile import DataFileError

@@ -160,24 +160,3 @@ def from_git_range(tree: Path, spec: str) -> Series:
         text = git(tree, "format-patch", "-1", "--stdout", c).stdout
         patches.append(Patch(i, c[:12], _subject(text, c[:12]), text))
     return Series(spec.replace("/", "_"), spec, tuple(patches))
-
-
-def load_series(spec: str, tree: Path | None = None) -> Series:
-    """A directory, an mbox file (through `b4 am -m`), a Message-ID (fetched from
-    lore with b4), or (given a tree) a git range such as v6.12..topic."""
-    from iowatch.kernel import lore  # b4's side; it builds on this module
-
-    p = Path(spec)
-    if p.is_dir():
-        return from_directory(p)
-    if p.is_file():
-        return lore.series_from_mbox(p)
-    if lore.message_id(spec):
-        return lore.series_from_message_id(spec)
-    if ".." in spec and tree is not None:
-        try:
-            return from_git_range(tree, spec)
-        except SourceError as e:
-            raise SeriesError(str(e)) from None
-    raise SeriesError(f"{spec!r} is neither a series directory, an mbox file, a Message-ID, "
-                      "nor a git range (A..B) of the source tree")
