@@ -147,7 +147,7 @@ def _from_server(spec: str, server: str, role: str) -> Side:
 
 class NeedsStore(SideNotFound):
     """A run id or kernel without --server: only the web app can read this
-    machine's store (iowatch compare hands the call to its `compare` command)."""
+    machine's store (iowatch compare asks its `store_side` command for the side)."""
 
 
 def load_side(spec: str, *, server: str | None = None, role: str = "side") -> Side:

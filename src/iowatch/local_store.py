@@ -2,12 +2,14 @@
 web app's own management commands in a child process.
 
 The runner side never imports Django (README, "Layout"): storing bundles, and
-comparing runs that only the store holds, start `python -m django COMMAND`
-with the web app's settings.
+reading the sides of a comparison that only the store holds, start `python -m
+django COMMAND` with the web app's settings; the store hands back data
+(bundle-shaped manifests) and the runner side judges them.
 """
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -73,3 +75,26 @@ def store_bundles(bundle_dirs: list[str]) -> int:
         return rc
     # No worker may be running on this machine: make the new runs' verdicts here.
     return call("verdicts", "--now")
+
+
+def store_side(spec: str, role: str):
+    """One side read from this machine's store (the web app's store_side
+    command): a run id, or a kernel's release, label or commit prefix.
+    SideNotFound, with the store's reason, when it matches nothing or the
+    store cannot be read."""
+    from iowatch.comparison import Side
+    from iowatch.judging.sides import SideNotFound
+    missing = server_missing()
+    if missing:
+        raise SideNotFound(f"{role} {spec!r} is not a bundle directory, and reading this "
+                           f"machine's store needs the web app (no module {', '.join(missing)}): "
+                           "`pip install 'iowatch[server]'`, or give --server URL")
+    done = subprocess.run(django_command("store_side", spec, role), env=django_env(),
+                          capture_output=True, text=True)
+    if done.returncode:
+        lines = done.stderr.strip().splitlines()
+        raise SideNotFound(lines[-1] if lines else
+                           f"reading {role} {spec!r} from this machine's store failed "
+                           f"(exit {done.returncode})")
+    got = json.loads(done.stdout)
+    return Side(got["spec"], got["source"], got["runs"])

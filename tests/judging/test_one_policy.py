@@ -144,3 +144,14 @@ def test_the_walk_would_see_an_adaptive_loop_of_its_own():
                      "for key in keys:\n    done[key] = compare_sides(a, b)\n"
                      "while x:\n    def measure():\n        judge()\n    adapt(measure)\n")
     assert judging_loops(tree) == [1]
+
+
+def test_the_web_app_never_runs_the_cli():
+    """The store hands `iowatch compare` its sides as data (store_side); no web
+    module imports iowatch.commands (the old `manage.py compare` did)."""
+    found = {m for m, _, tree in modules() if m.startswith("iowatch_web")
+             for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("iowatch.commands")
+             or isinstance(node, ast.ImportFrom) and node.module == "iowatch"
+             and any(a.name == "commands" for a in node.names)}
+    assert found == set()

@@ -1,7 +1,8 @@
 """One rule of which runs make a side (iowatch.judging.sides.SideQuery, issue 27):
-the dashboard's compare, `iowatch compare` of this machine's store (its `compare`
-command, the same call `iowatch compare` hands itself over to) and the verdict
-the server stores when a run arrives pool the same runs for the same request.
+the dashboard's compare, `iowatch compare` of this machine's store (the sides its
+`store_side` command hands back, read here in-process so the test database
+serves them) and the verdict the server stores when a run arrives pool the
+same runs for the same request.
 
 The store holds a two-patch series on one host: the base kernel measured three
 times and with a published run beside, the patch measured twice and once more
@@ -59,7 +60,6 @@ def stored(post):
 def cli_runs(base: str, candidate: str, capsys) -> dict:
     """The runs each side of `iowatch compare BASE CANDIDATE --format json` pooled."""
     args = build_parser("compare").parse_args(["compare", base, candidate, "--format", "json"])
-    args.argv = [base, candidate, "--format", "json"]
     compare_command.run(args, store_side=store_side)
     out = json.loads(capsys.readouterr().out)
     return {role: out[role]["runs"] for role in ("base", "candidate")}

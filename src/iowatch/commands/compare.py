@@ -43,7 +43,7 @@ def register(sub):
                    help="read run ids and kernels from this server's API (env IOWATCH_SERVER)")
     p.add_argument("--studies", default=None, help="a directory of study files (default: $IOWATCH_STUDIES, else the studies iowatch ships)")
     p.add_argument("--output", "-o", default=None, help="write the report here instead of stdout")
-    p.set_defaults(func=run, argv=None)
+    p.set_defaults(func=run)
 
 
 def _fail(message: str) -> int:
@@ -52,9 +52,11 @@ def _fail(message: str) -> int:
 
 
 def run(args, store_side=None) -> int:
-    """`store_side(spec, role)` reads a side from this machine's store: the web
-    app's `compare` command passes it; without it a run id or kernel that is
-    not a directory hands the whole call to that command."""
+    """`store_side(spec, role)` reads a side from this machine's store; by
+    default the web app's store_side command in a child process
+    (iowatch.local_store.store_side), which hands back the runs as data."""
+    from iowatch import local_store
+    store_side = store_side or local_store.store_side
     if not 0 < args.fdr < 1:
         return _fail(f"--fdr {args.fdr} must be between 0 and 1")
     studies_dir = resources.studies_dir(args.studies)
@@ -67,8 +69,6 @@ def run(args, store_side=None) -> int:
         try:
             return load_side(spec, server=args.server, role=role)
         except NeedsStore:
-            if store_side is None:
-                raise
             return store_side(spec, role)
 
     try:
@@ -88,10 +88,6 @@ def run(args, store_side=None) -> int:
                              "(or --published STUDY --base LABEL --candidate LABEL)")
             base = side(args.base, "base")
             candidate = side(args.candidate, "candidate")
-    except NeedsStore:
-        # Only the web app reads this machine's store: it runs this same command.
-        from iowatch.local_store import call
-        return call("compare", *(args.argv if args.argv is not None else sys.argv[2:]))
     except SideNotFound as e:
         return _fail(str(e))
     cmp = compare_sides(base, candidate, studies=studies, fdr=args.fdr)

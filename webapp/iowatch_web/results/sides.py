@@ -3,7 +3,7 @@
 A side read from the store is the same bundle-shaped manifests a bundle
 directory or the HTTP API gives, so iowatch.judging judges it like any
 other: the dashboard's compare, the verdicts stored when a run arrives and
-`iowatch compare` on this machine (through the `compare` management command)
+`iowatch compare` on this machine (through the `store_side` management command)
 all read their sides here, by the one rule of which runs make a side
 (iowatch.judging.sides.SideQuery): `stored_runs` only turns it into SQL.
 """
