@@ -31,7 +31,7 @@ from iowatch.judging import Comparison, compare_sides, min_effect
 from iowatch.metrics import INFO, METRICS
 from iowatch.resources import matrix_path
 from iowatch.stats import CellVerdict
-from iowatch.studies import PublishedSet, Study
+from iowatch.studies import JudgedOn, PublishedSet, Study
 from iowatch.yamlfile import DataFileError, line_at, load_with_nodes
 
 REPRODUCE_FILE = "reproduce.yml"
@@ -279,7 +279,8 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
     # The post's numbers are of the study's first filesystem (as import-published stores them).
     fs = study.filesystems[0]
     # A figure a run cannot measure is judged, in direction, on the one that contains it.
-    measured_as, on_why = study.judged_on.get(claim.metric, (claim.metric, ""))
+    judged_on = study.judged_on.get(claim.metric)
+    measured_as, on_why = (judged_on.metric, judged_on.why) if judged_on else (claim.metric, "")
     rows = [(v, judged) for judged, vs in ((True, cmp.verdicts), (False, cmp.diagnostics)) for v in vs
             if (v.key.study, v.key.group, v.key.metric, v.key.device_class, v.key.filesystem)
             == (study.slug, claim.group, measured_as, claim.device_class, fs)]
@@ -302,6 +303,9 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
     floor = min_effect(study)
     expected = _sign(claim.change_pct, floor)
     for v, judged in rows:
+        if judged_on and judged_on.control and (held := _control(judged_on, cmp, v)):
+            out.append(Judged(claim, NOT_COMPARABLE, held))
+            continue
         lab = _lab(v, judged)
         post, measured = _pct(claim.change_pct), _pct(v.change_pct)
         if not judged:
@@ -328,9 +332,42 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
                                               f"({lab.verdict}); the study: not reproducible "
                                               f"in the virtual lab (below)")
         if measured_as != claim.metric:
-            why = f"judged on {measured_as} ({on_why}): {why}"
+            why = f"judged on {measured_as} ({on_why}): {why}" + _itself(claim, cmp, v)
         out.append(Judged(claim, outcome, why, lab, hardware if outcome == NOT_REPRODUCIBLE else ""))
     return out
+
+
+def _control(judged_on: JudgedOn, cmp: Comparison, v: CellVerdict) -> str:
+    """Why the claim cannot be judged on v because its control (the same
+    device's other cell) was not measured on both sides or moved; "" when it held."""
+    fs, metric = judged_on.control
+    k = v.key
+    control = next((c for c in cmp.verdicts
+                    if (c.key.study, c.key.group, c.key.metric, c.key.device, c.key.filesystem)
+                    == (k.study, k.group, metric, k.device, fs)), None)
+    if control is None:
+        return (f"judged on {judged_on.metric} with {fs} {metric} as the control, which was "
+                f"not measured on both sides on {k.device}")
+    if control.outcome in CONFIRMED:
+        return (f"judged on {judged_on.metric} with {fs} {metric} as the control, which moved "
+                f"({_pct(control.change_pct)}, {control.outcome}): the change is not the "
+                f"{k.filesystem} cell's alone")
+    return ""
+
+
+def _itself(claim: Claim, cmp: Comparison, judged_as: CellVerdict) -> str:
+    """What the lab measured of the claim's own metric, beside the one it was
+    judged on, when the lab measures it too: shown, so the reader sees both."""
+    k = judged_as.key
+    own = next((v for v in cmp.verdicts + cmp.diagnostics
+                if (v.key.study, v.key.group, v.key.metric, v.key.device, v.key.filesystem)
+                == (k.study, k.group, claim.metric, k.device, k.filesystem)), None)
+    if own is None or own.change_pct is None:
+        return ""
+    ci = (f", 95% CI {_pct(own.ci_low)}..{_pct(own.ci_high)}"
+          if own.ci_low is not None and own.ci_high is not None else "")
+    return (f"; {claim.metric} itself: {_pct(own.change_pct)}{ci}, {own.outcome} "
+            f"[{own.base.n} vs {own.candidate.n}]")
 
 
 def claim_outcome(rows: list[Judged]) -> str:

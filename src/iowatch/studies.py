@@ -32,6 +32,19 @@ PUBLISHED_UNITS = {
 
 
 @dataclass(frozen=True)
+class JudgedOn:
+    """How a published metric's claim is judged when the lab cannot measure it,
+    or measures it only through a noisier derived value: in direction, on the
+    deciding `metric` of the same group that carries the mechanism, and why;
+    with a `control` (filesystem, metric) of the same device that must be
+    measured on both sides and hold (no confirmed change), when the claim's
+    metric is a ratio against it."""
+    metric: str
+    why: str
+    control: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class StudyMetric:
     """A metric a study reports: in which group, which way is better, and
     whether it decides the study's verdict (the others are shown beside it)."""
@@ -252,8 +265,8 @@ class Study:
     published: tuple[PublishedSet, ...]  # the post's result sets, in the file's order
     # Published metric -> why the virtual lab cannot show its change (real hardware only).
     not_reproducible_in_vlab: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
-    # A published metric a run cannot measure -> (the measured metric that contains it, why).
-    judged_on: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False, hash=False)
+    # A published metric -> how its claim is judged instead (JudgedOn).
+    judged_on: dict[str, JudgedOn] = field(default_factory=dict, compare=False, hash=False)
     # A canary watches the platform: its `decides` metrics are watched (`watched`),
     # never deciding (`deciding` is empty), and it runs on tmpfs in every boot.
     canary: bool = False
@@ -276,7 +289,9 @@ class Study:
                           for m in d["metrics"]),
             published=tuple(PublishedSet.from_file(p) for p in d["published"]),
             not_reproducible_in_vlab=dict(d.get("not_reproducible_in_vlab", {})),
-            judged_on={k: (v["metric"], " ".join(v["why"].split()))
+            judged_on={k: JudgedOn(v["metric"], " ".join(v["why"].split()),
+                                   (v["control"]["filesystem"], v["control"]["metric"])
+                                   if "control" in v else None)
                        for k, v in d.get("judged_on", {}).items()},
             canary=bool(d.get("canary", False)),
             precondition=Precondition.from_file(d["precondition"]) if "precondition" in d else None)
@@ -390,13 +405,22 @@ def _check(study: Study, root=None) -> None:
             refuse(["not_reproducible_in_vlab", name], f"not_reproducible_in_vlab: {name!r} is "
                    f"not a metric the post published ({', '.join(sorted(published_metrics))})")
     deciding = {m.metric for m in study.metrics if m.decides}
-    for name, (on, _) in study.judged_on.items():
+    for name, judged in study.judged_on.items():
         if name not in published_metrics:
             refuse(["judged_on", name], f"judged_on: {name!r} is not a metric the post published "
                    f"({', '.join(sorted(published_metrics))})")
-        if on not in deciding:
-            refuse(["judged_on", name, "metric"], f"judged_on: {name} is judged on {on!r}, which "
-                   f"is not a deciding metric of the study ({', '.join(sorted(deciding))})")
+        if judged.metric not in deciding:
+            refuse(["judged_on", name, "metric"], f"judged_on: {name} is judged on "
+                   f"{judged.metric!r}, which is not a deciding metric of the study "
+                   f"({', '.join(sorted(deciding))})")
+        if judged.control and judged.control[0] not in study.filesystems:
+            refuse(["judged_on", name, "control", "filesystem"], f"judged_on: {name}'s control "
+                   f"filesystem {judged.control[0]!r} is not one of the study's "
+                   f"({', '.join(study.filesystems)})")
+        if judged.control and judged.control[1] not in deciding:
+            refuse(["judged_on", name, "control", "metric"], f"judged_on: {name}'s control "
+                   f"metric {judged.control[1]!r} is not a deciding metric of the study "
+                   f"({', '.join(sorted(deciding))})")
     script_keys = {"create_files", "workers", "delete_every"}
     for name, prof in study.profiles.items():
         for cls, layer in [(None, prof.overrides), *prof.by_class.items()]:
