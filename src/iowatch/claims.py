@@ -294,7 +294,10 @@ def _column(header: str, context: str) -> tuple[str | None, str | None]:
 
 # --- the extractors ------------------------------------------------------------
 
-_FIO_PAIR = re.compile(rf"\b([a-zA-Z]+)=\s*({NUM})\s*([KMGT]?i?B/s|B/s|[KMGT]?i?B\b|msec|usec|nsec|s\b)?")
+_FIO_PAIR = re.compile(rf"\b([a-zA-Z]+)=\s*({NUM})\s*([KMGT]?i?B/s|B/s|[KMGT]?i?B\b|msec|usec|nsec|s\b|"
+                       r"[kKMG](?![A-Za-z/]))?")
+# fio 3 prints counts with a multiplier: IOPS=41.0k, IOPS=1.2M.
+_MULTIPLIER = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 # `WRITE: io=...`, `read : io=...`, and a mail's own `direct writes: aggrb=...` or
 # `readers aggrb=...`: a name, perhaps a colon, then fio's keys.
 _FIO_LINE = re.compile(r"(?:^|\s)(READ|WRITE|TRIM|MIXED|read|write|trim|mixed|[A-Za-z][\w ]{0,30}?)\s*:?\s*"
@@ -348,8 +351,10 @@ def _fio_claims(lines, emit) -> None:
                 key_l = key.lower()
                 suffix = keys.get(key_l)
                 metric = _metric(f"{ddir}.{suffix}", None) if suffix and ddir else None
-                emit(i, "fio-group" if is_group else "fio-job", key_l, number(value),
-                     _unit(unit) or ("IOPS" if key_l == "iops" else "count"), metric,
+                amount = number(value) * _MULTIPLIER.get(unit, 1)
+                emit(i, "fio-group" if is_group else "fio-job", key_l, amount,
+                     (None if unit in _MULTIPLIER else _unit(unit))
+                     or ("IOPS" if key_l == "iops" else "count"), metric,
                      f"{head}: {key}={value}{unit or ''}", group=group)
 
 
@@ -832,8 +837,15 @@ def match_study(claims: list[Claim], studies: dict) -> StudyMatch | None:
     claimed = {c.metric for c in claims if c.metric}
     classes = {c.device_class for c in claims if c.device_class}
     best = None
+    mail_rw = {v for k, v in mail_options if k in ("rw", "readwrite")}
     for slug, s in sorted(studies.items()):
-        options = tuple(sorted(f"{k}={v}" if v else k for k, v in mail_options & _study_options(s)))
+        study_options = _study_options(s)
+        study_rw = {v for k, v in study_options if k in ("rw", "readwrite")}
+        if mail_rw and study_rw and not mail_rw <= study_rw:
+            # The mail runs an I/O pattern the study does not: sizes and flags in
+            # common do not make it the same workload.
+            continue
+        options = tuple(sorted(f"{k}={v}" if v else k for k, v in mail_options & study_options))
         own = {m.metric for m in s.metrics} | {r.metric for e in s.published for r in e.results}
         metrics = tuple(sorted(m for m in claimed & own if counts.get(m) == 1
                                and not _GENERIC_METRIC.match(m)))

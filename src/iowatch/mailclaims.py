@@ -14,6 +14,11 @@ reproduced, opposite, not reproducible here, not comparable.
 A study the claims match that the check's matrix does not run is added to it
 (`matrix_with`), so the check measures what the mail claims.
 
+A mail whose workload no study has (a pasted fio job file, a fio or
+fs_mark command line with its options) gets a study made from it
+(iowatch.mailstudy), written into the check's output directory, so the
+check runs what the mail ran and judges the mail's claims on it.
+
 A cover letter's claims are not read here: a series read from a directory,
 mbox or git range keeps its patches, not its cover letter (kernel/series.py).
 """
@@ -26,10 +31,11 @@ from pathlib import Path
 import yaml
 
 from iowatch import claims as mail
+from iowatch import mailstudy
 from iowatch.judging import Comparison
 from iowatch.metrics import METRICS
 from iowatch.seeds import OUTCOMES, Claim, Judged, claims_table, judge_claim
-from iowatch.studies import PublishedSet, PublishedResult, Study
+from iowatch.studies import PublishedResult, PublishedSet, Study, load_study
 
 # A mail's words for the two sides, as kernel developers write them.
 _BEFORE = re.compile(r"\b(before|unpatched|baseline|base|vanilla|without|old|orig(?:inal)?|stock)\b",
@@ -48,6 +54,7 @@ class PatchClaims:
     pairs: list[Claim] = field(default_factory=list)   # before/after per metric, ready to judge
     unpaired: str = ""                      # why some claims could not be paired
     rows: list[Judged] = field(default_factory=list)   # the pairs judged on the check
+    made: Path | None = None                # the study file made from the mail's workload
 
     def as_dict(self) -> dict:
         return {"patch": self.patch, "subject": self.subject, "study": self.study,
@@ -55,8 +62,11 @@ class PatchClaims:
                 "claims": [r.as_dict() for r in self.rows]}
 
 
-def from_series(series, studies: dict[str, Study], matrix_studies: list[str]) -> list[PatchClaims]:
-    """The claims of each patch mail that makes any, with their study and pairs."""
+def from_series(series, studies: dict[str, Study], matrix_studies: list[str],
+                made_dir: Path | None = None) -> list[PatchClaims]:
+    """The claims of each patch mail that makes any, with their study and pairs.
+    With `made_dir`, a mail whose workload no study has gets a study made from
+    it there (iowatch.mailstudy), added to `studies`."""
     out = []
     for patch in series.patches:
         found = [c for c in mail.extract(patch.text, subject=patch.subject) if c.metric]
@@ -68,10 +78,30 @@ def from_series(series, studies: dict[str, Study], matrix_studies: list[str]) ->
             pc.study, pc.why_study = match.study, f"the mail's workload: {match.why()}"
         else:
             pc.study, pc.why_study = _by_metrics(found, studies, matrix_studies)
+        if pc.study is None and made_dir is not None:
+            _made(pc, patch, studies, made_dir)
         if pc.study:
             pc.pairs, pc.unpaired = pair(found, studies[pc.study])
         out.append(pc)
     return out
+
+
+def _made(pc: PatchClaims, patch, studies: dict[str, Study], made_dir: Path) -> None:
+    """A study from the mail's own workload, written and loaded like any study
+    file; why not, beside the other reason, when it cannot be made."""
+    try:
+        doc = mailstudy.study_from_mail(pc.found, patch.subject, patch.message_id, patch.text)
+    except mailstudy.NoStudy as e:
+        pc.why_study += f"; no study made from the mail: {e}"
+        return
+    made_dir.mkdir(parents=True, exist_ok=True)
+    path = made_dir / f"{doc['study']}.yml"
+    path.write_text("# Made by iowatch check from a patch mail's workload (iowatch.mailstudy).\n"
+                    + yaml.safe_dump(doc, sort_keys=False))
+    study = load_study(path)
+    studies[study.slug] = study
+    pc.study, pc.made = study.slug, path
+    pc.why_study = f"made from the mail's workload ({path.name}): no study had it"
 
 
 def _by_metrics(found: list[mail.Claim], studies: dict[str, Study],
@@ -178,16 +208,23 @@ def report_lines(found: list[PatchClaims]) -> list[str]:
     return lines
 
 
+def made_studies(found: list[PatchClaims]) -> list[Path]:
+    """The study files made from the mails' workloads."""
+    return [pc.made for pc in found if pc.made]
+
+
 def missing_studies(found: list[PatchClaims], matrix_studies: list[str]) -> list[str]:
     """The studies the mails' claims are about that the matrix does not run."""
     return list(dict.fromkeys(pc.study for pc in found
                               if pc.study and pc.study not in matrix_studies))
 
 
-def matrix_with(matrix_file: Path, studies_dir: Path, extra: list[str], out: Path) -> Path:
+def matrix_with(matrix_file: Path, studies_dir: Path, extra: list[str], out: Path,
+                made: list[Path] | None = None) -> Path:
     """A matrix of the given one's studies and `extra`, written into the check's
     output directory (with its studies beside it, as load_matrix reads them),
-    so the guests run what the mails claim."""
+    so the guests run what the mails claim. Studies `made` from mails join the
+    study files there: a directory of links to every study and to those."""
     data = yaml.safe_load(matrix_file.read_text())
     if "study" in data:  # a study file is a matrix of one
         data = {"matrix": data["study"], "studies": [{"study": data["study"]}]}
@@ -195,7 +232,14 @@ def matrix_with(matrix_file: Path, studies_dir: Path, extra: list[str], out: Pat
             "studies": [*data["studies"], *({"study": s} for s in extra)]}
     out.mkdir(parents=True, exist_ok=True)
     link = out / "studies"
-    if not link.exists():
+    if made:
+        if link.is_symlink():  # an earlier run's link to the packaged studies: never write there
+            link.unlink()
+        link.mkdir(exist_ok=True)
+        for f in [*sorted(studies_dir.resolve().glob("*.yml")), *made]:
+            if not (link / f.name).exists():
+                (link / f.name).symlink_to(f.resolve())
+    elif not link.exists():
         link.symlink_to(studies_dir.resolve(), target_is_directory=True)
     path = out / "matrix-with-claims.yml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))

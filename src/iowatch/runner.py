@@ -498,8 +498,9 @@ class Runner:
         self.writer.close(status, **fields)
 
 
-def summary(doc: dict) -> list[str]:
-    """A line per cell: status, and the deciding metrics' medians."""
+def summary(doc: dict, studies: dict[str, Study]) -> list[str]:
+    """A line per cell: status, and the medians of its study's deciding (and,
+    for a canary, watched) metrics."""
     lines = []
     for c in doc["cells"]:
         if c["status"] == "skipped":
@@ -511,14 +512,10 @@ def summary(doc: dict) -> list[str]:
             for s in r["samples"]:
                 if s.get("job") is None:
                     by_metric.setdefault((s["group"], s["metric"]), []).append(s["value"])
-        shown = []
-        for key in (("writer", "write.bw_kib_s"), ("readers", "read.bw_kib_s"),
-                    ("seqw", "write.bw_kib_s"), ("randread", "read.iops"),
-                    ("randread", "ratio.fs_to_raw"), ("fsmark", "fsmark.files_per_s"),
-                    ("fsmark", "wall_s"), ("fsmark", "device.write_iops"),
-                    ("checkpoint", "sync.time_ms"), ("canary", "read.bw_kib_s")):
-            if key in by_metric:
-                shown.append(f"{key[0]} {key[1]} median {statistics.median(by_metric[key]):,.4g}")
+        study = studies.get(c["study"])
+        keys = sorted(study.deciding | study.watched) if study else []
+        shown = [f"{group} {metric} median {statistics.median(by_metric[group, metric]):,.4g}"
+                 for group, metric in keys if (group, metric) in by_metric]
         state = c["status"]
         lines.append(f"  {state:<8} {c['id']} ({len(reps)} reps): " + "; ".join(shown)
                      + (f" [{c.get('reason')}]" if state == "failed" else ""))

@@ -114,3 +114,88 @@ def test_a_mail_with_claims_of_no_study_says_so(studies):
     (pc,) = mailclaims.from_series(Series, studies, ["f2fs-dio-write", "xfs-smallfile-writeback"])
     assert pc.study is None and "no study" in pc.why_study
     assert "not judged: no study" in "\n".join(mailclaims.report_lines([pc]))
+
+
+SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
+MAILS = Path(__file__).resolve().parents[1] / "fixtures" / "mails"
+SEED_003 = "[PATCH] Fix regression in direct writes performance due to WRITE_ODIRECT flag removal"
+
+
+def _mail_series(text: str, subject: str):
+    from iowatch.kernel.series import Patch, Series
+    return Series("mail", "mail", (Patch(1, "0001.patch", subject, text, "1@example.org"),))
+
+
+@pytest.fixture
+def seed_003_post(studies):
+    path = SEEDS / studies["odirect-vs-readers"].seed
+    if not path.is_file():
+        pytest.skip(f"the seed post {path} is not beside the repository")
+    return path.read_text()
+
+
+def test_a_mail_whose_job_file_no_study_has_gets_a_study_made_from_it(tmp_path, studies,
+                                                                      seed_003_post):
+    """Seed 003's post without the study a human wrote from it: the check makes
+    one from the pasted job file, and it runs the same jobs, decides on what the
+    post measured in the job that measured it, and pairs the post's numbers."""
+    without = {k: v for k, v in studies.items() if k != "odirect-vs-readers"}
+    (pc,) = mailclaims.from_series(_mail_series(seed_003_post, SEED_003), without,
+                                   ["canary-tmpfs-read"], made_dir=tmp_path / "made")
+    assert pc.study == "mail-fix-regression-in-direct-writes" and pc.made.is_file()
+    assert pc.why_study.startswith("made from the mail's workload")
+    made, human = without[pc.study], studies["odirect-vs-readers"]
+    jobs = {j["name"]: {k: v for k, v in j.get("options", {}).items() if k != "new_group"}
+            for j in made.workload("full", "ssd")["fio"]["jobs"]}
+    assert jobs == {j["name"]: {k: v for k, v in j["options"].items() if k != "new_group"}
+                    for j in human.workload("full", "hdd")["fio"]["jobs"]}
+    assert made.workload("full", "ssd")["fio"]["global"] == {"runtime": 10,
+                                                            "directory": "{mountpoint}"}
+    assert made.deciding == {("seqwrite", "write.bw_kib_s"), ("seqread", "read.bw_kib_s")}
+    # Three kernels, none called before or after: which pair is this patch's is not said.
+    assert pc.pairs == [] and pc.unpaired.startswith("no before and after among its labels")
+    assert [p.label for p in made.published] == ["2.6.32-rc7", "for-2.6.33 branch",
+                                                 "for-2.6.33 + fix"]
+    # The check's matrix gets it, and a guest (load_matrix) reads it beside the rest.
+    matrix = load_matrix("check-quick")
+    path = mailclaims.matrix_with(matrix.path, matrix.studies[0].path.parent, [pc.study],
+                                  tmp_path / "check", mailclaims.made_studies([pc]))
+    got = load_matrix(path)
+    assert pc.study in [s.slug for s in got.studies]
+    assert not (matrix.studies[0].path.parent / pc.made.name).exists()  # nothing written there
+
+
+def test_a_mail_that_only_names_its_job_file_gets_no_study_and_says_why(tmp_path, studies):
+    text = (MAILS / "io_submit-non-blocking-2012.txt").read_text()
+    (pc,) = mailclaims.from_series(_mail_series(text, "[RFC][PATCH] Make io_submit non-blocking"),
+                                   studies, ["odirect-vs-readers"], made_dir=tmp_path / "made")
+    assert pc.study is None and pc.made is None
+    assert "no study made from the mail: its fio command line runs the job file " \
+           "rand-rw-disk.fio, which is not in the mail" in pc.why_study
+    assert not (tmp_path / "made").exists()
+
+
+def test_a_fio_command_line_with_its_options_makes_a_study_of_its_jobs(tmp_path, studies):
+    """A mail in the form patch mails take (a fio command line with its
+    options, fio 3's status lines under before and after): the study runs the
+    command's job on the runner's filesystem, not on the mail's device, without
+    its logs, and decides on what the mail reported."""
+    text = ("ext4: skip the orphan lock for overwrites\n\n"
+            "Tested on an NVMe drive with xfs and ext4:\n"
+            "  fio --ioengine=io_uring --direct=1 --bs=16k --size=8G --name=writer "
+            "--rw=randwrite --iodepth=8 --filename=/dev/nvme0n1 --write_lat_log=lat\n\n"
+            "before:\n  write: IOPS=41.0k, BW=641MiB/s (672MB/s)(37.5GiB/60001msec)\n"
+            "after:\n  write: IOPS=52.0k, BW=813MiB/s (852MB/s)(47.6GiB/60001msec)\n")
+    (pc,) = mailclaims.from_series(_mail_series(text, "[PATCH] ext4: skip the orphan lock"),
+                                   studies, [], made_dir=tmp_path / "made")
+    made = studies[pc.study]
+    assert made.device_classes == ("nvme",)
+    fio = made.workload("full", "nvme")["fio"]
+    assert fio["global"] == {"ioengine": "io_uring", "direct": 1, "bs": "16k", "size": "8G",
+                             "directory": "{mountpoint}"}  # no device path, no log
+    assert fio["jobs"] == [{"name": "writer", "options": {"rw": "randwrite", "iodepth": 8}}]
+    assert made.filesystems == ("ext4", "xfs")
+    assert made.deciding == {("writer", "write.iops"), ("writer", "write.bw_kib_s")}
+    assert made.workload("quick", "nvme")["fio"]["global"]["runtime"] == 3
+    assert {(c.metric, c.before_value, c.after_value) for c in pc.pairs} == {
+        ("write.iops", 41000, 52000), ("write.bw_kib_s", 641, 813)}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -47,13 +48,20 @@ def run(args) -> int:
     # What the series' mails claim is measured too: a study they are about that
     # the matrix lacks is added to it (iowatch.mailclaims).
     slugs = [s.slug for s in matrix.studies]
-    claimed = mailclaims.from_series(series, studies, slugs)
+    claimed = mailclaims.from_series(series, studies, slugs, made_dir=out / "mail-studies")
     matrix_arg = args.matrix
     extra = mailclaims.missing_studies(claimed, slugs)
+    made = mailclaims.made_studies(claimed)
     if extra:
-        matrix_arg = str(mailclaims.matrix_with(matrix.path, matrix.studies[0].path.parent, extra, out))
+        matrix_arg = str(mailclaims.matrix_with(matrix.path, matrix.studies[0].path.parent, extra,
+                                                out, made))
         print(f"check: the series' mails claim figures of {', '.join(extra)}, which {matrix.name} "
               f"does not run: running {matrix_arg}")
+    if made:
+        # The verdicts read the studies too: the made ones beside the rest.
+        os.environ["IOWATCH_STUDIES"] = str(out / "studies")
+        for path in made:
+            print(f"check: a study made from a mail's workload: {path}")
     try:
         with progress.from_args(args, "check") as display:
             result = run_check(tree, args.base, series, host, Path(args.inventory or inventory.default_path()), matrix_arg, out,

@@ -139,7 +139,7 @@ def run(args) -> int:
         print(f"iowatch run: refused: {e}; nothing was written to it", file=sys.stderr)
         return 2
     print(f"bundle {out} ({doc['status']}, run {doc['run_id']})")
-    for line in summary(doc):
+    for line in summary(doc, {s.slug: s for s in matrix.studies}):
         print(line)
     env = doc["environment"].get("runner", {})
     print(f"runner: wall {env.get('wall_s')} s, inside the tools {env.get('tool_s')} s, "
