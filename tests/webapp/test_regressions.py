@@ -175,6 +175,10 @@ def test_a_step_in_the_nightly_history_raises_one_change_point_regression_at_its
                                                              "f2fs-dio-write/sd0/f2fs")
     assert point.before_mean == pytest.approx(1001, abs=2)
     assert point.after_mean == pytest.approx(701, abs=2)
+    # The study file's minimum effect, kept with the point (the store keeps no copy of the file).
+    from iowatch import resources
+    from iowatch.studies import load_studies
+    assert point.min_effect_pct == load_studies(resources.studies_dir())["f2fs-dio-write"].min_effect_pct
     comparison = raised.get().comparison
     assert (comparison.base_kernel, comparison.candidate_kernel) == (runs[7].kernel, runs[8].kernel)
 

@@ -86,7 +86,7 @@ def cell_severity():
 
 
 def point_severity():
-    return severity_of("change_pct", "metric__direction", "study__min_effect_pct")
+    return severity_of("change_pct", "metric__direction", "min_effect_pct")
 
 
 def regression_severity():

@@ -24,7 +24,7 @@ from django.urls import reverse
 from iowatch_web.dashboard.freshness import cached
 from iowatch import seeds
 from iowatch.comparison import Side
-from iowatch.judging import compare_sides, deciding
+from iowatch.judging import DEFAULT_MIN_EFFECT, compare_sides, deciding
 from iowatch.judging.sides import MAX_SIDE_RUNS
 from iowatch.metrics import METRICS
 from iowatch_web.results.models import Cell, Host, Kernel, Run, Sample, Study
@@ -293,9 +293,9 @@ def _bars(claim: dict, newest: list[dict]) -> list[dict]:
 
 
 def _study_info(study: Study, spec) -> dict:
-    if spec is None:  # a study in the store whose file is gone
-        return {"slug": study.slug, "title": study.title or study.slug, "seed": study.seed,
-                "source": "", "question": "", "min_effect_pct": study.min_effect_pct,
+    if spec is None:  # a study in the store whose file is gone: the store keeps its slug only
+        return {"slug": study.slug, "title": study.slug, "seed": "", "source": "",
+                "question": "", "min_effect_pct": DEFAULT_MIN_EFFECT,
                 "device_classes": [], "in_files": False}
     return {"slug": study.slug, "title": spec.title, "seed": spec.seed, "source": spec.source,
             "question": spec.question or "", "min_effect_pct": spec.min_effect_pct,

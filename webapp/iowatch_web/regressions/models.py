@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
 from iowatch.metrics import DIRECTIONS
 from iowatch.stats.verdict import OUTCOMES
 from iowatch_web.results.models import (DEVICE_CLASSES, Agent, Device, Host, Kernel, Metric, Run,
@@ -251,6 +252,9 @@ class ChangePoint(models.Model):
     after_mean = models.FloatField()
     change_pct = models.FloatField(null=True, blank=True)
     p_value = models.FloatField(null=True, blank=True)
+    # The study file's minimum effect when the step was judged (as CellVerdict
+    # keeps its own): the store keeps no copy of a study's policy.
+    min_effect_pct = models.FloatField(default=DEFAULT_MIN_EFFECT)
     detected_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

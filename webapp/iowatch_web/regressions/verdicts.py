@@ -288,7 +288,8 @@ def change_point_alerts(run: Run) -> list[Comparison]:
                     defaults={"comparison": comparison, "study": cell.study, "device": cell.device,
                               "filesystem": cell.filesystem, "run": first_runs[after],
                               "before_mean": cp.point.before_mean, "after_mean": cp.point.after_mean,
-                              "change_pct": cp.point.change_pct, "p_value": cp.verdict.p_value})
+                              "change_pct": cp.point.change_pct, "p_value": cp.verdict.p_value,
+                              "min_effect_pct": cp.verdict.min_effect_pct})
             _update_regression(comparison)
         if comparison.reason == "change-point":
             # The A/B of the kernels either side, by the one policy (iowatch.judging):

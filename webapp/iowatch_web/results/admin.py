@@ -60,8 +60,8 @@ class KernelAdmin(admin.ModelAdmin):
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = ("slug", "title", "seed", "min_effect_pct")
-    search_fields = ("slug", "title")
+    list_display = ("slug",)
+    search_fields = ("slug",)
 
 
 @admin.register(Agent)

@@ -174,17 +174,6 @@ def _absent_as_null(value):
     return None if value == "" else value
 
 
-def _study_fields(slug: str) -> dict:
-    """A new study row as its study file describes it (title, seed, minimum
-    effect); the verdicts read the file itself (iowatch.judging)."""
-    from iowatch_web.results.sides import judging_studies
-    study = judging_studies().get(slug)
-    if study is None:
-        return {"title": slug}
-    return {"title": study.title, "seed": study.seed or "",  # a canary has no seed post
-            "min_effect_pct": study.min_effect_pct}
-
-
 def _kernel(k: dict) -> Kernel:
     series = None
     if s := k.get("series"):
@@ -229,7 +218,7 @@ def _insert(doc: dict, digest: str, agent: Agent | None,
     }
     kernel = _kernel(doc["kernel"])
     # Sorted, so two uploads creating the same studies take their locks in one order.
-    studies = {slug: Study.objects.get_or_create(slug=slug, defaults=_study_fields(slug))[0]
+    studies = {slug: Study.objects.get_or_create(slug=slug)[0]
                for slug in sorted({c["study"] for c in doc["cells"]})}
 
     run = Run.objects.create(

@@ -16,7 +16,6 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 
 from iowatch import metrics as metric_table
-from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
 
 
 def _choices(values) -> list[tuple[str, str]]:
@@ -167,16 +166,14 @@ class Kernel(models.Model):
 
 
 class Study(models.Model):
+    """A study by its slug only: the study file is the policy (its title, seed
+    and minimum effect are read from the file, iowatch.studies), so the store
+    never holds a stale copy of them."""
     slug = models.SlugField(max_length=100, unique=True)
-    title = models.CharField(max_length=300, blank=True, default="")
-    seed = models.CharField(max_length=200, blank=True, default="", help_text="the seed post's file")
-    min_effect_pct = models.FloatField(default=DEFAULT_MIN_EFFECT,
-                                       help_text="smallest change that counts, in %")
 
     class Meta:
         verbose_name_plural = "studies"
         ordering = ["slug"]
-        constraints = [_at_least("min_effect_pct", 0, "study_min_effect_nonnegative")]
 
     def __str__(self) -> str:
         return self.slug
