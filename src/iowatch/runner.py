@@ -152,11 +152,21 @@ class Runner:
         # notes (state, state_after, precondition), and the path the state was read at.
         self.device_notes: dict[str, dict] = {}
         self.state_paths: dict[str, str] = {}
+        # Preconditioning records of the run's part before a resume, per
+        # (device, study): the device is preconditioned again after the pause
+        # (an idle SSD recovers), and the new record keeps the old one.
+        self.before_resume: dict[tuple[str, str], dict] = {}
         run_id = str(uuid.uuid4())
         if previous:
             run_id = previous["run_id"]  # resume: same run, the cells it finished are kept
             self.done = {c["id"]: c for c in previous["cells"]
                          if c["status"] == "skipped" or len(c["repetitions"]) >= self.reps}
+            for name, notes in (previous.get("environment", {}).get("devices") or {}).items():
+                # The device's state at the run's start stays the run's.
+                self.device_notes[name] = {k: v for k, v in notes.items()
+                                           if k in ("state",)}
+                for slug, record in (notes.get("precondition") or {}).items():
+                    self.before_resume[name, slug] = record
         self.writer = BundleWriter(
             self.out, run_id=run_id, kernel=_kernel_entry(env, kernel_commit, series),
             host={"name": host.name, "kind": host.kind},
@@ -339,7 +349,7 @@ class Runner:
         if "state" not in notes:
             with self._phase("device_state"):
                 notes["state"] = self._read_state(cell, dev_path)
-            self.state_paths[cell.device.name] = dev_path
+        self.state_paths.setdefault(cell.device.name, dev_path)
         done = notes.setdefault("precondition", {})
         pre = cell.study.precondition
         if pre is not None and cell.study.slug not in done:
@@ -349,6 +359,9 @@ class Runner:
                 safety.require(self.host, dev_path, self.data_dir)  # it writes the whole device
                 with self._phase("precondition"):
                     done[cell.study.slug] = precondition.run(dev_path, pre)
+                earlier = self.before_resume.get((cell.device.name, cell.study.slug))
+                if earlier is not None:
+                    done[cell.study.slug]["before_resume"] = earlier
         if not done:
             notes.pop("precondition")
         self._merge_device_notes(cell.device.name)

@@ -111,3 +111,32 @@ def test_precondition_applies_to_ssd_classes_only():
     assert [c for c in ("sdcard", "emmc", "ssd", "ssd-raid0", "hdd", "nvme")
             if precondition.applies(c, pre)] == ["ssd", "ssd-raid0", "nvme"]
     assert not precondition.applies("ssd", None)
+
+
+def test_a_resumed_run_preconditions_again_and_keeps_the_earlier_record(tmp_path, data_dir):
+    """A run stopped after its ext4 cell and resumed: the raw cell's part of the
+    run preconditions the SSD again (an idle SSD recovers from its steady
+    state), keeps the first record under before_resume, and the device's state
+    at the run's start stays the run's."""
+    (tmp_path / "inventory.yml").write_text(INVENTORY)
+    host = inventory.load(tmp_path / "inventory.yml").host("localhost")
+    matrix = load_matrix(study_with_precondition(tmp_path))
+    out = tmp_path / "bundle"
+    first = Runner(matrix, host, out, reps=1, data_dir=data_dir,
+                   only={"ext4-dio-randread/loop-ssd/ext4"}).run()
+    before = first["environment"]["devices"]["loop-ssd"]
+    # As a run stopped there leaves it: incomplete, the other cells to do.
+    doc = bundle.load(out)
+    doc["status"] = "incomplete"
+    bundle.write_manifest(out, doc)
+
+    doc = Runner(matrix, host, out, reps=1, data_dir=data_dir).run()
+    assert doc["status"] == "passed" and doc["run_id"] == first["run_id"]
+    ssd = bundle.load(out)["environment"]["devices"]["loop-ssd"]
+    again = ssd["precondition"]["ext4-dio-randread"]
+    assert again["before_resume"] == before["precondition"]["ext4-dio-randread"]
+    assert again["rounds_iops"] and again is not before["precondition"]["ext4-dio-randread"]
+    assert ssd["state"] == before["state"]
+    assert {c["id"] for c in doc["cells"]} >= {"ext4-dio-randread/loop-ssd/ext4",
+                                              "ext4-dio-randread/loop-ssd/raw"}
+    assert loops_over(data_dir) == []
