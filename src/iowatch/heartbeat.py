@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 
 from iowatch.ciapi import Client, ServerError
 
@@ -43,14 +44,21 @@ BEAT_TIMEOUT_S = 10.0
 MAX_PENDING = 20
 
 
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 @dataclass(frozen=True)
 class HostState:
-    """One beat's body: `job` is {"kind", "id"} or None."""
+    """One beat's body: `job` is {"kind", "id"} or None; `at` when the host
+    entered this state (UTC), so a beat sent late after an outage still says
+    when the phase changed."""
     phase: str
     cell: str = ""
     job: dict | None = None
     commit: str = ""
     detail: str = ""
+    at: str = field(default_factory=_utc_now)
 
     def __post_init__(self):
         if self.phase not in PHASES:

@@ -68,6 +68,25 @@ def test_a_beat_is_the_hosts_state_and_a_new_phase_is_a_change(client, agent_tok
     assert call(client, "get", "hosts/lab-9")[0] == 404
 
 
+def test_a_beat_sent_late_says_when_its_phase_began(client, agent_token):
+    """Beats held through an outage arrive together: each phase change is
+    dated by the agent's `at`, the host's sign of life by the arrival, and an
+    `at` ahead of the server's clock is taken as the arrival."""
+    hour_ago = (timezone.now() - timedelta(hours=1)).replace(microsecond=0)
+    for phase, at in (("building", hour_ago), ("booting", hour_ago + timedelta(minutes=20))):
+        status, state = call(client, "post", "hosts/lab-1/heartbeat",
+                             {"phase": phase, "at": at.isoformat()}, agent_token)
+        assert status == 200, state
+    assert datetime.fromisoformat(state["since"]) == hour_ago + timedelta(minutes=20)
+    assert datetime.fromisoformat(state["last_seen"]) > timezone.now() - timedelta(minutes=1)
+    assert [c.at for c in PhaseChange.objects.order_by("at")] == [
+        hour_ago, hour_ago + timedelta(minutes=20)]
+    status, state = call(client, "post", "hosts/lab-1/heartbeat",
+                         {"phase": "running", "at": (timezone.now() + timedelta(days=1)).isoformat()},
+                         agent_token)
+    assert datetime.fromisoformat(state["since"]) <= timezone.now()
+
+
 def test_the_changes_kept_are_bounded(agent_token):
     from iowatch_web.hosts.models import KEPT_CHANGES
     from iowatch_web.results.models import Agent

@@ -37,6 +37,9 @@ class BeatIn(AgentInput):
     job: JobIn | None = None
     commit: str = Field("", pattern=r"^([0-9a-f]{7,64})?$")
     detail: str = Field("", max_length=2000)
+    at: datetime | None = Field(None, description="when the host entered this state (the "
+                                "agent's clock; a beat sent late after an outage says when it "
+                                "happened); never later than its arrival")
 
 
 class JobOut(Schema):

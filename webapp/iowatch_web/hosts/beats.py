@@ -26,6 +26,9 @@ def record(name: str, beat: dict, agent, now: datetime | None = None) -> HostSta
     host `name`. A new phase starts `since` again; a new phase or job is a
     phase change, the oldest past KEPT_CHANGES dropped."""
     now = now or timezone.now()
+    # When the state began, as the agent says (a beat held through an outage
+    # arrives late), never after its arrival; the arrival is the sign of life.
+    began = min(beat.get("at") or now, now)
     job = beat.get("job") or {}
     fields = {"phase": beat["phase"], "cell": beat.get("cell") or "",
               "job_kind": job.get("kind", ""), "job_id": job.get("id"),
@@ -34,18 +37,18 @@ def record(name: str, beat: dict, agent, now: datetime | None = None) -> HostSta
         # Locked: two beats of one host at once store one after the other (two
         # first beats meet at the unique name, and get_or_create reads the winner's).
         host, moved = HostState.objects.select_for_update().get_or_create(
-            name=name, defaults={**fields, "since": now, "last_seen": now, "agent": agent})
+            name=name, defaults={**fields, "since": began, "last_seen": now, "agent": agent})
         if not moved:
             moved = (host.phase, host.job_kind, host.job_id) != (
                 fields["phase"], fields["job_kind"], fields["job_id"])
             if host.phase != fields["phase"]:
-                host.since = now
+                host.since = began
             for k, v in fields.items():
                 setattr(host, k, v)
             host.agent, host.last_seen = agent, now
             host.save()
         if moved:
-            PhaseChange.objects.create(host=host, at=now, **fields)
+            PhaseChange.objects.create(host=host, at=began, **fields)
             old = host.changes.order_by("-at", "-id").values_list("id", flat=True)[KEPT_CHANGES:]
             PhaseChange.objects.filter(id__in=list(old)).delete()
     return host
