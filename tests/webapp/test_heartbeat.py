@@ -185,13 +185,16 @@ def test_a_job_whose_host_went_silent_is_given_back_claimed_by_another_and_refus
     BisectJob.objects.filter(pk=job.pk).update(claimed_at=long_ago)
     sweep()
     job.refresh_from_db()
-    assert job.state == "queued" and len(job.steps) == 1  # A's step stays the record
+    # A's step was measured on host A: kept with the give-back, not pooled with the next host's.
+    assert job.state == "queued" and job.steps == []
     back = GiveBack.objects.get()
+    assert [s["commit"] for s in back.steps] == [STEP["commit"]]
     assert (back.job_kind, back.job_id, back.host, back.agent.name) == ("bisect", job.pk, "host-a", "agent-a")
     assert "host host-a sent no heartbeat after" in back.reason
     # The job's page says why.
     page = client.get(f"/regressions/{job.regression_id}/").content.decode()
     assert f"Bisect #{job.pk} was given back to the queue" in page and "host host-a" in page
+    assert "its 1 step measured there is kept here, apart from the next host's" in page
     assert sweep() == 0 and GiveBack.objects.count() == 1  # once
 
     # A's late step and result, while the job waits: 409, nothing stored.
@@ -208,7 +211,7 @@ def test_a_job_whose_host_went_silent_is_given_back_claimed_by_another_and_refus
     status, answer = call(client, "post", f"bisects/{job.pk}/result", RESULT, a)
     assert status == 409 and answer["where"] == "bisect claim"
     status, after = call(client, "post", f"bisects/{job.pk}/steps", {**STEP, "host": "host-b"}, b)
-    assert status == 200 and len(after["steps"]) == 2 and "host" not in after["steps"][1]
+    assert status == 200 and len(after["steps"]) == 1 and "host" not in after["steps"][0]  # B's own
     job.refresh_from_db()
     assert job.state == "running" and job.agent.name == "agent-b"
 

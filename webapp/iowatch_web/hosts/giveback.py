@@ -63,13 +63,20 @@ def _give_back(model: type[Model], kind: str, job: Model, now: datetime, reason:
     """Queue the job again with the reason recorded; False when it moved meanwhile."""
     with transaction.atomic():
         # Only the claim seen here: a step or a new claim meanwhile keeps the job.
-        has_updated = any(f.name == "updated" for f in model._meta.get_fields())
-        changed = {"state": "queued", **({"updated": now} if has_updated else {})}
+        fields = {f.name for f in model._meta.get_fields()}
+        changed = {"state": "queued", **({"updated": now} if "updated" in fields else {}),
+                   # The lost claim's steps were measured on its host: the next
+                   # claim starts clean, and the give-back keeps them.
+                   **({"steps": []} if "steps" in fields else {})}
+        # Locked, as a step's post locks it: no step lands between this read and the reset.
+        steps = (model.objects.select_for_update().filter(pk=job.pk)
+                 .values_list("steps", flat=True).first() or [] if "steps" in fields else [])
         if not model.objects.filter(pk=job.pk, state="running", agent_host=job.agent_host,
                                     claimed_at=job.claimed_at).update(**changed):
             return False
         GiveBack.objects.create(job_kind=kind, job_id=job.pk, host=job.agent_host,
-                                agent=job.agent, claimed_at=job.claimed_at, reason=reason, at=now)
+                                agent=job.agent, claimed_at=job.claimed_at, reason=reason, at=now,
+                                steps=steps)
     log.warning("%s #%s %s", kind, job.pk, reason)
     return True
 

@@ -80,6 +80,9 @@ class GiveBack(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField()
     at = models.DateTimeField()
+    # The steps the lost claim had posted (a bisect's): measured on that host,
+    # so kept here, not pooled with the next claim's host.
+    steps = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-at", "-id"]
