@@ -388,6 +388,16 @@ def compare_with_parents(result: CheckResult) -> None:
         cur.vs_parent = compare_sides(_side(prev), _side(cur), studies=studies)
 
 
+def compare_with_base(result: CheckResult) -> Comparison | None:
+    """The last measured patch against the series base (variant 0): what a
+    cover letter's claims speak of. None when either was not measured."""
+    measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
+    if len(measured) < 2 or measured[0].variant.index != 0:
+        return None
+    return compare_sides(_side(measured[0]), _side(measured[-1]),
+                         studies=load_studies(resources.studies_dir()))
+
+
 def report(result: CheckResult) -> str:
     """One row per patch, with the cells that changed, like the seeds' tables."""
     lines = [f"iowatch check: series {result.series.name} ({len(result.series.patches)} patches) "

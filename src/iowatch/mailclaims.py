@@ -19,8 +19,10 @@ fs_mark command line with its options) gets a study made from it
 (iowatch.mailstudy), written into the check's output directory, so the
 check runs what the mail ran and judges the mail's claims on it.
 
-A cover letter's claims are not read here: a series read from a directory,
-mbox or git range keeps its patches, not its cover letter (kernel/series.py).
+A cover letter's claims (a series read from an mbox or Message-ID, or a
+directory with `git format-patch --cover-letter`'s 0000-cover-letter.patch)
+are the whole series': they are judged on the last patch against the series
+base.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ import yaml
 from iowatch import claims as mail
 from iowatch import mailstudy
 from iowatch.judging import Comparison
+from iowatch.kernel.series import Patch
 from iowatch.metrics import METRICS
 from iowatch.seeds import OUTCOMES, Claim, Judged, claims_table, judge_claim
 from iowatch.studies import PublishedResult, PublishedSet, Study, load_study
@@ -55,9 +58,11 @@ class PatchClaims:
     unpaired: str = ""                      # why some claims could not be paired
     rows: list[Judged] = field(default_factory=list)   # the pairs judged on the check
     made: Path | None = None                # the study file made from the mail's workload
+    whole_series: bool = False              # the cover letter's: the last patch against the base
 
     def as_dict(self) -> dict:
-        return {"patch": self.patch, "subject": self.subject, "study": self.study,
+        return {"patch": self.patch, "whole_series": self.whole_series,
+                "subject": self.subject, "study": self.study,
                 "why_study": self.why_study, "unpaired": self.unpaired,
                 "claims": [r.as_dict() for r in self.rows]}
 
@@ -68,11 +73,17 @@ def from_series(series, studies: dict[str, Study], matrix_studies: list[str],
     With `made_dir`, a mail whose workload no study has gets a study made from
     it there (iowatch.mailstudy), added to `studies`."""
     out = []
-    for patch in series.patches:
+    mails = list(series.patches)
+    if series.cover and series.patches:
+        # The cover letter speaks for the series: its claims are the last patch's against the base.
+        mails.append(Patch(len(series.patches), "cover letter", series.subject or "cover letter",
+                           series.cover, series.message_id))
+    for patch in mails:
         found = [c for c in mail.extract(patch.text, subject=patch.subject) if c.metric]
         if not found:
             continue
-        pc = PatchClaims(patch.index, patch.subject, found)
+        pc = PatchClaims(patch.index, patch.subject, found,
+                         whole_series=patch.name == "cover letter")
         match = mail.match_study(found, studies)
         if match is not None:
             pc.study, pc.why_study = match.study, f"the mail's workload: {match.why()}"
@@ -177,12 +188,15 @@ def _set(label: str, cls: str, group: str, metric: str, value: float, unit: str,
 
 
 def judge(found: list[PatchClaims], comparisons: dict[int, Comparison | None],
-          studies: dict[str, Study]) -> None:
+          studies: dict[str, Study], whole: Comparison | None = None) -> None:
     """Each patch's pairs judged on its comparison with its parent (patch
-    index -> Comparison, None when the patch or its parent was not measured)."""
+    index -> Comparison, None when the patch or its parent was not measured);
+    the cover letter's on `whole`, the last patch against the series base."""
     for pc in found:
-        cmp = comparisons.get(pc.patch)
-        why = "" if cmp is not None else f"patch {pc.patch} or its parent was not measured"
+        cmp = whole if pc.whole_series else comparisons.get(pc.patch)
+        why = "" if cmp is not None else (
+            "the series base or its last patch was not measured" if pc.whole_series
+            else f"patch {pc.patch} or its parent was not measured")
         pc.rows = [row for claim in pc.pairs
                    for row in judge_claim(claim, cmp, studies[pc.study], why)]
 
@@ -192,7 +206,9 @@ def report_lines(found: list[PatchClaims]) -> list[str]:
     claims something, the claims beside the lab's change."""
     lines = []
     for pc in found:
-        lines += ["", f"claims of patch {pc.patch}'s mail ({pc.subject}):"]
+        lines += ["", f"claims of the cover letter ({pc.subject}), judged on the whole series "
+                      f"(patch {pc.patch} against the base):" if pc.whole_series
+                  else f"claims of patch {pc.patch}'s mail ({pc.subject}):"]
         if pc.study is None:
             lines.append(f"  not judged: {pc.why_study}")
             continue

@@ -326,3 +326,68 @@ def test_the_summary_is_written_after_every_comparison(tmp_path):
     assert seen == [0, 1]  # after round 0's comparison and after round 1's
     kept = json.loads((out / "check.json").read_text())
     assert kept["variants"][1]["extra_rounds"] == [1] and not (out / "check.json.tmp").exists()
+
+
+COVER = """\
+From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: Ann Dev <ann@example.org>
+Subject: [PATCH 0/2] ext4: yield to buffered readers before each direct write
+
+A direct writer beside two buffered readers on a disk, fio with this job:
+
+[global]
+runtime=10
+
+[seqwrite]
+rw=write
+size=4G
+direct=1
+
+[seqread]
+new_group=1
+rw=read
+size=2G
+numjobs=2
+
+before:
+  WRITE: io=3030KB, aggrb=303KB/s, minb=303KB/s, maxb=303KB/s, mint=10001msec, maxt=10001msec
+after:
+  WRITE: io=2000KB, aggrb=200KB/s, minb=200KB/s, maxb=200KB/s, mint=10001msec, maxt=10001msec
+
+Ann Dev (2):
+  xfs: say that statfs results must not be cached
+  ext4: yield to buffered readers before each direct write
+"""
+
+
+def test_a_cover_letters_claims_are_judged_on_the_whole_series(tmp_path):
+    """A series directory with `git format-patch --cover-letter`'s cover letter,
+    which claims the writer's bandwidth for the whole series: the claim is
+    judged on the last patch against the base (the check's real bundles:
+    writer -33%), not on a patch against its parent."""
+    import shutil
+
+    from iowatch import mailclaims, resources
+    from iowatch.check import compare_with_base
+    from iowatch.seeds import REPRODUCED
+    from iowatch.studies import load_studies
+
+    d = tmp_path / "series"
+    shutil.copytree(REPO / "kernels/series/e2e-slow-ext4-dio", d)
+    (d / "0000-cover-letter.patch").write_text(COVER)
+    series = load_series(str(d))
+    assert series.cover == COVER and len(series.patches) == 2  # the cover is no patch
+    studies = load_studies(resources.studies_dir())
+    claimed = [pc for pc in mailclaims.from_series(series, studies, ["odirect-vs-readers"])
+               if pc.whole_series]
+    (pc,) = claimed
+    assert (pc.patch, pc.study) == (2, "odirect-vs-readers")
+    result = result_from_fixtures()
+    whole = compare_with_base(result)
+    assert whole is not None and whole.base.spec != result.runs[1].variant.label
+    mailclaims.judge(claimed, {r.variant.index: r.vs_parent for r in result.runs}, studies, whole)
+    rows = {r.claim.metric: r for r in pc.rows}
+    assert rows["write.bw_kib_s"].outcome == REPRODUCED, rows["write.bw_kib_s"].why
+    lines = mailclaims.report_lines(claimed)
+    assert lines[1].startswith("claims of the cover letter (ext4: yield to buffered readers")
+    assert "judged on the whole series (patch 2 against the base)" in lines[1]

@@ -104,14 +104,8 @@ def test_a_mail_with_claims_of_no_study_says_so(studies):
     judging them on a cell they are not about."""
     text = (Path(__file__).resolve().parents[1] / "fixtures" / "mails"
             / "cfq-adapt-slice-2009.txt").read_text()
-
-    class Patch:
-        index, subject = 1, "cfq-iosched: adapt slice"
-    Patch.text = text
-
-    class Series:
-        patches = (Patch,)
-    (pc,) = mailclaims.from_series(Series, studies, ["f2fs-dio-write", "xfs-smallfile-writeback"])
+    (pc,) = mailclaims.from_series(_mail_series(text, "cfq-iosched: adapt slice"), studies,
+                                   ["f2fs-dio-write", "xfs-smallfile-writeback"])
     assert pc.study is None and "no study" in pc.why_study
     assert "not judged: no study" in "\n".join(mailclaims.report_lines([pc]))
 

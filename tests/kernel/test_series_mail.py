@@ -55,6 +55,7 @@ def test_an_mbox_read_with_b4_keeps_the_message_ids_authors_and_list(mailed):
     assert [p.message_id for p in series.patches] == patch_ids
     assert {p.author for p in series.patches} == {"Ann Dev <ann@example.org>"}
     assert series.message_id == cover_id and series.subject == "*** SUBJECT HERE ***"
+    assert "*** BLURB HERE ***" in series.cover  # the cover letter's text, for its claims
     assert series.to == ("linux-fsdevel@vger.kernel.org",)
     assert series.cc == ("Bob Reviewer <bob@example.org>",)
     # The patches b4 wrote are what the kernel series code applies.

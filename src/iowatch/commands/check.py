@@ -8,8 +8,8 @@ from pathlib import Path
 
 from iowatch import exit_status, inventory, mailclaims, progress, resources, vlab
 from iowatch.commands.guest_options import HostError, add_boot_option, add_guest_run_options, qemu_host
-from iowatch.check import (default_out, exit_code, report, run_check, store_locally, summary,
-                           write_summary)
+from iowatch.check import (compare_with_base, default_out, exit_code, report, run_check,
+                           store_locally, summary, write_summary)
 from iowatch.kernel.series import SeriesError
 from iowatch.kernel.series_input import load_series
 from iowatch.kernel.source import SourceError, open_source
@@ -74,7 +74,8 @@ def run(args) -> int:
               f"{out / 'check.json'} (iowatch reproduce SEED --from {out} judges a seed's check)",
               file=sys.stderr)
         return 130
-    mailclaims.judge(claimed, {r.variant.index: r.vs_parent for r in result.runs}, studies)
+    whole = compare_with_base(result) if any(pc.whole_series for pc in claimed) else None
+    mailclaims.judge(claimed, {r.variant.index: r.vs_parent for r in result.runs}, studies, whole)
     result.claims = [pc.as_dict() for pc in claimed]
     print()
     print(report(result))

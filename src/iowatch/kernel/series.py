@@ -47,6 +47,7 @@ class Series:
     to: tuple[str, ...] = ()        # the list and people the series went to
     cc: tuple[str, ...] = ()
     archive: str | None = None      # a public-inbox URL the patches were fetched from
+    cover: str | None = None        # the cover letter's text (its claims are the whole series')
 
     def record(self, base: str | None = None) -> dict:
         """The bundle's kernel.series: enough to reply in the series' thread
@@ -112,7 +113,11 @@ def from_directory(d: Path) -> Series:
             raise SeriesError(f"{listing}: line for {n!r}: no such file in {d}")
         text = f.read_text(errors="replace")
         patches.append(Patch(i, n, _subject(text, n), _as_mail(text, n)))
-    return Series(d.name, str(d), tuple(patches))
+    # `git format-patch --cover-letter` writes 0000-cover-letter.patch beside them.
+    covers = sorted(d.glob("0000-*.patch")) + sorted(d.glob("cover-letter*"))
+    cover = covers[0].read_text(errors="replace") if covers and covers[0].name not in names else None
+    return Series(d.name, str(d), tuple(patches), subject=_subject(cover, "") or None if cover else None,
+                  cover=cover)
 
 
 def read_mbox(path: Path) -> list:
@@ -148,7 +153,8 @@ def from_mbox(path: Path, cover: Path | None = None) -> Series:
                 for i, (_, msg) in enumerate(patches, 1))
     first = cover_msg or patches[0][1]
     return Series(path.stem, str(path), out, bare_message_id(first.get("Message-Id")),
-                  _subject(cover_msg.as_string(), "") or None if cover_msg else None)
+                  _subject(cover_msg.as_string(), "") or None if cover_msg else None,
+                  cover=cover_msg.as_string() if cover_msg else None)
 
 
 def from_git_range(tree: Path, spec: str) -> Series:
