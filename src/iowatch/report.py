@@ -16,7 +16,7 @@ from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
 from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP, look_points
-from iowatch.judging.outcomes import CELL_OUTCOMES, Outcome, outcome_label
+from iowatch.judging.outcomes import CELL_OUTCOMES, Outcome, outcome_label, verdict_line
 from iowatch.stats.wording import amount
 
 FORMATS = ("text", "json", "junit", "markdown")
@@ -201,10 +201,14 @@ def render_text(cmp: Comparison) -> str:
 
 
 def _state_words(cmp: Comparison) -> str:
-    """The verdict's words; a state made unsure by a drifted platform says so."""
+    """The verdict's words (the policy's verdict line: "size only, not
+    confirmed" on one sample a side); a state made unsure by a drifted
+    platform says so."""
     if cmp.platform and cmp.state == "unsure" and not cmp.unsure:
         return "UNSURE: " + platform_words(cmp)
-    return STATE_WORDS[cmp.state]
+    words, _ = verdict_line(cmp.state, ((v.outcome, v.size_only, v.change_pct)
+                                        for v in cmp.verdicts), len(cmp.failed))
+    return words
 
 
 # A comparison's state as its report's verdict line (the dashboard's compare page too).

@@ -6,32 +6,14 @@ The outcomes, their words and the choice of a side's runs stay the judging
 policy's and queries.side_runs'; this only reads them."""
 from __future__ import annotations
 
-from iowatch.judging.outcomes import Outcome
-from iowatch.report import STATE_WORDS
+from iowatch.judging.outcomes import verdict_line
 from iowatch_web.dashboard import queries
 
-NOTHING_TO_COMPARE = ("nothing to compare: the two sides have no deciding cell in common "
-                      "(other studies, devices or filesystems); pick sides that ran the same cells")
-
-
 def headline(result: dict) -> tuple[str, str]:
-    """(the words, the state the page colours them by) of a compare's result."""
-    cells, state = result["cells"], result["state"]
-    if not cells and not result["failed"]:
-        return NOTHING_TO_COMPARE, "nothing"
-    deciding = cells if state == "no-change" else [c for c in cells if c["outcome"] == state]
-    try:
-        words = Outcome(state).size_only
-    except ValueError:  # a state no outcome makes ("nothing" has no cells)
-        words = None
-    if words and deciding and all(c["size_only"] for c in deciding):
-        worst = max((c["change_pct"] for c in deciding if c["change_pct"] is not None),
-                    key=abs, default=None)
-        change = "" if worst is None else f"{abs(worst):.1f}%"
-        return (f"size only, not confirmed: {words.format(change=change)} on one "
-                "sample a side (published numbers), which shows a size, not that it is real; "
-                "measure both kernels to confirm it", "size-only")
-    return STATE_WORDS[state], state
+    """(the words, the state the page colours them by) of a compare's result:
+    the policy's verdict line, as `iowatch compare` prints it."""
+    return verdict_line(result["state"], ((c["outcome"], c["size_only"], c["change_pct"])
+                                          for c in result["cells"]), len(result["failed"]))
 
 
 class SeveralKernels(queries.SideNotFound):
