@@ -87,8 +87,8 @@ def test_compare_puts_the_verdict_summary_first_and_its_table_fits(guests, watch
         first = summary.locator("table.compare-deciding tbody tr").first
         assert "write.bw_kib_s" in first.text_content() and "writer" in first.text_content()
         assert first.locator(".change").text_content() == f"{writer['change_pct']:.1f}%"
-        assert first.locator(".ci").text_content() == (f"{writer['ci_low']:.1f} … "
-                                                      f"{writer['ci_high']:.1f}%")
+        assert first.locator(".ci").text_content() == (f"[{writer['ci_low']:+.1f}%, "
+                                                      f"{writer['ci_high']:+.1f}%]")
         assert "300 → 200 KiB/s" in first.text_content()
         # The table: deciding metrics first, worst first, the diagnostics folded.
         rows = page.locator("table.compare-table tbody tr")

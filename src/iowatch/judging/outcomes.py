@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from enum import Enum
 
+from iowatch import figures
+
 
 @dataclass(frozen=True)
 class _Words:
@@ -114,7 +116,7 @@ def verdict_line(state: str, cells: Iterable[tuple[str, bool, float | None]],
     making = cells if outcome is Outcome.NO_CHANGE else [c for c in cells if Outcome(c[0]) is outcome]
     if outcome.size_only and making and all(size_only for _, size_only, _ in making):
         worst = max((c for _, _, c in making if c is not None), key=abs, default=None)
-        change = "" if worst is None else f"{abs(worst):.1f}%"
+        change = "" if worst is None else figures.change(worst, signed=False)
         return (f"size only, not confirmed: {outcome.size_only.format(change=change)} on one "
                 "sample a side (published numbers), which shows a size, not that it is real; "
                 "measure both kernels to confirm it", "size-only")

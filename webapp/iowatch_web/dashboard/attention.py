@@ -3,7 +3,7 @@
 
 - lines(): the open regressions and the suspected comparisons, one line each
   that can be pasted into a reply ("<subject> (patch 2/2 of <series>) —
-  <study>, <class> (<model>): <group> <metric> −33.1% [−36.0, −30.1] 5 vs 5
+  <study>, <class> (<model>): <group> <metric> -33.1% [-36.0%, -30.1%] 5 vs 5
   runs"), worst first;
 - checks(), nightlies(), hosts(): the newest series checks, nightly runs and
   each host's latest run, with the verdict in one word (iowatch.judging's
@@ -25,6 +25,7 @@ from django.utils.timezone import localtime
 
 from iowatch_web.dashboard import freshness
 from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
+from iowatch import figures
 from iowatch.judging import PATCH_STATES, Outcome
 from iowatch.judging import state_of as judging_state_of
 from iowatch.metrics import HIGHER, LOWER, METRICS
@@ -38,25 +39,6 @@ REASON_RANK = {"parent": 0, "previous-run": 1, "change-point": 2, "series-base":
 # Where a run's verdict work stands when it is not done (Run.verdict_state).
 WORK_LABELS = {"pending": "verdict pending", "running": "verdict running",
                "failed": "verdict work failed"}
-MINUS = "\u2212"
-
-
-# --- numbers as a maintainer reads them ----------------------------------------------
-
-def signed(x: float, digits: int = 1) -> str:
-    return f"{x:+.{digits}f}".replace("-", MINUS)
-
-
-def pct(x: float | None, digits: int = 1) -> str:
-    return "n/a" if x is None else signed(x, digits) + "%"
-
-
-def number(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return (f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}").replace("-", MINUS)
-
-
 def short_metric(group: str, metric: str) -> str:
     """"writer bw" for write.bw_kib_s of the group writer: the unit goes, and
     the direction too when the group's name already says it."""
@@ -133,11 +115,10 @@ def _cell(row: dict) -> dict:
 
 def _words(cell: dict) -> dict:
     """The change with its 95% CI and the means with their unit, as the pages print them."""
-    ci = ""
-    if cell["ci_low"] is not None and cell["ci_high"] is not None:
-        ci = f"[{signed(cell['ci_low'])}, {signed(cell['ci_high'])}]"
-    change = pct(cell["change_pct"])
-    means = f"{number(cell['base_mean'])} → {number(cell['candidate_mean'])} {cell['unit']}"
+    ci = figures.ci(cell["ci_low"], cell["ci_high"], missing="")
+    change = figures.change(cell["change_pct"])
+    (base, candidate), unit = figures.amount((cell["base_mean"], cell["candidate_mean"]), cell["unit"])
+    means = f"{base} → {candidate} {unit}"
     return {**cell, "change_pct_text": change, "ci_text": ci,
             "change_text": f"{change} {ci}".strip(), "means_text": means.strip(),
             "runs_text": "step" if cell["point"] else f"{cell['base_n']} vs {cell['candidate_n']}"}
@@ -391,7 +372,7 @@ def summary(state: dict) -> str:
                 f"the {failed['side']} side")
     if cell is None:
         return state.get("error") or ""
-    text = f"{cell['short']} {pct(cell['change_pct'])}"
+    text = f"{cell['short']} {figures.change(cell['change_pct'])}"
     if state.get("needs_runs") and state["state"] in ("suspected", "unsure"):
         text += f", needs about {state['needs_runs']} more runs a side"
     return text
@@ -501,7 +482,7 @@ def _chip(state: dict) -> dict:
         text = f"failed on the {state['failed']['side']} side"
         title = f"{state['failed']['device']} {state['failed']['filesystem']}: no passed repetition"
     else:
-        text = f"{cell['short']} {pct(cell['change_pct'], 0)}"
+        text = f"{cell['short']} {figures.change(cell['change_pct'], digits=0)}"
         title = cell["words"] or what(cell)
         if state["state"] in ("unsure", "suspected") and state["needs_runs"]:
             text += f" · needs about {state['needs_runs']} more runs"

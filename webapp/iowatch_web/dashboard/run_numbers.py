@@ -16,7 +16,7 @@ from iowatch import devstate
 from iowatch.judging import deciding
 from iowatch.metrics import METRICS
 from iowatch.stats.confounders import kernel_flags
-from iowatch.stats.wording import amount
+from iowatch.figures import amount
 from iowatch.yamlfile import DataFileError
 from iowatch_web.results.models import Cell, Repetition, Run
 from iowatch_web.retention.values import sample_values
