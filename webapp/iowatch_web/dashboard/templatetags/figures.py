@@ -26,3 +26,8 @@ def p_value(p):
 @register.filter
 def with_unit(v, unit):
     return figures.with_unit(v, unit or "")
+
+
+@register.filter
+def value(v):
+    return figures.value(v)
