@@ -318,9 +318,6 @@ def _claim_check(study: Study) -> dict:
         claim["id"] = i
         claim["measured_now"] = newest.get((claim["group"], claim["metric"]), [])
         claim["bars"] = _bars(claim, claim["measured_now"])
-        values = [b["value"] for b in claim["bars"] if b["value"] and b["value"] > 0]
-        # A log axis when the numbers differ more than tenfold (a 19 KiB/s bar beside 17,480).
-        claim["log_scale"] = bool(values) and max(values) > 10 * min(values)
         # The judge's objects stay here: the page and its JSON get their fields.
         del claim["claim"]
         for r in claim["lab"]:
