@@ -409,7 +409,9 @@ def series_index() -> list[dict]:
 
 def checks(limit: int = 5) -> list[dict]:
     """The newest series checks: each series' worst patch against its parent."""
-    series = list(PatchSeries.objects.annotate(last=Max("kernels__runs__received_at"))
+    series = list(PatchSeries.objects.annotate(last=Max("kernels__runs__received_at"),
+                                               measured=Max("kernels__patch_index"),
+                                               mailed=Max("patches__index"))
                   .filter(last__isnull=False).order_by("-last", "-id")[:limit])
     parents = list(Comparison.objects.filter(reason="parent",
                                              candidate_kernel__series__in=series)
@@ -426,8 +428,11 @@ def checks(limit: int = 5) -> list[dict]:
             worst = {"state": "none", "label": "no patch compared yet", "cell": None}
         c = worst.get("comparison")
         where = f"{c['place']} on {c['host__name']}" if c else ""
-        out.append({"series": s, "verdict": worst, "where": where, "summary": summary(worst),
-                    "pending": s.pk in pending})
+        # A series that came without its patch count (a git range) has as many
+        # patches as the highest index measured or recorded.
+        patches = s.patch_count or max(s.measured or 0, s.mailed or 0) or None
+        out.append({"series": s, "patches": patches, "verdict": worst, "where": where,
+                    "summary": summary(worst), "pending": s.pk in pending})
     return out
 
 

@@ -53,12 +53,19 @@ def choices(key: dict) -> dict[str, list[str]]:
 
 def starting_key(key: dict) -> dict:
     """The key with its empty parts filled from the newest measured cell that
-    matches the chosen ones, its study's first deciding metric by default. A
-    key with a device keeps an empty filesystem: the device's raw cells."""
+    matches the chosen ones and has a history (its study, host, device and
+    filesystem measured on another kernel too: a one-kernel series is one
+    point, issue 28), else from the newest one; its study's first deciding
+    metric by default. A key with a device keeps an empty filesystem: the
+    device's raw cells."""
     if all(key.get(p) for p in ("study", "host", "device", "group", "metric")):
         return key
-    cell = (_cells(key, "group").select_related("study", "device", "run__host")
-            .order_by("-id").first())
+    cells = _cells(key, "group").select_related("study", "device", "run__host").order_by("-id")
+    elsewhere = Cell.objects.filter(
+        run__published=False, status="passed", study=OuterRef("study"),
+        run__host=OuterRef("run__host"), device=OuterRef("device"),
+        filesystem=OuterRef("filesystem")).exclude(run__kernel=OuterRef("run__kernel"))
+    cell = cells.filter(Exists(elsewhere)).first() or cells.first()
     if cell is None:
         return key
     filled = {**key, "study": key.get("study") or cell.study.slug,
