@@ -53,3 +53,19 @@ def test_a_page_that_is_not_there_is_a_dashboard_page_saying_so(client, path):
     assert response.status_code == 404 and response["Content-Type"].startswith("text/html")
     assert "dashboard/dashboard.css" in page and 'class="brand"' in page  # styled, with the menu
     assert "<h1>Not found</h1>" in page and f"<code>{path}</code>" in page
+
+
+def test_the_compare_form_offers_the_kernels_to_pick_from(post, client):
+    series = {"name": "ext4: yield", "base": "v6.12", "patch_count": 1}
+    for commit, patch in ((20, 0), (21, 1)):
+        doc = planted_bundle({"write.bw_kib_s": [1000 + e for e in NOISE]},
+                             kernel=_kernel(commit, patch, series))
+        assert post(doc)[0] == 201
+    from iowatch_web.results.models import Kernel
+    base, patch = (Kernel.objects.get(git_commit=f"{c:012x}") for c in (20, 21))
+    page = client.get("/compare").content.decode()
+    assert 'list="kernel-choices"' in page
+    options = dict(re.findall(r'<option value="(kernel:\d+)" label="([^"]*)">', page))
+    assert options[f"kernel:{patch.pk}"] == "6.12.0-iowatch 000000000015, patch 1 of the series &#x27;ext4: yield&#x27;"
+    assert options[f"kernel:{base.pk}"].endswith("base of the series &#x27;ext4: yield&#x27;")
+    assert list(options)[0] == f"kernel:{patch.pk}"  # the newest run's kernel first

@@ -6,8 +6,15 @@ The outcomes, their words and the choice of a side's runs stay the judging
 policy's and queries.side_runs'; this only reads them."""
 from __future__ import annotations
 
+from django.db.models import Max
+
 from iowatch.judging.outcomes import verdict_line
 from iowatch_web.dashboard import queries
+from iowatch_web.dashboard.freshness import cached
+from iowatch_web.results.models import Kernel
+
+# The pickers offer the kernels of the newest runs, this many.
+PICKER_KERNELS = 200
 
 def headline(result: dict) -> tuple[str, str]:
     """(the words, the state the page colours them by) of a compare's result:
@@ -34,6 +41,15 @@ def _described(kernel) -> str:
         position = f"patch {kernel.patch_index}" if kernel.patch_index else "base"
         words += f", {position} of the series {kernel.series.name!r}"
     return words
+
+
+def kernel_choices() -> dict:
+    """The kernels a side can be picked from, newest run first: each as the
+    spec the form takes (kernel:ID) and in words (release, commit, patch)."""
+    return cached("kernel-choices", PICKER_KERNELS, lambda: {"kernels": [
+        {"spec": f"kernel:{k.pk}", "kernel": _described(k)}
+        for k in (Kernel.objects.annotate(last=Max("runs__received_at")).filter(last__isnull=False)
+                  .select_related("series").order_by("-last", "-id")[:PICKER_KERNELS])]})
 
 
 def one_kernel(spec: str, role: str) -> None:

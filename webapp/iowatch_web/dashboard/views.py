@@ -58,7 +58,8 @@ def series_check(request, series_id: int):
 def compare(request):
     base, candidate = request.GET.get("base", "").strip(), request.GET.get("candidate", "").strip()
     filters = {f: request.GET.get(f, "") for f in queries.COMPARE_FILTERS}
-    context = {"base": base, "candidate": candidate, "filters": filters, "error": None}
+    context = {"base": base, "candidate": candidate, "filters": filters, "error": None,
+               "kernels": compare_page.kernel_choices()["kernels"]}
     status = 200
     if base and candidate:
         try:
