@@ -69,3 +69,17 @@ def test_the_compare_form_offers_the_kernels_to_pick_from(post, client):
     assert options[f"kernel:{patch.pk}"] == "6.12.0-iowatch 000000000015, patch 1 of the series &#x27;ext4: yield&#x27;"
     assert options[f"kernel:{base.pk}"].endswith("base of the series &#x27;ext4: yield&#x27;")
     assert list(options)[0] == f"kernel:{patch.pk}"  # the newest run's kernel first
+
+
+def test_a_smoke_run_is_not_listed_as_a_nightly(post, client):
+    nightly = planted_bundle({"write.bw_kib_s": [1000 + e for e in NOISE]}, kernel=_kernel(30),
+                             matrix="nightly", started_at="2024-05-01T02:00:00Z")
+    nightly.update(schema_version=2, trigger={"kind": "nightly", "branch": "master"})
+    smoke = planted_bundle({"write.bw_kib_s": [1000 + e for e in NOISE]}, kernel=_kernel(31),
+                           matrix="smoke", started_at="2024-05-01T10:00:00Z")
+    for doc in (nightly, smoke):
+        assert post(doc)[0] == 201
+    page = client.get("/").content.decode()
+    table = page[page.index('<table class="nightlies">'):]
+    table = table[:table.index("</table>")]
+    assert "00000000001e" in table and "00000000001f" not in table, table

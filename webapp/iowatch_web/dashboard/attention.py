@@ -31,6 +31,7 @@ from iowatch.judging import state_of as judging_state_of
 from iowatch.metrics import HIGHER, LOWER, METRICS
 from iowatch.stats import UNSURE
 from iowatch_web.regressions.models import REASONS, STATES, CellVerdict, ChangePoint, Comparison, Regression
+from iowatch_web.regressions.nightly import NIGHTLY
 from iowatch_web.regressions.verdicts import NOT_MEASURED
 from iowatch_web.results.models import Cell, Host, Patch, PatchSeries, Repetition, Run
 
@@ -384,9 +385,10 @@ def overview() -> dict:
 
 
 def _overview() -> dict:
-    # The newest measured runs of kernels outside any series, and each lab
-    # host's latest run: their verdicts read together.
-    nightly = list(Run.objects.filter(published=False, kernel__series__isnull=True)
+    # The newest nightly runs (the trigger `iowatch nightly` gives them: a smoke
+    # or one-off run is none, issue 28), and each lab host's latest run: their
+    # verdicts read together.
+    nightly = list(Run.objects.filter(NIGHTLY, published=False, kernel__series__isnull=True)
                    .select_related("host", "kernel").order_by("-received_at", "-id")[:5])
     last = Run.objects.filter(host=OuterRef("pk")).order_by("-received_at", "-id").values("pk")[:1]
     hosts = list(Host.objects.exclude(kind="published").annotate(last=Subquery(last))
