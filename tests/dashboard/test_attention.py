@@ -9,7 +9,7 @@ import re
 import pytest
 from dashboard_browser import screenshot, uploader
 
-from iowatch_web.regressions.models import CellVerdict, ChangePoint, Regression
+from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression
 
 WIDTHS = (1400, 1000)
 VIEWPORT_HEIGHT = 1000
@@ -72,10 +72,15 @@ def test_the_overview_says_which_patch_regressed_what_by_how_much_above_the_fold
         "6.12.0-iowatch 000000000008 (on lab-2, after 000000000007) — f2fs-dio-write, "
         f"sdcard (QEMU SD): seqw write.bw_kib_s {signed(point.change_pct)}% (a step in the "
         f"history: {point.before_mean:,.0f} → {point.after_mean:,.0f} KiB/s)")
-    series_base = Regression.objects.get(comparison__reason="series-base").pk
+    # Patch 2 against the series base is the same change: inside its regression
+    # (issue 28), named beside the line with a link to that comparison.
+    series_base = Comparison.objects.get(reason="series-base")
+    assert Regression.objects.get(pk=store.ab_regression).views.get() == series_base
     first = lines.nth(0).locator(".meta").text_content()
     assert f"#{store.ab_regression} new" in first and "lab-1" in first and "+1 cell" in first
-    assert lines.nth(0).locator(f"a[href='/regressions/{series_base}/']").count() == 1
+    assert "series base" in first and f"/regressions/{series_base.pk}" not in first
+    assert lines.nth(0).locator(
+        f"a[href*='candidate=kernel:{series_base.candidate_kernel_id}']").count() >= 1
     assert lines.nth(1).locator(
         f"a[href='/regressions/{store.change_point_regression}/']").count() == 1
     assert lines.nth(0).locator(".chip.regression").count() == 1
@@ -189,13 +194,14 @@ def test_regressions_are_worst_first_with_units_and_the_triage_log(store, watche
     page = watched.page
     page.goto(f"{live_server.url}/regressions/")
     rows = page.locator("table.regression-list tbody tr")
-    assert rows.count() == 3
-    changes = [rows.nth(i).locator("td.change").text_content() for i in range(3)]
-    # By the change against the minimum effect (5%): -50.5%, -50.0%, then the nightly's
-    # -29.9% (night over night) with its change point inside the same regression.
-    assert changes[:2] == [f"{signed(v.change_pct)}% [{signed(v.ci_low)}%, {signed(v.ci_high)}%]"
-                           for v in (patch, base)]
-    assert changes[2] in (f"{signed(point.change_pct)}%", (
+    assert rows.count() == 2  # patch 2 (with its series-base view inside) and the nightly
+    changes = [rows.nth(i).locator("td.change").text_content() for i in range(2)]
+    # By the change against the minimum effect (5%): -50.5% (the series base's -50.0%
+    # is in the same regression), then the nightly's -29.9% (night over night) with
+    # its change point inside the same regression.
+    assert changes[0] == f"{signed(patch.change_pct)}% [{signed(patch.ci_low)}%, {signed(patch.ci_high)}%]"
+    assert base.change_pct > patch.change_pct
+    assert changes[1] in (f"{signed(point.change_pct)}%", (
         f"{signed(nightly.change_pct)}% [{signed(nightly.ci_low)}%, {signed(nightly.ci_high)}%]"))
     first = rows.nth(0).text_content()
     assert "f2fs: drop the write lock (patch 2/2 of f2fs: dio write lock)" in first

@@ -285,21 +285,33 @@ def lines(limit: int = 8) -> dict:
                .annotate(severity=regression_severity())
                .values("id", "state", "comparison_id", "severity", "comparison__host_id",
                        "comparison__candidate_kernel_id", "comparison__reason")]
+    # The other comparisons of a regression's change (grouping.py) are named beside it.
+    views = defaultdict(list)
+    for regression_id, comparison_id, reason in Regression.views.through.objects.filter(
+            regression__state__in=OPEN_STATES).values_list(
+            "regression_id", "comparison_id", "comparison__reason"):
+        views[regression_id].append({"kind": "view", "regression": None,
+                                     "comparison_id": comparison_id, "reason": reason})
+    for e in entries:
+        e["views"] = views.get(e["regression"], [])
     suspected = (Comparison.objects.filter(
         Exists(CellVerdict.objects.filter(comparison=OuterRef("pk"), outcome="suspected")))
         .exclude(Exists(Regression.objects.filter(comparison=OuterRef("pk"))))
+        .exclude(shown_in__isnull=False)
         .order_by("-computed_at", "-id")[:SUSPECTED_LOOKED_AT])
     worst_suspected = cells_of([c.pk for c in suspected], ["suspected"])
     entries += [{"kind": "suspected", "regression": None, "triage": None, "comparison_id": c.pk,
                  "severity": worst_suspected[c.pk][0]["severity"], "host": c.host_id,
-                 "kernel": c.candidate_kernel_id, "reason": c.reason} for c in suspected]
+                 "kernel": c.candidate_kernel_id, "reason": c.reason, "views": []}
+                for c in suspected]
     groups: dict[tuple, list] = defaultdict(list)
     for e in entries:
         groups[e["host"], e["kernel"]].append(e)
     heads = []
     for group in groups.values():
         group.sort(key=lambda e: (e["kind"] != "regression", REASON_RANK[e["reason"]]))
-        heads.append({**group[0], "also": group[1:], "severity": max(
+        also = group[1:] + [v for e in group for v in e["views"]]
+        heads.append({**group[0], "also": also, "severity": max(
             (e["severity"] for e in group if e["kind"] == group[0]["kind"]
              and e["severity"] is not None), default=None)})
     heads.sort(key=lambda e: (e["kind"] != "regression",
@@ -525,13 +537,19 @@ def _regression_list(states, limit: int) -> list[dict]:
 
 def regression_cells(regression: Regression) -> dict:
     """One regression's cells: its regressed cells and change points worst
-    first, then the other deciding cells of its comparison."""
+    first, then the other deciding cells of its comparison; and the regressed
+    cells of each other comparison of the same change it holds (a patch
+    against the series base beside the patch against its parent)."""
     cid = regression.comparison_id
-    cells = cells_of([cid]).get(cid, [])
-    comparison = comparisons([cid])[cid]
-    regressed = [c for c in cells if c["outcome"] == "regression"]
-    return {"comparison_row": comparison,
-            "line": line(comparison, regressed[0] if regressed else None),
+    views = list(regression.views.values_list("id", flat=True))
+    cells = cells_of([cid, *views])
+    rows = comparisons([cid, *views])
+    regressed = [c for c in cells.get(cid, []) if c["outcome"] == "regression"]
+    return {"comparison_row": rows[cid],
+            "line": line(rows[cid], regressed[0] if regressed else None),
             "regressed": [c for c in regressed if not c["point"]],
             "points": [c for c in regressed if c["point"]],
-            "others": [c for c in cells if c["outcome"] != "regression"]}
+            "others": [c for c in cells.get(cid, []) if c["outcome"] != "regression"],
+            "views": [{"row": rows[v], "regressed": [c for c in cells.get(v, [])
+                                                     if c["outcome"] == "regression"]}
+                      for v in views]}

@@ -21,8 +21,8 @@ from ninja.security import SessionAuth
 from iowatch import mailreport
 from iowatch_web.regressions import confirm, detail, nightly
 from iowatch_web.regressions.bisect_api import BisectOut, latest
-from iowatch_web.regressions.models import (KINDS, STATES, CellVerdict, ChangePoint, Regression,
-                                            TriageEvent)
+from iowatch_web.regressions.models import (KINDS, STATES, CellVerdict, ChangePoint, Comparison,
+                                            Regression, TriageEvent)
 from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused
 from iowatch_web.regressions.triage import triage as apply_triage
 
@@ -223,12 +223,27 @@ class TriageEventOut(Schema):
         return e.who
 
 
+class ViewOut(Schema):
+    """Another comparison of the same change the regression holds (a patch
+    against the series base beside it against its parent): its regressed cells."""
+    id: int
+    reason: str
+    base_kernel: KernelRef
+    cells: list[CellVerdictOut]
+
+    @staticmethod
+    def resolve_cells(c: Comparison) -> list:
+        return list(c.cells.filter(outcome="regression")
+                    .select_related("study", "device", "host", "metric"))
+
+
 class RegressionDetail(RegressionOut):
     base_runs: list[uuid.UUID]
     candidate_runs: list[uuid.UUID]
     cells: list[CellVerdictOut]
     verdicts: list[CellVerdictOut]  # every deciding cell of the comparison, regressed or not
     change_points: list[ChangePointOut]
+    views: list[ViewOut]  # the same change seen by other comparisons (regressions/grouping.py)
     events: list[TriageEventOut]
     # The two ends: kernel release, commit and runs (the contract of issue 14).
     good: dict
@@ -303,6 +318,10 @@ class RegressionDetail(RegressionOut):
     @staticmethod
     def resolve_change_points(r: Regression) -> list:
         return list(r.comparison.change_points.select_related("study", "device", "run"))
+
+    @staticmethod
+    def resolve_views(r: Regression) -> list:
+        return list(r.views.select_related("base_kernel__series").order_by("id"))
 
     @staticmethod
     def resolve_events(r: Regression) -> list:
