@@ -51,3 +51,21 @@ def test_a_run_of_few_cells_has_no_pager(post, client):
     page = client.get(f"/runs/{doc['run_id']}/").content.decode()
     assert _cells_table(page) == sorted(c["id"] for c in doc["cells"])
     assert "cell-pager" not in page
+
+
+def test_a_runs_values_page_by_page_are_its_values_in_one_page(post, client):
+    # /runs/{id}/values reads only the cells of the page asked (a 100,000-cell
+    # run's million values are not read for each page): the pages join up.
+    doc = make_bundle(cells=30, samples=4, repetitions=2)
+    assert post(doc)[0] == 201
+    url = f"/api/v1/runs/{doc['run_id']}/values"
+    whole = client.get(url, {"limit": 1000}).json()
+    assert whole["count"] == 30 * 2 * 4 == len(whole["items"])
+    pages, offset = [], 0
+    while offset < whole["count"]:
+        page = client.get(url, {"limit": 7, "offset": offset}).json()
+        assert page["count"] == whole["count"] and len(page["items"]) <= 7
+        pages += page["items"]
+        offset += 7
+    assert pages == whole["items"]
+    assert client.get(url, {"limit": 7, "offset": 1000}).json()["items"] == []

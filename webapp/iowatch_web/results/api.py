@@ -648,15 +648,15 @@ def list_run_values(request, run_id: uuid.UUID, limit: ValueLimit = MAX_SAMPLES_
     left; this reads through retention.values.sample_values, the one reader the
     server's own verdicts use, so both sides see the same numbers. Per-job
     values come with a raw run only (a summary keeps none)."""
-    from iowatch_web.retention.values import sample_values
+    from iowatch_web.retention.values import values_page
     if error := page_problem(limit, offset, MAX_SAMPLES_FILTERED):
         return error
     run = get_object_or_404(Run, run_id=run_id)
-    keys = dict(Cell.objects.filter(run=run).values_list("id", "key"))
-    values = list(sample_values(list(keys), jobs=True, ordered=True))
-    return JsonResponse({"count": len(values), "limit": limit, "offset": offset, "items": [
+    count, values = values_page(Cell.objects.filter(run=run).values("id"), limit, offset)
+    keys = dict(Cell.objects.filter(pk__in={v.cell_id for v in values}).values_list("id", "key"))
+    return JsonResponse({"count": count, "limit": limit, "offset": offset, "items": [
         {"cell_id": v.cell_id, "cell": keys[v.cell_id], "repetition": v.repetition, "metric": v.metric,
-         "value": v.value, "group": v.group, "job": v.job} for v in values[offset:offset + limit]]})
+         "value": v.value, "group": v.group, "job": v.job} for v in values]})
 
 
 @api.get("/artifacts/{artifact_id}", tags=["reads"], response={200: bytes, 404: Error},
