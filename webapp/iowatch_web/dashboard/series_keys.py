@@ -51,6 +51,26 @@ def choices(key: dict) -> dict[str, list[str]]:
     return out
 
 
+# The newest runs whose newest cell is looked at for a history of its own.
+RUNS_LOOKED_AT = 20
+
+
+def _with_history(cells):
+    """The newest cell of the newest runs among `cells` whose place (study,
+    host, device, filesystem) another kernel measured too; None if none has.
+    One cell a run: a 100,000-cell run is one look, not 100,000."""
+    runs = (Run.objects.filter(Exists(cells.filter(run=OuterRef("pk"))))
+            .order_by("-received_at", "-id")[:RUNS_LOOKED_AT])
+    for run in runs:
+        cell = cells.filter(run=run).first()
+        if Cell.objects.filter(run__published=False, status="passed", study_id=cell.study_id,
+                               run__host_id=run.host_id, device_id=cell.device_id,
+                               filesystem=cell.filesystem).exclude(
+                                   run__kernel_id=run.kernel_id).exists():
+            return cell
+    return None
+
+
 def starting_key(key: dict) -> dict:
     """The key with its empty parts filled from the newest measured cell that
     matches the chosen ones and has a history (its study, host, device and
@@ -61,11 +81,7 @@ def starting_key(key: dict) -> dict:
     if all(key.get(p) for p in ("study", "host", "device", "group", "metric")):
         return key
     cells = _cells(key, "group").select_related("study", "device", "run__host").order_by("-id")
-    elsewhere = Cell.objects.filter(
-        run__published=False, status="passed", study=OuterRef("study"),
-        run__host=OuterRef("run__host"), device=OuterRef("device"),
-        filesystem=OuterRef("filesystem")).exclude(run__kernel=OuterRef("run__kernel"))
-    cell = cells.filter(Exists(elsewhere)).first() or cells.first()
+    cell = _with_history(cells) or cells.first()
     if cell is None:
         return key
     filled = {**key, "study": key.get("study") or cell.study.slug,

@@ -551,8 +551,14 @@ def _cells():
          tags=["reads"])
 def list_run_cells(request, run_id: uuid.UUID, limit: PageLimit = 100, offset: Offset = 0):
     run = get_object_or_404(Run, run_id=run_id)
-    page, error = _page(_cells().filter(run=run).order_by("key"), limit, offset, MAX_PAGE)
-    return error or page
+    # The page's cell ids first, then their sample counts: counting every cell's
+    # samples before the offset took seconds on a 100,000-cell run (issue 28).
+    page, error = _page(Cell.objects.filter(run=run).order_by("key").values_list("pk", flat=True),
+                        limit, offset, MAX_PAGE)
+    if error:
+        return error
+    page["items"] = list(_cells().filter(pk__in=page["items"]).order_by("key"))
+    return page
 
 
 @api.get("/cells/{cell_id}", response={200: CellDetail, 404: Error}, tags=["reads"])
