@@ -5,8 +5,17 @@ and 1,000,000 samples (bulk COPY, not the ingest API), serve it with
 results) with concurrent clients on 127.0.0.1. Prints p50 and p95 per page
 (goal: p95 under 150 ms). Not a test: it prints figures.
 
+It also stores one run of --big-cells cells (default 100,000, the largest
+bundle the ingest API accepts is about that: 17 MB; five repetitions, two
+group-level samples and one raw artifact each), loads its run page (first,
+middle and last page of cells) and its API reads like any other page, then
+reads its first page with the clients while one more asks /api/v1/health
+every 0.2 s, and prints the health latency meanwhile (issue 28: 132 s before
+the run page was paged; the goal is under 1 s).
+
     DATABASE_URL=postgres://iowatch:iowatch@127.0.0.1:5432/iowatch \\
-        .venv/bin/python bench/dashboard/run.py [--runs 10000] [--clients 4] [--seconds 10]
+        .venv/bin/python bench/dashboard/run.py [--runs 10000] [--big-cells 100000] \\
+        [--clients 4] [--workers 2] [--seconds 10]
 """
 from __future__ import annotations
 
@@ -89,7 +98,7 @@ def fill(url: str, runs: int) -> dict:
                                   h + 1, k + 1, "passed", False, label, "nightly",
                                   "iowatch run jobs/smoke.yml", "quiet", "{}",
                                   json.dumps({"scheduler": "mq-deadline"}), at, at, at, "0" * 64,
-                                  "done", 1, "", at, "{}"))
+                                  "done", 1, "", at, json.dumps({"kind": "nightly", "branch": "master"})))
         with cur.copy("COPY results_run_devices (run_id, device_id) FROM STDIN") as cp:
             for r in range(runs):
                 cp.write_row((r + 1, r % HOSTS + 1))
@@ -194,6 +203,92 @@ def fill(url: str, runs: int) -> dict:
             "regression_ids": regression_ids}
 
 
+def fill_big_run(url: str, cells: int) -> dict:
+    """One run of `cells` cells on a host of its own (lab-big, so the other
+    hosts' histories stay as they were), as a bundle of that size stores it:
+    REPS repetitions a cell, two group-level samples and one raw artifact (a
+    small fio JSON) each. Returns its run id and timings."""
+    import psycopg
+
+    t0 = time.monotonic()
+    rng = random.Random(3)
+    raw = json.dumps({"fio version": "fio-3.33", "jobs": []}).encode()
+    with psycopg.connect(url) as conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO results_kernel (release, git_commit, config_hash, config) "
+                    "VALUES ('6.12.0-big', 'b16b16b16b16', 'c0ffee', '{}') RETURNING id")
+        (kernel_id,) = cur.fetchone()
+        cur.execute("INSERT INTO results_host (name, kind, inventory) VALUES ('lab-big', "
+                    "'bare-metal', '{}') RETURNING id")
+        (host_id,) = cur.fetchone()
+        cur.execute("INSERT INTO results_device (host_id, name, device_class, path, model, inventory) "
+                    "VALUES (%s, 'sd0', 'sdcard', '/dev/mmcblk0', 'SD', '{}') RETURNING id", (host_id,))
+        (device_id,) = cur.fetchone()
+        run_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        at = datetime(2025, 1, 1, tzinfo=timezone.utc)
+        cur.execute("INSERT INTO results_run (run_id, host_id, kernel_id, status, published, "
+                    "label, matrix, command, cmdline, tools, environment, started_at, "
+                    "finished_at, received_at, bundle_sha256, verdict_state, verdict_attempts, "
+                    "verdict_error, verdict_done_at, trigger) VALUES (%s, %s, %s, 'passed', false, "
+                    "'big', 'big', 'iowatch run big.yml', 'quiet', '{}', '{}', %s, %s, %s, %s, "
+                    "'done', 1, '', %s, '{}') RETURNING id",
+                    (run_id, host_id, kernel_id, at, at, at, "2" * 64, at))
+        (run_pk,) = cur.fetchone()
+        cur.execute("INSERT INTO results_run_devices (run_id, device_id) VALUES (%s, %s)",
+                    (run_pk, device_id))
+        cur.execute("SELECT coalesce(max(id), 0) FROM results_cell")
+        (first,) = cur.fetchone()
+        with cur.copy("COPY results_cell (id, run_id, key, study_id, device_id, filesystem, "
+                      "mkfs_options, mount_options, params, status, reason) FROM STDIN") as cp:
+            for c in range(cells):
+                cp.write_row((first + 1 + c, run_pk, f"{STUDY}/sd0/f2fs/big{c:06d}", 1, device_id, "f2fs",
+                              "", "noatime", json.dumps({"bs": f"{4 << (c % 8)}k"}), "passed", ""))
+        with cur.copy("COPY results_repetition (cell_id, index, status, error) FROM STDIN") as cp:
+            for c in range(cells):
+                for rep in range(1, REPS + 1):
+                    cp.write_row((first + 1 + c, rep, "passed", ""))
+        with cur.copy("COPY results_sample (cell_id, repetition, metric_id, value, \"group\", job) "
+                      "FROM STDIN") as cp:
+            for c in range(cells):
+                for rep in range(1, REPS + 1):
+                    cp.write_row((first + 1 + c, rep, "write.bw_kib_s", rng.gauss(20000, 500), "0", None))
+                    cp.write_row((first + 1 + c, rep, "wall_s", rng.gauss(10, 0.3), "0", None))
+        with cur.copy("COPY results_artifact (cell_id, repetition, name, sha256, size, content) "
+                      "FROM STDIN") as cp:
+            for c in range(cells):
+                for rep in range(1, REPS + 1):
+                    cp.write_row((first + 1 + c, rep, "fio.json", "3" * 64, len(raw), raw))
+        for table in ("results_cell", "results_repetition", "results_sample", "results_artifact"):
+            cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                        f"(SELECT max(id) FROM {table}))")
+        conn.commit()
+        cur.execute("ANALYZE")
+    return {"run_id": run_id, "cells": cells, "seconds": time.monotonic() - t0}
+
+
+def health_while(base: str, paths: list[str], clients: int, seconds: float) -> tuple[list[float], list[float]]:
+    """The latencies (ms) of /api/v1/health asked every 0.2 s by one more
+    client while `clients` clients read `paths`; and those of the reads."""
+    health: list[float] = []
+    stop = threading.Event()
+
+    def probe() -> None:
+        while not stop.is_set():
+            t = time.perf_counter()
+            with urllib.request.urlopen(base + "/api/v1/health", timeout=300) as r:
+                r.read()
+            health.append((time.perf_counter() - t) * 1000)
+            stop.wait(0.2)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        reads = load(base, paths, clients, seconds)
+    finally:
+        stop.set()
+        prober.join()
+    return health, reads
+
+
 def load(base: str, paths: list[str], clients: int, seconds: float) -> list[float]:
     """Each client requests the paths in turn until the time is up; returns the
     latencies in ms (a failed request stops the bench)."""
@@ -236,8 +331,11 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--big-cells", type=int, default=100_000,
+                        help="cells of the one big run (0: none)")
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2,
+                        help="gunicorn workers (default 2, as iowatch serve's)")
     parser.add_argument("--seconds", type=float, default=8.0, help="per page")
     parser.add_argument("--only", default="", help="only the pages whose name holds this text")
     args = parser.parse_args()
@@ -247,6 +345,9 @@ def main() -> None:
         filled = fill(env["DATABASE_URL"], args.runs)
         print(f"filled: {filled['runs']} runs, {filled['kernels']} kernels, {filled['samples']} "
               f"samples in {filled['seconds']:.1f} s (COPY)")
+        big = fill_big_run(env["DATABASE_URL"], args.big_cells) if args.big_cells else None
+        if big:
+            print(f"filled: one run of {big['cells']} cells in {big['seconds']:.1f} s (COPY)")
         k = filled["kernels"]
         rng = random.Random(2)
         pairs = [(rng.randrange(1, k), 0) for _ in range(40)]
@@ -278,6 +379,18 @@ def main() -> None:
             "published endpoint /dashboard/api/published/<slug>":
                 [f"/dashboard/api/published/{STUDY}"],
         }
+        if big:
+            run, last = big["run_id"], -(-big["cells"] // 50)
+            pages.update({
+                f"big run page /runs/<{big['cells']} cells>/ (pages 1, mid, last)":
+                    [f"/runs/{run}/", f"/runs/{run}/?page={last // 2}", f"/runs/{run}/?page={last}"],
+                "big run API /api/v1/runs/<id>": [f"/api/v1/runs/{run}"],
+                "big run API /api/v1/runs/<id>/cells?limit=1000 (3 offsets)":
+                    [f"/api/v1/runs/{run}/cells?limit=1000&offset={o}" for o in (0, 50000, 99000)],
+                "big run API /api/v1/runs/<id>/values?limit=100000 (3 offsets)":
+                    [f"/api/v1/runs/{run}/values?limit=100000&offset={o}"
+                     for o in (0, 500000, 900000)],
+            })
         print(f"load: {args.clients} concurrent clients, {args.seconds:g} s per page, "
               f"gunicorn with {args.workers} workers, {os.cpu_count()} CPUs")
         print(f"{'page':62} {'requests':>8} {'p50 ms':>8} {'p95 ms':>8}")
@@ -287,6 +400,13 @@ def main() -> None:
             load(base, paths[:2], 1, 0.5)  # warm the workers' connections
             times = load(base, paths, args.clients, args.seconds)
             print(f"{name:62} {len(times):8d} {percentile(times, 50):8.1f} {percentile(times, 95):8.1f}")
+        if big:
+            pages_of_big = [f"/runs/{big['run_id']}/"]
+            health, reads = health_while(base, pages_of_big, args.clients, args.seconds)
+            print(f"health while {args.clients} clients read the big run's page "
+                  f"({len(reads)} reads, p95 {percentile(reads, 95):.1f} ms): {len(health)} probes, "
+                  f"p50 {percentile(health, 50):.1f} ms, p95 {percentile(health, 95):.1f} ms, "
+                  f"max {max(health):.1f} ms (goal: under 1,000 ms)")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from iowatch import bundle, exit_status, paths, progress, resources
+from iowatch import bundle, exit_status, figures, paths, progress, resources
 from iowatch.bundle import BundleWriter
 from iowatch.comparison import Side
 from iowatch.judging import Comparison, compare_sides, more_runs, platform_words
@@ -425,8 +425,9 @@ def report(result: CheckResult) -> str:
         for c in cmp.verdicts:
             if c.outcome == "no-change" and c.within_pct is None:
                 continue
-            stat = (f" (CI {c.ci_low:+.1f}%..{c.ci_high:+.1f}%, p {c.p_adjusted:.3g} against "
-                    f"{c.level:.2g})" if c.ci_low is not None and c.p_adjusted is not None else "")
+            stat = (f" (CI {figures.ci(c.ci_low, c.ci_high)}, p {figures.p_value(c.p_adjusted)} "
+                    f"against {c.level:.2g})" if c.ci_low is not None and c.p_adjusted is not None
+                    else "")
             k = c.key
             outcome = Outcome(c.outcome)
             # A patch's lines are under its headline: "suspected" says enough there.

@@ -32,11 +32,11 @@ from datetime import datetime
 from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses
 
-from iowatch import reproduce
+from iowatch import figures, reproduce
 from iowatch.kernel.build import DEFAULT_BASE, DEFAULT_FRAGMENTS
 from iowatch.metrics import METRICS
 from iowatch.stats.confounders import Confounder, shown
-from iowatch.stats.wording import amount, metric_phrase
+from iowatch.stats.wording import metric_phrase
 
 FORMATS = ("email", "text")
 # Plain text the lists take: 8-bit UTF-8. Headers are not folded below RFC
@@ -126,12 +126,8 @@ def subject(detail: dict) -> str:
         return f"[iowatch] [{tag}] {where}: regression"
     size = abs(lead.get("change_pct") or 0.0)
     device_class = lead.get("device_class") or "?"
-    return (f"[iowatch] [{tag}] {where}: {size:.1f}% {metric_phrase(lead['metric'])} "
+    return (f"[iowatch] [{tag}] {where}: {figures.change(size, signed=False)} {metric_phrase(lead['metric'])} "
             f"regression on {device_class} ({lead['study']})")
-
-
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:+.1f}%"
 
 
 def _where(c: dict) -> str:
@@ -141,12 +137,11 @@ def _where(c: dict) -> str:
 
 def _cell_lines(c: dict) -> list[str]:
     unit = c.get("unit") or METRICS[c["metric"]].unit
-    (b, a), shown_unit = amount((c["base"]["median"], c["candidate"]["median"]), unit)
-    ci = ("n/a (a side has one sample)" if c.get("ci_low") is None
-          else f"[{c['ci_low']:+.1f}%, {c['ci_high']:+.1f}%]")
+    (b, a), shown_unit = figures.amount((c["base"]["median"], c["candidate"]["median"]), unit)
+    ci = figures.ci(c.get("ci_low"), c.get("ci_high"), missing="n/a (a side has one sample)")
     out = [f"  {_where(c)}",
            f"    before {b} {shown_unit}, after {a} {shown_unit} (medians)",
-           f"    change {_pct(c.get('change_pct'))}, 95% CI {ci}, "
+           f"    change {figures.change(c.get('change_pct'))}, 95% CI {ci}, "
            f"{c['base']['n']} vs {c['candidate']['n']} repetitions"]
     if c.get("words"):
         out.append(f"    {c['words']}.")
@@ -155,10 +150,10 @@ def _cell_lines(c: dict) -> list[str]:
 
 def _point_lines(p: dict) -> list[str]:
     unit = METRICS[p["metric"]].unit
-    (b, a), shown_unit = amount((p["before_mean"], p["after_mean"]), unit)
+    (b, a), shown_unit = figures.amount((p["before_mean"], p["after_mean"]), unit)
     return [f"  {_where(p)}",
             f"    a step in the nightly history: {b} -> {a} {shown_unit} (means of the nights "
-            f"either side), {_pct(p.get('change_pct'))}"]
+            f"either side), {figures.change(p.get('change_pct'))}"]
 
 
 def _setup_lines(detail: dict, lead: dict | None) -> list[str]:
@@ -224,7 +219,8 @@ def _first_bad_lines(detail: dict) -> list[str]:
     if steps:
         head.append(f"  steps ({len(steps)} measured):")
         for s in steps:
-            median = "" if s.get("median") is None else f", median {s['median']:.4g} {s.get('unit') or ''}"
+            median = ("" if s.get("median") is None
+                      else f", median {figures.with_unit(s['median'], s.get('unit') or '')}")
             head.append(f"    {s['commit'][:12]} {s['outcome']}{median}, "
                         f"{s.get('repetitions') or 0} repetitions  {s.get('subject') or ''}".rstrip())
     return head
@@ -243,11 +239,12 @@ def _trade_off_lines(detail: dict, cells: list[dict]) -> list[str]:
     out = ["", "the trade-off (the same studies' other deciding cells that moved):"]
     for v in sorted(moved, key=lambda v: -abs(v.get("change_pct") or 0)):
         unit = v.get("unit") or METRICS[v["metric"]].unit
-        (b, a), shown_unit = amount((v["base"]["median"], v["candidate"]["median"]), unit)
+        (b, a), shown_unit = figures.amount((v["base"]["median"], v["candidate"]["median"]), unit)
         ci = ("" if v.get("ci_low") is None
-              else f", 95% CI [{v['ci_low']:+.1f}%, {v['ci_high']:+.1f}%]")
+              else f", 95% CI {figures.ci(v['ci_low'], v['ci_high'])}")
         out += [f"  {_where(v)}",
-                f"    {_pct(v.get('change_pct'))} ({v['outcome']}): {b} -> {a} {shown_unit}{ci}"]
+                f"    {figures.change(v.get('change_pct'))} ({v['outcome']}): {b} -> {a} {shown_unit} "
+                f"({figures.statistic('median', 2)}){ci}"]
     return out
 
 
@@ -338,8 +335,8 @@ def _confirmation_lines(detail: dict) -> list[str]:
     out = ["", f"second host: {conf['words']}"]
     for job in conf.get("jobs") or []:
         for r in job.get("verdicts") or []:
-            out.append(f"  {job['host']}: {r['metric']} {_pct(r.get('change_pct'))} "
-                       f"(95% CI {_pct(r.get('ci_low'))} .. {_pct(r.get('ci_high'))}, "
+            out.append(f"  {job['host']}: {r['metric']} {figures.change(r.get('change_pct'))} "
+                       f"(95% CI {figures.ci(r.get('ci_low'), r.get('ci_high'))}, "
                        f"{r.get('base_n')} vs {r.get('candidate_n')} runs, ABAB): {r['outcome']}")
     return out
 

@@ -9,34 +9,28 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import asdict
 
-from iowatch import reproduce
+from iowatch import figures, reproduce
 from iowatch.comparison import Side
 from iowatch.judging import Comparison, platform_findings, platform_words
 from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
 from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP, look_points
-from iowatch.judging.outcomes import CELL_OUTCOMES, Outcome, outcome_label
-from iowatch.stats.wording import amount
+from iowatch.judging.outcomes import CELL_OUTCOMES, Outcome, outcome_label, verdict_line
 
 FORMATS = ("text", "json", "junit", "markdown")
 
 
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:+.1f}%"
-
-
 def _p(v: float | None) -> str:
-    if v is None:
-        return "n/a (n = 1)"
-    return f"{v:.2g}" if v >= 0.001 else f"{v:.1e}"
+    return figures.p_value(v, missing="n/a (n = 1)")
 
 
 def _mean_sd(stats, unit: str) -> str:
-    (m, s), unit = amount((stats.mean, stats.sd), unit, decide_on=(stats.mean,))
+    """"mean 300 ± 3 MiB/s (n=5)"; a single value as it is."""
+    (m, s), unit = figures.amount((stats.mean, stats.sd), unit, decide_on=(stats.mean,))
     if stats.n == 1:
         return f"{m} {unit} (n=1)".replace("  ", " ")
-    return f"{m} ± {s} {unit} (n={stats.n})".replace("  ", " ")
+    return f"{figures.statistic('mean')} {m} ± {s} {unit} (n={stats.n})".replace("  ", " ")
 
 
 def _counts(cmp: Comparison) -> dict[str, int]:
@@ -94,17 +88,18 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
                 out.append(f"study {k.study}")
             out += _cell_header(cmp, v)
         unit = METRICS[k.metric].unit
-        ci = "n/a" if v.ci_low is None or v.size_only else f"[{v.ci_low:+.1f}%, {v.ci_high:+.1f}%]"
+        ci = "n/a" if v.size_only else figures.ci(v.ci_low, v.ci_high)
         if not judged:  # one line: shown, never a verdict
-            (b, c), shown_unit = amount((v.base.mean, v.candidate.mean), unit)
-            out.append(f"    {k.group} {k.metric}: {_pct(v.change_pct)} (95% CI {ci}), {b} -> {c} "
-                       f"{shown_unit} [{v.base.n} vs {v.candidate.n} runs]".replace("  ", " "))
+            (b, c), shown_unit = figures.amount((v.base.mean, v.candidate.mean), unit)
+            out.append(f"    {k.group} {k.metric}: {figures.change(v.change_pct)} (95% CI {ci}), {b} -> {c} "
+                       f"{shown_unit} ({figures.statistic('mean', 2)}) "
+                       f"[{v.base.n} vs {v.candidate.n} runs]".replace("  ", " "))
             continue
         adj = "" if v.p_adjusted is None else f", adjusted {_p(v.p_adjusted)} against level {v.level:.2g}"
         head = f"    {k.group} {k.metric}: {outcome_label(v.outcome, v.bound_pct, v.min_effect_pct).upper()}"
         out += [head,
                 f"      base {_mean_sd(v.base, unit)}; candidate {_mean_sd(v.candidate, unit)}",
-                f"      change {_pct(v.change_pct)}, 95% CI {ci}, t-test p {_p(v.p_value)}{adj}, "
+                f"      change {figures.change(v.change_pct)}, 95% CI {ci}, t-test p {_p(v.p_value)}{adj}, "
                 f"Cliff's delta {v.cliffs_delta:+.2f}",
                 *([f"      minimum detectable effect at {v.base.n} vs {v.candidate.n} runs: "
                    f"{v.mde_pct:g}% (confirmed 80% of the time; the minimum effect is "
@@ -132,14 +127,14 @@ def _canary_lines(cmp: Comparison) -> list[str]:
     for v in cmp.canaries:
         k, unit = v.key, METRICS[v.key.metric].unit
         moved = platform_findings(v)
-        ci = "n/a" if v.ci_low is None or v.size_only else f"[{v.ci_low:+.1f}%, {v.ci_high:+.1f}%]"
+        ci = "n/a" if v.size_only else figures.ci(v.ci_low, v.ci_high)
         rounds = "" if v.drift_pct is None else (
-            f"; rounds {v.drift_rounds[0]} and {v.drift_rounds[1]} apart by {v.drift_pct:+.1f}%"
+            f"; rounds {v.drift_rounds[0]} and {v.drift_rounds[1]} apart by {figures.change(v.drift_pct)}"
             + (f" (F-test p {_p(v.drift_p)})" if v.drift_p is not None else ""))
         out += [f"  {k.study} on {k.device} {k.filesystem} [{k.group}] {k.metric}: "
                 + ("MOVED" if moved else "no move confirmed"),
                 f"    base {_mean_sd(v.base, unit)}; candidate {_mean_sd(v.candidate, unit)}",
-                f"    change {_pct(v.change_pct)}, 95% CI {ci}{rounds}; minimum effect "
+                f"    change {figures.change(v.change_pct)}, 95% CI {ci}{rounds}; minimum effect "
                 f"{v.min_effect_pct:g}%",
                 *[f"    {d.words}" for d in moved]]
     return out
@@ -201,10 +196,14 @@ def render_text(cmp: Comparison) -> str:
 
 
 def _state_words(cmp: Comparison) -> str:
-    """The verdict's words; a state made unsure by a drifted platform says so."""
+    """The verdict's words (the policy's verdict line: "size only, not
+    confirmed" on one sample a side); a state made unsure by a drifted
+    platform says so."""
     if cmp.platform and cmp.state == "unsure" and not cmp.unsure:
         return "UNSURE: " + platform_words(cmp)
-    return STATE_WORDS[cmp.state]
+    words, _ = verdict_line(cmp.state, ((v.outcome, v.size_only, v.change_pct)
+                                        for v in cmp.verdicts), len(cmp.failed))
+    return words
 
 
 # A comparison's state as its report's verdict line (the dashboard's compare page too).
@@ -301,10 +300,10 @@ def render_markdown(cmp: Comparison) -> str:
            "| change | CI | p (adj.) | outcome |", "|" + "---|" * 12]
     for v in cmp.verdicts:
         k, unit = v.key, METRICS[v.key.metric].unit
-        ci = "n/a" if v.ci_low is None else f"{v.ci_low:+.1f}% … {v.ci_high:+.1f}%"
+        ci = figures.ci(v.ci_low, v.ci_high)
         out.append("| " + " | ".join(_md(x) for x in (
             k.study, k.device_class, k.device, k.filesystem, k.group, k.metric,
-            _mean_sd(v.base, unit), _mean_sd(v.candidate, unit), _pct(v.change_pct), ci,
+            _mean_sd(v.base, unit), _mean_sd(v.candidate, unit), figures.change(v.change_pct), ci,
             _p(v.p_adjusted), f"**{v.outcome}**" if v.outcome == "regression" else v.outcome)) + " |")
     out += ["", "Minimum detectable effect (the smallest slowdown confirmed 80% of the time) and "
                 "equivalence bound (the slowdown not ruled out at 80% confidence) at each "

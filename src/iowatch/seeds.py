@@ -24,7 +24,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from iowatch import bundle
+from iowatch import bundle, figures
 from iowatch import ratio as fs_ratio
 from iowatch.comparison import Side
 from iowatch.judging import Comparison, compare_sides, min_effect
@@ -307,7 +307,7 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
             out.append(Judged(claim, NOT_COMPARABLE, held))
             continue
         lab = _lab(v, judged)
-        post, measured = _pct(claim.change_pct), _pct(v.change_pct)
+        post, measured = figures.change(claim.change_pct), figures.change(v.change_pct)
         if not judged:
             outcome, why = NOT_COMPARABLE, (f"{claim.metric} does not decide in {study.slug}: "
                                             f"the lab's change ({measured}) is shown, not judged")
@@ -323,7 +323,7 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
             way = ("in the post's direction, not confirmed" if moved and moved == expected else
                    "the other way, not confirmed" if moved else
                    f"under the study's {floor:g}% minimum effect")
-            ci = (f" (95% CI {_pct(v.ci_low)}..{_pct(v.ci_high)})"
+            ci = (f" (95% CI {figures.ci(v.ci_low, v.ci_high)})"
                   if v.ci_low is not None and v.ci_high is not None else "")
             outcome, why = NOT_REPRODUCED, (f"the post {post}, the lab {measured}{ci}: {way}; "
                                             f"{v.words}")
@@ -350,7 +350,7 @@ def _control(judged_on: JudgedOn, cmp: Comparison, v: CellVerdict) -> str:
                 f"not measured on both sides on {k.device}")
     if control.outcome in CONFIRMED:
         return (f"judged on {judged_on.metric} with {fs} {metric} as the control, which moved "
-                f"({_pct(control.change_pct)}, {control.outcome}): the change is not the "
+                f"({figures.change(control.change_pct)}, {control.outcome}): the change is not the "
                 f"{k.filesystem} cell's alone")
     return ""
 
@@ -364,9 +364,9 @@ def _itself(claim: Claim, cmp: Comparison, judged_as: CellVerdict) -> str:
                 == (k.study, k.group, claim.metric, k.device, k.filesystem)), None)
     if own is None or own.change_pct is None:
         return ""
-    ci = (f", 95% CI {_pct(own.ci_low)}..{_pct(own.ci_high)}"
+    ci = (f", 95% CI {figures.ci(own.ci_low, own.ci_high)}"
           if own.ci_low is not None and own.ci_high is not None else "")
-    return (f"; {claim.metric} itself: {_pct(own.change_pct)}{ci}, {own.outcome} "
+    return (f"; {claim.metric} itself: {figures.change(own.change_pct)}{ci}, {own.outcome} "
             f"[{own.base.n} vs {own.candidate.n}]")
 
 
@@ -376,9 +376,6 @@ def claim_outcome(rows: list[Judged]) -> str:
     given = {r.outcome for r in rows if r.outcome != NOT_COMPARABLE}
     return next((o for o in _CLAIM_ORDER if o in given), NOT_COMPARABLE)
 
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+,.1f}%"
 
 
 @dataclass
@@ -568,12 +565,6 @@ def load_kept(check_dir: Path, studies: dict[str, Study], root: Path | None = No
 
 # --- the text report -------------------------------------------------------------
 
-def _number(value: float | None) -> str:
-    if value is None:
-        return "?"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
 def report(rep: Reproduction) -> str:
     """The claims as a table: the post's change, the lab's with its CI and
     repetitions, the device class and the outcome, then why, claim by claim."""
@@ -606,16 +597,15 @@ def claims_table(rows: list[Judged]) -> list[str]:
               "runs", "outcome")]
     for i, r in enumerate(rows, 1):
         c, lab = r.claim, r.lab
-        post = f"{_number(c.before_value)} -> {_number(c.after_value)} {c.unit}"
+        post = f"{figures.value(c.before_value, '?')} -> {figures.value(c.after_value, '?')} {c.unit}"
         if lab is None:
             measured, runs = "-", "-"
         else:
-            ci = (f" [{lab.ci_low:+.1f}%, {lab.ci_high:+.1f}%]"
-                  if lab.ci_low is not None and lab.ci_high is not None else "")
-            measured = f"{_pct(lab.change_pct)}{ci}"
+            ci = f" {figures.ci(lab.ci_low, lab.ci_high, missing='')}".rstrip()
+            measured = f"{figures.change(lab.change_pct)}{ci}"
             runs = f"{lab.before_n}+{lab.after_n}"
         table.append((str(i), f"{c.metric} [{c.group}] {c.before.label} -> {c.after.label}",
-                      c.device_class, post, _pct(c.change_pct), measured, runs,
+                      c.device_class, post, figures.change(c.change_pct), measured, runs,
                       OUTCOMES[r.outcome]))
     widths = [max(len(row[k]) for row in table) for k in range(len(table[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]

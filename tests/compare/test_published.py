@@ -10,7 +10,7 @@ import pytest
 
 from iowatch.comparison import published_side
 from iowatch.judging import compare_sides
-from iowatch.report import render_junit
+from iowatch.report import render_junit, render_markdown, render_text
 from iowatch.studies import load_studies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +60,7 @@ def test_library_gives_the_seeds_outcome(study, base, cand, cls, expected, seed)
 def test_the_writer_collapse_is_about_minus_99_4_percent():
     v = {v.key.group: v for v in _library("odirect-vs-readers", "2.6.32-rc7", "for-2.6.33", None).verdicts}
     assert v["writer"].change_pct == pytest.approx(-99.36, abs=0.01)
-    assert v["writer"].words.startswith("write bandwidth fell 99.4%, from 2968 to 19 KiB/s: a regression")
+    assert v["writer"].words.startswith("write bandwidth fell 99.4%, from 2,968 to 19 KiB/s: a regression")
     assert v["readers"].words.startswith("read bandwidth rose 35.6%, from 101 to 137 MiB/s: an improvement")
 
 
@@ -96,9 +96,19 @@ def test_cli_text_report_names_the_kernels_and_the_verdict_in_words():
     r = _cli("--published", "odirect-vs-readers", "--base", "2.6.32-rc7", "--candidate", "for-2.6.33")
     assert r.returncode == 1
     for text in ("2.6.32-rc7", "1af60fbd759d", "device class hdd", "filesystem ext4",
-                 "write bandwidth fell 99.4%, from 2968 to 19 KiB/s: a regression",
+                 "write bandwidth fell 99.4%, from 2,968 to 19 KiB/s: a regression",
                  "judged by size only", "confounders", "iowatch run jobs/studies/odirect-vs-readers.yml"):
         assert text in r.stdout
+
+
+def test_one_sample_a_side_is_a_size_in_every_report_never_confirmed():
+    # The compare page's headline and the reports read one verdict line (issue 28).
+    cmp = _library("odirect-vs-readers", "2.6.32-rc7", "for-2.6.33", None)
+    assert cmp.state == "regression"
+    verdict = next(line for line in render_text(cmp).splitlines() if line.startswith("verdict:"))
+    assert verdict.startswith("verdict: size only, not confirmed: a deciding cell is 99.4% slower")
+    assert "confirmed slower" not in verdict and "REGRESSION" not in verdict
+    assert "size only, not confirmed" in render_markdown(cmp)
 
 
 def test_cli_says_which_side_is_missing_and_why():

@@ -111,6 +111,8 @@ def store(transactional_db, tmp_path) -> Store:
     for night, bw in enumerate([1000] * 7 + [700] * 3):
         doc = planted_bundle({"write.bw_kib_s": level(bw + night % 3)}, kernel=kernel(night + 1),
                              started_at=at(10 + night), matrix="nightly", host="lab-2")
+        # As `iowatch nightly` marks them (a bundle of schema 2 carries the trigger).
+        doc.update(schema_version=2, trigger={"kind": "nightly", "branch": "master"})
         post(doc)
         nightly.append(doc["run_id"])
     series = PatchSeries.objects.get(name="f2fs: dio write lock")
@@ -118,7 +120,8 @@ def store(transactional_db, tmp_path) -> Store:
     filled.kernels = list(Kernel.objects.filter(series=series).order_by("patch_index")
                           .values_list("pk", flat=True))
     filled.ab_regression = Regression.objects.get(comparison__reason="parent").pk
-    filled.change_point_regression = Regression.objects.get(comparison__reason="change-point").pk
+    # The nightly step: its change point joined the night-over-night regression that names it.
+    filled.change_point_regression = Regression.objects.get(comparison__change_points__isnull=False).pk
     filled.nightly_runs = nightly
     return filled
 

@@ -9,15 +9,15 @@ import re
 import pytest
 from dashboard_browser import screenshot, uploader
 
-from iowatch_web.regressions.models import CellVerdict, ChangePoint, Regression
+from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression
 
-MINUS = "\u2212"
 WIDTHS = (1400, 1000)
 VIEWPORT_HEIGHT = 1000
 
 
 def signed(x: float) -> str:
-    return f"{x:+.1f}".replace("-", MINUS)
+    """A change as every page and the mail write it (iowatch.figures)."""
+    return f"{x:+.1f}"
 
 
 def stored(reason: str) -> CellVerdict:
@@ -54,26 +54,33 @@ def test_the_overview_says_which_patch_regressed_what_by_how_much_above_the_fold
         store, watched, live_server):
     patch = stored("parent")
     nightly = stored("previous-run")
+    point = ChangePoint.objects.get()
     assert -55 < patch.change_pct < -45 and -35 < nightly.change_pct < -25  # the planted drops
     page = watched.page
     page.goto(live_server.url + "/")
     page.wait_for_load_state("networkidle")
     lines = page.locator("ol.lines li")
     # One line a kernel on a host: patch 2 (its comparison with the series base
-    # beside it), then the nightly (its change point beside it), worst first.
+    # beside it), then the nightly, worst first. The nightly's change point joined
+    # its night-over-night regression; the line shows the worse of the two, the step.
     assert lines.count() == 2
     assert lines.nth(0).locator(".text").text_content() == (
         "f2fs: drop the write lock (patch 2/2 of f2fs: dio write lock) — f2fs-dio-write, "
         f"sdcard (QEMU SD): seqw write.bw_kib_s {signed(patch.change_pct)}% "
-        f"[{signed(patch.ci_low)}, {signed(patch.ci_high)}] 5 vs 5 runs")
+        f"[{signed(patch.ci_low)}%, {signed(patch.ci_high)}%] 5 vs 5 runs")
     assert lines.nth(1).locator(".text").text_content() == (
         "6.12.0-iowatch 000000000008 (on lab-2, after 000000000007) — f2fs-dio-write, "
-        f"sdcard (QEMU SD): seqw write.bw_kib_s {signed(nightly.change_pct)}% "
-        f"[{signed(nightly.ci_low)}, {signed(nightly.ci_high)}] 5 vs 5 runs")
-    series_base = Regression.objects.get(comparison__reason="series-base").pk
+        f"sdcard (QEMU SD): seqw write.bw_kib_s {signed(point.change_pct)}% (a step in the "
+        f"history: {point.before_mean:,.0f} → {point.after_mean:,.0f} KiB/s)")
+    # Patch 2 against the series base is the same change: inside its regression
+    # (issue 28), named beside the line with a link to that comparison.
+    series_base = Comparison.objects.get(reason="series-base")
+    assert Regression.objects.get(pk=store.ab_regression).views.get() == series_base
     first = lines.nth(0).locator(".meta").text_content()
     assert f"#{store.ab_regression} new" in first and "lab-1" in first and "+1 cell" in first
-    assert lines.nth(0).locator(f"a[href='/regressions/{series_base}/']").count() == 1
+    assert "series base" in first and f"/regressions/{series_base.pk}" not in first
+    assert lines.nth(0).locator(
+        f"a[href*='candidate=kernel:{series_base.candidate_kernel_id}']").count() >= 1
     assert lines.nth(1).locator(
         f"a[href='/regressions/{store.change_point_regression}/']").count() == 1
     assert lines.nth(0).locator(".chip.regression").count() == 1
@@ -134,7 +141,7 @@ def test_a_suspected_drop_is_listed_after_the_confirmed_ones_with_its_runs(
     assert lines.nth(2).locator(".text").text_content() == (
         "6.12.0-iowatch 000000000201 (on lab-3, after 000000000200) — f2fs-dio-write, "
         f"sdcard (QEMU SD): seqw write.bw_kib_s {signed(suspected.change_pct)}% "
-        f"[{signed(suspected.ci_low)}, {signed(suspected.ci_high)}] 2 vs 2 runs")
+        f"[{signed(suspected.ci_low)}%, {signed(suspected.ci_high)}%] 2 vs 2 runs")
     rerun = lines.nth(2).locator("a", has_text="rerun to decide")
     assert "candidate=kernel:" in rerun.get_attribute("href")
     hosts = {row.locator("td").nth(0).text_content().split()[0]: row
@@ -158,7 +165,7 @@ def test_series_chips_show_the_deciding_metric_its_change_and_outcome(store, wat
     assert re.fullmatch(r"seqw write\.bw [+\u2212]\d+%", calm.text_content())
     chip = rows.nth(2).locator("a.chip")
     assert chip.get_attribute("class") == "chip regression"
-    assert chip.text_content() == f"seqw write.bw {MINUS}{abs(round(patch.change_pct))}%"
+    assert chip.text_content() == f"seqw write.bw -{abs(round(patch.change_pct))}%"
     assert "fell" in chip.get_attribute("title")  # the verdict's words
     colours = {c: page.locator(f"table.series .chip.{c}").first.evaluate(
         "(e) => getComputedStyle(e).backgroundColor") for c in ("regression", "no-change")}
@@ -187,13 +194,15 @@ def test_regressions_are_worst_first_with_units_and_the_triage_log(store, watche
     page = watched.page
     page.goto(f"{live_server.url}/regressions/")
     rows = page.locator("table.regression-list tbody tr")
-    assert rows.count() == 4
-    changes = [rows.nth(i).locator("td.change").text_content() for i in range(4)]
-    # By the change against the minimum effect (5%): −50.5%, −50.0%, then the nightly's −29.9% twice.
-    assert changes[:2] == [f"{signed(v.change_pct)}% [{signed(v.ci_low)}, {signed(v.ci_high)}]"
-                           for v in (patch, base)]
-    assert sorted(changes[2:]) == sorted([f"{signed(point.change_pct)}%", (
-        f"{signed(nightly.change_pct)}% [{signed(nightly.ci_low)}, {signed(nightly.ci_high)}]")])
+    assert rows.count() == 2  # patch 2 (with its series-base view inside) and the nightly
+    changes = [rows.nth(i).locator("td.change").text_content() for i in range(2)]
+    # By the change against the minimum effect (5%): -50.5% (the series base's -50.0%
+    # is in the same regression), then the nightly's -29.9% (night over night) with
+    # its change point inside the same regression.
+    assert changes[0] == f"{signed(patch.change_pct)}% [{signed(patch.ci_low)}%, {signed(patch.ci_high)}%]"
+    assert base.change_pct > patch.change_pct
+    assert changes[1] in (f"{signed(point.change_pct)}%", (
+        f"{signed(nightly.change_pct)}% [{signed(nightly.ci_low)}%, {signed(nightly.ci_high)}%]"))
     first = rows.nth(0).text_content()
     assert "f2fs: drop the write lock (patch 2/2 of f2fs: dio write lock)" in first
     assert f"{patch.base_mean:,.0f} → {patch.candidate_mean:,.0f} KiB/s" in first

@@ -14,7 +14,7 @@ import pytest
 from dashboard_browser import screenshot
 from django.core.management import call_command
 
-from iowatch import resources
+from iowatch import figures, resources
 from iowatch.commands.import_published import published_bundles
 from iowatch.commands.import_reproductions import kept_reproductions, stored_bundles
 from iowatch.seeds import OUTCOMES, checked_variants, find_seed, judge_check_dir, label_bundle, report
@@ -41,7 +41,8 @@ def reproduced(transactional_db, tmp_path):
 
 
 def _pct(value: float) -> str:
-    return f"{value:+,.1f}%"
+    """A change as the report and the page write it: a rise to twice or more as the ratio."""
+    return figures.change(value)
 
 
 def _page_claim(page: dict, row) -> dict:
@@ -77,8 +78,9 @@ def _page_matches_the_report(client, rep) -> None:
         # The figures a reader sees: the text report's, on the page.
         shown = [_pct(row.lab.change_pct), f"{row.lab.before_n}+{row.lab.after_n}"]
         if row.lab.ci_low is not None:
-            shown.append(f"[{_pct(row.lab.ci_low)}, {_pct(row.lab.ci_high)}]")
-            assert f"95% CI {_pct(row.lab.ci_low)} to {_pct(row.lab.ci_high)}" in html
+            shown.append(figures.ci(row.lab.ci_low, row.lab.ci_high))
+            # The page writes the interval as the report does (iowatch.figures).
+            assert f"95% CI {figures.ci(row.lab.ci_low, row.lab.ci_high)}" in html
         assert all(s in text for s in shown), (shown, text)
         assert _pct(row.lab.change_pct) in html
         assert f"n {row.lab.before_n} / {row.lab.after_n}" in html

@@ -71,7 +71,7 @@ def test_seed_001_the_exclusive_lock_is_named_and_its_ratio_claim_judged(studies
     assert row.lab.verdict == "improvement" and row.lab.ci_low > 0
     # The ratio itself, from the repetition pairs, is said beside it, unconfirmed.
     before, after = _paired_ratios(_variant_bundles(check, 2)), _paired_ratios(_variant_bundles(check, 1))
-    itself = re.search(r"ratio\.fs_to_raw itself: ([+-][\d.]+)%, 95% CI \S+, ([\w-]+) "
+    itself = re.search(r"ratio\.fs_to_raw itself: ([+-][\d.]+)%, 95% CI \[[^]]*\], ([\w-]+) "
                        r"\[(\d+) vs (\d+)\]", row.why)
     assert itself and float(itself[1]) > 0  # up, in the post's direction
     assert itself[2] not in ("regression", "improvement")  # not confirmed

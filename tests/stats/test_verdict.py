@@ -94,7 +94,7 @@ def test_regression_needs_significance_and_size():
     v = compare([100, 101, 99, 100, 102, 98], [80, 81, 79, 80, 82, 78], direction="higher",
                 metric="write.bw_kib_s")
     assert v.outcome == "regression" and v.change_pct == pytest.approx(-20, abs=0.1)
-    assert v.words.startswith("write bandwidth fell 20.0%, from 100 to 80 KiB/s: a regression")
+    assert v.words.startswith("write bandwidth fell 20.0%, from 100 to 80 KiB/s (geometric means): a regression")
     # Lower is better: the same fall is an improvement.
     assert compare([100, 101, 99, 100, 102, 98], [80, 81, 79, 80, 82, 78],
                    direction="lower").outcome == "improvement"
@@ -179,7 +179,7 @@ def test_needs_runs_grows_as_noise_grows():
 def test_one_sample_on_a_side_is_judged_by_size_only():
     v = compare([2968], [19], direction="higher", metric="write.bw_kib_s")
     assert v.size_only and v.p_value is None and v.outcome == "regression"
-    assert v.words.startswith("write bandwidth fell 99.4%, from 2968 to 19 KiB/s: a regression")
+    assert v.words.startswith("write bandwidth fell 99.4%, from 2,968 to 19 KiB/s: a regression")
     assert compare([100], [103], direction="higher").outcome == "no-change"
 
 

@@ -188,3 +188,37 @@ def test_a_boot_parameter_that_differs_is_shown_alone(live_server, client):
     body = mailreport.render(detail, "text")
     assert "  kernel cmdline: (none) -> mitigations=off\n" in body
     assert "  kernel CONFIG_PROVE_LOCKING: n -> y\n" in body
+
+
+def test_one_number_is_written_one_way_on_the_pages_and_in_the_mail(live_server, client):
+    """Issue 28: the p-value, the change, the unit and the statistic of a cell
+    read the same on the compare page, the regression page and in the mail
+    (iowatch.figures), and the words name the statistic they are between."""
+    from iowatch import figures
+    from iowatch.metrics import METRICS
+
+    regression = store_check(mailed=False)
+    cmp = regression.comparison
+    writer = regression.regressed_cells().get(group="writer")
+    readers = cmp.cells.get(group="readers")
+    mail = client.get(f"/api/v1/regressions/{regression.pk}/report?format=text").content.decode()
+    page = html.unescape(client.get(f"/regressions/{regression.pk}/").content.decode())
+    compare = html.unescape(client.get("/compare", {
+        "base": f"kernel:{cmp.base_kernel_id}",
+        "candidate": f"kernel:{cmp.candidate_kernel_id}"}).content.decode())
+    p = figures.p_value(writer.p_adjusted)
+    for shown in (page, compare):
+        assert f'<td class="num">{p}</td>' in shown
+        assert figures.change(writer.change_pct) in shown
+    assert "0.000" not in compare and "e-0" not in page
+    # The words say what their numbers are; the mail labels its medians.
+    assert "(geometric means)" in writer.words
+    (b, a), unit = figures.amount((writer.base_median, writer.candidate_median),
+                                  METRICS["write.bw_kib_s"].unit)
+    assert f"before {b} {unit}, after {a} {unit} (medians)" in " ".join(mail.split())
+    # The readers' means on the regression page in the readable unit the mail uses.
+    (rb, ra), runit = figures.amount((readers.base_mean, readers.candidate_mean),
+                                     METRICS["read.bw_kib_s"].unit)
+    assert f"{rb} → {ra} {runit}" in page
+    assert runit == figures.amount((readers.base_median, readers.candidate_median),
+                                   METRICS["read.bw_kib_s"].unit)[1]

@@ -144,14 +144,16 @@ def test_every_path_names_patch_2_with_the_same_cells_and_numbers(arrived, clien
                   | {"base_n": v.base_n, "candidate_n": v.candidate_n, "base_mean": v.base_mean}
                   for v in comparison.cells.all()}
         _same(expected[patch], stored)
-    # Patch 2 against its parent and against the series base; nothing for patch 1.
+    # Patch 2 against its parent (with the series base inside); nothing for patch 1.
     assert {r.comparison.candidate_kernel for r in Regression.objects.all()} == {kernels[2]}
     regression = Regression.objects.get(comparison__reason="parent")
     detail = client.get(f"/api/v1/regressions/{regression.pk}").json()
     assert [(c["group"], c["metric"]) for c in detail["cells"]] == [("writer", "write.bw_kib_s")]
     cell = detail["cells"][0]
     assert cell["change_pct"] == pytest.approx(expected[2]["writer", "write.bw_kib_s"]["change_pct"])
-    assert client.get("/api/v1/regressions").json()["count"] == 2
+    # One change, one regression (issue 28): the series-base comparison is a view inside it.
+    assert client.get("/api/v1/regressions").json()["count"] == 1
+    assert [v["reason"] for v in detail["views"]] == ["series-base"]
 
     # The series page: a regression chip on patch 2's row only.
     page = client.get(f"/series/{series.pk}/").content.decode()

@@ -114,9 +114,34 @@ def test_a_patch_is_compared_with_its_parent_and_with_the_series_base(arrive):
     pairs = {(c.reason, c.base_kernel.patch_index, c.candidate_kernel.patch_index)
              for c in Comparison.objects.select_related("base_kernel", "candidate_kernel")}
     assert pairs == {("parent", 0, 1), ("parent", 1, 2), ("series-base", 0, 2)}
-    regressed = {(r.comparison.reason, r.comparison.candidate_kernel_id)
-                 for r in Regression.objects.select_related("comparison")}
-    assert regressed == {("parent", runs[2].kernel_id), ("series-base", runs[2].kernel_id)}
+    # One change, one regression (issue 28): patch 2's against its parent, with
+    # its comparison against the series base inside it.
+    (regression,) = Regression.objects.select_related("comparison")
+    assert (regression.comparison.reason, regression.comparison.candidate_kernel_id) == \
+        ("parent", runs[2].kernel_id)
+    assert [(c.reason, c.candidate_kernel_id) for c in regression.views.all()] == \
+        [("series-base", runs[2].kernel_id)]
+    # The API and the page show both views of the change.
+    detail = json.loads(Client().get(f"/api/v1/regressions/{regression.pk}").content)
+    (view,) = detail["views"]
+    assert view["reason"] == "series-base" and view["base_kernel"]["patch_index"] == 0
+    assert [c["outcome"] for c in view["cells"]] == ["regression"]
+    page = Client().get(f"/regressions/{regression.pk}/").content.decode()
+    assert "The same change against the series base" in page and "view-cells" in page
+    # A run of the base again recomputes both comparisons: still the one regression.
+    arrive(planted_bundle({"write.bw_kib_s": level(1000)}, kernel=kernel(10, "s", 0), started_at=at(3)))
+    assert Regression.objects.get() == regression and regression.views.count() == 1
+
+
+def test_a_slowdown_that_crept_in_over_the_patches_opens_the_series_base_regression(arrive):
+    # Each patch 4% slower than its parent, under the 5% minimum effect; 8% against the base.
+    runs = [arrive(planted_bundle({"write.bw_kib_s": level(bw, [-2, 1, 2, -1, 0])},
+                                  kernel=kernel(20 + k, "creep", k), started_at=at(k)))
+            for k, bw in enumerate([1000, 960, 920])]
+    (regression,) = Regression.objects.select_related("comparison")
+    assert (regression.comparison.reason, regression.comparison.candidate_kernel_id) == \
+        ("series-base", runs[2].kernel_id)
+    assert not regression.views.exists()
 
 
 @pytest.mark.parametrize("trigger", [None, {"kind": "bisect", "regression": 7, "job": 3}])
@@ -132,7 +157,8 @@ def test_a_bisect_step_is_evidence_never_a_side_of_a_verdict(arrive, trigger):
         run = arrive(doc)
         assert run.trigger == (trigger or {})
     if trigger is None:
-        assert Regression.objects.count() == 2, list(Comparison.objects.values_list("reason", "base_kernel__patch_index", "candidate_kernel__patch_index"))  # the control: what a step did before
+        # The control: what a step did before (one regression, its series-base view inside).
+        assert Regression.objects.count() == 1 and Regression.objects.get().views.count() == 1
     else:
         assert not Comparison.objects.exists() and not Regression.objects.exists()
         # Nor is a later ordinary run of the same series compared with them.

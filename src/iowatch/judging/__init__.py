@@ -30,7 +30,8 @@ import importlib
 
 _WHERE = {
     "CELL_OUTCOMES": "outcomes", "CONFIDENT_STATES": "outcomes", "PATCH_STATES": "outcomes",
-    "Outcome": "outcomes", "outcome_label": "outcomes",
+    "Outcome": "outcomes", "outcome_label": "outcomes", "verdict_line": "outcomes",
+    "NOTHING_TO_COMPARE": "outcomes",
     "DEFAULT_MIN_EFFECT": "defaults", "FDR": "policy", "Comparison": "policy",
     "FailedCell": "policy", "PlatformDrift": "policy", "RunsWanted": "policy",
     "compare_sides": "policy", "deciding": "policy", "max_runs": "policy",

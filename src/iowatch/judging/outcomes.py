@@ -13,8 +13,11 @@ word and the state's word of one outcome.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from enum import Enum
+
+from iowatch import figures
 
 
 @dataclass(frozen=True)
@@ -93,3 +96,28 @@ CELL_OUTCOMES = tuple(o.word for o in Outcome if o.kcidb is not None)
 def outcome_label(outcome: str, bound_pct: float | None, min_effect_pct: float) -> str:
     """A cell's outcome as a report's label (Outcome.label_within)."""
     return Outcome(outcome).label_within(bound_pct, min_effect_pct)
+
+
+NOTHING_TO_COMPARE = ("nothing to compare: the two sides have no deciding cell in common "
+                      "(other studies, devices or filesystems); pick sides that ran the same cells")
+
+
+def verdict_line(state: str, cells: Iterable[tuple[str, bool, float | None]],
+                 failed: int = 0) -> tuple[str, str]:
+    """A comparison's verdict line and the state its page colours it by, from
+    its state and its deciding cells as (outcome, size_only, change_pct): no
+    cell and no failed one is "nothing to compare"; a state that only cells of
+    one sample a side made is "size only, not confirmed" (a size, not a
+    confirmed change); else the state's verdict (`iowatch compare`'s line)."""
+    cells = list(cells)
+    if not cells and not failed:
+        return NOTHING_TO_COMPARE, "nothing"
+    outcome = Outcome(state)
+    making = cells if outcome is Outcome.NO_CHANGE else [c for c in cells if Outcome(c[0]) is outcome]
+    if outcome.size_only and making and all(size_only for _, size_only, _ in making):
+        worst = max((c for _, _, c in making if c is not None), key=abs, default=None)
+        change = "" if worst is None else figures.change(worst, signed=False)
+        return (f"size only, not confirmed: {outcome.size_only.format(change=change)} on one "
+                "sample a side (published numbers), which shows a size, not that it is real; "
+                "measure both kernels to confirm it", "size-only")
+    return outcome.verdict, state

@@ -604,10 +604,14 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
         if i in adj_worse:
             p_adj = adj_better[i] if outcome == IMPROVEMENT else adj_worse[i]
         centre = s.centre or (s.base.mean, s.candidate.mean)
+        # The words name what they are between: the change is of these (issue 28).
+        statistic = ("geometric mean" if s.log_scale else "mean") if s.centre else \
+            ("mean" if max(s.base.n, s.candidate.n) > 1 else None)
         words = sentence(cell.key.metric, cell.direction, centre[0], centre[1], s.change,
                          outcome, size_only=s.size_only, min_effect_pct=cell.min_effect_pct,
                          needs_runs=needs, hidden_pct=s.hidden if cell.direction != INFO else None,
-                         runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, bound_pct=bound)
+                         runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, bound_pct=bound,
+                         statistic=statistic)
         out.append(CellVerdict(
             base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=s.ci[0],
             ci_high=s.ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,

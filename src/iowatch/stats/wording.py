@@ -1,12 +1,14 @@
 """Verdicts in words that cannot be read two ways (never LKP's ambiguous "-71.2% improvement").
 
 A sentence says what moved, which way, by how much, from what to what, in the
-metric's unit, and what that means given the metric's direction.
+metric's unit (the numbers written by iowatch.figures, the statistic named),
+and what that means given the metric's direction.
 """
 from __future__ import annotations
 
 import math
 
+from iowatch import figures
 from iowatch.judging.outcomes import outcome_label
 from iowatch.metrics import HIGHER, INFO, METRICS
 
@@ -45,42 +47,25 @@ def metric_phrase(metric: str | None) -> str:
     return m.description if m and len(m.description) < 50 else words
 
 
-def _number(v: float, thousands: bool = False) -> str:
-    if v == 0:
-        return "0"
-    if abs(v) >= 1000 and thousands:
-        return f"{v:,.0f}"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    return f"{v:.3g}"
-
-
-def amount(values: tuple[float, ...], unit: str, *,
-           decide_on: tuple[float, ...] | None = None) -> tuple[list[str], str]:
-    """Values in a readable unit: KiB/s above 10 MiB/s are shown in MiB/s
-    (when all of `decide_on`, default the values, are)."""
-    if unit in ("KiB/s", "KiB") and all(abs(v) >= 10240 for v in (decide_on or values)):
-        values, unit = tuple(v / 1024 for v in values), unit.replace("KiB", "MiB")
-    thousands = any(abs(v) >= 10_000 for v in values)  # one style within a sentence
-    return [_number(v, thousands) for v in values], unit
-
-
 def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: float,
              change_pct: float | None, outcome: str, *, size_only: bool, min_effect_pct: float,
              needs_runs: int | None, hidden_pct: float | None = None,
              runs: tuple[int, int] | None = None, budget_spent: bool = False,
-             bound_pct: float | None = None) -> str:
+             bound_pct: float | None = None, statistic: str | None = None) -> str:
+    """`statistic` names what base_mean and cand_mean are ("geometric mean",
+    "mean"), said after them; None for single values."""
     unit = METRICS[metric].unit if metric in METRICS else ""
-    (b, c), unit = amount((base_mean, cand_mean), unit)
+    (b, c), unit = figures.amount((base_mean, cand_mean), unit)
     what = metric_phrase(metric)
-    unit_text = f" {unit}" if unit else ""
+    unit_text = (f" {unit}" if unit else "") + (f" ({figures.statistic(statistic, 2)})"
+                                                if statistic else "")
     if change_pct is None:
         moved = f"{what} went from {b} to {c}{unit_text}"
     elif change_pct == 0 or math.isclose(base_mean, cand_mean):
         moved = f"{what} stayed at {b}{unit_text}"
     else:
         verb = "rose" if change_pct > 0 else "fell"
-        moved = f"{what} {verb} {abs(change_pct):.1f}%, from {b} to {c}{unit_text}"
+        moved = f"{what} {verb} {figures.change(change_pct, signed=False)}, from {b} to {c}{unit_text}"
     better = "higher is better" if direction == HIGHER else "lower is better"
     slowdown = "a fall" if direction == HIGHER else "a rise"
     if direction == INFO:
@@ -103,18 +88,18 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
             # than the minimum effect, unconfirmed, has ruled out a slowdown, not a gain.
             gain = "a rise" if direction == HIGHER else "a fall"
             meaning = (f"no slowdown that matters (the minimum effect is {min_effect_pct:g}%); "
-                       f"{gain} of {abs(change_pct):.1f}% is not confirmed")
+                       f"{gain} of {figures.change(change_pct, signed=False)} is not confirmed")
         else:
             meaning = f"no change that matters (the minimum effect is {min_effect_pct:g}%)"
         if hidden_pct is not None and not size_only:
-            meaning += (f"; rules out {slowdown} of more than {max(hidden_pct, 0):.1f}% "
+            meaning += (f"; rules out {slowdown} of more than {figures.change(max(hidden_pct, 0), signed=False)} "
                         "(80% confidence)")
     else:
         meaning = ("a suspected regression, not confirmed" if outcome == "suspected"
                    else "unsure")
         if budget_spent:
             meaning += (f"; the budget of {min(runs) if runs else '?'} runs a side is spent and "
-                        f"{slowdown} of up to {max(hidden_pct or 0, 0):.1f}% is not ruled out")
+                        f"{slowdown} of up to {figures.change(max(hidden_pct or 0, 0), signed=False)} is not ruled out")
         elif needs_runs:
             meaning += f": rerun, needs about {needs_runs} more runs per side"
     if size_only and direction != INFO:

@@ -3,7 +3,7 @@
 
 - lines(): the open regressions and the suspected comparisons, one line each
   that can be pasted into a reply ("<subject> (patch 2/2 of <series>) —
-  <study>, <class> (<model>): <group> <metric> −33.1% [−36.0, −30.1] 5 vs 5
+  <study>, <class> (<model>): <group> <metric> -33.1% [-36.0%, -30.1%] 5 vs 5
   runs"), worst first;
 - checks(), nightlies(), hosts(): the newest series checks, nightly runs and
   each host's latest run, with the verdict in one word (iowatch.judging's
@@ -25,11 +25,13 @@ from django.utils.timezone import localtime
 
 from iowatch_web.dashboard import freshness
 from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
+from iowatch import figures
 from iowatch.judging import PATCH_STATES, Outcome
 from iowatch.judging import state_of as judging_state_of
 from iowatch.metrics import HIGHER, LOWER, METRICS
 from iowatch.stats import UNSURE
 from iowatch_web.regressions.models import REASONS, STATES, CellVerdict, ChangePoint, Comparison, Regression
+from iowatch_web.regressions.nightly import NIGHTLY
 from iowatch_web.regressions.verdicts import NOT_MEASURED
 from iowatch_web.results.models import Cell, Host, Patch, PatchSeries, Repetition, Run
 
@@ -38,25 +40,6 @@ REASON_RANK = {"parent": 0, "previous-run": 1, "change-point": 2, "series-base":
 # Where a run's verdict work stands when it is not done (Run.verdict_state).
 WORK_LABELS = {"pending": "verdict pending", "running": "verdict running",
                "failed": "verdict work failed"}
-MINUS = "\u2212"
-
-
-# --- numbers as a maintainer reads them ----------------------------------------------
-
-def signed(x: float, digits: int = 1) -> str:
-    return f"{x:+.{digits}f}".replace("-", MINUS)
-
-
-def pct(x: float | None, digits: int = 1) -> str:
-    return "n/a" if x is None else signed(x, digits) + "%"
-
-
-def number(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return (f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}").replace("-", MINUS)
-
-
 def short_metric(group: str, metric: str) -> str:
     """"writer bw" for write.bw_kib_s of the group writer: the unit goes, and
     the direction too when the group's name already says it."""
@@ -133,11 +116,10 @@ def _cell(row: dict) -> dict:
 
 def _words(cell: dict) -> dict:
     """The change with its 95% CI and the means with their unit, as the pages print them."""
-    ci = ""
-    if cell["ci_low"] is not None and cell["ci_high"] is not None:
-        ci = f"[{signed(cell['ci_low'])}, {signed(cell['ci_high'])}]"
-    change = pct(cell["change_pct"])
-    means = f"{number(cell['base_mean'])} → {number(cell['candidate_mean'])} {cell['unit']}"
+    ci = figures.ci(cell["ci_low"], cell["ci_high"], missing="")
+    change = figures.change(cell["change_pct"])
+    (base, candidate), unit = figures.amount((cell["base_mean"], cell["candidate_mean"]), cell["unit"])
+    means = f"{base} → {candidate} {unit}"
     return {**cell, "change_pct_text": change, "ci_text": ci,
             "change_text": f"{change} {ci}".strip(), "means_text": means.strip(),
             "runs_text": "step" if cell["point"] else f"{cell['base_n']} vs {cell['candidate_n']}"}
@@ -311,21 +293,33 @@ def lines(limit: int = 8) -> dict:
                .annotate(severity=regression_severity())
                .values("id", "state", "comparison_id", "severity", "comparison__host_id",
                        "comparison__candidate_kernel_id", "comparison__reason")]
+    # The other comparisons of a regression's change (grouping.py) are named beside it.
+    views = defaultdict(list)
+    for regression_id, comparison_id, reason in Regression.views.through.objects.filter(
+            regression__state__in=OPEN_STATES).values_list(
+            "regression_id", "comparison_id", "comparison__reason"):
+        views[regression_id].append({"kind": "view", "regression": None,
+                                     "comparison_id": comparison_id, "reason": reason})
+    for e in entries:
+        e["views"] = views.get(e["regression"], [])
     suspected = (Comparison.objects.filter(
         Exists(CellVerdict.objects.filter(comparison=OuterRef("pk"), outcome="suspected")))
         .exclude(Exists(Regression.objects.filter(comparison=OuterRef("pk"))))
+        .exclude(shown_in__isnull=False)
         .order_by("-computed_at", "-id")[:SUSPECTED_LOOKED_AT])
     worst_suspected = cells_of([c.pk for c in suspected], ["suspected"])
     entries += [{"kind": "suspected", "regression": None, "triage": None, "comparison_id": c.pk,
                  "severity": worst_suspected[c.pk][0]["severity"], "host": c.host_id,
-                 "kernel": c.candidate_kernel_id, "reason": c.reason} for c in suspected]
+                 "kernel": c.candidate_kernel_id, "reason": c.reason, "views": []}
+                for c in suspected]
     groups: dict[tuple, list] = defaultdict(list)
     for e in entries:
         groups[e["host"], e["kernel"]].append(e)
     heads = []
     for group in groups.values():
         group.sort(key=lambda e: (e["kind"] != "regression", REASON_RANK[e["reason"]]))
-        heads.append({**group[0], "also": group[1:], "severity": max(
+        also = group[1:] + [v for e in group for v in e["views"]]
+        heads.append({**group[0], "also": also, "severity": max(
             (e["severity"] for e in group if e["kind"] == group[0]["kind"]
              and e["severity"] is not None), default=None)})
     heads.sort(key=lambda e: (e["kind"] != "regression",
@@ -399,7 +393,7 @@ def summary(state: dict) -> str:
                 f"the {failed['side']} side")
     if cell is None:
         return state.get("error") or ""
-    text = f"{cell['short']} {pct(cell['change_pct'])}"
+    text = f"{cell['short']} {figures.change(cell['change_pct'])}"
     if state.get("needs_runs") and state["state"] in ("suspected", "unsure"):
         text += f", needs about {state['needs_runs']} more runs a side"
     return text
@@ -411,9 +405,10 @@ def overview() -> dict:
 
 
 def _overview() -> dict:
-    # The newest measured runs of kernels outside any series, and each lab
-    # host's latest run: their verdicts read together.
-    nightly = list(Run.objects.filter(published=False, kernel__series__isnull=True)
+    # The newest nightly runs (the trigger `iowatch nightly` gives them: a smoke
+    # or one-off run is none, issue 28), and each lab host's latest run: their
+    # verdicts read together.
+    nightly = list(Run.objects.filter(NIGHTLY, published=False, kernel__series__isnull=True)
                    .select_related("host", "kernel").order_by("-received_at", "-id")[:5])
     last = Run.objects.filter(host=OuterRef("pk")).order_by("-received_at", "-id").values("pk")[:1]
     hosts = list(Host.objects.exclude(kind="published").annotate(last=Subquery(last))
@@ -436,7 +431,9 @@ def series_index() -> list[dict]:
 
 def checks(limit: int = 5) -> list[dict]:
     """The newest series checks: each series' worst patch against its parent."""
-    series = list(PatchSeries.objects.annotate(last=Max("kernels__runs__received_at"))
+    series = list(PatchSeries.objects.annotate(last=Max("kernels__runs__received_at"),
+                                               measured=Max("kernels__patch_index"),
+                                               mailed=Max("patches__index"))
                   .filter(last__isnull=False).order_by("-last", "-id")[:limit])
     parents = list(Comparison.objects.filter(reason="parent",
                                              candidate_kernel__series__in=series)
@@ -453,8 +450,11 @@ def checks(limit: int = 5) -> list[dict]:
             worst = {"state": "none", "label": "no patch compared yet", "cell": None}
         c = worst.get("comparison")
         where = f"{c['place']} on {c['host__name']}" if c else ""
-        out.append({"series": s, "verdict": worst, "where": where, "summary": summary(worst),
-                    "pending": s.pk in pending})
+        # A series that came without its patch count (a git range) has as many
+        # patches as the highest index measured or recorded.
+        patches = s.patch_count or max(s.measured or 0, s.mailed or 0) or None
+        out.append({"series": s, "patches": patches, "verdict": worst, "where": where,
+                    "summary": summary(worst), "pending": s.pk in pending})
     return out
 
 
@@ -513,7 +513,7 @@ def _chip(state: dict) -> dict:
         text = f"failed on the {state['failed']['side']} side"
         title = f"{state['failed']['device']} {state['failed']['filesystem']}: no passed repetition"
     else:
-        text = f"{cell['short']} {pct(cell['change_pct'], 0)}"
+        text = f"{cell['short']} {figures.change(cell['change_pct'], digits=0)}"
         title = cell["words"] or what(cell)
         if state["state"] in ("unsure", "suspected") and state["needs_runs"]:
             text += f" · needs about {state['needs_runs']} more runs"
@@ -549,13 +549,19 @@ def _regression_list(states, limit: int) -> list[dict]:
 
 def regression_cells(regression: Regression) -> dict:
     """One regression's cells: its regressed cells and change points worst
-    first, then the other deciding cells of its comparison."""
+    first, then the other deciding cells of its comparison; and the regressed
+    cells of each other comparison of the same change it holds (a patch
+    against the series base beside the patch against its parent)."""
     cid = regression.comparison_id
-    cells = cells_of([cid]).get(cid, [])
-    comparison = comparisons([cid])[cid]
-    regressed = [c for c in cells if c["outcome"] == "regression"]
-    return {"comparison_row": comparison,
-            "line": line(comparison, regressed[0] if regressed else None),
+    views = list(regression.views.values_list("id", flat=True))
+    cells = cells_of([cid, *views])
+    rows = comparisons([cid, *views])
+    regressed = [c for c in cells.get(cid, []) if c["outcome"] == "regression"]
+    return {"comparison_row": rows[cid],
+            "line": line(rows[cid], regressed[0] if regressed else None),
             "regressed": [c for c in regressed if not c["point"]],
             "points": [c for c in regressed if c["point"]],
-            "others": [c for c in cells if c["outcome"] != "regression"]}
+            "others": [c for c in cells.get(cid, []) if c["outcome"] != "regression"],
+            "views": [{"row": rows[v], "regressed": [c for c in cells.get(v, [])
+                                                     if c["outcome"] == "regression"]}
+                      for v in views]}

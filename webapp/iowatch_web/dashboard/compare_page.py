@@ -6,34 +6,24 @@ The outcomes, their words and the choice of a side's runs stay the judging
 policy's and queries.side_runs'; this only reads them."""
 from __future__ import annotations
 
-from iowatch.judging.outcomes import Outcome
-from iowatch.report import STATE_WORDS
+from django.db.models import Max
+
+from iowatch.judging.outcomes import verdict_line
 from iowatch_web.dashboard import queries
+from iowatch_web.dashboard.freshness import cached
+from iowatch_web.results.models import Kernel
 
-NOTHING_TO_COMPARE = ("nothing to compare: the two sides have no deciding cell in common "
-                      "(other studies, devices or filesystems); pick sides that ran the same cells")
-
+# The pickers offer the kernels of the newest runs, this many.
+PICKER_KERNELS = 200
 
 def headline(result: dict) -> tuple[str, str]:
-    """(the words, the state the page colours them by) of a compare's result."""
-    cells, state = result["cells"], result["state"]
-    if not cells and not result["failed"]:
-        return NOTHING_TO_COMPARE, "nothing"
-    if result.get("platform", {}).get("drifted"):  # report.render_text's first line too
-        return "unsure: " + result["platform"]["words"], state
-    deciding = cells if state == "no-change" else [c for c in cells if c["outcome"] == state]
-    try:
-        words = Outcome(state).size_only
-    except ValueError:  # a state no outcome makes ("nothing" has no cells)
-        words = None
-    if words and deciding and all(c["size_only"] for c in deciding):
-        worst = max((c["change_pct"] for c in deciding if c["change_pct"] is not None),
-                    key=abs, default=None)
-        change = "" if worst is None else f"{abs(worst):.1f}%"
-        return (f"size only, not confirmed: {words.format(change=change)} on one "
-                "sample a side (published numbers), which shows a size, not that it is real; "
-                "measure both kernels to confirm it", "size-only")
-    return STATE_WORDS[state], state
+    """(the words, the state the page colours them by) of a compare's result:
+    the policy's verdict line, as `iowatch compare` prints it; while the
+    platform canary drifted, that it did (report.render_text's first line too)."""
+    if result["cells"] and result.get("platform", {}).get("drifted"):
+        return "unsure: " + result["platform"]["words"], result["state"]
+    return verdict_line(result["state"], ((c["outcome"], c["size_only"], c["change_pct"])
+                                          for c in result["cells"]), len(result["failed"]))
 
 
 class SeveralKernels(queries.SideNotFound):
@@ -54,6 +44,15 @@ def _described(kernel) -> str:
         position = f"patch {kernel.patch_index}" if kernel.patch_index else "base"
         words += f", {position} of the series {kernel.series.name!r}"
     return words
+
+
+def kernel_choices() -> dict:
+    """The kernels a side can be picked from, newest run first: each as the
+    spec the form takes (kernel:ID) and in words (release, commit, patch)."""
+    return cached("kernel-choices", PICKER_KERNELS, lambda: {"kernels": [
+        {"spec": f"kernel:{k.pk}", "kernel": _described(k)}
+        for k in (Kernel.objects.annotate(last=Max("runs__received_at")).filter(last__isnull=False)
+                  .select_related("series").order_by("-last", "-id")[:PICKER_KERNELS])]})
 
 
 def one_kernel(spec: str, role: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from iowatch.judging.outcomes import Outcome
-from iowatch.stats.wording import amount
+from iowatch.figures import amount
 
 # The summary's counts, in the order a maintainer reads them (the words are the outcomes').
 SUMMARY = (Outcome.REGRESSION, Outcome.IMPROVEMENT, Outcome.SUSPECTED, Outcome.UNSURE,

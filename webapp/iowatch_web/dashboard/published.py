@@ -22,7 +22,7 @@ from django.db.models import Exists, OuterRef, Q, Subquery
 from django.urls import reverse
 
 from iowatch_web.dashboard.freshness import cached
-from iowatch import seeds
+from iowatch import figures, seeds
 from iowatch.comparison import Side
 from iowatch.judging import DEFAULT_MIN_EFFECT, compare_sides, deciding
 from iowatch.judging.sides import MAX_SIDE_RUNS
@@ -45,19 +45,6 @@ RULE = ("A claim is one metric between two result sets of the post that follow e
         "reproduce gives the outcome. " + " ".join(
             f"{seeds.OUTCOMES[o].capitalize()}: {rule}." for o, rule in seeds.OUTCOME_RULES.items())
         + " A claim judged on several devices is reproduced only where each reproduced it.")
-
-
-def number(value: float | None) -> str:
-    """A value as a maintainer reads it: thousands grouped, three significant digits below 100."""
-    if value is None:
-        return ""
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
-
-
-def percent(value: float | None) -> str:
-    return "" if value is None else f"{value:+,.1f}%"
 
 
 def claim_check(study: Study) -> dict:
@@ -105,15 +92,25 @@ def _claim(claim: seeds.Claim, by_set: dict[tuple[str, str], dict], judged: set,
         stored = by_set.get((entry.label, entry.device_class), {})
         sides[role] = {"label": entry.label, "run_label": run_labels.get(entry.label, entry.label),
                        "kernel": entry.kernel, "run_id": stored.get("run_id"),
-                       "value": value, "text": f"{number(value)} {unit}",
-                       "as_published": result.as_published, "setup": entry.setup or ""}
+                       "value": value, "as_published": result.as_published,
+                       "setup": entry.setup or ""}
+    # Both sides in one unit, as every page shows a before and an after (iowatch.figures).
+    texts, shown_unit = figures.amount((sides["before"]["value"], sides["after"]["value"]), unit)
+    for role, text in zip(("before", "after"), texts):
+        sides[role]["text"] = f"{text} {shown_unit}".strip()
     runs = (sides["before"]["run_id"], sides["after"]["run_id"])
     return {"group": claim.group, "metric": metric, "unit": unit,
             "direction": METRICS[metric].direction if metric in METRICS else "",
             "deciding": (claim.group, metric) in judged, "device_class": claim.device_class,
-            **sides, "change_pct": claim.change_pct, "change": percent(claim.change_pct),
+            **sides, "change_pct": claim.change_pct, "change": figures.change(claim.change_pct),
             "published_compare_url": _compare_url(*runs) if all(runs) else "",
             "lab": [], "missing": [], "claim": claim}
+
+
+def _medians(before: float | None, after: float | None, unit: str) -> dict:
+    """The lab's before and after medians in one readable unit."""
+    (b, a), shown_unit = figures.amount((before, after), unit)
+    return {"before_text": b, "after_text": a, "unit": shown_unit}
 
 
 def _compare_url(base: str, candidate: str) -> str:
@@ -201,10 +198,10 @@ def _lab_row(claim: dict, judged: seeds.Judged, host: str, found: dict) -> dict:
             "filesystem": lab.filesystem, "outcome": lab.verdict,
             "before_n": lab.before_n, "after_n": lab.after_n,
             "before_median": lab.before_median, "after_median": lab.after_median,
-            "before_text": number(lab.before_median), "after_text": number(lab.after_median),
-            "change_pct": lab.change_pct, "change": percent(lab.change_pct),
+            **_medians(lab.before_median, lab.after_median, claim["unit"]),
+            "change_pct": lab.change_pct, "change": figures.change(lab.change_pct),
             "ci_low": lab.ci_low, "ci_high": lab.ci_high,
-            "ci": f"{percent(lab.ci_low)} to {percent(lab.ci_high)}" if lab.ci_low is not None else "",
+            "ci": figures.ci(lab.ci_low, lab.ci_high, missing=""),
             "words": lab.words, "runs": (len(found["before"]), len(found["after"])),
             "compare_url": _compare_url(claim["before"]["run_label"], claim["after"]["run_label"]),
             "verdict": judged.outcome, "verdict_label": seeds.OUTCOMES[judged.outcome],
@@ -267,7 +264,9 @@ def _newest_medians(study: Study, claims: list[dict]) -> dict[tuple, list[dict]]
         device_class, release = names[host, device]
         out[group, metric].append({"host": host, "device": device, "device_class": device_class,
                                    "kernel": release, "median": statistics.median(vs),
-                                   "text": number(statistics.median(vs)),
+                                   "text": figures.with_unit(statistics.median(vs),
+                                                             METRICS[metric].unit
+                                                             if metric in METRICS else ""),
                                    "n": len(vs)})
     return out
 
@@ -319,9 +318,6 @@ def _claim_check(study: Study) -> dict:
         claim["id"] = i
         claim["measured_now"] = newest.get((claim["group"], claim["metric"]), [])
         claim["bars"] = _bars(claim, claim["measured_now"])
-        values = [b["value"] for b in claim["bars"] if b["value"] and b["value"] > 0]
-        # A log axis when the numbers differ more than tenfold (a 19 KiB/s bar beside 17,480).
-        claim["log_scale"] = bool(values) and max(values) > 10 * min(values)
         # The judge's objects stay here: the page and its JSON get their fields.
         del claim["claim"]
         for r in claim["lab"]:
@@ -364,8 +360,9 @@ def published_values(run: Run) -> dict:
         result = entry.result(group, metric) if entry else None
         quoted = result.as_published if result else ""
         rows.append({"study": slug, "group": group, "metric": metric, "value": value,
-                     "text": f"{number(value)} {METRICS[metric].unit}" if metric in METRICS
-                     else number(value), "as_published": quoted})
+                     "text": figures.with_unit(value, METRICS[metric].unit
+                                               if metric in METRICS else ""),
+                     "as_published": quoted})
         if slug not in study_slugs:
             study_slugs.append(slug)
     return {"rows": rows, "studies": study_slugs}

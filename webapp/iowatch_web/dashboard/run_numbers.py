@@ -16,9 +16,9 @@ from iowatch import devstate
 from iowatch.judging import deciding
 from iowatch.metrics import METRICS
 from iowatch.stats.confounders import kernel_flags
-from iowatch.stats.wording import amount
+from iowatch.figures import amount
 from iowatch.yamlfile import DataFileError
-from iowatch_web.results.models import Cell, Repetition, Run
+from iowatch_web.results.models import Repetition, Run
 from iowatch_web.retention.values import sample_values
 from iowatch_web.results.sides import judging_studies
 
@@ -48,12 +48,14 @@ def _spread(values: list[float]) -> dict:
 
 
 def cell_numbers(run: Run, cells: list) -> dict[int, list[dict]]:
-    """Per cell id: a row per (group, metric) of its group-level samples from
-    passed repetitions, deciding ones first, each with a link to its history."""
-    failed = set(Repetition.objects.filter(cell__run=run).exclude(status="passed")
+    """Per cell id of `cells` (the page's cells of the run): a row per (group,
+    metric) of its group-level samples from passed repetitions, deciding ones
+    first, each with a link to its history."""
+    ids = [c.pk for c in cells]
+    failed = set(Repetition.objects.filter(cell_id__in=ids).exclude(status="passed")
                  .values_list("cell_id", "index"))
     values: dict[tuple, list[float]] = defaultdict(list)
-    for v in sample_values(Cell.objects.filter(run=run)):
+    for v in sample_values(ids):
         if (v.cell_id, v.repetition) not in failed:
             values[v.cell_id, v.group, v.metric].append(v.value)
     by_cell = {c.pk: c for c in cells}

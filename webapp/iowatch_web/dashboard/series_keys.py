@@ -51,14 +51,37 @@ def choices(key: dict) -> dict[str, list[str]]:
     return out
 
 
+# The newest runs whose newest cell is looked at for a history of its own.
+RUNS_LOOKED_AT = 20
+
+
+def _with_history(cells):
+    """The newest cell of the newest runs among `cells` whose place (study,
+    host, device, filesystem) another kernel measured too; None if none has.
+    One cell a run: a 100,000-cell run is one look, not 100,000."""
+    runs = (Run.objects.filter(Exists(cells.filter(run=OuterRef("pk"))))
+            .order_by("-received_at", "-id")[:RUNS_LOOKED_AT])
+    for run in runs:
+        cell = cells.filter(run=run).first()
+        if Cell.objects.filter(run__published=False, status="passed", study_id=cell.study_id,
+                               run__host_id=run.host_id, device_id=cell.device_id,
+                               filesystem=cell.filesystem).exclude(
+                                   run__kernel_id=run.kernel_id).exists():
+            return cell
+    return None
+
+
 def starting_key(key: dict) -> dict:
     """The key with its empty parts filled from the newest measured cell that
-    matches the chosen ones, its study's first deciding metric by default. A
-    key with a device keeps an empty filesystem: the device's raw cells."""
+    matches the chosen ones and has a history (its study, host, device and
+    filesystem measured on another kernel too: a one-kernel series is one
+    point, issue 28), else from the newest one; its study's first deciding
+    metric by default. A key with a device keeps an empty filesystem: the
+    device's raw cells."""
     if all(key.get(p) for p in ("study", "host", "device", "group", "metric")):
         return key
-    cell = (_cells(key, "group").select_related("study", "device", "run__host")
-            .order_by("-id").first())
+    cells = _cells(key, "group").select_related("study", "device", "run__host").order_by("-id")
+    cell = _with_history(cells) or cells.first()
     if cell is None:
         return key
     filled = {**key, "study": key.get("study") or cell.study.slug,

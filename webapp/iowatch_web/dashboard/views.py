@@ -58,7 +58,8 @@ def series_check(request, series_id: int):
 def compare(request):
     base, candidate = request.GET.get("base", "").strip(), request.GET.get("candidate", "").strip()
     filters = {f: request.GET.get(f, "") for f in queries.COMPARE_FILTERS}
-    context = {"base": base, "candidate": candidate, "filters": filters, "error": None}
+    context = {"base": base, "candidate": candidate, "filters": filters, "error": None,
+               "kernels": compare_page.kernel_choices()["kernels"]}
     status = 200
     if base and candidate:
         try:
@@ -192,11 +193,18 @@ def runs(request):
         "statuses": RUN_STATUSES, "studies": Study.objects.values_list("slug", flat=True)})
 
 
+# A run page shows this many cells at a time: a 100,000-cell run (a 17 MB
+# bundle) made one page of 82 MB that held a web worker for a minute (issue 28).
+CELLS_PER_PAGE = 50
+
+
 def run_detail(request, run_id):
     run = get_object_or_404(Run.objects.select_related("host", "kernel__series", "agent"),
                             run_id=run_id)
     previous = queries.previous_run(run) if not run.published else None
-    cells = list(run.cells.select_related("study", "device").prefetch_related("repetitions"))
+    page = Paginator(run.cells.select_related("study", "device").prefetch_related("repetitions")
+                     .order_by("key"), CELLS_PER_PAGE).get_page(request.GET.get("page"))
+    cells = list(page.object_list)
     numbers = run_numbers.cell_numbers(run, cells)
     for cell in cells:
         rows = numbers[cell.pk]
@@ -204,10 +212,10 @@ def run_detail(request, run_id):
         # The deciding metrics' table, then the others' (folded beside deciding ones).
         cell.tables = [(deciding, False), ([r for r in rows if not r["deciding"]], bool(deciding))
                        ] if rows else []
-    artifacts = (Artifact.objects.filter(cell__run=run).defer("content")
+    artifacts = (Artifact.objects.filter(cell__in=cells).defer("content")
                  .select_related("cell").order_by("cell__key", "repetition", "name"))
     return render(request, "dashboard/run.html", {
-        "run": run, "previous": previous, "cells": cells, "artifacts": artifacts,
+        "run": run, "previous": previous, "cells": cells, "page": page, "artifacts": artifacts,
         "regressions": regressions_of_runs([run.run_id]).get(run.run_id, []),
         "devices": run.devices.all(),
         "confounders": queries.run_confounders(run, previous),

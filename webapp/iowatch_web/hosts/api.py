@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
@@ -24,6 +24,8 @@ router = Router(tags=["hosts"])
 
 # The inventory's host names (a DNS label, dotted), as the runs carry them.
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+# The path's {name} as the OpenAPI description says it (_bad_name checks it).
+HostName = Annotated[str, Field(json_schema_extra={"pattern": HOST_NAME.pattern})]
 
 
 class JobIn(AgentInput):
@@ -91,7 +93,7 @@ def _bad_name(name: str) -> JsonResponse | None:
 @router.post("/{name}/heartbeat", auth=AgentToken(),
              response={200: HostOut, 400: Error, 401: Error},
              summary="What the host is doing now (agents, every minute and at each phase change)")
-def heartbeat(request, name: str, body: BeatIn):
+def heartbeat(request, name: HostName, body: BeatIn):
     if bad := _bad_name(name):
         return bad
     host = beats.record(name, body.model_dump(), request.auth)
@@ -106,7 +108,7 @@ def list_hosts(request):
 
 @router.get("/{name}", response={200: HostDetailOut, 400: Error, 404: Error},
             summary="One host's state and its newest phase changes")
-def get_host(request, name: str):
+def get_host(request, name: HostName):
     if bad := _bad_name(name):
         return bad
     host = get_object_or_404(HostState.objects.select_related("agent"), name=name)

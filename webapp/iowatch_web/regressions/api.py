@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Annotated
 
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
@@ -21,14 +22,14 @@ from ninja.security import SessionAuth
 from iowatch import mailreport
 from iowatch_web.regressions import confirm, detail, nightly
 from iowatch_web.regressions.bisect_api import BisectOut, latest
-from iowatch_web.regressions.models import (KINDS, STATES, CellVerdict, ChangePoint, Regression,
-                                            TriageEvent)
+from iowatch_web.regressions.models import (KINDS, STATES, CellVerdict, ChangePoint, Comparison,
+                                            Regression, TriageEvent)
 from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused
+from iowatch_web.results.bounds import MAX_PAGE, Offset, PageLimit, one_of
 from iowatch_web.regressions.triage import triage as apply_triage
 
 router = Router(tags=["regressions"])
 
-MAX_PAGE = 1000
 
 
 class Triager(SessionAuth):
@@ -229,12 +230,27 @@ class TriageEventOut(Schema):
         return e.who
 
 
+class ViewOut(Schema):
+    """Another comparison of the same change the regression holds (a patch
+    against the series base beside it against its parent): its regressed cells."""
+    id: int
+    reason: str
+    base_kernel: KernelRef
+    cells: list[CellVerdictOut]
+
+    @staticmethod
+    def resolve_cells(c: Comparison) -> list:
+        return list(c.cells.filter(outcome="regression")
+                    .select_related("study", "device", "host", "metric"))
+
+
 class RegressionDetail(RegressionOut):
     base_runs: list[uuid.UUID]
     candidate_runs: list[uuid.UUID]
     cells: list[CellVerdictOut]
     verdicts: list[CellVerdictOut]  # every deciding cell of the comparison, regressed or not
     change_points: list[ChangePointOut]
+    views: list[ViewOut]  # the same change seen by other comparisons (regressions/grouping.py)
     events: list[TriageEventOut]
     # The two ends: kernel release, commit and runs (the contract of issue 14).
     good: dict
@@ -311,6 +327,10 @@ class RegressionDetail(RegressionOut):
         return list(r.comparison.change_points.select_related("study", "device", "run"))
 
     @staticmethod
+    def resolve_views(r: Regression) -> list:
+        return list(r.views.select_related("base_kernel__series").order_by("id"))
+
+    @staticmethod
     def resolve_events(r: Regression) -> list:
         return list(r.events.select_related("user", "agent"))
 
@@ -323,12 +343,12 @@ class RegressionPage(Schema):
 
 
 class RegressionFilters(Schema):
-    state: str | None = None
+    state: Annotated[str | None, one_of(STATES)] = None
     study: str | None = None
     host: str | None = None
-    kind: str | None = None
-    limit: int = 100
-    offset: int = 0
+    kind: Annotated[str | None, one_of((*KINDS, "change-point"))] = None
+    limit: PageLimit = 100
+    offset: Offset = 0
 
 
 class TriageIn(Schema):
@@ -427,10 +447,16 @@ def report_text(regression_id: int, fmt: str) -> str:
     return mailreport.render(RegressionDetail.from_orm(regression).model_dump(mode="json"), fmt)
 
 
-@router.get("/{regression_id}/report", response={200: str, 400: Error, 404: Error, 409: Error},
+# Its 200 is text/plain, said by openapi_extra (ninja would describe a JSON string).
+@router.get("/{regression_id}/report", response={400: Error, 404: Error, 409: Error},
             summary="The regression as a mailing-list report (text/plain): format email "
-                    "(with headers, a reply in the series' thread) or text")
-def report(request, regression_id: int, format: str = "email", unconfirmed: bool = False):
+                    "(with headers, a reply in the series' thread) or text",
+            openapi_extra={"responses": {200: {"description": "the report",
+                                               "content": {"text/plain": {"schema": {
+                                                   "type": "string"}}}}}})
+def report(request, regression_id: int,
+           format: Annotated[str, one_of(mailreport.FORMATS)] = "email",
+           unconfirmed: bool = False):
     if format not in mailreport.FORMATS:
         return _bad_request(f"format {format!r} is not one of {', '.join(mailreport.FORMATS)}",
                             "query field format")

@@ -11,7 +11,7 @@ its host stopped beating (iowatch_web.hosts.giveback). Reading is open to anyone
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.db import transaction
 from django.db.models import Case, IntegerField, Value, When
@@ -24,6 +24,7 @@ from pydantic import field_validator
 
 from iowatch_web.hosts import giveback
 from iowatch_web.regressions import nightly, triage
+from iowatch_web.results.bounds import one_of
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
 
 router = Router(tags=["bisects"])
@@ -280,7 +281,7 @@ def claim_job(request, body: ClaimIn):
 
 
 @router.get("", response={200: BisectPage, 400: Error}, summary="Bisect jobs, oldest first")
-def list_jobs(request, state: str | None = None):
+def list_jobs(request, state: Annotated[str | None, one_of(BISECT_STATES)] = None):
     jobs = _jobs()
     if state is not None:
         if state not in BISECT_STATES:

@@ -6,6 +6,9 @@ side pools the repetitions of every run of its kernel) and says why they were
 paired. Its CellVerdicts are the A/B outcome per cell, job group and metric.
 A Regression groups the regressed cells of one comparison (one change) under
 one entry that people triage; each change of its state is a TriageEvent. A
+patch of a series is compared with its parent and with the series base: both
+views of the one change are one Regression, the parent's, which holds the
+series-base comparison among its `views` (regressions/grouping.py). A
 ChangePoint is a step found in the history of one series key and confirmed
 by the A/B test of the segments; the change points at one kernel on one host
 share a comparison (reason "change-point") and so one Regression.
@@ -185,6 +188,10 @@ class Regression(models.Model):
     kind = models.CharField(max_length=8, choices=[(k, k) for k in KINDS], default="ab",
                             help_text="set when it is opened (regressions/nightly.py kind_of)")
     notes = models.TextField(blank=True, default="", help_text="the latest triage note")
+    # The other comparisons of the same change shown inside it: the series-base
+    # comparison of the patch whose parent comparison this is (regressions/grouping.py).
+    views = models.ManyToManyField(Comparison, blank=True, related_name="shown_in",
+                                   help_text="other comparisons of the same change")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 

@@ -27,7 +27,7 @@ from iowatch.cells import CellKey
 from iowatch.judging import (FDR, compare_sides, confirm_change_points, deciding_metrics, history_of,
                              platform_words)
 from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
-from iowatch_web.regressions import nightly
+from iowatch_web.regressions import grouping, nightly
 from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression
 from iowatch_web.results.models import Cell, Kernel, Run
 from iowatch_web.results.sides import judged_runs, judging_studies, runs_side, stored_runs
@@ -182,23 +182,36 @@ def _cell_verdict(comparison: Comparison, cell: Cell, v) -> CellVerdict:
         outcome=v.outcome, needs_runs=v.needs_runs, size_only=v.size_only, words=v.words)
 
 
+def _regressed(comparison: Comparison) -> bool:
+    return (not comparison.platform_drifted
+            and comparison.cells.filter(outcome="regression").exists()
+            or comparison.change_points.exists())
+
+
 def _update_regression(comparison: Comparison) -> None:
-    """One Regression per comparison while any cell regressed and the platform
-    held (a drifted canary claims none: Comparison.regressions of
-    iowatch.judging). One that no longer has regressed cells goes only if
-    nobody has triaged it yet."""
-    regressed = (not comparison.platform_drifted
-                 and comparison.cells.filter(outcome="regression").exists()
-                 or comparison.change_points.exists())
-    if regressed:
+    """One Regression per change while any cell regressed (and the platform
+    held: a drifted canary claims none, Comparison.regressions of
+    iowatch.judging): a patch's
+    comparison with the series base is shown inside the one of its parent
+    comparison (regressions/grouping.py). One that no longer has regressed
+    cells goes only if nobody has triaged it yet."""
+    if _regressed(comparison):
+        if (joined := grouping.home(comparison)) is not None:
+            grouping.join(joined, comparison)
+            return
         regression, created = Regression.objects.get_or_create(comparison=comparison)
         if created:
             nightly.opened(regression)  # its kind; a nightly one queues its bisect
         else:
             regression.save(update_fields=["updated"])
+        grouping.gather(regression, _regressed)
     else:
+        shown = grouping.leave(comparison)
         Regression.objects.filter(comparison=comparison, state="new",
                                   events__isnull=True).delete()
+        if not Regression.objects.filter(comparison=comparison).exists():
+            for other in shown:  # the views it held stand alone again
+                _update_regression(other)
 
 
 # --- change points in a series key's history -----------------------------------

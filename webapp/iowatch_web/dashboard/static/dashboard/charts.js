@@ -9,6 +9,8 @@
   const COLORS = {base: "#7f8fa6", candidate: "#2f6db5", regression: "#c0392b",
                   improvement: "#27874a", median: "#e67e22", point: "rgba(47,109,181,0.55)",
                   published: "#8e44ad", measured: "#2f6db5"};
+  // Bars start at zero on a linear axis; one shorter than this many pixels is drawn this long.
+  const MIN_BAR = 3;
 
   // Error bars: dataset.errorBars[i] = [low, high] in the value axis' units,
   // along the bars of a vertical or a horizontal (indexAxis "y") bar chart;
@@ -95,8 +97,9 @@
 
   // Compare: one chart per study and job group (the canvas names them), each
   // deciding cell a row of horizontal bars (the sides' means, in the metric's
-  // unit) named shortly, with the full name in the tooltip; a log axis when the
-  // numbers differ more than tenfold, so a 19 KiB/s bar shows beside 2,968.
+  // unit) named shortly, with the full name in the tooltip. The axis is linear
+  // from zero, as a bar's length is its value (on a log axis it means nothing,
+  // issue 28); a bar too short to see keeps MIN_BAR pixels, its number in the tooltip.
   function cellName(c) {
     return [c.study, c.device_class, c.device, c.filesystem, c.group, c.metric].filter(Boolean).join(" / ");
   }
@@ -127,9 +130,8 @@
       colors.push(COLORS[c.outcome] || COLORS.candidate);
     });
     const means = base.concat(candidate).filter((v) => v != null);
-    const least = Math.min(...means), most = Math.max(...means, ...baseErr.concat(candErr).filter(Boolean).map((r) => r[1]));
-    const log = least > 0 && Math.max(...means) > 10 * least;
-    canvas.dataset.scale = log ? "logarithmic" : "linear";
+    const most = Math.max(...means, ...baseErr.concat(candErr).filter(Boolean).map((r) => r[1]));
+    canvas.dataset.scale = "linear";
     canvas.parentNode.style.height = (90 + 46 * cells.length) + "px";
     const unit = mine.shownUnit ? ` ${mine.shownUnit}` : "";
     canvas.chart = new Chart(canvas, {
@@ -137,22 +139,16 @@
       data: {
         labels: cells.map(label),
         datasets: [
-          {label: "base", data: base, backgroundColor: COLORS.base, errorBars: baseErr},
-          {label: "candidate", data: candidate, backgroundColor: colors, errorBars: candErr},
+          {label: "base", data: base, backgroundColor: COLORS.base, errorBars: baseErr, minBarLength: MIN_BAR},
+          {label: "candidate", data: candidate, backgroundColor: colors, errorBars: candErr, minBarLength: MIN_BAR},
         ],
       },
       options: {
         indexAxis: "y",
         layout: {padding: {right: 12}},
         scales: {
-          x: log
-            // A decade each side of the numbers, so the smallest bar keeps a visible length.
-            ? {type: "logarithmic", min: Math.pow(10, Math.floor(Math.log10(least) - 1e-9)),
-               max: Math.pow(10, Math.ceil(Math.log10(most))),
-               title: {display: true, text: `mean${unit} (log scale)`},
-               ticks: {maxRotation: 0, callback: (v) => { const e = Math.log10(v); return Math.abs(e - Math.round(e)) < 1e-9 ? number(v) : ""; }}}
-            : {beginAtZero: true, suggestedMax: most * 1.05, title: {display: true, text: `mean${unit}`},
-               ticks: {maxRotation: 0, callback: (v) => number(v)}},
+          x: {beginAtZero: true, suggestedMax: most * 1.05, title: {display: true, text: `mean${unit}`},
+              ticks: {maxRotation: 0, callback: (v) => number(v)}},
           y: {ticks: {autoSkip: false}},
         },
         plugins: {
@@ -252,14 +248,14 @@
   }
 
   // Published results: one chart per claim, the post's two numbers beside the
-  // lab's per host and device, as horizontal bars (names stay readable); a log
-  // axis when the numbers differ more than tenfold, so 19 KiB/s shows beside 17,480.
+  // lab's per host and device, as horizontal bars (names stay readable) on a
+  // linear axis from zero; a 19 KiB/s bar beside 17,480 keeps MIN_BAR pixels.
   const PUBLISHED_KINDS = {published: COLORS.published, before: COLORS.base, after: COLORS.measured,
                            newest: COLORS.point};
   function drawPublished(canvas, data) {
     const claim = data.claims.find((c) => String(c.id) === canvas.dataset.claim);
     if (!claim) { note(canvas, "No such claim.", true); return; }
-    const bars = claim.bars.filter((b) => b.value != null && (!claim.log_scale || b.value > 0));
+    const bars = claim.bars.filter((b) => b.value != null);
     if (!bars.length) { note(canvas, "No numbers to chart."); return; }
     canvas.parentNode.style.height = (60 + 34 * bars.length) + "px";
     const fmt = (v) => Math.abs(v) >= 100 ? Math.round(v).toLocaleString("en-US") : String(Number(v.toPrecision(3)));
@@ -267,18 +263,14 @@
       type: "bar",
       data: {labels: bars.map((b) => b.label),
              datasets: [{label: `${claim.metric} (${claim.unit})`, data: bars.map((b) => b.value),
-                         backgroundColor: bars.map((b) => PUBLISHED_KINDS[b.kind] || COLORS.measured)}]},
+                         backgroundColor: bars.map((b) => PUBLISHED_KINDS[b.kind] || COLORS.measured),
+                         minBarLength: MIN_BAR}]},
       options: {
         indexAxis: "y",
         plugins: {legend: {display: false},
                   tooltip: {callbacks: {label: (item) => `${fmt(item.parsed.x)} ${claim.unit}`}}},
         scales: {
-          x: claim.log_scale
-            // A decade below the smallest number, so its bar keeps a visible length.
-            ? {type: "logarithmic", title: {display: true, text: `${claim.unit} (log scale)`},
-               min: Math.pow(10, Math.floor(Math.log10(Math.min(...bars.map((b) => b.value)))) - 1),
-               ticks: {maxRotation: 0, callback: (v) => { const e = Math.log10(v); return Math.abs(e - Math.round(e)) < 1e-9 ? fmt(v) : ""; }}}
-            : {beginAtZero: true, title: {display: true, text: claim.unit}, ticks: {maxRotation: 0, callback: (v) => fmt(v)}},
+          x: {beginAtZero: true, title: {display: true, text: claim.unit}, ticks: {maxRotation: 0, callback: (v) => fmt(v)}},
           y: {ticks: {autoSkip: false}},
         },
       },
