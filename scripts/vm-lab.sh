@@ -191,8 +191,12 @@ phase_start "the mail"
 .venv/bin/iowatch report "$regression" --format email --server "$url" > "$run/mail.txt" 2> "$run/mail.log" ||
     fail "iowatch report failed: see mail.log"
 sed 's/^/    /' "$run/mail.txt"
-grep -q "$first_bad_subject" "$run/mail.txt" || fail "the mail does not name the first bad commit"
-grep -q "second host: not confirmed on a second host" "$run/mail.txt" || fail "the mail does not say why it is unconfirmed"
+# The body is folded at 72 columns, as kernel mail is: read it unfolded.
+unfolded=$(tr -s ' \n' '  ' < "$run/mail.txt")
+[[ "$unfolded" == *"first bad commit: "*"(\"$first_bad_subject\")"* ]] ||
+    fail "the mail does not name the first bad commit"
+[[ "$unfolded" == *"second host: not confirmed on a second host"* ]] ||
+    fail "the mail does not say why it is unconfirmed"
 phase_end PASS "$(grep -m1 '^Subject:' "$run/mail.txt" | cut -c1-100)"
 
 curl -sf "$url/api/v1/bisects/$(curl -sf "$url/api/v1/regressions/$regression" | .venv/bin/python -c 'import json,sys; print(json.load(sys.stdin)["bisect"]["id"])')" \
