@@ -98,6 +98,11 @@ def test_the_virtual_labs_per_run_boot_parameters_are_no_confounder():
     assert base["kernel"]["cmdline"] != cand["kernel"]["cmdline"]
     assert "virtme_initmount0=tmp/iowatch-e2e-final/guest-01" in base["kernel"]["cmdline"]
     assert confounders(base, cand) == []
+    # On a lab host the kernel role names the commit it booted, and grub the image.
+    for doc, commit in ((base, "44a585509f52"), (cand, "670e525aa2b2")):
+        for where in (doc["kernel"], doc["environment"]["host"]):
+            where["cmdline"] += f" BOOT_IMAGE=/boot/vmlinuz-6.12.117-{commit} iowatch.commit={commit}"
+    assert confounders(base, cand) == []
 
     # What does change the kernel's behaviour still is one, on the same manifests.
     for doc in (cand["kernel"], cand["environment"]["host"]):

@@ -46,8 +46,10 @@ _DEBUG_WHY = "kernel debugging code adds checks to the paths under test"
 # Boot parameters the virtual lab's harness sets anew for every guest: virtme-ng's
 # command to run (base64 of the guest's `iowatch run`, which names the run's own
 # output directory and label) and the host directory the guest mounts. They name
-# the run, not how the kernel behaves, so they are no confounder.
-_PER_RUN_PARAMETERS = re.compile(r"(virtme\.exec|virtme_initmount\d+)=")
+# the run, not how the kernel behaves, so they are no confounder. On a lab host
+# the kernel role names the commit it booted (iowatch.commit=, ansible/roles/
+# kernel) and grub the image (BOOT_IMAGE=): they differ between any two kernels.
+_PER_RUN_PARAMETERS = re.compile(r"(virtme\.exec|virtme_initmount\d+|iowatch\.commit|BOOT_IMAGE)=")
 # A boot parameter: quoted values (virtme-ng quotes with backticks) stay one token.
 _PARAMETER = re.compile(r'(?:"[^"]*"|`[^`]*`|\S)+')
 
