@@ -65,6 +65,11 @@ class IowatchAPI(NinjaAPI):
                 for parameter in operation.get("parameters") or []:
                     if parameter["in"] == "query" and _a_string(parameter["schema"]):
                         parameter["schema"].setdefault("pattern", NO_NUL)
+                    for integer in _integers(parameter["schema"]):
+                        # The store's integers are 64-bit: a number past them is a
+                        # 400 (site/middleware.py out_of_range), so the description says so.
+                        integer.setdefault("minimum", STORE_MIN)
+                        integer.setdefault("maximum", STORE_MAX)
                 responses = operation.setdefault("responses", {})
                 if operation.get("parameters") or operation.get("requestBody"):
                     responses.setdefault(400, _error_answer(
@@ -79,6 +84,15 @@ class IowatchAPI(NinjaAPI):
 
 # A string the middleware takes in a query: no NUL character.
 NO_NUL = "^[^\\x00]*$"
+
+
+STORE_MIN, STORE_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def _integers(schema: dict) -> list[dict]:
+    """The integer schemas of a parameter's schema (itself, or its anyOf's)."""
+    return ([schema] if schema.get("type") == "integer" else []) + [
+        s for sub in schema.get("anyOf", []) for s in _integers(sub)]
 
 
 def _a_string(schema: dict) -> bool:
