@@ -196,7 +196,7 @@ def second_boots(result: CheckResult, boot_again: Callable[[VariantRun, int], Va
     runs the whole matrix. All are round 0, one block of the rounds' drift
     test. Returns the boots that measured."""
     sizes = [reps] if isinstance(reps, int) else list(reps)
-    measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
+    measured = measured_runs(result)
     done = 0
     for k, n in enumerate(sizes, start=2):
         for vr in measured if n > 0 else []:
@@ -291,8 +291,13 @@ def _with_ratio_partners(wants: dict[int, dict[str, int]]) -> dict[int, dict[str
     return wants
 
 
+def measured_runs(result: CheckResult) -> list[VariantRun]:
+    """The variants that ran their matrix (passed, or some cells failed), in order."""
+    return [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
+
+
 def _parent(result: CheckResult, cur: VariantRun) -> VariantRun | None:
-    measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
+    measured = measured_runs(result)
     earlier = [r for r in measured if r.variant.index < cur.variant.index]
     return earlier[-1] if earlier else None
 
@@ -379,7 +384,7 @@ def _side(vr: VariantRun) -> Side:
 def compare_with_parents(result: CheckResult) -> None:
     """Each measured variant judged against the nearest earlier one that ran (vs_parent)."""
     studies = load_studies(resources.studies_dir())
-    measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
+    measured = measured_runs(result)
     if not measured or measured[0].variant.index != 0:
         return
     for prev, cur in zip(measured, measured[1:]):
@@ -391,7 +396,7 @@ def compare_with_parents(result: CheckResult) -> None:
 def compare_with_base(result: CheckResult) -> Comparison | None:
     """The last measured patch against the series base (variant 0): what a
     cover letter's claims speak of. None when either was not measured."""
-    measured = [r for r in result.runs if r.status in ("passed", "failed") and r.bundle]
+    measured = measured_runs(result)
     if len(measured) < 2 or measured[0].variant.index != 0:
         return None
     return compare_sides(_side(measured[0]), _side(measured[-1]),

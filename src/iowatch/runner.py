@@ -163,8 +163,7 @@ class Runner:
                          if c["status"] == "skipped" or len(c["repetitions"]) >= self.reps}
             for name, notes in (previous.get("environment", {}).get("devices") or {}).items():
                 # The device's state at the run's start stays the run's.
-                self.device_notes[name] = {k: v for k, v in notes.items()
-                                           if k in ("state",)}
+                self.device_notes[name] = {"state": notes["state"]} if "state" in notes else {}
                 for slug, record in (notes.get("precondition") or {}).items():
                     self.before_resume[name, slug] = record
         self.writer = BundleWriter(

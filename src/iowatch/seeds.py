@@ -337,14 +337,21 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
     return out
 
 
+def _beside(verdicts: list[CellVerdict], v: CellVerdict, metric: str,
+            filesystem: str) -> CellVerdict | None:
+    """The verdict of `metric` on `filesystem` of v's study, group and device."""
+    k = v.key
+    return next((c for c in verdicts
+                 if (c.key.study, c.key.group, c.key.metric, c.key.device, c.key.filesystem)
+                 == (k.study, k.group, metric, k.device, filesystem)), None)
+
+
 def _control(judged_on: JudgedOn, cmp: Comparison, v: CellVerdict) -> str:
     """Why the claim cannot be judged on v because its control (the same
     device's other cell) was not measured on both sides or moved; "" when it held."""
     fs, metric = judged_on.control
     k = v.key
-    control = next((c for c in cmp.verdicts
-                    if (c.key.study, c.key.group, c.key.metric, c.key.device, c.key.filesystem)
-                    == (k.study, k.group, metric, k.device, fs)), None)
+    control = _beside(cmp.verdicts, v, metric, fs)
     if control is None:
         return (f"judged on {judged_on.metric} with {fs} {metric} as the control, which was "
                 f"not measured on both sides on {k.device}")
@@ -358,10 +365,8 @@ def _control(judged_on: JudgedOn, cmp: Comparison, v: CellVerdict) -> str:
 def _itself(claim: Claim, cmp: Comparison, judged_as: CellVerdict) -> str:
     """What the lab measured of the claim's own metric, beside the one it was
     judged on, when the lab measures it too: shown, so the reader sees both."""
-    k = judged_as.key
-    own = next((v for v in cmp.verdicts + cmp.diagnostics
-                if (v.key.study, v.key.group, v.key.metric, v.key.device, v.key.filesystem)
-                == (k.study, k.group, claim.metric, k.device, k.filesystem)), None)
+    own = _beside(cmp.verdicts + cmp.diagnostics, judged_as, claim.metric,
+                  judged_as.key.filesystem)
     if own is None or own.change_pct is None:
         return ""
     ci = (f", 95% CI {figures.ci(own.ci_low, own.ci_high)}"
