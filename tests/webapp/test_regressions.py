@@ -255,6 +255,48 @@ def test_a_change_point_whose_neighbours_ab_is_no_change_opens_no_regression(arr
     assert not BisectJob.objects.exists()
 
 
+def with_canary(doc: dict, bw: float) -> dict:
+    """The bundle with the platform canary's cell beside its storage cells, as
+    the runner measures it in every boot (on a tmpfs: runner._canary_cells),
+    reading `bw` KiB/s in each repetition, ±1%."""
+    reps = [{"index": r, "status": "passed", "error": None, "failures": [], "artifacts": [],
+             "samples": [{"metric": "read.bw_kib_s", "value": bw * (1 + e / 100), "group": "canary",
+                          "job": None}]}
+            for r, e in enumerate([-1, 0.5, 1, -0.5, 0], start=1)]
+    doc["cells"].append({"id": "canary-tmpfs-read/sd0/tmpfs", "study": "canary-tmpfs-read",
+                         "device": "sd0", "filesystem": "tmpfs", "mkfs_options": "",
+                         "mount_options": "", "params": {}, "status": "passed", "reason": None,
+                         "repetitions": reps})
+    return doc
+
+
+@pytest.mark.parametrize("canary_steps", [True, False])
+def test_a_change_point_where_the_canary_stepped_too_opens_nothing(arrive, canary_steps):
+    """Issue 24 item 8 with the platform: twelve nightly kernels whose writer
+    falls 30% at kernel 8. When the canary (a tmpfs read no storage patch
+    changes) falls 30% at the same kernel, the machine changed, not the kernel:
+    the change point's A/B of its segments says the platform drifted, and
+    neither a change point nor a regression opens, nor a bisect. With the canary
+    flat, the same step is the kernel's, and opens its regression."""
+    from iowatch_web.regressions.models import BisectJob
+    for night, bw in enumerate([1000] * 8 + [700] * 4):
+        canary = 2000 if night < 8 or not canary_steps else 1400
+        doc = with_canary(planted_bundle({"write.bw_kib_s": level(bw + night % 3)},
+                                         kernel=kernel(night), started_at=at(night),
+                                         matrix="nightly"), canary + night % 3)
+        arrive(doc)
+    if canary_steps:
+        assert not ChangePoint.objects.exists()
+        assert not Regression.objects.exists()
+        assert not BisectJob.objects.exists()
+        step = Comparison.objects.get(reason="previous-run", base_kernel__git_commit=f"{7:012x}",
+                                      candidate_kernel__git_commit=f"{8:012x}")
+        assert step.platform_drifted and "canary canary-tmpfs-read" in step.platform_words
+    else:
+        assert ChangePoint.objects.get().kernel.git_commit == f"{8:012x}"
+        assert Regression.objects.filter(comparison__reason="change-point").count() == 1
+
+
 # --- triage ------------------------------------------------------------------------
 
 @pytest.fixture

@@ -68,7 +68,10 @@ def confirm_change_points(histories, sides, *, studies: dict[str, Study],
     the step, up to the study's cap a side), and the candidate's cell must come
     out a regression or an improvement, with the study's minimum effect and cap,
     in that comparison's family. A candidate the A/B does not confirm is dropped:
-    it opens nothing and queues no bisect."""
+    it opens nothing and queues no bisect. Nor does one whose A/B saw the
+    platform move (the canary's cells of the same segments changed beyond their
+    minimum effect, `Comparison.platform`): a step the machine took with the
+    kernel is no kernel's change point."""
     from iowatch.stats.changepoints import candidates
     out: dict[CellKey, list[ConfirmedChangePoint]] = {}
     by_key = {h.key: h for h in histories}
@@ -80,6 +83,6 @@ def confirm_change_points(histories, sides, *, studies: dict[str, Study],
             base, candidate = sides(key, before, after)
             cmp = compare_sides(base, candidate, studies=studies, fdr=fdr)
             verdict = next((v for v in cmp.verdicts if v.key.pooled == key.pooled), None)
-            if verdict is not None and verdict.outcome in ("regression", "improvement"):
+            if verdict is not None and not cmp.platform and verdict.outcome in ("regression", "improvement"):
                 out.setdefault(key, []).append(ConfirmedChangePoint(key, point, verdict, before, after))
     return out
