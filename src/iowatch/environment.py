@@ -124,6 +124,8 @@ def device_queue(dev_path: str) -> dict:
         "scheduler": m.group(1) if m else (sched or None),
         "schedulers": sched.replace("[", "").replace("]", "").split() if sched else [],
         "rotational": _read(q / "rotational") == "1",
+        # Writeback throttling's latency target: 0 off; None when the kernel has no wbt.
+        "wbt_lat_usec": int(w) if (w := _read(q / "wbt_lat_usec")) not in (None, "") else None,
         "logical_block_size": int(_read(q / "logical_block_size") or 0) or None,
         "model": _read(Path("/sys/block") / block_name(dev_path) / "device" / "model"),
     }
@@ -138,6 +140,16 @@ def set_scheduler(dev_path: str, scheduler: str) -> str:
                            f"(this kernel offers {', '.join(available) or 'none'})")
     q.write_text(scheduler)
     return device_queue(dev_path)["scheduler"]
+
+
+def set_wbt(dev_path: str, usec: int) -> int:
+    """Set writeback throttling's latency target (0: off); returns the one in force."""
+    q = Path("/sys/block") / block_name(dev_path) / "queue" / "wbt_lat_usec"
+    if not q.exists():
+        raise RuntimeError(f"{dev_path}: this kernel has no writeback throttling "
+                           f"({q} is missing: CONFIG_BLK_WBT is not set)")
+    q.write_text(str(usec))
+    return device_queue(dev_path)["wbt_lat_usec"]
 
 
 def set_rotational(dev_path: str, rotational: bool) -> None:

@@ -218,6 +218,14 @@ class Runner:
                     notes["scheduler"] = environment.set_scheduler(dev_path, scheduler)
                 except (RuntimeError, OSError) as e:
                     notes["scheduler_note"] = str(e)
+            # After the scheduler: choosing BFQ turns wbt off, and the study's value holds.
+            wbt = cell.study.wbt_lat_usec
+            notes["wbt_lat_usec"] = environment.device_queue(dev_path)["wbt_lat_usec"]
+            if wbt is not None and notes["wbt_lat_usec"] != wbt:
+                try:
+                    notes["wbt_lat_usec"] = environment.set_wbt(dev_path, wbt)
+                except (RuntimeError, OSError) as e:
+                    notes["wbt_note"] = str(e)
             workload = cell.study.workload(self.profile, cell.device.device_class)
             work = Path(tempfile.mkdtemp(prefix="iowatch-rep-"))
         mountpoint = None

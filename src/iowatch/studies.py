@@ -272,6 +272,9 @@ class Study:
     canary: bool = False
     # Before the study's cells on an ssd, ssd-raid0 or nvme device (iowatch.precondition).
     precondition: Precondition | None = None
+    # Writeback throttling's latency target on the device (queue/wbt_lat_usec): 0 off,
+    # None the kernel's default. Set after the scheduler, which may turn wbt off.
+    wbt_lat_usec: int | None = None
 
     @classmethod
     def from_file(cls, path: Path, d: dict) -> Study:
@@ -280,6 +283,7 @@ class Study:
             slug=d["study"], path=path, title=d["title"], seed=d.get("seed"), source=d["source"],
             question=d.get("question"), device_classes=tuple(d["device_classes"]),
             filesystems=tuple(d["filesystems"]), scheduler=d.get("scheduler"),
+            wbt_lat_usec=d.get("wbt_lat_usec"),
             min_effect_pct=float(d.get("min_effect_pct", DEFAULT_MIN_EFFECT)),
             max_runs=int(d.get("max_runs", DEFAULT_CAP)), spec=Workload.from_file(d["workload"]),
             profiles={name: Profile(name, p["scaling"], Overrides.from_file(p),

@@ -234,3 +234,24 @@ def test_the_scripted_checkpoint_workload_times_the_final_sync(tmp_path, data_di
     assert [s["step"] for s in log["steps"]] == ["create", "sync", "delete", "drop_caches", "final_sync"]
     assert log["steps"][-1]["ms"] == pytest.approx(final)
     no_leftovers(data_dir)
+
+
+@pytest.mark.parametrize("wbt", [75000, 20000])
+def test_a_study_s_wbt_setting_is_set_after_its_scheduler_and_recorded(tmp_path, data_dir, wbt):
+    """Issue 25 item 2: a study names writeback throttling's latency target
+    (seed 003's mechanism is wbt's exemption of REQ_SYNC | REQ_IDLE writes).
+    The runner sets it on the device under test after the scheduler (choosing
+    BFQ turns wbt off) and records the value in force beside the scheduler."""
+    import yaml
+    doc = yaml.safe_load((ROOT / "jobs/studies/odirect-vs-readers.yml").read_text())
+    doc.update(scheduler="mq-deadline", wbt_lat_usec=wbt)
+    study = tmp_path / "odirect-vs-readers.yml"
+    study.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "bundle"
+    r = iowatch("run", study, "--profile", "quick", "--target", "localhost", "--inventory",
+                ROOT / "hardware-inventory.yml", "--reps", 1, "--out", out, "--no-progress")
+    assert r.returncode == 0, r.stdout + r.stderr
+    seen = bundle.load(out)["environment"]["devices"]["loop-hdd"]
+    assert (seen["scheduler"], seen["wbt_lat_usec"]) == ("mq-deadline", wbt)
+    assert "wbt_note" not in seen
+    no_leftovers(data_dir)

@@ -52,7 +52,8 @@ BASE = {
     "tools": {"fio": "fio-3.33", "fs_mark": "3.3", "python": "3.11.7"},
     "devices": [{"name": "sd0", "class": "sdcard", "model": "SanDisk SC32G", "rotational": False}],
     "environment": {"host": {"cpu_governor": "performance"},
-                    "devices": {"sd0": {"scheduler": "mq-deadline", "loop_direct_io": True}}},
+                    "devices": {"sd0": {"scheduler": "mq-deadline", "loop_direct_io": True,
+                                        "wbt_lat_usec": 75000}}},
     "cells": [{"study": "f2fs-dio-write", "device": "sd0", "filesystem": "f2fs",
                "mkfs_options": "-f", "mount_options": "noatime"}],
 }
@@ -70,13 +71,14 @@ def test_every_kind_of_difference_is_named_with_why():
     cand["tools"].update(fio="fio-3.36", python="3.12")
     cand["devices"][0]["model"] = "Kingston SDC10G2"
     cand["environment"]["host"]["cpu_governor"] = "powersave"
-    cand["environment"]["devices"]["sd0"].update(scheduler="bfq", loop_direct_io=False)
+    cand["environment"]["devices"]["sd0"].update(scheduler="bfq", loop_direct_io=False, wbt_lat_usec=0)
     cand["cells"][0]["mount_options"] = "noatime,discard"
     found = {c.name: c for c in confounders(BASE, cand)}
     assert set(found) == {
         "kernel CONFIG_XFS_DEBUG", "kernel CONFIG_PROVE_LOCKING", "kernel CONFIG_PREEMPT_NONE",
         "kernel CONFIG_HZ", "kernel cmdline", "fio version", "sd0 model", "cpu_governor",
-        "sd0 scheduler", "sd0 loop_direct_io", "f2fs-dio-write/sd0/f2fs mount_options"}
+        "sd0 scheduler", "sd0 wbt_lat_usec", "sd0 loop_direct_io",
+        "f2fs-dio-write/sd0/f2fs mount_options"}
     assert "lockdep" in found["kernel CONFIG_PROVE_LOCKING"].why
     assert (found["fio version"].base, found["fio version"].candidate) == ("fio-3.33", "fio-3.36")
 

@@ -208,6 +208,8 @@ def confounders(base_env: dict, candidate_env: dict) -> list[Confounder]:
         a, b = base_dev[name], cand_dev[name]
         check(f"{name} scheduler", a.get("scheduler"), b.get("scheduler"),
               "the I/O scheduler decides dispatch order and merging")
+        check(f"{name} wbt_lat_usec", a.get("wbt_lat_usec"), b.get("wbt_lat_usec"),
+              "writeback throttling holds back buffered writes to keep reads within its target")
         check(f"{name} model", a.get("model"), b.get("model"),
               "a different device model is different hardware")
         if a.get("rotational") is not None and b.get("rotational") is not None:
