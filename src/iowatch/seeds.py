@@ -431,18 +431,24 @@ def judge(seed: Seed, sides: dict[int, Side], studies: dict[str, Study], check_d
 
 # --- a check's output directory ------------------------------------------------------
 
-def _bundle_path(check_dir: Path, recorded: str) -> Path:
+def _bundle_path(check_dir: Path, recorded: str, kept: bool = False) -> Path:
     """A bundle the check recorded, found under check_dir first (the check ran
     elsewhere, or its directory was copied, as the stored fixtures were: the
-    longest tail of its path that exists there), else where it was recorded."""
+    longest tail of its path that exists there), else where it was recorded,
+    unless the directory is `kept`: a kept reproduction holds every bundle it
+    names, and one missing there must not be read from whatever a later run
+    wrote at the recorded path on this machine."""
     path = Path(recorded)
     parts = path.parts
     for k in range(1, len(parts)):
         candidate = check_dir.joinpath(*parts[k:])
         if (candidate / bundle.MANIFEST).is_file():
             return candidate
-    if (path / bundle.MANIFEST).is_file():
+    if not kept and (path / bundle.MANIFEST).is_file():
         return path
+    if kept:
+        raise SeedError(f"{check_dir / 'check.json'}: bundle {recorded} is not under {check_dir} "
+                        f"(a kept reproduction holds every bundle it names; copy it there)")
     raise SeedError(f"{check_dir / 'check.json'}: bundle {recorded} is neither there nor "
                     f"under {check_dir}")
 
@@ -460,9 +466,11 @@ class CheckedVariant:
         return self.status in ("passed", "failed") and bool(self.bundles)
 
 
-def checked_variants(check_dir: Path, seed: Seed) -> tuple[list[CheckedVariant], list[int]]:
+def checked_variants(check_dir: Path, seed: Seed,
+                     kept: bool = False) -> tuple[list[CheckedVariant], list[int]]:
     """The variants of a check of the seed's series that ran (its check.json, as
-    `iowatch check` writes it), and the check's regressing patches."""
+    `iowatch check` writes it), and the check's regressing patches. `kept`: the
+    bundles are read from check_dir only (_bundle_path)."""
     path = check_dir / "check.json"
     if not path.is_file():
         raise SeedError(f"{check_dir}: no check.json (the output directory of `iowatch check` "
@@ -482,7 +490,7 @@ def checked_variants(check_dir: Path, seed: Seed) -> tuple[list[CheckedVariant],
         except (KeyError, TypeError):
             raise SeedError(f"{path}: variants[{i}] lacks index, bundle or status") from None
         paths = [recorded, *v.get("extra_bundles", [])] if recorded else []
-        out.append(CheckedVariant(index, status, [_bundle_path(check_dir, p) for p in paths],
+        out.append(CheckedVariant(index, status, [_bundle_path(check_dir, p, kept) for p in paths],
                                   v.get("state")))
     return out, list(doc.get("regressing_patches") or [])
 
@@ -546,7 +554,7 @@ def load_kept(check_dir: Path, studies: dict[str, Study], root: Path | None = No
         raise SeedError(f"{check_dir}: a kept reproduction's directory is named seed-NNN "
                         f"(or seed-NNN-SUFFIX), after the seed it reproduces")
     seed = find_seed(m.group(1), studies, root)
-    variants, _ = checked_variants(check_dir, seed)
+    variants, _ = checked_variants(check_dir, seed, kept=True)
     if not any(v.measured for v in variants):
         raise SeedError(f"{check_dir / 'check.json'}: no variant of the check has a measured bundle")
     labels = seed.run_labels()

@@ -117,6 +117,15 @@ def test_a_broken_or_partial_directory_is_refused_naming_the_file(tmp_path, stud
     shutil.rmtree(check / "variant-01-round2")
     err = _refused(root)
     assert str(check / "check.json") in err and "guest-01-round2/bundle" in err
+    # ... and not read from where it was recorded, when that path holds a bundle
+    # on this machine (a later run written there): the kept directory is the data.
+    doc = json.loads((check / "check.json").read_text())
+    doc["variants"][1]["extra_bundles"][1] = str(KEPT / "seed-001" / "variant-01-round2" /
+                                                 "guest-01-round2" / "bundle")
+    (check / "check.json").write_text(json.dumps(doc))
+    err = _refused(root)
+    assert str(check / "check.json") in err and "is not under" in err
+    (check / "check.json").write_text((KEPT / "seed-001" / "check.json").read_text())
     shutil.copytree(KEPT / "seed-001" / "variant-01-round2", check / "variant-01-round2")
     # A variant's run without the post's label (not made by iowatch reproduce).
     doc = json.loads(manifest.read_text())
