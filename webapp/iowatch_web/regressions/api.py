@@ -22,7 +22,7 @@ from ninja.security import SessionAuth
 from iowatch import mailreport
 from iowatch_web.regressions import confirm, detail, nightly
 from iowatch_web.regressions.bisect_api import BisectOut, latest
-from iowatch_web.regressions.models import (KINDS, STATES, CellVerdict, ChangePoint, Comparison,
+from iowatch_web.regressions.models import (KINDS, STATES, StoredVerdict, StoredChangePoint, StoredComparison,
                                             Regression, TriageEvent)
 from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused
 from iowatch_web.results.bounds import MAX_PAGE, Offset, PageLimit, one_of
@@ -155,35 +155,35 @@ class CellVerdictOut(Schema):
     words: str
 
     @staticmethod
-    def resolve_study(v: CellVerdict) -> str:
+    def resolve_study(v: StoredVerdict) -> str:
         return v.study.slug
 
     @staticmethod
-    def resolve_device(v: CellVerdict) -> str | None:
+    def resolve_device(v: StoredVerdict) -> str | None:
         return v.device.name if v.device_id else None
 
     @staticmethod
-    def resolve_host(v: CellVerdict) -> str:
+    def resolve_host(v: StoredVerdict) -> str:
         return v.host.name
 
     @staticmethod
-    def resolve_device_model(v: CellVerdict) -> str | None:
+    def resolve_device_model(v: StoredVerdict) -> str | None:
         return v.device.model or None if v.device_id else None
 
     @staticmethod
-    def resolve_unit(v: CellVerdict) -> str:
+    def resolve_unit(v: StoredVerdict) -> str:
         return v.metric.unit
 
     @staticmethod
-    def resolve_metric(v: CellVerdict) -> str:
+    def resolve_metric(v: StoredVerdict) -> str:
         return v.metric_id
 
     @staticmethod
-    def resolve_base(v: CellVerdict) -> dict:
+    def resolve_base(v: StoredVerdict) -> dict:
         return {"n": v.base_n, "mean": v.base_mean, "median": v.base_median, "sd": v.base_sd}
 
     @staticmethod
-    def resolve_candidate(v: CellVerdict) -> dict:
+    def resolve_candidate(v: StoredVerdict) -> dict:
         return {"n": v.candidate_n, "mean": v.candidate_mean, "median": v.candidate_median,
                 "sd": v.candidate_sd}
 
@@ -239,7 +239,7 @@ class ViewOut(Schema):
     cells: list[CellVerdictOut]
 
     @staticmethod
-    def resolve_cells(c: Comparison) -> list:
+    def resolve_cells(c: StoredComparison) -> list:
         return list(c.cells.filter(outcome="regression")
                     .select_related("study", "device", "host", "metric"))
 
@@ -392,8 +392,8 @@ def list_regressions(request, filters: Query[RegressionFilters]):
     if filters.study is not None:
         same = Q(comparison_id=OuterRef("comparison_id"), study__slug=filters.study)
         regressions = regressions.filter(
-            Exists(CellVerdict.objects.filter(same, outcome="regression"))
-            | Exists(ChangePoint.objects.filter(same)))
+            Exists(StoredVerdict.objects.filter(same, outcome="regression"))
+            | Exists(StoredChangePoint.objects.filter(same)))
     return {"count": regressions.count(), "limit": filters.limit, "offset": filters.offset,
             "items": list(regressions[filters.offset:filters.offset + filters.limit])}
 
