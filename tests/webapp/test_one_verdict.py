@@ -23,7 +23,7 @@ import yaml
 from bundle_maker import planted_bundle
 from iowatch import bundle
 from iowatch.check import CheckResult, VariantRun, compare_with_parents, report
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Plan, Variant
 from iowatch.kernel.series_input import load_series

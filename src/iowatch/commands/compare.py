@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from iowatch import exit_status, resources
-from iowatch.comparison import NeedsStore, SideNotFound, load_side, published_side
+from iowatch.side_data import NeedsStore, SideNotFound, load_side, published_side
 from iowatch.judging import compare_sides
 from iowatch.report import FORMATS, RENDERERS
 from iowatch.studies import load_studies

@@ -18,7 +18,6 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from iowatch_web.dashboard import comparing
-from iowatch import comparison as compare_lib
 from iowatch.judging import Outcome, compare_sides, platform_words
 from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views catch it here)
 from iowatch.metrics import METRICS
