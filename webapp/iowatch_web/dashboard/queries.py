@@ -8,7 +8,6 @@ comparison), with the same code the CLI's `iowatch compare` uses.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import statistics
 from collections import defaultdict
@@ -23,7 +22,6 @@ from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views c
 from iowatch.metrics import METRICS
 from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
-from iowatch.studies import load_studies
 from iowatch_web.regressions.models import STATES, StoredVerdict, StoredChangePoint, Regression
 from iowatch_web.results.sides import judging_studies, manifest, runs_side, stored_runs
 from iowatch_web.results.models import Cell, Host, Kernel, Patch, Run

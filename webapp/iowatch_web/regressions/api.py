@@ -26,6 +26,7 @@ from iowatch_web.regressions.models import (KINDS, STATES, StoredVerdict, Stored
                                             Regression, TriageEvent)
 from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused
 from iowatch_web.results.bounds import MAX_PAGE, Offset, PageLimit, one_of
+from iowatch_web.site.api import Error, error_response, page_problem
 from iowatch_web.regressions.triage import triage as apply_triage
 
 router = Router(tags=["regressions"])
@@ -39,15 +40,6 @@ class Triager(SessionAuth):
         if request.user.is_authenticated:
             return request.user
         raise HttpError(401, "log in to triage regressions")
-
-
-def _bad_request(message: str, where: str) -> JsonResponse:
-    return JsonResponse({"error": message, "where": where}, status=400)
-
-
-class Error(Schema):
-    error: str
-    where: str | None = None
 
 
 class KernelRef(Schema):
@@ -370,12 +362,10 @@ def _regressions():
             summary="Regressions, newest first; filter by state, study, host, kind "
                     "(nightly, check, ab; change-point: the nightly ones found as a step)")
 def list_regressions(request, filters: Query[RegressionFilters]):
-    # Imported here: results.api imports this module for its router.
-    from iowatch_web.results.api import page_problem
     if error := page_problem(filters.limit, filters.offset, MAX_PAGE):
         return error
     if filters.state is not None and filters.state not in STATES:
-        return _bad_request(f"state {filters.state!r} is not one of {', '.join(STATES)}",
+        return error_response(400, f"state {filters.state!r} is not one of {', '.join(STATES)}",
                             "query field state")
     regressions = _regressions()
     if filters.state is not None:
@@ -387,7 +377,7 @@ def list_regressions(request, filters: Query[RegressionFilters]):
     elif filters.kind in KINDS:
         regressions = regressions.filter(kind=filters.kind)
     elif filters.kind is not None:
-        return _bad_request(f"kind is one of {', '.join(KINDS)} (or change-point)",
+        return error_response(400, f"kind is one of {', '.join(KINDS)} (or change-point)",
                             "query field kind")
     if filters.study is not None:
         same = Q(comparison_id=OuterRef("comparison_id"), study__slug=filters.study)
@@ -413,7 +403,7 @@ def triage(request, regression_id: int, body: TriageIn):
     try:
         apply_triage(regression_id, request.auth, body.state, body.note)
     except TriageRefused as e:
-        return _bad_request(str(e), e.where)
+        return error_response(400, str(e), e.where)
     return get_object_or_404(_regressions(), pk=regression_id)
 
 
@@ -435,9 +425,9 @@ def bisect(request, regression_id: int, body: BisectIn):
             if body.note:  # logged beside the state it leaves as it is
                 apply_triage(regression_id, request.auth, regression.state, body.note)
     except TriageRefused as e:
-        return _bad_request(str(e), e.where)
+        return error_response(400, str(e), e.where)
     except nightly.NoCell as e:
-        return _bad_request(str(e), "body field cell")
+        return error_response(400, str(e), "body field cell")
     return get_object_or_404(_regressions(), pk=regression_id)
 
 
@@ -458,7 +448,7 @@ def report(request, regression_id: int,
            format: Annotated[str, one_of(mailreport.FORMATS)] = "email",
            unconfirmed: bool = False):
     if format not in mailreport.FORMATS:
-        return _bad_request(f"format {format!r} is not one of {', '.join(mailreport.FORMATS)}",
+        return error_response(400, f"format {format!r} is not one of {', '.join(mailreport.FORMATS)}",
                             "query field format")
     regression = get_object_or_404(_regressions(), pk=regression_id)
     pending = confirm.state(regression)
