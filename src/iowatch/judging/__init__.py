@@ -32,7 +32,7 @@ _WHERE = {
     "CELL_OUTCOMES": "outcomes", "CONFIDENT_STATES": "outcomes", "PATCH_STATES": "outcomes",
     "Outcome": "outcomes", "outcome_label": "outcomes", "verdict_line": "outcomes",
     "NOTHING_TO_COMPARE": "outcomes",
-    "DEFAULT_MIN_EFFECT": "defaults", "FDR": "policy", "Comparison": "policy",
+    "DEFAULT_MIN_EFFECT": "defaults", "FDR": "defaults", "Comparison": "policy",
     "FailedCell": "policy", "PlatformDrift": "policy", "RunsWanted": "policy",
     "compare_sides": "policy", "deciding": "policy", "max_runs": "policy",
     "min_effect": "policy", "more_runs": "policy", "platform_findings": "policy",

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
+from iowatch.judging.defaults import DEFAULT_MIN_EFFECT, FDR
 from iowatch.metrics import DIRECTIONS
 from iowatch.stats.verdict import OUTCOMES
 from iowatch_web.results.models import (DEVICE_CLASSES, Agent, Device, Host, Kernel, Metric, Run,
@@ -69,7 +69,7 @@ class StoredComparison(models.Model):
     trigger_run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True,
                                     related_name="+", help_text="the run whose arrival "
                                                                 "computed it last")
-    fdr = models.FloatField(default=0.05, help_text="Benjamini–Hochberg false-discovery rate")
+    fdr = models.FloatField(default=FDR, help_text="Benjamini–Hochberg false-discovery rate")
     # The platform canary's finding (iowatch.judging.platform_words): while it
     # drifted, no cell's regression is claimed and the comparison reads unsure.
     platform_drifted = models.BooleanField(default=False, help_text="a canary moved between "
