@@ -5,7 +5,8 @@ Every verdict, bisect step and change point is decided here, on the pure
 statistics of iowatch.stats; pages, reports and exports only read what it
 decided. A newcomer reads it in this order:
 
-- `defaults`: what a study file may leave out, written once (the minimum effect).
+- `defaults`: what a study file or a caller may leave out, written once (the
+  minimum effect and the false-discovery rate).
 - `outcomes`: the vocabulary. One enum of the outcomes with their labels,
   the comparison state each makes, rank, colour class and KCIDB status.
 - `policy`: the study's minimum effect and cap, and the decision of one
