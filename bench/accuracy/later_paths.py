@@ -37,7 +37,7 @@ import numpy as np
 
 from iowatch import resources
 from iowatch.cells import CellKey
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import compare_sides, confirm_change_points, more_runs, min_effect
 from iowatch.stats import FIRST, History
 from iowatch.stats.sequential import looks

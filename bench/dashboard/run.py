@@ -163,14 +163,14 @@ def fill(url: str, runs: int) -> dict:
         # Stored verdicts for the overview and regression pages: a comparison per
         # consecutive kernel pair on lab-0, one regression every tenth.
         comparisons = kernels - 1
-        with cur.copy("COPY regressions_comparison (id, reason, host_id, matrix, base_kernel_id, "
+        with cur.copy("COPY regressions_storedcomparison (id, reason, host_id, matrix, base_kernel_id, "
                       "candidate_kernel_id, fdr, computed_at) FROM STDIN") as cp:
             for k in range(comparisons):
                 # Within a series, a patch is compared with its parent.
                 reason = "parent" if k + 1 < SERIES * 3 and (k + 1) % 3 else "previous-run"
                 cp.write_row((k + 1, reason, 1, "nightly", k + 1, k + 2, 0.05,
                               start + timedelta(hours=k + 1)))
-        with cur.copy("COPY regressions_cellverdict (comparison_id, cell_key, study_id, host_id, "
+        with cur.copy("COPY regressions_storedverdict (comparison_id, cell_key, study_id, host_id, "
                       "device_class, device_id, filesystem, \"group\", metric_id, direction, "
                       "min_effect_pct, base_n, base_mean, base_median, candidate_n, candidate_mean, "
                       "candidate_median, change_pct, outcome, size_only, words, budget_spent) FROM STDIN") as cp:
@@ -189,7 +189,7 @@ def fill(url: str, runs: int) -> dict:
             for k in range(0, comparisons, 10):
                 at = start + timedelta(hours=k + 1)
                 cp.write_row((k + 1, states[k // 10 % len(states)], "", at, at, "nightly"))
-        for table in ("regressions_comparison", "regressions_cellverdict", "regressions_regression"):
+        for table in ("regressions_storedcomparison", "regressions_storedverdict", "regressions_regression"):
             cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                         f"(SELECT max(id) FROM {table}))")
         conn.commit()

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from iowatch import bundle, exit_status, figures, paths, progress, resources
 from iowatch.bundle import BundleWriter
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import Comparison, compare_sides, more_runs, platform_words
 from iowatch.judging.adaptive import adapt
 from iowatch.inventory import Host

@@ -6,8 +6,7 @@ regressions it raised, the bisect agent claims jobs and posts steps and
 results, the report fetches a regression, the agent beats its host's state
 (iowatch.heartbeat).
 
-Plain urllib like the uploader (iowatch.upload): the runner side installs no
-HTTP library for a few JSON calls. Every failure is a ServerError whose message
+Plain urllib: the runner side installs no HTTP library for a few JSON calls. Every failure is a ServerError whose message
 names the URL and what the server said.
 """
 from __future__ import annotations

@@ -82,7 +82,7 @@ def store_side(spec: str, role: str):
     command): a run id, or a kernel's release, label or commit prefix.
     SideNotFound, with the store's reason, when it matches nothing or the
     store cannot be read."""
-    from iowatch.comparison import Side
+    from iowatch.side_data import Side
     from iowatch.judging.sides import SideNotFound
     missing = server_missing()
     if missing:

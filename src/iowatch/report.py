@@ -1,7 +1,7 @@
 """Reports of a comparison: text (for a mailing-list reply), JSON, JUnit XML, Markdown.
 
 Rendering only: the verdicts come from iowatch.stats through
-iowatch.comparison, so every format says the same thing.
+iowatch.side_data, so every format says the same thing.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict
 
 from iowatch import figures, reproduce
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import Comparison, platform_findings, platform_words
 from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict

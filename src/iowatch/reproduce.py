@@ -93,7 +93,7 @@ def lines(good: End, bad: End, indent: str = "  ", **where) -> list[str]:
 
 
 def end_of_manifest(doc: dict) -> End:
-    """An End from a bundle manifest (iowatch.comparison.Side.runs)."""
+    """An End from a bundle manifest (iowatch.side_data.Side.runs)."""
     kernel = doc.get("kernel") or {}
     series = kernel.get("series") or {}
     patch = kernel.get("patch") or {}

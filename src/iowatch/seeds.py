@@ -26,7 +26,7 @@ from pathlib import Path
 
 from iowatch import bundle, figures
 from iowatch import ratio as fs_ratio
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import Comparison, compare_sides, min_effect
 from iowatch.metrics import INFO, METRICS
 from iowatch.resources import matrix_path

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from iowatch import exit_status
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import compare_sides, more_runs, platform_words
 from iowatch.report import render_json, render_text
 from iowatch.studies import load_studies, load_study

@@ -9,7 +9,7 @@ import re
 import pytest
 from dashboard_browser import screenshot, uploader
 
-from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression
+from iowatch_web.regressions.models import StoredVerdict, StoredChangePoint, StoredComparison, Regression
 
 WIDTHS = (1400, 1000)
 VIEWPORT_HEIGHT = 1000
@@ -20,9 +20,9 @@ def signed(x: float) -> str:
     return f"{x:+.1f}"
 
 
-def stored(reason: str) -> CellVerdict:
+def stored(reason: str) -> StoredVerdict:
     """The worst stored regressed cell of the comparison of that reason."""
-    return min(CellVerdict.objects.filter(comparison__reason=reason, outcome="regression"),
+    return min(StoredVerdict.objects.filter(comparison__reason=reason, outcome="regression"),
                key=lambda v: v.change_pct)
 
 
@@ -54,7 +54,7 @@ def test_the_overview_says_which_patch_regressed_what_by_how_much_above_the_fold
         store, watched, live_server):
     patch = stored("parent")
     nightly = stored("previous-run")
-    point = ChangePoint.objects.get()
+    point = StoredChangePoint.objects.get()
     assert -55 < patch.change_pct < -45 and -35 < nightly.change_pct < -25  # the planted drops
     page = watched.page
     page.goto(live_server.url + "/")
@@ -74,7 +74,7 @@ def test_the_overview_says_which_patch_regressed_what_by_how_much_above_the_fold
         f"history: {point.before_mean:,.0f} → {point.after_mean:,.0f} KiB/s)")
     # Patch 2 against the series base is the same change: inside its regression
     # (issue 28), named beside the line with a link to that comparison.
-    series_base = Comparison.objects.get(reason="series-base")
+    series_base = StoredComparison.objects.get(reason="series-base")
     assert Regression.objects.get(pk=store.ab_regression).views.get() == series_base
     first = lines.nth(0).locator(".meta").text_content()
     assert f"#{store.ab_regression} new" in first and "lab-1" in first and "+1 cell" in first
@@ -130,7 +130,7 @@ def test_a_suspected_drop_is_listed_after_the_confirmed_ones_with_its_runs(
                           started_at=f"2024-06-0{1 + night}T00:00:00Z", matrix="nightly",
                           host="lab-3")
            for night, values in enumerate([[1000, 1400], [600, 1000]]))
-    suspected = CellVerdict.objects.get(host__name="lab-3")
+    suspected = StoredVerdict.objects.get(host__name="lab-3")
     assert suspected.outcome == "suspected"
     page = watched.page
     page.goto(live_server.url + "/")
@@ -190,7 +190,7 @@ def test_regressions_are_worst_first_with_units_and_the_triage_log(store, watche
 
     patch, base = stored("parent"), stored("series-base")
     nightly = stored("previous-run")
-    point = ChangePoint.objects.get()
+    point = StoredChangePoint.objects.get()
     page = watched.page
     page.goto(f"{live_server.url}/regressions/")
     rows = page.locator("table.regression-list tbody tr")

@@ -16,7 +16,7 @@ import pytest
 from iowatch import bundle
 from iowatch.bisect.search import NothingToBisect, choose_target, search
 from iowatch.check import VariantRun
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Variant
 from iowatch.stats.oracle import Observation, culprit, steps_left

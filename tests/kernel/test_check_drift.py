@@ -23,7 +23,7 @@ import pytest
 
 from iowatch import bundle, exit_status, resources
 from iowatch.check import CheckResult, VariantRun, add_repetitions, exit_code, report
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Plan, Variant
 from iowatch.kernel.series_input import load_series

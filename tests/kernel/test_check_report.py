@@ -159,7 +159,7 @@ def test_a_cell_is_failed_only_when_no_repetition_passed(tmp_path):
     import copy
     import shutil
 
-    from iowatch.comparison import Side
+    from iowatch.side_data import Side
     from iowatch.judging import compare_sides
     from iowatch.studies import load_studies
 

@@ -116,7 +116,7 @@ def test_the_e2e_check_at_one_repetition_a_boot_names_patch_2_and_clears_patch_1
     bundles, patch 1 (a comment) is "no change" and patch 2 (the 10 ms sleep
     before ext4 direct writes) a confirmed regression of the writer."""
     from iowatch import resources
-    from iowatch.comparison import Side
+    from iowatch.side_data import Side
     from iowatch.judging import compare_sides
     from iowatch.studies import load_studies
 

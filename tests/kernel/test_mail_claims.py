@@ -12,7 +12,7 @@ import pytest
 
 from iowatch import bundle, mailclaims, resources
 from iowatch.bundle import BundleWriter
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.series_input import load_series
 from iowatch.seeds import NOT_COMPARABLE, NOT_REPRODUCIBLE, REPRODUCED

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from iowatch import bundle, resources
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import compare_sides
 from iowatch.seeds import NOT_REPRODUCED, REPRODUCED, find_seed, judge_check_dir
 from iowatch.studies import load_studies

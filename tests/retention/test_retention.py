@@ -17,7 +17,7 @@ from django.utils import timezone
 from bundle_maker import planted_bundle
 from iowatch_web.dashboard import queries
 from iowatch_web.dashboard.run_numbers import cell_numbers
-from iowatch_web.regressions.models import ChangePoint, Regression
+from iowatch_web.regressions.models import StoredChangePoint, Regression
 from iowatch_web.regressions.verdicts import change_point_alerts
 from iowatch_web.regressions.work import drain
 from iowatch_web.results.ingest import store_bundle
@@ -88,9 +88,9 @@ def numbers(runs) -> dict:
     compared = queries.compare(f"kernel:{runs[2].kernel_id}", f"kernel:{runs[10].kernel_id}")
     run = runs[3]
     page = cell_numbers(run, list(run.cells.select_related("study", "device")))
-    ChangePoint.objects.all().delete()
+    StoredChangePoint.objects.all().delete()
     change_point_alerts(runs[len(OLD_NIGHTS) + len(NEW_NIGHTS) - 1])
-    points = sorted(ChangePoint.objects.values_list("kernel_id", "cell_key", "group", "metric_id",
+    points = sorted(StoredChangePoint.objects.values_list("kernel_id", "cell_key", "group", "metric_id",
                                                     "before_mean", "after_mean", "p_value"))
     # What `iowatch compare --server` rebuilds the run from (comparison.manifest_from_api).
     api_values = Client().get(f"/api/v1/runs/{run.run_id}/values").json()["items"]

@@ -334,8 +334,8 @@ def test_with_several_boots_a_side_the_test_is_on_boot_means():
 
 
 def test_a_side_pooled_from_several_runs_is_tested_on_its_runs_as_boots():
-    from iowatch.comparison import pool
-    from iowatch.comparison import Side
+    from iowatch.side_data import pool
+    from iowatch.side_data import Side
     run = lambda rid, values: {"run_id": rid, "devices": [{"name": "d", "class": "ssd"}], "cells": [  # noqa: E731
         {"study": "s", "device": "d", "filesystem": "xfs", "repetitions": [
             {"samples": [{"job": None, "group": "g", "metric": "m", "value": v}]} for v in values]}]}

@@ -15,7 +15,7 @@ from django.db import connection
 from django.test import Client
 
 from bundle_maker import planted_bundle
-from iowatch_web.regressions.models import BisectJob, ChangePoint, Regression
+from iowatch_web.regressions.models import BisectJob, StoredChangePoint, Regression
 from iowatch_web.regressions.nightly import queue_bisect
 from iowatch_web.results.models import Run
 
@@ -56,7 +56,7 @@ def test_a_step_in_a_nightly_history_opens_one_nightly_regression_and_queues_its
     c = regression.comparison
     assert (c.base_kernel, c.candidate_kernel) == (nights[5].kernel, nights[6].kernel)
     # The change points found later joined the night-over-night regression.
-    assert ChangePoint.objects.filter(comparison=c, kernel=nights[6].kernel).exists()
+    assert StoredChangePoint.objects.filter(comparison=c, kernel=nights[6].kernel).exists()
     job = BisectJob.objects.get()
     assert (job.regression, job.state, job.origin) == (regression, "queued", "nightly")
     assert (job.good_commit, job.bad_commit) == (nights[5].kernel.git_commit, nights[6].kernel.git_commit)
@@ -297,11 +297,11 @@ def test_two_concurrent_claims_never_get_the_same_job(post, agent_token):
 
 
 def _copy(comparison, n: int):
-    from iowatch_web.regressions.models import Comparison
+    from iowatch_web.regressions.models import StoredComparison
     from iowatch_web.results.models import Kernel
 
     kernel = Kernel.objects.create(release=f"copy-{n}")
-    return Comparison.objects.create(reason="previous-run", host=comparison.host, matrix="nightly",
+    return StoredComparison.objects.create(reason="previous-run", host=comparison.host, matrix="nightly",
                                      base_kernel=comparison.base_kernel, candidate_kernel=kernel)
 
 

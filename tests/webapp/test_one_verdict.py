@@ -23,12 +23,12 @@ import yaml
 from bundle_maker import planted_bundle
 from iowatch import bundle
 from iowatch.check import CheckResult, VariantRun, compare_with_parents, report
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Plan, Variant
 from iowatch.kernel.series_input import load_series
 from iowatch.studies import load_studies
-from iowatch_web.regressions.models import CellVerdict, Comparison, Regression
+from iowatch_web.regressions.models import StoredVerdict, StoredComparison, Regression
 from iowatch_web.results.models import Kernel, PatchSeries
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -139,7 +139,7 @@ def test_every_path_names_patch_2_with_the_same_cells_and_numbers(arrived, clien
 
     # The verdicts the server stored when the bundles arrived.
     for patch in (1, 2):
-        comparison = Comparison.objects.get(reason="parent", candidate_kernel=kernels[patch])
+        comparison = StoredComparison.objects.get(reason="parent", candidate_kernel=kernels[patch])
         stored = {(v.group, v.metric_id): {f: getattr(v, f) for f in NUMBERS}
                   | {"base_n": v.base_n, "candidate_n": v.candidate_n, "base_mean": v.base_mean}
                   for v in comparison.cells.all()}
@@ -217,7 +217,7 @@ def test_the_study_files_minimum_effect_judges_on_the_server_too(post, settings,
     for doc in docs:
         status, body = post(doc)
         assert status == 201, body
-    (stored,) = CellVerdict.objects.all()
+    (stored,) = StoredVerdict.objects.all()
     assert stored.min_effect_pct == 30 and stored.change_pct == pytest.approx(-20, abs=0.5)
     assert stored.outcome != "regression" and not Regression.objects.exists()
     manifests = [json.loads(json.dumps(d)) for d in docs]
@@ -240,7 +240,7 @@ def test_the_study_files_cap_judges_on_the_server_too(post, settings, tmp_path):
     for doc in docs:
         status, body = post(doc)
         assert status == 201, body
-    (stored,) = CellVerdict.objects.all()
+    (stored,) = StoredVerdict.objects.all()
     assert (stored.base_n, stored.candidate_n, stored.outcome) == (20, 20, "inconclusive")
     assert not stored.budget_spent and stored.needs_runs
     sides = [Side(str(i), "wire", [json.loads(json.dumps(d))]) for i, d in enumerate(docs)]

@@ -16,7 +16,7 @@ import pytest
 from django.test import Client
 
 from iowatch import bundle
-from iowatch_web.regressions.models import CellVerdict, Comparison, Regression
+from iowatch_web.regressions.models import StoredVerdict, StoredComparison, Regression
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +38,7 @@ def arrive(post, *docs):
     for doc in docs:
         status, body = post(doc)
         assert status == 201, body
-    return Comparison.objects.get(reason="previous-run")
+    return StoredComparison.objects.get(reason="previous-run")
 
 
 def test_a_drifted_canary_stores_the_comparison_unsure_and_opens_no_regression(post):
@@ -48,7 +48,7 @@ def test_a_drifted_canary_stores_the_comparison_unsure_and_opens_no_regression(p
     assert comparison.platform_words.startswith("the platform drifted (canary canary-tmpfs-read")
     assert "rerun on a quiet host" in comparison.platform_words
     # The writer's own test still found the slowdown; the comparison does not claim it.
-    writer = CellVerdict.objects.get(comparison=comparison, group="writer",
+    writer = StoredVerdict.objects.get(comparison=comparison, group="writer",
                                      metric_id="write.bw_kib_s")
     assert writer.outcome == "regression"
     assert not Regression.objects.exists()

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils.crypto import get_random_string
 
 from bundle_maker import planted_bundle
-from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression, TriageEvent
+from iowatch_web.regressions.models import StoredVerdict, StoredChangePoint, StoredComparison, Regression, TriageEvent
 from iowatch_web.results.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +62,7 @@ def two_kernels(arrive, base_bw: float, candidate_bw: float, cells: int = 2):
 
 def test_a_planted_drop_stores_verdicts_and_one_regression_for_the_cells_it_hit(arrive, client):
     base, candidate = two_kernels(arrive, 1000, 500)
-    comparison = Comparison.objects.get()
+    comparison = StoredComparison.objects.get()
     assert comparison.reason == "previous-run"
     assert (comparison.base_kernel, comparison.candidate_kernel) == (base.kernel, candidate.kernel)
     assert list(comparison.base_runs.all()) == [base]
@@ -93,7 +93,7 @@ def test_a_planted_drop_stores_verdicts_and_one_regression_for_the_cells_it_hit(
 
 def test_an_improvement_stores_verdicts_and_raises_nothing(arrive):
     two_kernels(arrive, 1000, 2000)
-    assert set(CellVerdict.objects.filter(metric_id="write.bw_kib_s")
+    assert set(StoredVerdict.objects.filter(metric_id="write.bw_kib_s")
                .values_list("outcome", flat=True)) == {"improvement"}
     assert not Regression.objects.exists()
 
@@ -104,7 +104,7 @@ def test_a_published_run_is_never_compared_nor_a_base(arrive):
     arrive(planted_bundle({"write.bw_kib_s": level(500)}, kernel=kernel(2), started_at=at(1)))
     arrive(planted_bundle({"write.bw_kib_s": [400.0]}, kernel=kernel(3), started_at=at(2),
                           published=True))
-    assert not Comparison.objects.exists() and not CellVerdict.objects.exists()
+    assert not StoredComparison.objects.exists() and not StoredVerdict.objects.exists()
 
 
 def test_a_patch_is_compared_with_its_parent_and_with_the_series_base(arrive):
@@ -112,7 +112,7 @@ def test_a_patch_is_compared_with_its_parent_and_with_the_series_base(arrive):
                                   started_at=at(k)))
             for k, bw in enumerate([1000, 1000, 500])]
     pairs = {(c.reason, c.base_kernel.patch_index, c.candidate_kernel.patch_index)
-             for c in Comparison.objects.select_related("base_kernel", "candidate_kernel")}
+             for c in StoredComparison.objects.select_related("base_kernel", "candidate_kernel")}
     assert pairs == {("parent", 0, 1), ("parent", 1, 2), ("series-base", 0, 2)}
     # One change, one regression (issue 28): patch 2's against its parent, with
     # its comparison against the series base inside it.
@@ -160,18 +160,18 @@ def test_a_bisect_step_is_evidence_never_a_side_of_a_verdict(arrive, trigger):
         # The control: what a step did before (one regression, its series-base view inside).
         assert Regression.objects.count() == 1 and Regression.objects.get().views.count() == 1
     else:
-        assert not Comparison.objects.exists() and not Regression.objects.exists()
+        assert not StoredComparison.objects.exists() and not Regression.objects.exists()
         # Nor is a later ordinary run of the same series compared with them.
         arrive(planted_bundle({"write.bw_kib_s": level(500)}, kernel=kernel(23, "aaa..bbb", 3),
                               started_at=at(3)))
-        assert not Comparison.objects.exists()
+        assert not StoredComparison.objects.exists()
 
 
 def test_a_parent_that_arrives_after_its_child_is_still_compared(arrive):
     arrive(planted_bundle({"write.bw_kib_s": level(500)}, kernel=kernel(11, "s", 1), started_at=at(0)))
-    assert not Comparison.objects.exists()
+    assert not StoredComparison.objects.exists()
     arrive(planted_bundle({"write.bw_kib_s": level(1000)}, kernel=kernel(10, "s", 0), started_at=at(1)))
-    comparison = Comparison.objects.get()
+    comparison = StoredComparison.objects.get()
     assert (comparison.reason, comparison.candidate_kernel.patch_index) == ("parent", 1)
     assert Regression.objects.get().comparison == comparison
 
@@ -180,7 +180,7 @@ def test_a_second_run_of_a_kernel_is_pooled_into_its_side(arrive):
     base, candidate = two_kernels(arrive, 1000, 500, cells=1)
     again = arrive(planted_bundle({"write.bw_kib_s": level(505), "write.iops": level(200)},
                                   kernel=kernel(2), started_at=at(2)))
-    comparison = Comparison.objects.get()
+    comparison = StoredComparison.objects.get()
     assert set(comparison.candidate_runs.all()) == {candidate, again}
     bw = comparison.cells.get(metric_id="write.bw_kib_s")
     assert (bw.base_n, bw.candidate_n) == (5, 10)
@@ -195,7 +195,7 @@ def test_a_step_in_the_nightly_history_raises_one_change_point_regression_at_its
             for night, bw in enumerate([1000] * 8 + [700] * 4)]
     raised = Regression.objects.filter(comparison__reason="change-point")
     assert raised.count() == 1
-    point = ChangePoint.objects.get()
+    point = StoredChangePoint.objects.get()
     assert point.run == runs[8] and point.kernel == runs[8].kernel
     assert (point.metric_id, point.group, point.cell_key) == ("write.bw_kib_s", "seqw",
                                                              "f2fs-dio-write/sd0/f2fs")
@@ -213,7 +213,7 @@ def test_a_flat_nightly_history_raises_no_change_point(arrive):
     for night in range(10):
         arrive(planted_bundle({"write.bw_kib_s": level(1000 + night % 3)}, kernel=kernel(night),
                               started_at=at(night)))
-    assert not ChangePoint.objects.exists()
+    assert not StoredChangePoint.objects.exists()
     assert not Regression.objects.exists()
 
 
@@ -246,11 +246,11 @@ def test_a_change_point_whose_neighbours_ab_is_no_change_opens_no_regression(arr
     seen = candidates([History(CellKey("f2fs-dio-write", "h", "sdcard", "sd0", "f2fs", "seqw",
                                        "write.bw_kib_s"), medians, 5.0)])
     assert [c.index for cps in seen.values() for c in cps] == [8]  # the detector sees the step
-    neighbours = Comparison.objects.get(reason="previous-run", base_kernel=runs[7].kernel,
+    neighbours = StoredComparison.objects.get(reason="previous-run", base_kernel=runs[7].kernel,
                                         candidate_kernel=runs[8].kernel)
     bw = neighbours.cells.get(metric_id="write.bw_kib_s")
     assert bw.outcome == "no-change", bw.words
-    assert not ChangePoint.objects.exists()
+    assert not StoredChangePoint.objects.exists()
     assert not Regression.objects.exists()
     assert not BisectJob.objects.exists()
 
@@ -413,13 +413,13 @@ def test_the_list_filters_by_state_study_host_and_kind(regression, maintainer, c
 def test_recompute_replaces_the_verdicts_and_keeps_the_triage(regression, maintainer):
     c, token = csrf_client(maintainer)
     assert triage(c, regression, "bisecting", **token).status_code == 200
-    before = sorted(CellVerdict.objects.values_list("cell_key", "metric_id", "outcome", "p_value"))
+    before = sorted(StoredVerdict.objects.values_list("cell_key", "metric_id", "outcome", "p_value"))
     out = StringIO()
     call_command("recompute_verdicts", stdout=out)
     call_command("recompute_verdicts", "--run", str(regression.comparison.candidate_runs.get().run_id),
                  stdout=out)
-    assert sorted(CellVerdict.objects.values_list("cell_key", "metric_id", "outcome", "p_value")) == before
-    assert Comparison.objects.count() == 1
+    assert sorted(StoredVerdict.objects.values_list("cell_key", "metric_id", "outcome", "p_value")) == before
+    assert StoredComparison.objects.count() == 1
     assert Regression.objects.get().state == "bisecting"
     assert "1 with a regression" in out.getvalue()
 
@@ -432,9 +432,9 @@ def _refused(make):
 def test_states_outcomes_and_pairings_are_checked_by_the_database(regression):
     comparison = regression.comparison
     _refused(lambda: Regression.objects.filter(pk=regression.pk).update(state="closed"))
-    _refused(lambda: CellVerdict.objects.filter(comparison=comparison).update(outcome="worse"))
-    _refused(lambda: Comparison.objects.filter(pk=comparison.pk).update(reason="whim"))
-    _refused(lambda: Comparison.objects.filter(pk=comparison.pk)
+    _refused(lambda: StoredVerdict.objects.filter(comparison=comparison).update(outcome="worse"))
+    _refused(lambda: StoredComparison.objects.filter(pk=comparison.pk).update(reason="whim"))
+    _refused(lambda: StoredComparison.objects.filter(pk=comparison.pk)
              .update(base_kernel=comparison.candidate_kernel))
     _refused(lambda: Regression.objects.create(comparison=comparison))
     verdict = comparison.cells.first()

@@ -28,7 +28,7 @@ from django_tasks_db.models import DBTaskResult
 from bundle_maker import planted_bundle, wire
 from live_server import (create_agent, free_port, get_json, manage, running_server,
                          scratch_database)
-from iowatch_web.regressions.models import CellVerdict, Comparison, Regression
+from iowatch_web.regressions.models import StoredVerdict, StoredComparison, Regression
 from iowatch_web.regressions.work import drain
 from iowatch_web.results.models import Run
 
@@ -50,7 +50,7 @@ def test_a_stored_run_is_pending_until_the_worker_makes_its_verdict(post, client
         status, body = post(doc, judge=False)
         assert status == 201, body
     run = Run.objects.get(run_id=slow["run_id"])
-    assert run.verdict_state == "pending" and not Comparison.objects.exists()
+    assert run.verdict_state == "pending" and not StoredComparison.objects.exists()
     # One queue entry per run, stored with it.
     queued = DBTaskResult.objects.filter(status="READY")
     assert sorted(e.args_kwargs["args"][0] for e in queued) == sorted(
@@ -64,20 +64,20 @@ def test_a_stored_run_is_pending_until_the_worker_makes_its_verdict(post, client
     run.refresh_from_db()
     assert run.verdict_state == "done" and run.verdict_attempts == 1
     assert Regression.objects.count() == 1
-    assert CellVerdict.objects.get().outcome == "regression"
+    assert StoredVerdict.objects.get().outcome == "regression"
     api = json.loads(client.get(f"/api/v1/runs/{slow['run_id']}").content)
     assert api["verdict"]["state"] == "done" and api["verdict"]["done_at"]
     health = json.loads(client.get("/api/v1/health").content)
     assert health["verdicts_open"] == 0
 
     # Idempotent: the work done again replaces what it stored, no duplicates.
-    verdicts = sorted(CellVerdict.objects.values_list("metric_id", "outcome", "change_pct"))
+    verdicts = sorted(StoredVerdict.objects.values_list("metric_id", "outcome", "change_pct"))
     call_command("verdicts", "--now", stdout=open(os.devnull, "w"))
     from iowatch_web.regressions.work import judge_run
     judge_run.call(run.pk)  # a done run: nothing to do
     Run.objects.filter(pk=run.pk).update(verdict_state="pending")
     judge_run.call(run.pk)
-    assert sorted(CellVerdict.objects.values_list("metric_id", "outcome", "change_pct")) == verdicts
+    assert sorted(StoredVerdict.objects.values_list("metric_id", "outcome", "change_pct")) == verdicts
     assert Regression.objects.count() == 1
 
 
@@ -212,7 +212,7 @@ def test_change_points_read_a_bounded_window_of_the_history(post, monkeypatch, w
     Run.objects.exclude(pk=last.pk).update(verdict_state="done")
     DBTaskResult.objects.exclude(args_kwargs__args=[last.pk]).delete()
     assert drain() == 1
-    assert Comparison.objects.filter(reason="change-point").count() == steps
+    assert StoredComparison.objects.filter(reason="change-point").count() == steps
 
 
 PAUSE_IN_JUDGING = """

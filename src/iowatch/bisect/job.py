@@ -206,7 +206,7 @@ def work(job: Assignment, plan: Plan, measure: Callable[[int, int], object], pos
     """Search plan's variants with measure(), posting as it goes; returns the
     driver's result and the body posted (state done or failed)."""
     from iowatch.bisect.search import side_of
-    from iowatch.comparison import pool
+    from iowatch.side_data import pool
     result = BisectResult(plan.series, plan)
     n = len(plan.variants) - 1
     t0 = time.monotonic()

@@ -27,7 +27,7 @@ from typing import Callable
 from iowatch import bundle, resources
 from iowatch.check import (REPS_PER_BOOT, VariantRun, boot_sizes, first_round_boots, matrix_reps,
                            run_variant)
-from iowatch.comparison import Side, pool
+from iowatch.side_data import Side, pool
 from iowatch.judging.adaptive import adapt
 from iowatch.judging import (Comparison, StepVerdict, compare_sides, judge_step, more_runs,
                              platform_words)

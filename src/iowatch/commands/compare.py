@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from iowatch import exit_status, resources
-from iowatch.comparison import NeedsStore, SideNotFound, load_side, published_side
-from iowatch.judging import compare_sides
+from iowatch.side_data import NeedsStore, SideNotFound, load_side, published_side
+from iowatch.judging import FDR, compare_sides
 from iowatch.report import FORMATS, RENDERERS
 from iowatch.studies import load_studies
 from iowatch.yamlfile import DataFileError
@@ -37,8 +37,8 @@ def register(sub):
                    help="with --published: the candidate label")
     p.add_argument("--device-class", default=None, help="only cells of this device class")
     p.add_argument("--format", choices=FORMATS, default="text")
-    p.add_argument("--fdr", type=float, default=0.05,
-                   help="false-discovery rate for Benjamini-Hochberg across the cells (default 0.05)")
+    p.add_argument("--fdr", type=float, default=FDR,
+                   help=f"false-discovery rate for Benjamini-Hochberg across the cells (default {FDR})")
     p.add_argument("--server", default=os.environ.get("IOWATCH_SERVER"),
                    help="read run ids and kernels from this server's API (env IOWATCH_SERVER)")
     p.add_argument("--studies", default=None, help="a directory of study files (default: $IOWATCH_STUDIES, else the studies iowatch ships)")

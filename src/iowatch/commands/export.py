@@ -38,7 +38,7 @@ def register(sub):
 def run_kcidb(args) -> int:
     from iowatch import kcidb, resources
     from iowatch.ciapi import Client, ServerError
-    from iowatch.comparison import SideNotFound, load_side, manifest_from_api
+    from iowatch.side_data import SideNotFound, load_side, manifest_from_api
     from iowatch.studies import load_studies
 
     def fail(message: str) -> int:

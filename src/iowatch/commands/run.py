@@ -86,7 +86,7 @@ def run(args) -> int:
     from iowatch.stats.sequential import FIRST, MIN_REPS
     base = None
     if args.against:
-        from iowatch.comparison import SideNotFound, load_side
+        from iowatch.side_data import SideNotFound, load_side
         try:
             base = load_side(args.against, role="--against")
         except SideNotFound as e:
@@ -164,7 +164,7 @@ def run(args) -> int:
 
 def _judge(base, out: Path):
     from iowatch import resources
-    from iowatch.comparison import Side
+    from iowatch.side_data import Side
     from iowatch.judging import compare_sides
     from iowatch.studies import load_studies
     return compare_sides(base, Side(str(out), str(out), [bundle.load(out)]),

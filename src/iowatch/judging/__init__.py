@@ -5,7 +5,8 @@ Every verdict, bisect step and change point is decided here, on the pure
 statistics of iowatch.stats; pages, reports and exports only read what it
 decided. A newcomer reads it in this order:
 
-- `defaults`: what a study file may leave out, written once (the minimum effect).
+- `defaults`: what a study file or a caller may leave out, written once (the
+  minimum effect and the false-discovery rate).
 - `outcomes`: the vocabulary. One enum of the outcomes with their labels,
   the comparison state each makes, rank, colour class and KCIDB status.
 - `policy`: the study's minimum effect and cap, and the decision of one
@@ -32,7 +33,7 @@ _WHERE = {
     "CELL_OUTCOMES": "outcomes", "CONFIDENT_STATES": "outcomes", "PATCH_STATES": "outcomes",
     "Outcome": "outcomes", "outcome_label": "outcomes", "verdict_line": "outcomes",
     "NOTHING_TO_COMPARE": "outcomes",
-    "DEFAULT_MIN_EFFECT": "defaults", "FDR": "policy", "Comparison": "policy",
+    "DEFAULT_MIN_EFFECT": "defaults", "FDR": "defaults", "Comparison": "policy",
     "FailedCell": "policy", "PlatformDrift": "policy", "RunsWanted": "policy",
     "compare_sides": "policy", "deciding": "policy", "max_runs": "policy",
     "min_effect": "policy", "more_runs": "policy", "platform_findings": "policy",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import median
 
-from iowatch.comparison import Side, pool
+from iowatch.side_data import Side, pool
 from iowatch.judging.policy import Comparison, compare_sides, more_runs, platform_words
 from iowatch.stats import FDR, CellVerdict
 from iowatch.stats.oracle import NAME_AT, Culprit, Observation, culprit, steps_left

@@ -8,3 +8,7 @@ loader (iowatch.studies) and the store's models read the same number.
 # a confirmed change smaller than this is not a regression, and a slowdown
 # ruled out beyond it is "no change" (docs/verdicts.md).
 DEFAULT_MIN_EFFECT = 5.0
+
+# The false-discovery rate of one comparison's family of deciding cells
+# (Benjamini-Hochberg; the looks of a sequential comparison share it).
+FDR = 0.05

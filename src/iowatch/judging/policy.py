@@ -4,7 +4,7 @@ Every verdict iowatch gives goes through `compare_sides`: `iowatch compare`,
 the `iowatch check` report, the bisect's choice of what to follow, the
 verdicts the server stores when a run arrives (webapp/iowatch_web/regressions), the
 change points it confirms, the dashboard's compare, and every report format.
-The two sides arrive through one interface (iowatch.comparison.Side: a list
+The two sides arrive through one interface (iowatch.side_data.Side: a list
 of bundle-shaped manifests) from whichever adapter read them: a bundle
 directory, the HTTP API, a study's published numbers, or the Django store
 (webapp/iowatch_web/results/sides.py). This module decides, and nothing else does:
@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from iowatch.cells import CellKey, CellLocation, Located
-from iowatch.comparison import CellContext, Side, cell_passed, pool
+from iowatch.side_data import CellContext, Side, cell_passed, pool
 from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
 from iowatch.judging.outcomes import CONFIDENT_STATES, PATCH_STATES, Outcome
 from iowatch.metrics import INFO, METRICS

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import math
 
+from iowatch.judging.defaults import FDR
+
 FIRST = 5        # repetitions a side at the first look, and the default of a judged matrix
 STEP = 5         # repetitions added a side when a cell is still unsure
 DEFAULT_CAP = 20  # at most this many repetitions a side
@@ -67,7 +69,7 @@ def look_index(n: float, *, first: int = FIRST, step: int = STEP, cap: int = DEF
     return min(looks(cap, first=first, step=step), 1 + math.ceil((n - first - 1e-9) / step))
 
 
-def look_level(n: float, q: float = 0.05, *, first: int = FIRST, step: int = STEP,
+def look_level(n: float, q: float = FDR, *, first: int = FIRST, step: int = STEP,
                cap: int = DEFAULT_CAP) -> float:
     """The share of q a test at n repetitions a side may use."""
     total = looks(cap, first=first, step=step)
@@ -89,7 +91,7 @@ def information(n: float, *, first: int = FIRST, step: int = STEP, cap: int = DE
     return (k + (n - lo) / (hi - lo)) / total
 
 
-def level_at(nb: int, nc: int, q: float = 0.05, *, first: int = FIRST, step: int = STEP,
+def level_at(nb: int, nc: int, q: float = FDR, *, first: int = FIRST, step: int = STEP,
              cap: int = DEFAULT_CAP) -> float:
     """The share of q a test of nb against nc repetitions may use: what its
     information adds since the previous look of the schedule (each side's

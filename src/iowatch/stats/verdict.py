@@ -70,7 +70,7 @@ from scipy.special import digamma, ndtri, polygamma, stdtr, stdtrit
 from scipy.stats import mannwhitneyu
 
 from iowatch.cells import CellKey
-from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
+from iowatch.judging.defaults import DEFAULT_MIN_EFFECT, FDR
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
 from iowatch.stats.blocks import within_rounds
 from iowatch.stats.detectable import minimum_detectable_effect
@@ -81,7 +81,6 @@ REGRESSION, SUSPECTED, IMPROVEMENT = "regression", "suspected", "improvement"
 NO_CHANGE, INCONCLUSIVE = "no-change", "inconclusive"
 OUTCOMES = (REGRESSION, SUSPECTED, IMPROVEMENT, NO_CHANGE, INCONCLUSIVE)
 UNSURE = (SUSPECTED, INCONCLUSIVE)  # more runs would decide these
-FDR = 0.05
 SUSPECT_P = 0.02  # one-sided, per cell: at most 2% of clean cells are suspected
 BIG_DROP = 3.0  # with fewer than FEW_RUNS a side, a drop over 3x the minimum effect is suspected
 # Below 3 a side the t-test has 2 degrees of freedom or fewer and cannot give a

@@ -30,7 +30,7 @@ from iowatch.judging import PATCH_STATES, Outcome
 from iowatch.judging import state_of as judging_state_of
 from iowatch.metrics import HIGHER, LOWER, METRICS
 from iowatch.stats import UNSURE
-from iowatch_web.regressions.models import REASONS, STATES, CellVerdict, ChangePoint, Comparison, Regression
+from iowatch_web.regressions.models import REASONS, STATES, StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.regressions.nightly import NIGHTLY
 from iowatch_web.regressions.verdicts import NOT_MEASURED
 from iowatch_web.results.models import Cell, Host, Patch, PatchSeries, Repetition, Run
@@ -78,9 +78,9 @@ def regression_severity():
         return Subquery(rows.annotate(s=severity).order_by(F("s").desc(nulls_last=True))
                         .values("s")[:1], output_field=FloatField())
     return Coalesce(
-        worst(CellVerdict.objects.filter(comparison=OuterRef("comparison"), outcome="regression"),
+        worst(StoredVerdict.objects.filter(comparison=OuterRef("comparison"), outcome="regression"),
               cell_severity()),
-        worst(ChangePoint.objects.filter(comparison=OuterRef("comparison")), point_severity()))
+        worst(StoredChangePoint.objects.filter(comparison=OuterRef("comparison")), point_severity()))
 
 
 def _rank(cell: dict) -> float:
@@ -100,7 +100,7 @@ POINT_FIELDS = ("id", "comparison_id", "cell_key", "study__slug", "device__devic
 
 
 def _cell(row: dict) -> dict:
-    """A CellVerdict or ChangePoint row in one shape (a change point is a
+    """A StoredVerdict or StoredChangePoint row in one shape (a change point is a
     regression with the means of the segments before and after it)."""
     point = "before_mean" in row
     metric = row["metric_id"]
@@ -128,13 +128,13 @@ def _words(cell: dict) -> dict:
 def cells_of(comparison_ids, outcomes=None) -> dict[int, list[dict]]:
     """The stored deciding cells and change points of these comparisons, worst first."""
     found = defaultdict(list)
-    verdicts = CellVerdict.objects.filter(comparison_id__in=list(comparison_ids))
+    verdicts = StoredVerdict.objects.filter(comparison_id__in=list(comparison_ids))
     if outcomes:
         verdicts = verdicts.filter(outcome__in=outcomes)
     for row in verdicts.annotate(severity=cell_severity()).values(*CELL_FIELDS):
         found[row["comparison_id"]].append(_cell(row))
     if not outcomes or "regression" in outcomes:
-        for row in (ChangePoint.objects.filter(comparison_id__in=list(comparison_ids))
+        for row in (StoredChangePoint.objects.filter(comparison_id__in=list(comparison_ids))
                     .annotate(severity=point_severity()).values(*POINT_FIELDS)):
             found[row["comparison_id"]].append(_cell(row))
     for cells in found.values():
@@ -196,7 +196,7 @@ def comparison_states(comparison_ids) -> dict[int, dict]:
 
 def drifted_of(comparison_ids) -> set[int]:
     """Of these comparisons, those whose platform canary drifted."""
-    return set(Comparison.objects.filter(pk__in=list(comparison_ids), platform_drifted=True)
+    return set(StoredComparison.objects.filter(pk__in=list(comparison_ids), platform_drifted=True)
                .values_list("pk", flat=True))
 
 
@@ -213,7 +213,7 @@ COMPARISON_FIELDS = ("id", "reason", "host__name", "matrix", "computed_at", "bas
 def comparisons(ids) -> dict[int, dict]:
     """The comparisons with their kernels' words: `who` names the patch (its
     subject, place and series) or the kernel, `compare_url` opens it."""
-    rows = {c["id"]: c for c in Comparison.objects.filter(pk__in=list(ids))
+    rows = {c["id"]: c for c in StoredComparison.objects.filter(pk__in=list(ids))
             .values(*COMPARISON_FIELDS)}
     series_ids = {c["candidate_kernel__series_id"] for c in rows.values()} - {None}
     subjects, last = {}, defaultdict(int)
@@ -297,13 +297,13 @@ def lines(limit: int = 8) -> dict:
     views = defaultdict(list)
     for regression_id, comparison_id, reason in Regression.views.through.objects.filter(
             regression__state__in=OPEN_STATES).values_list(
-            "regression_id", "comparison_id", "comparison__reason"):
+            "regression_id", "storedcomparison_id", "storedcomparison__reason"):
         views[regression_id].append({"kind": "view", "regression": None,
                                      "comparison_id": comparison_id, "reason": reason})
     for e in entries:
         e["views"] = views.get(e["regression"], [])
-    suspected = (Comparison.objects.filter(
-        Exists(CellVerdict.objects.filter(comparison=OuterRef("pk"), outcome="suspected")))
+    suspected = (StoredComparison.objects.filter(
+        Exists(StoredVerdict.objects.filter(comparison=OuterRef("pk"), outcome="suspected")))
         .exclude(Exists(Regression.objects.filter(comparison=OuterRef("pk"))))
         .exclude(shown_in__isnull=False)
         .order_by("-computed_at", "-id")[:SUSPECTED_LOOKED_AT])
@@ -352,7 +352,7 @@ def run_states(runs: list[Run]) -> dict[int, dict]:
     """The verdict of each run's kernel on its host: the worst state of the
     stored comparisons it is the candidate of (against its parent patch, the
     previous run, or as a step in the history), or where its verdict work stands."""
-    found = (Comparison.objects.filter(candidate_kernel_id__in={r.kernel_id for r in runs},
+    found = (StoredComparison.objects.filter(candidate_kernel_id__in={r.kernel_id for r in runs},
                                        host_id__in={r.host_id for r in runs})
              .exclude(reason="series-base").values_list("id", "host_id", "matrix",
                                                         "candidate_kernel_id"))
@@ -435,7 +435,7 @@ def checks(limit: int = 5) -> list[dict]:
                                                measured=Max("kernels__patch_index"),
                                                mailed=Max("patches__index"))
                   .filter(last__isnull=False).order_by("-last", "-id")[:limit])
-    parents = list(Comparison.objects.filter(reason="parent",
+    parents = list(StoredComparison.objects.filter(reason="parent",
                                              candidate_kernel__series__in=series)
                    .values_list("id", "candidate_kernel__series_id"))
     states = comparison_states([cid for cid, _ in parents])
@@ -472,7 +472,7 @@ def _series_rows(series: PatchSeries) -> dict:
                    .values("id", "release", "git_commit", "patch_index"))
     subjects = dict(Patch.objects.filter(series=series).values_list("index", "subject"))
     total = series.patch_count or max(subjects, default=0)
-    parents = list(Comparison.objects.filter(reason="parent", candidate_kernel__series=series)
+    parents = list(StoredComparison.objects.filter(reason="parent", candidate_kernel__series=series)
                    .values_list("id", "candidate_kernel_id", "base_kernel_id"))
     cells, failed = cells_of([p[0] for p in parents]), failed_cells([p[0] for p in parents])
     drifted = drifted_of(p[0] for p in parents)

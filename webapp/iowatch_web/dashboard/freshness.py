@@ -19,7 +19,7 @@ from typing import Callable
 from django.core.cache import cache
 from django.db.models import Count, Max
 
-from iowatch_web.regressions.models import Comparison, Regression
+from iowatch_web.regressions.models import StoredComparison, Regression
 from iowatch_web.results.models import Run
 
 TIMEOUT_S = 300
@@ -27,7 +27,7 @@ TIMEOUT_S = 300
 
 def stamp() -> str:
     runs = Run.objects.aggregate(last=Max("id"), n=Count("id"), at=Max("received_at"))
-    verdicts = Comparison.objects.aggregate(last=Max("computed_at"))
+    verdicts = StoredComparison.objects.aggregate(last=Max("computed_at"))
     return f"{runs['last']}|{runs['n']}|{runs['at']}|{verdicts['last']}"
 
 

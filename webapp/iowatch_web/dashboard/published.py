@@ -23,7 +23,7 @@ from django.urls import reverse
 
 from iowatch_web.dashboard.freshness import cached
 from iowatch import figures, seeds
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging import DEFAULT_MIN_EFFECT, compare_sides, deciding
 from iowatch.judging.sides import MAX_SIDE_RUNS
 from iowatch.metrics import METRICS

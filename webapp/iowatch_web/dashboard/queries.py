@@ -8,7 +8,6 @@ comparison), with the same code the CLI's `iowatch compare` uses.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import statistics
 from collections import defaultdict
@@ -18,14 +17,12 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from iowatch_web.dashboard import comparing
-from iowatch import comparison as compare_lib
 from iowatch.judging import Outcome, compare_sides, platform_words
 from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views catch it here)
 from iowatch.metrics import METRICS
 from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
-from iowatch.studies import load_studies
-from iowatch_web.regressions.models import STATES, CellVerdict, ChangePoint, Regression
+from iowatch_web.regressions.models import STATES, StoredVerdict, StoredChangePoint, Regression
 from iowatch_web.results.sides import judging_studies, manifest, runs_side, stored_runs
 from iowatch_web.results.models import Cell, Host, Kernel, Patch, Run
 from iowatch_web.retention.values import sample_values
@@ -106,7 +103,7 @@ def hosts_with_last_run() -> list[dict]:
 def suspected_rows(limit: int = 20) -> list[dict]:
     """Cells judged "suspected" or "unsure" in the newest comparisons: a drop
     seen with too few runs to confirm, and what rerunning would take."""
-    rows = list(CellVerdict.objects.filter(outcome__in=("suspected", "inconclusive"))
+    rows = list(StoredVerdict.objects.filter(outcome__in=("suspected", "inconclusive"))
                 .order_by("-comparison__computed_at", "-id")
                 .values("outcome", "words", "change_pct", "ci_low", "ci_high", "base_n",
                         "candidate_n", "needs_runs", "group", "metric_id", "device_class",
@@ -250,7 +247,7 @@ def history(key: dict, limit: int = 100, offset: int = 0) -> dict:
         for series_id, index, subject in Patch.objects.filter(wanted).values_list(
                 "series_id", "index", "subject"):
             subjects[patched[series_id, index]] = subject
-    steps = ChangePoint.objects.filter(host__name=key["host"], study__slug=key["study"],
+    steps = StoredChangePoint.objects.filter(host__name=key["host"], study__slug=key["study"],
                                        group=key["group"], metric_id=key["metric"],
                                        filesystem=key.get("filesystem") or "",
                                        kernel_id__in=list(order))

@@ -18,7 +18,7 @@ from ninja import Field, Router, Schema
 from iowatch.heartbeat import JOB_KINDS, PHASES
 from iowatch_web.hosts import beats
 from iowatch_web.hosts.models import HostState
-from iowatch_web.regressions.bisect_api import AgentInput, AgentToken, Error
+from iowatch_web.site.api import AgentInput, AgentToken, Error
 
 router = Router(tags=["hosts"])
 

@@ -1,3 +1,4 @@
+"""The hosts app: what each lab host is doing now (its heartbeats)."""
 from django.apps import AppConfig
 
 
@@ -6,3 +7,9 @@ class HostsConfig(AppConfig):
     label = "hosts"
     verbose_name = "Hosts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from iowatch_web.hosts.api import router
+        from iowatch_web.site.api import api
+
+        api.add_router("/hosts", router)

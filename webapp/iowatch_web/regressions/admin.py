@@ -2,10 +2,10 @@
 are many: raw id widgets and no full counts, so a page never loads a table."""
 from django.contrib import admin
 
-from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression, TriageEvent
+from iowatch_web.regressions.models import StoredVerdict, StoredChangePoint, StoredComparison, Regression, TriageEvent
 
 
-@admin.register(Comparison)
+@admin.register(StoredComparison)
 class ComparisonAdmin(admin.ModelAdmin):
     list_display = ("id", "reason", "host", "matrix", "base_kernel", "candidate_kernel",
                     "computed_at")
@@ -17,7 +17,7 @@ class ComparisonAdmin(admin.ModelAdmin):
     readonly_fields = ("computed_at",)
 
 
-@admin.register(CellVerdict)
+@admin.register(StoredVerdict)
 class CellVerdictAdmin(admin.ModelAdmin):
     list_display = ("cell_key", "group", "metric", "outcome", "change_pct", "p_adjusted",
                     "comparison")
@@ -67,7 +67,7 @@ class TriageEventAdmin(admin.ModelAdmin):
     readonly_fields = ("at",)
 
 
-@admin.register(ChangePoint)
+@admin.register(StoredChangePoint)
 class ChangePointAdmin(admin.ModelAdmin):
     list_display = ("cell_key", "group", "metric", "host", "kernel", "change_pct", "detected_at")
     list_filter = ("host",)

@@ -22,10 +22,11 @@ from ninja.security import SessionAuth
 from iowatch import mailreport
 from iowatch_web.regressions import confirm, detail, nightly
 from iowatch_web.regressions.bisect_api import BisectOut, latest
-from iowatch_web.regressions.models import (KINDS, STATES, CellVerdict, ChangePoint, Comparison,
+from iowatch_web.regressions.models import (KINDS, STATES, StoredVerdict, StoredChangePoint, StoredComparison,
                                             Regression, TriageEvent)
 from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused
 from iowatch_web.results.bounds import MAX_PAGE, Offset, PageLimit, one_of
+from iowatch_web.site.api import Error, error_response, page_problem
 from iowatch_web.regressions.triage import triage as apply_triage
 
 router = Router(tags=["regressions"])
@@ -39,15 +40,6 @@ class Triager(SessionAuth):
         if request.user.is_authenticated:
             return request.user
         raise HttpError(401, "log in to triage regressions")
-
-
-def _bad_request(message: str, where: str) -> JsonResponse:
-    return JsonResponse({"error": message, "where": where}, status=400)
-
-
-class Error(Schema):
-    error: str
-    where: str | None = None
 
 
 class KernelRef(Schema):
@@ -155,35 +147,35 @@ class CellVerdictOut(Schema):
     words: str
 
     @staticmethod
-    def resolve_study(v: CellVerdict) -> str:
+    def resolve_study(v: StoredVerdict) -> str:
         return v.study.slug
 
     @staticmethod
-    def resolve_device(v: CellVerdict) -> str | None:
+    def resolve_device(v: StoredVerdict) -> str | None:
         return v.device.name if v.device_id else None
 
     @staticmethod
-    def resolve_host(v: CellVerdict) -> str:
+    def resolve_host(v: StoredVerdict) -> str:
         return v.host.name
 
     @staticmethod
-    def resolve_device_model(v: CellVerdict) -> str | None:
+    def resolve_device_model(v: StoredVerdict) -> str | None:
         return v.device.model or None if v.device_id else None
 
     @staticmethod
-    def resolve_unit(v: CellVerdict) -> str:
+    def resolve_unit(v: StoredVerdict) -> str:
         return v.metric.unit
 
     @staticmethod
-    def resolve_metric(v: CellVerdict) -> str:
+    def resolve_metric(v: StoredVerdict) -> str:
         return v.metric_id
 
     @staticmethod
-    def resolve_base(v: CellVerdict) -> dict:
+    def resolve_base(v: StoredVerdict) -> dict:
         return {"n": v.base_n, "mean": v.base_mean, "median": v.base_median, "sd": v.base_sd}
 
     @staticmethod
-    def resolve_candidate(v: CellVerdict) -> dict:
+    def resolve_candidate(v: StoredVerdict) -> dict:
         return {"n": v.candidate_n, "mean": v.candidate_mean, "median": v.candidate_median,
                 "sd": v.candidate_sd}
 
@@ -239,7 +231,7 @@ class ViewOut(Schema):
     cells: list[CellVerdictOut]
 
     @staticmethod
-    def resolve_cells(c: Comparison) -> list:
+    def resolve_cells(c: StoredComparison) -> list:
         return list(c.cells.filter(outcome="regression")
                     .select_related("study", "device", "host", "metric"))
 
@@ -370,12 +362,10 @@ def _regressions():
             summary="Regressions, newest first; filter by state, study, host, kind "
                     "(nightly, check, ab; change-point: the nightly ones found as a step)")
 def list_regressions(request, filters: Query[RegressionFilters]):
-    # Imported here: results.api imports this module for its router.
-    from iowatch_web.results.api import page_problem
     if error := page_problem(filters.limit, filters.offset, MAX_PAGE):
         return error
     if filters.state is not None and filters.state not in STATES:
-        return _bad_request(f"state {filters.state!r} is not one of {', '.join(STATES)}",
+        return error_response(400, f"state {filters.state!r} is not one of {', '.join(STATES)}",
                             "query field state")
     regressions = _regressions()
     if filters.state is not None:
@@ -387,13 +377,13 @@ def list_regressions(request, filters: Query[RegressionFilters]):
     elif filters.kind in KINDS:
         regressions = regressions.filter(kind=filters.kind)
     elif filters.kind is not None:
-        return _bad_request(f"kind is one of {', '.join(KINDS)} (or change-point)",
+        return error_response(400, f"kind is one of {', '.join(KINDS)} (or change-point)",
                             "query field kind")
     if filters.study is not None:
         same = Q(comparison_id=OuterRef("comparison_id"), study__slug=filters.study)
         regressions = regressions.filter(
-            Exists(CellVerdict.objects.filter(same, outcome="regression"))
-            | Exists(ChangePoint.objects.filter(same)))
+            Exists(StoredVerdict.objects.filter(same, outcome="regression"))
+            | Exists(StoredChangePoint.objects.filter(same)))
     return {"count": regressions.count(), "limit": filters.limit, "offset": filters.offset,
             "items": list(regressions[filters.offset:filters.offset + filters.limit])}
 
@@ -413,7 +403,7 @@ def triage(request, regression_id: int, body: TriageIn):
     try:
         apply_triage(regression_id, request.auth, body.state, body.note)
     except TriageRefused as e:
-        return _bad_request(str(e), e.where)
+        return error_response(400, str(e), e.where)
     return get_object_or_404(_regressions(), pk=regression_id)
 
 
@@ -435,9 +425,9 @@ def bisect(request, regression_id: int, body: BisectIn):
             if body.note:  # logged beside the state it leaves as it is
                 apply_triage(regression_id, request.auth, regression.state, body.note)
     except TriageRefused as e:
-        return _bad_request(str(e), e.where)
+        return error_response(400, str(e), e.where)
     except nightly.NoCell as e:
-        return _bad_request(str(e), "body field cell")
+        return error_response(400, str(e), "body field cell")
     return get_object_or_404(_regressions(), pk=regression_id)
 
 
@@ -458,7 +448,7 @@ def report(request, regression_id: int,
            format: Annotated[str, one_of(mailreport.FORMATS)] = "email",
            unconfirmed: bool = False):
     if format not in mailreport.FORMATS:
-        return _bad_request(f"format {format!r} is not one of {', '.join(mailreport.FORMATS)}",
+        return error_response(400, f"format {format!r} is not one of {', '.join(mailreport.FORMATS)}",
                             "query field format")
     regression = get_object_or_404(_regressions(), pk=regression_id)
     pending = confirm.state(regression)

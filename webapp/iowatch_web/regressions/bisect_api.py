@@ -15,16 +15,16 @@ from typing import Annotated, Literal
 
 from django.db import transaction
 from django.db.models import Case, IntegerField, Value, When
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Field, Router, Schema
-from ninja.security import HttpBearer
 from pydantic import field_validator
 
 from iowatch_web.hosts import giveback
 from iowatch_web.regressions import nightly, triage
 from iowatch_web.results.bounds import one_of
+from iowatch_web.site.api import AgentInput, AgentToken, Error, error_response
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
 
 router = Router(tags=["bisects"])
@@ -33,24 +33,6 @@ router = Router(tags=["bisects"])
 # steps; a step's text fields are a commit, a subject line and an author.
 MAX_STEPS = 200
 MAX_RUNS = 100
-
-
-class AgentToken(HttpBearer):
-    """The ingest API's agent token (results/api.py AgentToken), looked up when
-    a request comes: results.api imports this module to mount its router."""
-
-    def authenticate(self, request: HttpRequest, token: str):
-        from iowatch_web.results.api import AgentToken as IngestToken
-        return IngestToken().authenticate(request, token)
-
-
-class Error(Schema):
-    error: str
-    where: str | None = None
-
-
-def _error(status: int, message: str, where: str | None = None) -> JsonResponse:
-    return JsonResponse({"error": message, "where": where}, status=status)
 
 
 # --- what goes out ---------------------------------------------------------------
@@ -126,29 +108,6 @@ def _jobs():
 
 
 # --- what comes in ------------------------------------------------------------------
-
-def storable(value):
-    """Text PostgreSQL can keep: no NUL (neither text nor jsonb takes it), no
-    lone surrogate (not UTF-8)."""
-    for text in (value if isinstance(value, list) else [value]):
-        if isinstance(text, str):
-            if "\x00" in text:
-                raise ValueError("holds a NUL character, which the store cannot keep")
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValueError("holds a lone surrogate (not UTF-8 text)") from None
-    return value
-
-
-class AgentInput(Schema):
-    """What an agent posts: every text field storable."""
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _storable(cls, value):
-        return storable(value)
-
 
 class ClaimIn(AgentInput):
     host: str = Field(..., min_length=1, max_length=200)
@@ -247,7 +206,7 @@ def claim(agent, host: str, device_classes: list[str] | None = None,
 
 
 def _finished(job: BisectJob) -> JsonResponse:
-    return _error(409, f"bisect #{job.pk} is {job.state} (finished at {job.finished_at:%Y-%m-%d %H:%M} "
+    return error_response(409, f"bisect #{job.pk} is {job.state} (finished at {job.finished_at:%Y-%m-%d %H:%M} "
                        "UTC): it takes no more steps nor results; a maintainer queues a new one "
                        "with POST /api/v1/regressions/{id}/bisect", "bisect state")
 
@@ -255,7 +214,7 @@ def _finished(job: BisectJob) -> JsonResponse:
 def _lost(job: BisectJob, agent, host: str) -> JsonResponse | None:
     """The 409 for an agent whose claim was given back (its host stopped beating)."""
     if why := giveback.refusal(job, "bisect", agent, host):
-        return _error(409, why, "bisect claim")
+        return error_response(409, why, "bisect claim")
     return None
 
 
@@ -285,7 +244,7 @@ def list_jobs(request, state: Annotated[str | None, one_of(BISECT_STATES)] = Non
     jobs = _jobs()
     if state is not None:
         if state not in BISECT_STATES:
-            return _error(400, f"state {state!r} is not one of {', '.join(BISECT_STATES)}",
+            return error_response(400, f"state {state!r} is not one of {', '.join(BISECT_STATES)}",
                           "query field state")
         jobs = jobs.filter(state=state)
     items = list(jobs[:1000])
@@ -308,7 +267,7 @@ def post_step(request, job_id: int, body: StepIn):
         if lost := _lost(job, request.auth, body.host):
             return lost
         if len(job.steps) >= MAX_STEPS:
-            return _error(400, f"bisect #{job.pk} has {MAX_STEPS} steps already", "body")
+            return error_response(400, f"bisect #{job.pk} has {MAX_STEPS} steps already", "body")
         job.steps = [*job.steps, {**body.model_dump(exclude={"host"}), "at": timezone.now().isoformat()}]
         fields = ["steps", "updated"]
         if job.state == "queued":  # an agent that bisects without claiming first
@@ -324,10 +283,10 @@ def post_step(request, job_id: int, body: StepIn):
              summary="Write a bisect's result: done with the first bad commit, or failed (agents)")
 def post_result(request, job_id: int, body: ResultIn):
     if body.state == "done" and body.first_bad is None and not body.candidates:
-        return _error(400, "a done bisect names first_bad, or the candidates skips left",
+        return error_response(400, "a done bisect names first_bad, or the candidates skips left",
                       "body field first_bad")
     if body.state == "failed" and not body.error:
-        return _error(400, "a failed bisect says why", "body field error")
+        return error_response(400, "a failed bisect says why", "body field error")
     with transaction.atomic():
         job = _locked(job_id)
         if not job.open:

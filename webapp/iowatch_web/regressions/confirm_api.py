@@ -15,9 +15,10 @@ from ninja import Field, Router, Schema
 
 from iowatch_web.hosts import giveback
 from iowatch_web.regressions import confirm
-from iowatch_web.regressions.bisect_api import MAX_RUNS, AgentInput, AgentToken, ClaimIn, Error, _error
+from iowatch_web.regressions.bisect_api import MAX_RUNS, ClaimIn
 from iowatch_web.regressions.models import ConfirmJob
 from iowatch_web.results.models import Run
+from iowatch_web.site.api import AgentInput, AgentToken, Error, error_response
 
 router = Router(tags=["confirmations"])
 
@@ -96,24 +97,24 @@ def get_job(request, job_id: int):
                      "them), or failed with the reason (agents)")
 def post_result(request, job_id: int, body: ConfirmResultIn):
     if body.state == "failed" and not body.error:
-        return _error(400, "a failed confirmation says why", "body field error")
+        return error_response(400, "a failed confirmation says why", "body field error")
     if body.state == "done" and not (body.good_runs and body.bad_runs):
-        return _error(400, "a done confirmation names the runs of both kernels",
+        return error_response(400, "a done confirmation names the runs of both kernels",
                       "body fields good_runs, bad_runs")
     with transaction.atomic():
         job = get_object_or_404(ConfirmJob.objects.select_for_update(), pk=job_id)
         if not job.open:
-            return _error(409, f"confirmation #{job.pk} is {job.state}: it takes no more results",
+            return error_response(409, f"confirmation #{job.pk} is {job.state}: it takes no more results",
                           "confirmation state")
         if (lost := giveback.refusal(job, "confirmation", request.auth, body.host)) is not None:
-            return _error(409, lost, "confirmation state")
+            return error_response(409, lost, "confirmation state")
         if body.state == "done":
             good, bad = [str(r) for r in body.good_runs], [str(r) for r in body.bad_runs]
             stored = {str(r) for r in Run.objects.filter(run_id__in=good + bad)
                       .values_list("run_id", flat=True)}
             missing = [r for r in good + bad if r not in stored]
             if missing:
-                return _error(400, f"runs not stored here: {', '.join(missing[:5])}: upload them first",
+                return error_response(400, f"runs not stored here: {', '.join(missing[:5])}: upload them first",
                               "body fields good_runs, bad_runs")
             job.good_runs, job.bad_runs = good, bad
             job.state = "done"

@@ -13,13 +13,13 @@ was made).
 """
 from __future__ import annotations
 
-from iowatch_web.regressions.models import Comparison, Regression
+from iowatch_web.regressions.models import StoredComparison, Regression
 
 PARENT, SERIES_BASE = "parent", "series-base"
 
 
-def _same_patch(comparison: Comparison, reason: str):
-    return Comparison.objects.filter(reason=reason, host_id=comparison.host_id,
+def _same_patch(comparison: StoredComparison, reason: str):
+    return StoredComparison.objects.filter(reason=reason, host_id=comparison.host_id,
                                      matrix=comparison.matrix,
                                      candidate_kernel_id=comparison.candidate_kernel_id)
 
@@ -28,7 +28,7 @@ def _untriaged(regressions):
     return regressions.filter(state="new", events__isnull=True)
 
 
-def home(comparison: Comparison) -> Regression | None:
+def home(comparison: StoredComparison) -> Regression | None:
     """The regression a regressed series-base comparison is shown in: its
     patch's parent comparison's, when that one is open; else None."""
     if comparison.reason != SERIES_BASE:
@@ -36,7 +36,7 @@ def home(comparison: Comparison) -> Regression | None:
     return Regression.objects.filter(comparison__in=_same_patch(comparison, PARENT)).first()
 
 
-def join(regression: Regression, comparison: Comparison) -> None:
+def join(regression: Regression, comparison: StoredComparison) -> None:
     """Show `comparison` inside `regression`; a regression it had opened alone
     goes while nobody has triaged it."""
     regression.views.add(comparison)
@@ -55,11 +55,11 @@ def gather(regression: Regression, regressed) -> None:
             join(regression, other)
 
 
-def leave(comparison: Comparison) -> list[Comparison]:
+def leave(comparison: StoredComparison) -> list[StoredComparison]:
     """`comparison` regresses no more: it leaves the regressions it is shown
     in. Returns the series-base comparisons its own regression held, which
     need a regression of their own again when it goes."""
-    Regression.views.through.objects.filter(comparison=comparison).delete()
+    Regression.views.through.objects.filter(storedcomparison=comparison).delete()
     if comparison.reason != PARENT:
         return []
-    return list(Comparison.objects.filter(shown_in__comparison=comparison))
+    return list(StoredComparison.objects.filter(shown_in__comparison=comparison))

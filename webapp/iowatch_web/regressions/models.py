@@ -1,15 +1,15 @@
 """What the verdicts decided, stored so pages read them instead of recomputing
 (docs/verdicts.md; alert and summary triage as Perfherder has them).
 
-A Comparison pairs two kernels measured on one host with one matrix (each
+A StoredComparison pairs two kernels measured on one host with one matrix (each
 side pools the repetitions of every run of its kernel) and says why they were
-paired. Its CellVerdicts are the A/B outcome per cell, job group and metric.
+paired. Its StoredVerdicts are the A/B outcome per cell, job group and metric.
 A Regression groups the regressed cells of one comparison (one change) under
 one entry that people triage; each change of its state is a TriageEvent. A
 patch of a series is compared with its parent and with the series base: both
 views of the one change are one Regression, the parent's, which holds the
 series-base comparison among its `views` (regressions/grouping.py). A
-ChangePoint is a step found in the history of one series key and confirmed
+StoredChangePoint is a step found in the history of one series key and confirmed
 by the A/B test of the segments; the change points at one kernel on one host
 share a comparison (reason "change-point") and so one Regression.
 """
@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
+from iowatch.judging.defaults import DEFAULT_MIN_EFFECT, FDR
 from iowatch.metrics import DIRECTIONS
 from iowatch.stats.verdict import OUTCOMES
 from iowatch_web.results.models import (DEVICE_CLASSES, Agent, Device, Host, Kernel, Metric, Run,
@@ -56,7 +56,7 @@ def _at_least(field: str, low: int, name: str) -> models.CheckConstraint:
     return models.CheckConstraint(condition=Q(**{f"{field}__gte": low}), name=name)
 
 
-class Comparison(models.Model):
+class StoredComparison(models.Model):
     """Base kernel against candidate kernel on one host and matrix."""
     reason = models.CharField(max_length=20, choices=list(REASONS.items()))
     host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="comparisons")
@@ -69,7 +69,7 @@ class Comparison(models.Model):
     trigger_run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True,
                                     related_name="+", help_text="the run whose arrival "
                                                                 "computed it last")
-    fdr = models.FloatField(default=0.05, help_text="Benjamini–Hochberg false-discovery rate")
+    fdr = models.FloatField(default=FDR, help_text="Benjamini–Hochberg false-discovery rate")
     # The platform canary's finding (iowatch.judging.platform_words): while it
     # drifted, no cell's regression is claimed and the comparison reads unsure.
     platform_drifted = models.BooleanField(default=False, help_text="a canary moved between "
@@ -97,9 +97,9 @@ class Comparison(models.Model):
         return f"{self.candidate_kernel} vs {self.base_kernel} on {self.host} ({self.reason})"
 
 
-class CellVerdict(models.Model):
+class StoredVerdict(models.Model):
     """The A/B verdict of one cell, job group and metric of a comparison."""
-    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="cells")
+    comparison = models.ForeignKey(StoredComparison, on_delete=models.CASCADE, related_name="cells")
     # The series key (study/host/device/filesystem/group/metric), with the bundle's cell id that pairs the sides.
     cell_key = models.CharField(max_length=300)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="+")
@@ -182,7 +182,7 @@ class CellVerdict(models.Model):
 
 class Regression(models.Model):
     """One alert: the regressed cells (or change points) of one comparison."""
-    comparison = models.OneToOneField(Comparison, on_delete=models.CASCADE,
+    comparison = models.OneToOneField(StoredComparison, on_delete=models.CASCADE,
                                       related_name="regression")
     state = models.CharField(max_length=12, choices=list(STATES.items()), default="new")
     kind = models.CharField(max_length=8, choices=[(k, k) for k in KINDS], default="ab",
@@ -190,7 +190,7 @@ class Regression(models.Model):
     notes = models.TextField(blank=True, default="", help_text="the latest triage note")
     # The other comparisons of the same change shown inside it: the series-base
     # comparison of the patch whose parent comparison this is (regressions/grouping.py).
-    views = models.ManyToManyField(Comparison, blank=True, related_name="shown_in",
+    views = models.ManyToManyField(StoredComparison, blank=True, related_name="shown_in",
                                    help_text="other comparisons of the same change")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
@@ -239,9 +239,9 @@ class TriageEvent(models.Model):
         return f"agent {self.agent.name}" if self.agent is not None else "agent (removed)"
 
 
-class ChangePoint(models.Model):
+class StoredChangePoint(models.Model):
     """A step in one series key's history, at the first kernel after it."""
-    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE,
+    comparison = models.ForeignKey(StoredComparison, on_delete=models.CASCADE,
                                    related_name="change_points")
     cell_key = models.CharField(max_length=300)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="+")
@@ -259,7 +259,7 @@ class ChangePoint(models.Model):
     after_mean = models.FloatField()
     change_pct = models.FloatField(null=True, blank=True)
     p_value = models.FloatField(null=True, blank=True)
-    # The study file's minimum effect when the step was judged (as CellVerdict
+    # The study file's minimum effect when the step was judged (as StoredVerdict
     # keeps its own): the store keeps no copy of a study's policy.
     min_effect_pct = models.FloatField(default=DEFAULT_MIN_EFFECT)
     detected_at = models.DateTimeField(auto_now_add=True)

@@ -19,13 +19,13 @@ from __future__ import annotations
 from django.db.models import Q
 
 from iowatch.mailreport import worse_pct
-from iowatch_web.regressions.models import BISECT_OPEN, BisectJob, Comparison, Regression
+from iowatch_web.regressions.models import BISECT_OPEN, BisectJob, StoredComparison, Regression
 from iowatch_web.results.models import Kernel, Run
 
 NIGHTLY = Q(trigger__kind="nightly")
 
 
-def kind_of(comparison: Comparison) -> str:
+def kind_of(comparison: StoredComparison) -> str:
     """nightly: a change point, or a night-over-night comparison of nightly runs;
     check: a patch of a series; ab: any other pairing."""
     if comparison.reason == "change-point":
@@ -48,13 +48,13 @@ def opened(regression: Regression) -> None:
     confirm.queue_for(regression)  # on a second lab host of the class, when there is one
 
 
-def same_change(host_id: int, matrix: str, after: int, order: list[int]) -> Comparison | None:
+def same_change(host_id: int, matrix: str, after: int, order: list[int]) -> StoredComparison | None:
     """The night-over-night comparison whose nightly regression already names
     the step at kernel `after` (or a kernel next to it in the history `order`:
     e-divisive may place a boundary one kernel off), if there is one."""
     i = order.index(after)
     near = order[max(i - 1, 0):i + 2]
-    return (Comparison.objects.filter(reason="previous-run", host_id=host_id, matrix=matrix,
+    return (StoredComparison.objects.filter(reason="previous-run", host_id=host_id, matrix=matrix,
                                       candidate_kernel_id__in=near, regression__kind="nightly")
             .order_by("-computed_at").first())
 

@@ -28,7 +28,7 @@ from iowatch.judging import (FDR, compare_sides, confirm_change_points, deciding
                              platform_words)
 from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
 from iowatch_web.regressions import grouping, nightly
-from iowatch_web.regressions.models import CellVerdict, ChangePoint, Comparison, Regression
+from iowatch_web.regressions.models import StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.results.models import Cell, Kernel, Run
 from iowatch_web.results.sides import judged_runs, judging_studies, runs_side, stored_runs
 from iowatch_web.retention.values import sample_values
@@ -50,7 +50,7 @@ class Pairing:
     candidate: Kernel
 
 
-def verdicts_for_run(run: Run) -> list[Comparison]:
+def verdicts_for_run(run: Run) -> list[StoredComparison]:
     """Compare a newly stored run and look for change points; returns the
     comparisons computed (none for a published or unmeasured run)."""
     if run.published or run.status in NOT_MEASURED or is_bisect_step(run):
@@ -107,7 +107,7 @@ def pairings(run: Run) -> list[Pairing]:
                    .filter(Q(at__lt=run_time(run)) | Q(at=run_time(run), id__lt=run.id)))
         if previous := _latest_kernel(earlier):
             found.append(Pairing("previous-run", previous, kernel))
-        for c in Comparison.objects.filter(reason="previous-run", host_id=run.host_id,
+        for c in StoredComparison.objects.filter(reason="previous-run", host_id=run.host_id,
                                            matrix=run.matrix, base_kernel=kernel):
             found.append(Pairing("previous-run", kernel, c.candidate_kernel))
     return found
@@ -133,7 +133,7 @@ def _group_samples(runs):
     return values
 
 
-def compare_kernels(pairing: Pairing, trigger: Run) -> Comparison:
+def compare_kernels(pairing: Pairing, trigger: Run) -> StoredComparison:
     """Compute (or recompute, replacing its verdicts) one comparison."""
     base_runs, candidate_runs = (
         stored_runs(SideQuery(f"kernel:{kernel.pk}", role, host=trigger.host_id,
@@ -148,26 +148,26 @@ def compare_kernels(pairing: Pairing, trigger: Run) -> Comparison:
         cells[c.study.slug, c.device.name if c.device else "", c.filesystem] = c
 
     with transaction.atomic():
-        comparison, _ = Comparison.objects.update_or_create(
+        comparison, _ = StoredComparison.objects.update_or_create(
             reason=pairing.reason, host_id=trigger.host_id, matrix=trigger.matrix,
             base_kernel=pairing.base, candidate_kernel=pairing.candidate,
             defaults={"trigger_run": trigger, "fdr": FDR,
                       "platform_drifted": bool(judged.platform),
                       "platform_words": platform_words(judged)})
         # Serialise recomputations of one comparison (two runs arriving together).
-        Comparison.objects.select_for_update().filter(pk=comparison.pk).get()
+        StoredComparison.objects.select_for_update().filter(pk=comparison.pk).get()
         comparison.base_runs.set([r.pk for r in base_runs])
         comparison.candidate_runs.set([r.pk for r in candidate_runs])
         comparison.cells.all().delete()
-        CellVerdict.objects.bulk_create(
+        StoredVerdict.objects.bulk_create(
             _cell_verdict(comparison, cells[v.key.study, v.key.device, v.key.filesystem], v)
             for v in judged.verdicts)
         _update_regression(comparison)
     return comparison
 
 
-def _cell_verdict(comparison: Comparison, cell: Cell, v) -> CellVerdict:
-    return CellVerdict(
+def _cell_verdict(comparison: StoredComparison, cell: Cell, v) -> StoredVerdict:
+    return StoredVerdict(
         comparison=comparison, cell_key=cell.key, study=cell.study, host_id=comparison.host_id,
         device_class=v.key.device_class, device=cell.device, filesystem=cell.filesystem,
         group=v.key.group, metric_id=v.key.metric, direction=v.direction,
@@ -182,13 +182,13 @@ def _cell_verdict(comparison: Comparison, cell: Cell, v) -> CellVerdict:
         outcome=v.outcome, needs_runs=v.needs_runs, size_only=v.size_only, words=v.words)
 
 
-def _regressed(comparison: Comparison) -> bool:
+def _regressed(comparison: StoredComparison) -> bool:
     return (not comparison.platform_drifted
             and comparison.cells.filter(outcome="regression").exists()
             or comparison.change_points.exists())
 
 
-def _update_regression(comparison: Comparison) -> None:
+def _update_regression(comparison: StoredComparison) -> None:
     """One Regression per change while any cell regressed (and the platform
     held: a drifted canary claims none, Comparison.regressions of
     iowatch.judging): a patch's
@@ -216,7 +216,7 @@ def _update_regression(comparison: Comparison) -> None:
 
 # --- change points in a series key's history -----------------------------------
 
-def change_point_alerts(run: Run) -> list[Comparison]:
+def change_point_alerts(run: Run) -> list[StoredComparison]:
     """Look for a new step in the history (one value per kernel: the median of
     its samples, kernels in order of their first run) of every series key the
     run touched, and raise a change-point Regression per kernel a step starts at.
@@ -281,7 +281,7 @@ def change_point_alerts(run: Run) -> list[Comparison]:
         newest = max(regressions, key=lambda cp: cp.point.index)
         i = newest.point.index
         near = kernels[max(i - SAME_STEP_KERNELS, 0):i + SAME_STEP_KERNELS + 1]
-        if ChangePoint.objects.filter(host_id=run.host_id, cell_key=key, group=group,
+        if StoredChangePoint.objects.filter(host_id=run.host_id, cell_key=key, group=group,
                                       metric_id=metric, kernel_id__in=near).exists():
             continue
         steps[kernels[i - 1], kernels[i]].append(((key, group, metric), newest))
@@ -295,7 +295,7 @@ def change_point_alerts(run: Run) -> list[Comparison]:
                           or _change_point_comparison(run, before, after, history))
             for (key, group, metric), cp in found:
                 cell = cells[key]
-                ChangePoint.objects.get_or_create(
+                StoredChangePoint.objects.get_or_create(
                     host_id=run.host_id, cell_key=key, group=group, metric_id=metric,
                     kernel_id=after,
                     defaults={"comparison": comparison, "study": cell.study, "device": cell.device,
@@ -313,8 +313,8 @@ def change_point_alerts(run: Run) -> list[Comparison]:
     return comparisons
 
 
-def _change_point_comparison(run: Run, before: int, after: int, history) -> Comparison:
-    comparison, _ = Comparison.objects.update_or_create(
+def _change_point_comparison(run: Run, before: int, after: int, history) -> StoredComparison:
+    comparison, _ = StoredComparison.objects.update_or_create(
         reason="change-point", host_id=run.host_id, matrix=run.matrix,
         base_kernel_id=before, candidate_kernel_id=after,
         defaults={"trigger_run": run, "fdr": FDR})

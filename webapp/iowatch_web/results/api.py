@@ -1,208 +1,43 @@
-"""The versioned HTTP API at /api/v1/: bundle ingest for agents, reads for all.
+"""The results app's router of the HTTP API at /api/v1/: bundle ingest for
+agents, reads for all (the API object, its agent token, errors and paging
+are site/api.py's; ResultsConfig.ready adds this router).
 
 The runner and the web app talk only through the result bundle and this API.
 POST /bundles checks the bundle with iowatch.bundle, the
 same code the runner uses, and stores it through results.ingest; the reads
 page through the store with filters done in the database.
-
-Every malformed input is a 4xx naming the field ({"error", "where"}) and
-stores nothing: a parameter that does not parse is a 400 here, not ninja's
-422. A database that cannot be reached is a 503 with Retry-After
-(iowatch_site/middleware.py). The OpenAPI description at
-/api/v1/openapi.json lists these answers for every operation.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import uuid
 from datetime import datetime
 from typing import Any
 
-import pydantic_core
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import InterfaceError, OperationalError, connection
+from django.db import connection
 from django.db.models import Count, Exists, OuterRef
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
+from django.http import HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
-from ninja import NinjaAPI, Query, Schema
-from ninja.errors import AuthenticationError, HttpError, ValidationError
-from ninja.security import HttpBearer
+from ninja import Query, Router, Schema
 
 from iowatch import bundle
-from iowatch_web.site.middleware import (
-    RETRY_AFTER_S, client_went_away, out_of_range, store_unavailable,
-)
-from iowatch_web.hosts.api import router as hosts_router
-from iowatch_web.regressions.api import router as regressions_router
-from iowatch_web.regressions.bisect_api import router as bisects_router
-from iowatch_web.regressions.confirm_api import router as confirmations_router
 from iowatch_web.results import ingest
-from iowatch_web.results.bounds import (MAX_OFFSET, MAX_PAGE, MAX_SAMPLES_FILTERED,
-                                        MAX_SAMPLES_UNFILTERED, Offset, PageLimit, SampleLimit,
-                                        ValueLimit)
-from iowatch_web.results.models import Agent, Artifact, Cell, Metric, Run, Sample
+from iowatch_web.results.bounds import (MAX_PAGE, MAX_SAMPLES_FILTERED, MAX_SAMPLES_UNFILTERED,
+                                        Offset, PageLimit, SampleLimit, ValueLimit)
+from iowatch_web.results.models import Artifact, Cell, Metric, Run, Sample
+from iowatch_web.site.api import AgentToken, Error, Page, error_response, one_page, page_problem
+# The one API object is site/api.py's; read here too by the tests that describe it.
+from iowatch_web.site.api import api  # noqa: F401
+from iowatch_web.site.middleware import RETRY_AFTER_S
 
 log = logging.getLogger(__name__)
 
-def _error_answer(description: str) -> dict:
-    return {"description": description,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-
-
-class IowatchAPI(NinjaAPI):
-    """A NinjaAPI whose OpenAPI description also names the answers any
-    operation can give: 400 for a parameter or body that does not parse, 503
-    when the database cannot be reached; and that a query string holds no NUL
-    (site/middleware.py refuses one for every operation)."""
-
-    def get_openapi_schema(self, *args, **kwargs):
-        schema = super().get_openapi_schema(*args, **kwargs)
-        for operations in schema["paths"].values():
-            for operation in operations.values():
-                for parameter in operation.get("parameters") or []:
-                    if parameter["in"] == "query" and _a_string(parameter["schema"]):
-                        parameter["schema"].setdefault("pattern", NO_NUL)
-                    for integer in _integers(parameter["schema"]):
-                        # The store's integers are 64-bit: a number past them is a
-                        # 400 (site/middleware.py out_of_range), so the description says so.
-                        integer.setdefault("minimum", STORE_MIN)
-                        integer.setdefault("maximum", STORE_MAX)
-                responses = operation.setdefault("responses", {})
-                if operation.get("parameters") or operation.get("requestBody"):
-                    responses.setdefault(400, _error_answer(
-                        "a parameter or the body is malformed; where names it"))
-                unavailable = responses.setdefault(503, _error_answer(
-                    "the database cannot be reached; try again after Retry-After seconds"))
-                unavailable["headers"] = {"Retry-After": {
-                    "description": "seconds to wait before trying again",
-                    "schema": {"type": "integer"}}}
-        return schema
-
-
-# A string the middleware takes in a query: no NUL character.
-NO_NUL = "^[^\\x00]*$"
-
-
-STORE_MIN, STORE_MAX = -(2 ** 63), 2 ** 63 - 1
-
-
-def _integers(schema: dict) -> list[dict]:
-    """The integer schemas of a parameter's schema (itself, or its anyOf's)."""
-    return ([schema] if schema.get("type") == "integer" else []) + [
-        s for sub in schema.get("anyOf", []) for s in _integers(sub)]
-
-
-def _a_string(schema: dict) -> bool:
-    return schema.get("type") == "string" or any(_a_string(s) for s in schema.get("anyOf", []))
-
-
-api = IowatchAPI(
-    title="iowatch API", version="1",
-    description="Result bundles in (agents, with a token); runs, cells, samples, "
-                "artifacts and the metric table out (anyone).")
-
-
-api.add_router("/regressions", regressions_router)
-api.add_router("/bisects", bisects_router)
-api.add_router("/confirmations", confirmations_router)
-api.add_router("/hosts", hosts_router)
-
-
-class AgentTokenRefused(Exception):
-    pass
-
-
-def agent_token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-class AgentToken(HttpBearer):
-    """Authorization: Bearer <token> of an active agent (manage.py create_agent)."""
-
-    def authenticate(self, request: HttpRequest, token: str) -> Agent:
-        agent = Agent.objects.filter(token_sha256=agent_token_digest(token), active=True).first()
-        if agent is None:
-            raise AgentTokenRefused()
-        Agent.objects.filter(pk=agent.pk).update(last_seen=timezone.now())
-        return agent
-
-
-def _error(status: int, message: str, where: str | None = None) -> JsonResponse:
-    return JsonResponse({"error": message, "where": where}, status=status)
-
-
-@api.exception_handler(AuthenticationError)
-def _missing_token(request, exc):
-    return _error(401, "missing agent token: send 'Authorization: Bearer <token>' "
-                       "(an administrator makes one with manage.py create_agent NAME)")
-
-
-@api.exception_handler(AgentTokenRefused)
-def _refused_token(request, exc):
-    return _error(401, "unknown or revoked agent token")
-
-
-@api.exception_handler(HttpError)
-def _refused(request, exc):
-    """ninja's own refusals (a body that does not parse, a CSRF token missing,
-    a login missing) in the API's one shape instead of ninja's {"detail"}."""
-    if exc.status_code == 400 and exc.message.startswith("Cannot parse request body"):
-        return _error(400, "the body is not JSON", "body")
-    if exc.status_code == 403 and "CSRF" in exc.message:
-        return _error(403, "the CSRF token is missing or wrong: send the csrftoken cookie's "
-                           "value as the X-CSRFToken header", "csrf token")
-    where = {401: "authorization", 403: "authorization"}.get(exc.status_code, "request")
-    return _error(exc.status_code, exc.message, where)
-
-
-@api.exception_handler(Http404)
-def _not_found(request, exc):
-    return _error(404, str(exc) or "not found")
-
-
-@api.exception_handler(ValidationError)
-def _malformed(request, exc):
-    """A parameter or body that does not parse: 400 naming the first field
-    (ninja says 422 in a shape of its own)."""
-    first = exc.errors[0] if exc.errors else {}
-    loc = [str(p) for p in first.get("loc", ())]
-    # ninja puts the parameter group's own name between the place and the field;
-    # an item of a list is named by its list: good_runs[0].
-    field = f"{loc[-2]}[{loc[-1]}]" if len(loc) > 2 and loc[-1].isdigit() else loc[-1] if loc else ""
-    where = f"{loc[0]} field {field}" if len(loc) > 1 else "request"
-    more = f" (and {len(exc.errors) - 1} more)" if len(exc.errors) > 1 else ""
-    return _error(400, f"{first.get('msg', 'malformed')}{more}", where)
-
-
-# The same answers the middleware gives, here too so they do not depend on
-# ninja re-raising (it shows a traceback instead under DEBUG).
-api.add_exception_handler(OperationalError, store_unavailable)
-api.add_exception_handler(InterfaceError, store_unavailable)
-api.add_exception_handler(UnreadablePostError, client_went_away)
-api.add_exception_handler(OverflowError, out_of_range)
-
-
-@api.exception_handler(pydantic_core.ValidationError)
-def _answer_not_built(request, exc):
-    """A query a resolver makes while the answer is built fails inside
-    pydantic, which keeps only the error's name: a database lost there is a
-    503 too. Anything else is a bug of ours and stays a 500."""
-    lost = ("OperationalError:", "InterfaceError:")
-    if all(e["type"] == "get_attribute_error" and str(e.get("ctx", {}).get("error")).startswith(lost)
-           for e in exc.errors()):
-        return store_unavailable(request, exc)
-    raise exc
-
+router = Router()
 
 # --- ingest -----------------------------------------------------------------
-
-class Error(Schema):
-    error: str
-    where: str | None = None
-
 
 class BundleStored(Schema):
     run_id: uuid.UUID
@@ -217,7 +52,7 @@ def _bundle_request_body() -> dict:
 
 
 def _too_big(limit: int) -> JsonResponse:
-    return _error(413, f"bundle larger than the server's limit of {limit} bytes "
+    return error_response(413, f"bundle larger than the server's limit of {limit} bytes "
                        "(setting IOWATCH_MAX_BUNDLE_BYTES)", "bundle")
 
 
@@ -245,7 +80,7 @@ def _read_body(request: HttpRequest, limit: int) -> bytes | None:
     return None if len(body) > limit else body
 
 
-@api.post("/bundles", auth=AgentToken(), tags=["ingest"],
+@router.post("/bundles", auth=AgentToken(), tags=["ingest"],
           response={200: BundleStored, 201: BundleStored, 400: Error, 401: Error,
                     409: Error, 413: Error, 415: Error},
           openapi_extra={"requestBody": _bundle_request_body()},
@@ -263,12 +98,12 @@ def post_bundle(request: HttpRequest):
     try:
         announced = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
-        return _error(400, "Content-Length is not a number", "request")
+        return error_response(400, "Content-Length is not a number", "request")
     if announced > limit:
         return _too_big(limit)
     content_type = request.content_type or ""
     if content_type != "application/json":
-        return _error(415, f"a bundle is sent as application/json, not {content_type or 'nothing'!r}",
+        return error_response(415, f"a bundle is sent as application/json, not {content_type or 'nothing'!r}",
                       "request")
     body = _read_body(request, limit)
     if body is None:
@@ -277,9 +112,9 @@ def post_bundle(request: HttpRequest):
         doc = bundle.validate(bundle.loads(body))
         stored = ingest.store_bundle(doc, agent=request.auth)
     except bundle.BundleError as e:
-        return _error(400, str(e), e.where)
+        return error_response(400, str(e), e.where)
     except ingest.RunConflict as e:
-        return _error(409, str(e), "bundle field run_id")
+        return error_response(409, str(e), "bundle field run_id")
     if stored.created:
         log.info("stored run %s from agent %s: %d cells, %d samples",
                  stored.run.run_id, request.auth.name, stored.cells, stored.samples)
@@ -290,29 +125,6 @@ def post_bundle(request: HttpRequest):
 
 # --- reads ------------------------------------------------------------------
 
-
-
-class Page(Schema):
-    count: int
-    limit: int
-    offset: int
-
-
-def page_problem(limit: int, offset: int, most: int) -> JsonResponse | None:
-    """The 400 for a limit or an offset out of range, or None (regressions/api.py uses it too)."""
-    if not 1 <= limit <= most:
-        return _error(400, f"limit must be from 1 to {most}, the most this endpoint returns",
-                      "query field limit")
-    if not 0 <= offset <= MAX_OFFSET:
-        return _error(400, f"offset must be from 0 to {MAX_OFFSET}", "query field offset")
-    return None
-
-
-def _page(queryset, limit: int, offset: int, most: int):
-    if error := page_problem(limit, offset, most):
-        return None, error
-    return {"count": queryset.count(), "limit": limit, "offset": offset,
-            "items": list(queryset[offset:offset + limit])}, None
 
 
 class HostOut(Schema):
@@ -463,7 +275,7 @@ def _runs():
     return Run.objects.select_related("host", "kernel__series", "agent")
 
 
-@api.get("/runs", response={200: RunPage, 400: Error}, tags=["reads"],
+@router.get("/runs", response={200: RunPage, 400: Error}, tags=["reads"],
          summary="Runs, newest first; kernel is the kernel release")
 def list_runs(request, filters: Query[RunFilters]):
     runs = _runs()
@@ -475,11 +287,11 @@ def list_runs(request, filters: Query[RunFilters]):
     if filters.study is not None:
         runs = runs.filter(Exists(Cell.objects.filter(run=OuterRef("pk"),
                                                       study__slug=filters.study)))
-    page, error = _page(runs, filters.limit, filters.offset, MAX_PAGE)
+    page, error = one_page(runs, filters.limit, filters.offset, MAX_PAGE)
     return error or page
 
 
-@api.get("/runs/{run_id}", response={200: RunDetail, 404: Error}, tags=["reads"])
+@router.get("/runs/{run_id}", response={200: RunDetail, 404: Error}, tags=["reads"])
 def get_run(request, run_id: uuid.UUID):
     return get_object_or_404(_runs().annotate(cell_count=Count("cells")), run_id=run_id)
 
@@ -561,13 +373,13 @@ def _cells():
             .prefetch_related("repetitions").annotate(sample_count=Count("samples")))
 
 
-@api.get("/runs/{run_id}/cells", response={200: CellPage, 400: Error, 404: Error},
+@router.get("/runs/{run_id}/cells", response={200: CellPage, 400: Error, 404: Error},
          tags=["reads"])
 def list_run_cells(request, run_id: uuid.UUID, limit: PageLimit = 100, offset: Offset = 0):
     run = get_object_or_404(Run, run_id=run_id)
     # The page's cell ids first, then their sample counts: counting every cell's
     # samples before the offset took seconds on a 100,000-cell run (issue 28).
-    page, error = _page(Cell.objects.filter(run=run).order_by("key").values_list("pk", flat=True),
+    page, error = one_page(Cell.objects.filter(run=run).order_by("key").values_list("pk", flat=True),
                         limit, offset, MAX_PAGE)
     if error:
         return error
@@ -575,7 +387,7 @@ def list_run_cells(request, run_id: uuid.UUID, limit: PageLimit = 100, offset: O
     return page
 
 
-@api.get("/cells/{cell_id}", response={200: CellDetail, 404: Error}, tags=["reads"])
+@router.get("/cells/{cell_id}", response={200: CellDetail, 404: Error}, tags=["reads"])
 def get_cell(request, cell_id: int):
     return get_object_or_404(_cells(), pk=cell_id)
 
@@ -618,7 +430,7 @@ def _sample_page(samples, limit: int, offset: int, filtered: bool) -> JsonRespon
     # Rows go out as plain values: building a model and a schema object per
     # sample would cost more than the query.
     most = MAX_SAMPLES_FILTERED if filtered else MAX_SAMPLES_UNFILTERED
-    page, error = _page(samples.order_by("id").values_list(*SAMPLE_FIELDS.values()),
+    page, error = one_page(samples.order_by("id").values_list(*SAMPLE_FIELDS.values()),
                         limit, offset, most)
     if error:
         return error
@@ -626,7 +438,7 @@ def _sample_page(samples, limit: int, offset: int, filtered: bool) -> JsonRespon
     return JsonResponse(page)
 
 
-@api.get("/samples", response={200: SamplePage, 400: Error}, tags=["reads"],
+@router.get("/samples", response={200: SamplePage, 400: Error}, tags=["reads"],
          summary=f"Samples by filter; without a filter, limit is at most {MAX_SAMPLES_UNFILTERED}")
 def list_samples(request, filters: Query[SampleFilters]):
     conditions = {"metric_id": filters.metric, "cell__study__slug": filters.study,
@@ -637,7 +449,7 @@ def list_samples(request, filters: Query[SampleFilters]):
                         filtered=bool(conditions))
 
 
-@api.get("/cells/{cell_id}/samples", response={200: SamplePage, 400: Error, 404: Error},
+@router.get("/cells/{cell_id}/samples", response={200: SamplePage, 400: Error, 404: Error},
          tags=["reads"])
 def list_cell_samples(request, cell_id: int, limit: ValueLimit = MAX_SAMPLES_UNFILTERED,
                       offset: Offset = 0):
@@ -659,7 +471,7 @@ class ValuePage(Page):
     items: list[ValueOut]
 
 
-@api.get("/runs/{run_id}/values", response={200: ValuePage, 400: Error, 404: Error}, tags=["reads"],
+@router.get("/runs/{run_id}/values", response={200: ValuePage, 400: Error, 404: Error}, tags=["reads"],
          summary="A run's values as judging reads them: raw samples, or the summaries retention left")
 def list_run_values(request, run_id: uuid.UUID, limit: ValueLimit = MAX_SAMPLES_FILTERED,
                     offset: Offset = 0):
@@ -679,7 +491,7 @@ def list_run_values(request, run_id: uuid.UUID, limit: ValueLimit = MAX_SAMPLES_
          "value": v.value, "group": v.group, "job": v.job} for v in values]})
 
 
-@api.get("/artifacts/{artifact_id}", tags=["reads"], response={200: bytes, 404: Error},
+@router.get("/artifacts/{artifact_id}", tags=["reads"], response={200: bytes, 404: Error},
          openapi_extra={"responses": {200: {"description": "the raw file",
                                             "content": {"application/octet-stream": {}}}}})
 def get_artifact(request, artifact_id: int):
@@ -700,7 +512,7 @@ class MetricOut(Schema):
     nonnegative: bool
 
 
-@api.get("/metrics", response=list[MetricOut], tags=["reads"], summary="The metric table")
+@router.get("/metrics", response=list[MetricOut], tags=["reads"], summary="The metric table")
 def list_metrics(request):
     # Read here, not while the answer is built: a database that is down is then a plain OperationalError.
     return list(Metric.objects.all())
@@ -714,7 +526,7 @@ class Health(Schema):
     oldest_open_s: float | None = None
 
 
-@api.get("/health", response={200: Health, 503: Health}, tags=["reads"])
+@router.get("/health", response={200: Health, 503: Health}, tags=["reads"])
 def health(request):
     try:
         with connection.cursor() as cursor:

@@ -41,3 +41,8 @@ class ResultsConfig(AppConfig):
     def ready(self) -> None:
         post_migrate.connect(_sync_after_migrate, sender=self,
                              dispatch_uid="results.sync_metrics")
+        from iowatch_web.results.api import router
+        from iowatch_web.site.api import api
+
+        # Ingest and the reads, at the API's root (site/api.py).
+        api.add_router("", router)

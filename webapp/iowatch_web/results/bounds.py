@@ -1,5 +1,5 @@
 """The bounds of the API's paged reads, once: the numbers the server checks
-(results/api.py page_problem, whose 400 names a value out of range) and the
+(site/api.py page_problem, whose 400 names a value out of range) and the
 parameter types that say them in the OpenAPI description, so a client that
 keeps to the description is never refused (issue 28)."""
 from __future__ import annotations

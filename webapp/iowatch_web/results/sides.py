@@ -1,4 +1,4 @@
-"""The Django store's adapter to the one side interface (iowatch.comparison.Side).
+"""The Django store's adapter to the one side interface (iowatch.side_data.Side).
 
 A side read from the store is the same bundle-shaped manifests a bundle
 directory or the HTTP API gives, so iowatch.judging judges it like any
@@ -14,7 +14,7 @@ from pathlib import Path
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 
-from iowatch.comparison import Side
+from iowatch.side_data import Side
 from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
 from iowatch_web.results.models import Cell, Repetition, Run
 from iowatch_web.retention.values import sample_values
@@ -89,7 +89,7 @@ def manifests(runs: list[Run], job_samples: bool = True) -> list[dict]:
 
 def runs_side(spec: str, runs, source: str = "the store") -> Side:
     """A side of these stored runs (a list or queryset of Run), for judging:
-    cells pair on group-level samples only (iowatch.comparison)."""
+    cells pair on group-level samples only (iowatch.side_data)."""
     return Side(spec, source, manifests(list(runs), job_samples=False))
 
 

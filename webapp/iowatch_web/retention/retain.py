@@ -23,7 +23,7 @@ from django.db.models.functions import Coalesce, Length
 from django.utils import timezone
 
 from iowatch.stats import side_stats
-from iowatch_web.regressions.models import ChangePoint, Comparison, Regression
+from iowatch_web.regressions.models import StoredChangePoint, StoredComparison, Regression
 from iowatch_web.results.models import Run, Sample
 from iowatch_web.retention.models import RetentionPass, RunRetention, SampleSummary
 
@@ -60,10 +60,10 @@ def held_runs() -> Q:
     good and bad sides and the runs its change points stand on, a bisect's
     steps, and runs marked keep_raw."""
     regressed = Regression.objects.values("comparison")
-    sides = [m.through.objects.filter(comparison__in=regressed).values("run")
-             for m in (Comparison.base_runs, Comparison.candidate_runs)]
+    sides = [m.through.objects.filter(storedcomparison__in=regressed).values("run")
+             for m in (StoredComparison.base_runs, StoredComparison.candidate_runs)]
     return (Q(published=True) | Q(pk__in=sides[0]) | Q(pk__in=sides[1])
-            | Q(pk__in=ChangePoint.objects.values("run"))
+            | Q(pk__in=StoredChangePoint.objects.values("run"))
             | Q(run_id__in=bisect_step_runs()) | Q(retention__keep_raw=True))
 
 

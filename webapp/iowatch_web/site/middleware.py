@@ -9,7 +9,7 @@ its body (UnreadablePostError) gets a 400 and one log line, not a 500 with a
 traceback. A NUL in a query parameter (PostgreSQL refuses it in any text it
 is given) is a 400 naming the parameter, before any view runs. An id past the
 store's integers (SQLite cannot bind it) is a 400, on a page as in the API. The API's own
-exception handlers (results/api.py) answer with the
+exception handlers (site/api.py) answer with the
 same functions, so the answer does not depend on DEBUG.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from iowatch_web.results.api import api
+from iowatch_web.site.api import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -3,7 +3,7 @@ import secrets
 
 from django.core.management.base import BaseCommand, CommandError
 
-from iowatch_web.results.api import agent_token_digest
+from iowatch_web.site.api import agent_token_digest
 from iowatch_web.results.models import Agent
 
 

@@ -1,4 +1,9 @@
-"""The two sides of a comparison: one interface, and its adapters.
+"""A side's data: the one interface (Side), the adapters that read one, and pool.
+
+(Named for what it holds: it was iowatch.comparison, which holds no
+comparison; the verdict on two sides is iowatch.judging's, and which stored
+runs make a side is iowatch.judging.sides's rule. This module does the I/O
+the policy package does not: bundle directories and the HTTP read API.)
 
 A side is what a maintainer names: a bundle directory, a run id, or a kernel
 (release, commit or label) whose runs are in a store; or a study's published
