@@ -286,14 +286,14 @@ def test_a_change_point_where_the_canary_stepped_too_opens_nothing(arrive, canar
                                          matrix="nightly"), canary + night % 3)
         arrive(doc)
     if canary_steps:
-        assert not ChangePoint.objects.exists()
+        assert not StoredChangePoint.objects.exists()
         assert not Regression.objects.exists()
         assert not BisectJob.objects.exists()
-        step = Comparison.objects.get(reason="previous-run", base_kernel__git_commit=f"{7:012x}",
+        step = StoredComparison.objects.get(reason="previous-run", base_kernel__git_commit=f"{7:012x}",
                                       candidate_kernel__git_commit=f"{8:012x}")
         assert step.platform_drifted and "canary canary-tmpfs-read" in step.platform_words
     else:
-        assert ChangePoint.objects.get().kernel.git_commit == f"{8:012x}"
+        assert StoredChangePoint.objects.get().kernel.git_commit == f"{8:012x}"
         assert Regression.objects.filter(comparison__reason="change-point").count() == 1
 
 
