@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from iowatch.heartbeat import JOB_KINDS, PHASES
-from iowatch_web.results.models import Agent, _one_of
+from iowatch_web.results.models import Agent, one_of
 
 # Phase changes kept a host: the hosts page shows the last 20.
 KEPT_CHANGES = 50
@@ -51,7 +51,7 @@ class HostState(Beat):
 
     class Meta:
         ordering = ["name"]
-        constraints = [_one_of("phase", PHASES, "hoststate_phase_known"), _job_known("hoststate")]
+        constraints = [one_of("phase", PHASES, "hoststate_phase_known"), _job_known("hoststate")]
 
     def __str__(self) -> str:
         return f"{self.name} [{self.phase}]"
@@ -64,7 +64,7 @@ class PhaseChange(Beat):
 
     class Meta:
         ordering = ["-at", "-id"]
-        constraints = [_one_of("phase", PHASES, "phasechange_phase_known"), _job_known("phasechange")]
+        constraints = [one_of("phase", PHASES, "phasechange_phase_known"), _job_known("phasechange")]
         # The hosts page's read: a host's newest changes.
         indexes = [models.Index(fields=["host", "-at"], name="phasechange_newest")]
 
@@ -86,7 +86,7 @@ class GiveBack(models.Model):
 
     class Meta:
         ordering = ["-at", "-id"]
-        constraints = [_one_of("job_kind", JOB_KINDS, "giveback_job_kind_known")]
+        constraints = [one_of("job_kind", JOB_KINDS, "giveback_job_kind_known")]
         indexes = [models.Index(fields=["job_kind", "job_id"], name="giveback_of_job")]
 
     def __str__(self) -> str:

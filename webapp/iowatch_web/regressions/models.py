@@ -23,7 +23,7 @@ from iowatch.judging.defaults import DEFAULT_MIN_EFFECT, FDR
 from iowatch.metrics import DIRECTIONS
 from iowatch.stats.verdict import OUTCOMES
 from iowatch_web.results.models import (DEVICE_CLASSES, Agent, Device, Host, Kernel, Metric, Run,
-                                        Study)
+                                        Study, at_least, one_of)
 
 REASONS = {
     "parent": "parent in series",
@@ -46,14 +46,6 @@ STATES = {
     "bisected": "bisected",
     "wontfix": "won't fix",
 }
-
-
-def _one_of(field: str, values, name: str) -> models.CheckConstraint:
-    return models.CheckConstraint(condition=Q(**{f"{field}__in": list(values)}), name=name)
-
-
-def _at_least(field: str, low: int, name: str) -> models.CheckConstraint:
-    return models.CheckConstraint(condition=Q(**{f"{field}__gte": low}), name=name)
 
 
 class StoredComparison(models.Model):
@@ -83,7 +75,7 @@ class StoredComparison(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["reason", "host", "matrix", "base_kernel",
                                             "candidate_kernel"], name="comparison_unique_pairing"),
-            _one_of("reason", REASONS, "comparison_reason_known"),
+            one_of("reason", REASONS, "comparison_reason_known"),
             models.CheckConstraint(condition=~Q(base_kernel=F("candidate_kernel")),
                                    name="comparison_two_kernels"),
             models.CheckConstraint(condition=Q(fdr__gt=0, fdr__lt=1), name="comparison_fdr_rate"),
@@ -155,10 +147,10 @@ class StoredVerdict(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["comparison", "cell_key", "group", "metric"],
                                     name="cellverdict_unique_in_comparison"),
-            _one_of("outcome", OUTCOMES, "cellverdict_outcome_known"),
-            _one_of("direction", DIRECTIONS, "cellverdict_direction_known"),
-            _at_least("base_n", 1, "cellverdict_base_sampled"),
-            _at_least("candidate_n", 1, "cellverdict_candidate_sampled"),
+            one_of("outcome", OUTCOMES, "cellverdict_outcome_known"),
+            one_of("direction", DIRECTIONS, "cellverdict_direction_known"),
+            at_least("base_n", 1, "cellverdict_base_sampled"),
+            at_least("candidate_n", 1, "cellverdict_candidate_sampled"),
             models.CheckConstraint(condition=Q(p_value__isnull=True)
                                    | Q(p_value__gte=0, p_value__lte=1), name="cellverdict_p_value"),
             models.CheckConstraint(condition=Q(p_adjusted__isnull=True)
@@ -197,8 +189,8 @@ class Regression(models.Model):
 
     class Meta:
         ordering = ["-created", "-id"]
-        constraints = [_one_of("state", STATES, "regression_state_known"),
-                       _one_of("kind", KINDS, "regression_kind_known")]
+        constraints = [one_of("state", STATES, "regression_state_known"),
+                       one_of("kind", KINDS, "regression_kind_known")]
         indexes = [models.Index(fields=["state", "created"], name="regression_state")]
 
     def __str__(self) -> str:
@@ -224,8 +216,8 @@ class TriageEvent(models.Model):
     class Meta:
         ordering = ["regression", "at", "id"]
         constraints = [
-            _one_of("from_state", STATES, "triageevent_from_state_known"),
-            _one_of("to_state", STATES, "triageevent_to_state_known"),
+            one_of("from_state", STATES, "triageevent_from_state_known"),
+            one_of("to_state", STATES, "triageevent_to_state_known"),
         ]
 
     def __str__(self) -> str:
@@ -315,8 +307,8 @@ class BisectJob(models.Model):
     class Meta:
         ordering = ["created", "id"]
         constraints = [
-            _one_of("state", BISECT_STATES, "bisectjob_state_known"),
-            _one_of("origin", ("nightly", "maintainer"), "bisectjob_origin_known"),
+            one_of("state", BISECT_STATES, "bisectjob_state_known"),
+            one_of("origin", ("nightly", "maintainer"), "bisectjob_origin_known"),
             models.UniqueConstraint(fields=["regression"], condition=Q(state__in=BISECT_OPEN),
                                     name="bisectjob_one_open_per_regression"),
             models.CheckConstraint(condition=Q(state="queued") | Q(claimed_at__isnull=False),
@@ -370,7 +362,7 @@ class ConfirmJob(models.Model):
     class Meta:
         ordering = ["created", "id"]
         constraints = [
-            _one_of("state", CONFIRM_STATES, "confirmjob_state_known"),
+            one_of("state", CONFIRM_STATES, "confirmjob_state_known"),
             models.UniqueConstraint(fields=["regression", "host"], condition=Q(state__in=CONFIRM_OPEN),
                                     name="confirmjob_one_open_per_host"),
         ]

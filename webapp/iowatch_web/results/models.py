@@ -22,11 +22,12 @@ def _choices(values) -> list[tuple[str, str]]:
     return [(v, v) for v in values]
 
 
-def _one_of(field: str, values, name: str) -> models.CheckConstraint:
+# The store's check constraints, shared by every app's models.
+def one_of(field: str, values, name: str) -> models.CheckConstraint:
     return models.CheckConstraint(condition=Q(**{f"{field}__in": list(values)}), name=name)
 
 
-def _at_least(field: str, low: int, name: str) -> models.CheckConstraint:
+def at_least(field: str, low: int, name: str) -> models.CheckConstraint:
     return models.CheckConstraint(condition=Q(**{f"{field}__gte": low}), name=name)
 
 
@@ -50,7 +51,7 @@ class Metric(models.Model):
 
     class Meta:
         ordering = ["name"]
-        constraints = [_one_of("direction", metric_table.DIRECTIONS, "metric_direction_known")]
+        constraints = [one_of("direction", metric_table.DIRECTIONS, "metric_direction_known")]
 
     def __str__(self) -> str:
         return self.name
@@ -63,7 +64,7 @@ class Host(models.Model):
 
     class Meta:
         ordering = ["name"]
-        constraints = [_one_of("kind", HOST_KINDS, "host_kind_known")]
+        constraints = [one_of("kind", HOST_KINDS, "host_kind_known")]
 
     def __str__(self) -> str:
         return self.name
@@ -83,8 +84,8 @@ class Device(models.Model):
         ordering = ["host__name", "name"]
         constraints = [
             models.UniqueConstraint(fields=["host", "name"], name="device_unique_per_host"),
-            _one_of("device_class", DEVICE_CLASSES, "device_class_known"),
-            _at_least("size_bytes", 0, "device_size_nonnegative"),
+            one_of("device_class", DEVICE_CLASSES, "device_class_known"),
+            at_least("size_bytes", 0, "device_size_nonnegative"),
         ]
 
     def __str__(self) -> str:
@@ -129,7 +130,7 @@ class Patch(models.Model):
         ordering = ["series", "index"]
         constraints = [
             models.UniqueConstraint(fields=["series", "index"], name="patch_unique_index_in_series"),
-            _at_least("index", 1, "patch_index_from_one"),
+            at_least("index", 1, "patch_index_from_one"),
         ]
 
     def __str__(self) -> str:
@@ -157,7 +158,7 @@ class Kernel(models.Model):
                 Coalesce("config_hash", models.Value("")),
                 Coalesce("series", models.Value(0)), Coalesce("patch_index", models.Value(-1)),
                 name="kernel_unique_variant"),
-            _at_least("patch_index", 0, "kernel_patch_index_nonnegative"),
+            at_least("patch_index", 0, "kernel_patch_index_nonnegative"),
         ]
 
     def __str__(self) -> str:
@@ -232,8 +233,8 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-received_at", "-id"]
-        constraints = [_one_of("status", RUN_STATUSES, "run_status_known"),
-                       _one_of("verdict_state", VERDICT_STATES, "run_verdict_state_known")]
+        constraints = [one_of("status", RUN_STATUSES, "run_status_known"),
+                       one_of("verdict_state", VERDICT_STATES, "run_verdict_state_known")]
         indexes = [
             models.Index(fields=["received_at"], name="run_received_at"),
             # The verdicts' reads: a host's runs of a matrix in time order (the
@@ -269,7 +270,7 @@ class Cell(models.Model):
         ordering = ["run", "key"]
         constraints = [
             models.UniqueConstraint(fields=["run", "key"], name="cell_unique_key_in_run"),
-            _one_of("status", CELL_STATUSES, "cell_status_known"),
+            one_of("status", CELL_STATUSES, "cell_status_known"),
         ]
 
     def __str__(self) -> str:
@@ -286,8 +287,8 @@ class Repetition(models.Model):
         ordering = ["cell", "index"]
         constraints = [
             models.UniqueConstraint(fields=["cell", "index"], name="repetition_unique_in_cell"),
-            _at_least("index", 1, "repetition_index_from_one"),
-            _one_of("status", REPETITION_STATUSES, "repetition_status_known"),
+            at_least("index", 1, "repetition_index_from_one"),
+            one_of("status", REPETITION_STATUSES, "repetition_status_known"),
         ]
 
     def __str__(self) -> str:
@@ -315,7 +316,7 @@ class Sample(models.Model):
         ordering = ["cell", "repetition", "id"]
         indexes = [models.Index(fields=["metric", "cell"], name="sample_metric_cell")]
         constraints = [
-            _at_least("repetition", 1, "sample_repetition_from_one"),
+            at_least("repetition", 1, "sample_repetition_from_one"),
             models.CheckConstraint(condition=Q(value__gte=-_DOUBLE_MAX, value__lte=_DOUBLE_MAX),
                                    name="sample_value_finite"),
         ]
@@ -335,7 +336,7 @@ class JobFailure(models.Model):
 
     class Meta:
         ordering = ["cell", "repetition", "id"]
-        constraints = [_at_least("repetition", 1, "jobfailure_repetition_from_one")]
+        constraints = [at_least("repetition", 1, "jobfailure_repetition_from_one")]
 
     def __str__(self) -> str:
         return f"{self.group}/{self.job}: error {self.error}"
@@ -356,8 +357,8 @@ class Artifact(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["cell", "repetition", "name"],
                                     name="artifact_unique_name_in_repetition"),
-            _at_least("repetition", 1, "artifact_repetition_from_one"),
-            _at_least("size", 0, "artifact_size_nonnegative"),
+            at_least("repetition", 1, "artifact_repetition_from_one"),
+            at_least("size", 0, "artifact_size_nonnegative"),
         ]
 
     def __str__(self) -> str:
