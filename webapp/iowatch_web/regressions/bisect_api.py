@@ -24,7 +24,7 @@ from pydantic import field_validator
 
 from iowatch_web.hosts import giveback
 from iowatch_web.regressions import nightly, triage
-from iowatch_web.results.bounds import one_of
+from iowatch_web.results.bounds import not_one_of, one_of
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
 
 router = Router(tags=["bisects"])
@@ -282,11 +282,10 @@ def claim_job(request, body: ClaimIn):
 
 @router.get("", response={200: BisectPage, 400: Error}, summary="Bisect jobs, oldest first")
 def list_jobs(request, state: Annotated[str | None, one_of(BISECT_STATES)] = None):
+    if refused := not_one_of("state", state, BISECT_STATES):
+        return refused
     jobs = _jobs()
     if state is not None:
-        if state not in BISECT_STATES:
-            return _error(400, f"state {state!r} is not one of {', '.join(BISECT_STATES)}",
-                          "query field state")
         jobs = jobs.filter(state=state)
     items = list(jobs[:1000])
     return {"count": jobs.count(), "items": items}

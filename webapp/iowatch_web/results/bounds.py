@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from django.http import JsonResponse
 from ninja import Field
 
 MAX_PAGE = 1000
@@ -29,3 +30,12 @@ Offset = Annotated[int, _between(0, MAX_OFFSET)]
 def one_of(values) -> Field:
     """A string parameter the server takes only from `values` (its 400 lists them)."""
     return Field(json_schema_extra={"enum": list(values)})
+
+
+def not_one_of(name: str, value: str | None, values) -> JsonResponse | None:
+    """The API's 400 for a query parameter outside `values` (None when it is
+    absent or one of them): it names the parameter and what it takes."""
+    if value is None or value in values:
+        return None
+    return JsonResponse({"error": f"{name} {value!r} is not one of {', '.join(values)}",
+                         "where": f"query field {name}"}, status=400)
