@@ -5,28 +5,11 @@ series-base regression stays (a person's decision is kept)."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from migrating import back_to_the_newest, migrate as _migrate  # noqa: F401 (a fixture)
 
 BEFORE = [("regressions", "0010_confirm_jobs")]
 AFTER = [("regressions", "0013_regression_views")]
-
-
-def _migrate(target):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(target)
-    return executor.loader.project_state(target).apps
-
-
-@pytest.fixture
-def back_to_the_newest():
-    """Whatever the test migrated to, the tests after it get the newest schema
-    (migrating regressions back also takes results 0007, which depends on them)."""
-    yield
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 @pytest.mark.django_db(transaction=True)

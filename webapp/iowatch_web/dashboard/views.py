@@ -145,7 +145,7 @@ def regression_detail(request, regression_id: int):
     bisect = latest_bisect(regression)
     return render(request, "dashboard/regression.html", {
         "regression": regression, "comparison": comparison, "states": STATES, "max_note": MAX_NOTE,
-        **attention.regression_cells(regression),
+        **attention.regression_cells(regression, request.GET.get("page")),
         "events": regression.events.select_related("user", "agent").order_by("-at", "-id"),
         "bisect": bisect, "report": report_text(regression.pk, "email"),
         "given_back": list(giveback.given_back("bisect", bisect.pk)) if bisect else [],

@@ -248,7 +248,10 @@ class RegressionDetail(RegressionOut):
     base_runs: list[uuid.UUID]
     candidate_runs: list[uuid.UUID]
     cells: list[CellVerdictOut]
-    verdicts: list[CellVerdictOut]  # every deciding cell of the comparison, regressed or not
+    # The comparison's deciding cells, regressed or not: a page of them
+    # (verdicts_limit, verdicts_offset) out of verdict_count.
+    verdicts: list[CellVerdictOut]
+    verdict_count: int
     change_points: list[ChangePointOut]
     views: list[ViewOut]  # the same change seen by other comparisons (regressions/grouping.py)
     events: list[TriageEventOut]
@@ -319,8 +322,16 @@ class RegressionDetail(RegressionOut):
 
     @staticmethod
     def resolve_verdicts(r: Regression) -> list:
-        return list(r.comparison.cells.select_related("study", "device", "host", "metric").order_by("cell_key", "group",
-                                                                                  "metric_id"))
+        offset, limit = getattr(r, "verdict_window", (0, MAX_PAGE))
+        cells = r.comparison.cells
+        if getattr(r, "moved_only", False):  # the mail's trade-off reads only these
+            cells = cells.exclude(outcome="no-change")
+        return list(cells.select_related("study", "device", "host", "metric")
+                    .order_by("cell_key", "group", "metric_id")[offset:offset + limit])
+
+    @staticmethod
+    def resolve_verdict_count(r: Regression) -> int:
+        return r.comparison.cells.count()
 
     @staticmethod
     def resolve_change_points(r: Regression) -> list:
@@ -398,10 +409,18 @@ def list_regressions(request, filters: Query[RegressionFilters]):
             "items": list(regressions[filters.offset:filters.offset + filters.limit])}
 
 
-@router.get("/{regression_id}", response={200: RegressionDetail, 404: Error},
-            summary="One regression with its regressed cells, change points, runs and triage log")
-def get_regression(request, regression_id: int):
-    return get_object_or_404(_regressions(), pk=regression_id)
+@router.get("/{regression_id}", response={200: RegressionDetail, 400: Error, 404: Error},
+            summary="One regression with its regressed cells, change points, runs and triage log, "
+                    "and a page of its comparison's deciding cells (verdicts_limit, verdicts_offset)")
+def get_regression(request, regression_id: int, verdicts_limit: PageLimit | None = None,
+                   verdicts_offset: Offset = 0):
+    from iowatch_web.results.api import page_problem
+    limit = MAX_PAGE if verdicts_limit is None else verdicts_limit
+    if error := page_problem(limit, verdicts_offset, MAX_PAGE, ("verdicts_limit", "verdicts_offset")):
+        return error
+    regression = get_object_or_404(_regressions(), pk=regression_id)
+    regression.verdict_window = (verdicts_offset, limit)
+    return regression
 
 
 @router.post("/{regression_id}/triage", auth=Triager(),
@@ -444,6 +463,7 @@ def bisect(request, regression_id: int, body: BisectIn):
 def report_text(regression_id: int, fmt: str) -> str:
     """The mailing-list report, rendered from the detail's own JSON."""
     regression = get_object_or_404(_regressions(), pk=regression_id)
+    regression.moved_only = True
     return mailreport.render(RegressionDetail.from_orm(regression).model_dump(mode="json"), fmt)
 
 

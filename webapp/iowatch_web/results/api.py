@@ -298,13 +298,15 @@ class Page(Schema):
     offset: int
 
 
-def page_problem(limit: int, offset: int, most: int) -> JsonResponse | None:
-    """The 400 for a limit or an offset out of range, or None (regressions/api.py uses it too)."""
+def page_problem(limit: int, offset: int, most: int,
+                 names: tuple[str, str] = ("limit", "offset")) -> JsonResponse | None:
+    """The 400 for a limit or an offset out of range, or None (regressions/api.py
+    uses it too); `names` are the two parameters' names."""
     if not 1 <= limit <= most:
-        return _error(400, f"limit must be from 1 to {most}, the most this endpoint returns",
-                      "query field limit")
+        return _error(400, f"{names[0]} must be from 1 to {most}, the most this endpoint returns",
+                      f"query field {names[0]}")
     if not 0 <= offset <= MAX_OFFSET:
-        return _error(400, f"offset must be from 0 to {MAX_OFFSET}", "query field offset")
+        return _error(400, f"{names[1]} must be from 0 to {MAX_OFFSET}", f"query field {names[1]}")
     return None
 
 
@@ -440,8 +442,14 @@ class RunDetail(RunOut):
         return list(run.devices.all())
 
     @staticmethod
+    def resolve_cell_count(run: Run) -> int:
+        return run.cells.count() if run.cell_count is None else run.cell_count
+
+    @staticmethod
     def resolve_sample_count(run: Run) -> int:
-        return Sample.objects.filter(cell__run=run).count()
+        if run.sample_count is None:
+            return Sample.objects.filter(cell__run=run).count()
+        return run.sample_count
 
 
 class RunPage(Page):
@@ -481,7 +489,7 @@ def list_runs(request, filters: Query[RunFilters]):
 
 @api.get("/runs/{run_id}", response={200: RunDetail, 404: Error}, tags=["reads"])
 def get_run(request, run_id: uuid.UUID):
-    return get_object_or_404(_runs().annotate(cell_count=Count("cells")), run_id=run_id)
+    return get_object_or_404(_runs(), run_id=run_id)
 
 
 class RepetitionOut(Schema):
