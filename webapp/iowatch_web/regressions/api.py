@@ -122,6 +122,7 @@ class SideOut(Schema):
     mean: float
     median: float
     sd: float | None
+    centre: float | None = None  # what the words compare (centre_statistic); None on older verdicts
 
 
 class CellVerdictOut(Schema):
@@ -153,6 +154,11 @@ class CellVerdictOut(Schema):
     needs_runs: int | None
     size_only: bool
     words: str
+    centre_statistic: str | None  # "geometric mean" or "mean": what base.centre and candidate.centre are
+
+    @staticmethod
+    def resolve_centre_statistic(v: CellVerdict) -> str | None:
+        return v.centre_statistic or None
 
     @staticmethod
     def resolve_study(v: CellVerdict) -> str:
@@ -180,12 +186,13 @@ class CellVerdictOut(Schema):
 
     @staticmethod
     def resolve_base(v: CellVerdict) -> dict:
-        return {"n": v.base_n, "mean": v.base_mean, "median": v.base_median, "sd": v.base_sd}
+        return {"n": v.base_n, "mean": v.base_mean, "median": v.base_median, "sd": v.base_sd,
+                "centre": v.base_centre}
 
     @staticmethod
     def resolve_candidate(v: CellVerdict) -> dict:
         return {"n": v.candidate_n, "mean": v.candidate_mean, "median": v.candidate_median,
-                "sd": v.candidate_sd}
+                "sd": v.candidate_sd, "centre": v.candidate_centre}
 
 
 class ChangePointOut(Schema):
