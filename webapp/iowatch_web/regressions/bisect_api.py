@@ -24,8 +24,9 @@ from pydantic import field_validator
 
 from iowatch_web.hosts import giveback
 from iowatch_web.regressions import nightly, triage
-from iowatch_web.results.bounds import not_one_of, one_of
+from iowatch_web.results.bounds import NO_NUL, not_one_of, one_of
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
+from iowatch_web.results.models import DEVICE_CLASSES
 
 router = Router(tags=["bisects"])
 
@@ -141,8 +142,20 @@ def storable(value):
     return value
 
 
+def _no_nul(schema: dict) -> None:
+    """Each string of a body's schema (a field, a list's items, an anyOf's
+    branch) without a pattern of its own takes NO_NUL: storable() refuses a NUL.
+    (A lone surrogate is not JSON a client makes from text: left unsaid.)"""
+    for sub in ([schema["items"]] if "items" in schema else []) + schema.get("anyOf", []):
+        _no_nul(sub)
+    if schema.get("type") == "string" and "enum" not in schema:
+        schema.setdefault("pattern", NO_NUL)
+
+
 class AgentInput(Schema):
-    """What an agent posts: every text field storable."""
+    """What an agent posts: every text field storable (and the description says so)."""
+    model_config = {"json_schema_extra": lambda schema, cls: [
+        _no_nul(field) for field in schema.get("properties", {}).values()]}
 
     @field_validator("*", mode="after")
     @classmethod
@@ -153,7 +166,7 @@ class AgentInput(Schema):
 class ClaimIn(AgentInput):
     host: str = Field(..., min_length=1, max_length=200)
     # A lab host's agent takes only the bisects its devices can measure.
-    device_classes: list[str] | None = Field(None, max_length=20)
+    device_classes: list[Annotated[str, one_of(DEVICE_CLASSES)]] | None = Field(None, max_length=20)
     # Only the bisects of regressions found on this host (a lab agent's default:
     # a change a host's hardware shows is bisected where it showed).
     own_only: bool = False
@@ -164,7 +177,6 @@ class ClaimIn(AgentInput):
     @field_validator("device_classes")
     @classmethod
     def _known(cls, value):
-        from iowatch_web.results.models import DEVICE_CLASSES
         unknown = sorted(set(value or ()) - set(DEVICE_CLASSES))
         if unknown:
             raise ValueError(f"unknown device class {', '.join(unknown)}: one of {', '.join(DEVICE_CLASSES)}")

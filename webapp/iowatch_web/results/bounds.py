@@ -15,6 +15,9 @@ MAX_SAMPLES_FILTERED = 100_000
 # Past the end of any table here: a deeper offset would only make the database
 # count rows to skip (and past 2**63 it cannot even say OFFSET).
 MAX_OFFSET = 1_000_000_000
+# A string the server takes in a query or an agent's body: no NUL character
+# (the store keeps none; site/middleware.py and bisect_api.storable refuse one).
+NO_NUL = "^[^\\x00]*$"
 
 
 def _between(low: int, high: int):
