@@ -40,7 +40,8 @@ from iowatch_web.regressions.api import router as regressions_router
 from iowatch_web.regressions.bisect_api import router as bisects_router
 from iowatch_web.regressions.confirm_api import router as confirmations_router
 from iowatch_web.results import ingest
-from iowatch_web.results.bounds import (MAX_OFFSET, MAX_PAGE, NO_NUL, MAX_SAMPLES_FILTERED,
+from iowatch_web.results.bounds import (MAX_OFFSET, MAX_PAGE, NO_NUL, STORE_MAX, STORE_MIN,
+                                        MAX_SAMPLES_FILTERED,
                                         MAX_SAMPLES_UNFILTERED, Offset, PageLimit, SampleLimit,
                                         ValueLimit)
 from iowatch_web.results.models import Agent, Artifact, Cell, Metric, Run, Sample
@@ -81,8 +82,6 @@ class IowatchAPI(NinjaAPI):
                     "schema": {"type": "integer"}}}
         return schema
 
-
-STORE_MIN, STORE_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
 def _integers(schema: dict) -> list[dict]:

@@ -15,6 +15,8 @@ MAX_SAMPLES_FILTERED = 100_000
 # Past the end of any table here: a deeper offset would only make the database
 # count rows to skip (and past 2**63 it cannot even say OFFSET).
 MAX_OFFSET = 1_000_000_000
+# The store's integers are 64-bit: a number past them is a 400.
+STORE_MIN, STORE_MAX = -(2 ** 63), 2 ** 63 - 1
 # A string the server takes in a query or an agent's body: no NUL character
 # (the store keeps none; site/middleware.py and bisect_api.storable refuse one).
 NO_NUL = "^[^\\x00]*$"
