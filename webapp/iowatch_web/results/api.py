@@ -675,8 +675,11 @@ def list_run_values(request, run_id: uuid.UUID, limit: ValueLimit = MAX_SAMPLES_
     if error := page_problem(limit, offset, MAX_SAMPLES_FILTERED):
         return error
     run = get_object_or_404(Run, run_id=run_id)
-    count, values = values_page(Cell.objects.filter(run=run).values("id"), limit, offset)
-    keys = dict(Cell.objects.filter(pk__in={v.cell_id for v in values}).values_list("id", "key"))
+    cells = Cell.objects.filter(run=run).values("id")
+    count, values = values_page(cells, limit, offset)
+    # The page's cells by their id range (a list of thousands of ids costs the driver).
+    keys = dict(Cell.objects.filter(run=run, pk__gte=values[0].cell_id, pk__lte=values[-1].cell_id)
+                .values_list("id", "key")) if values else {}
     return JsonResponse({"count": count, "limit": limit, "offset": offset, "items": [
         {"cell_id": v.cell_id, "cell": keys[v.cell_id], "repetition": v.repetition, "metric": v.metric,
          "value": v.value, "group": v.group, "job": v.job} for v in values]})
