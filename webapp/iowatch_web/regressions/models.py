@@ -154,7 +154,7 @@ class CellVerdict(models.Model):
     # stored before them (the mail then shows the medians, labelled).
     base_centre = models.FloatField(null=True, blank=True)
     candidate_centre = models.FloatField(null=True, blank=True)
-    centre_statistic = models.CharField(max_length=20, blank=True, default="",
+    centre_statistic = models.CharField(max_length=20, blank=True, default="", db_default="",
                                         help_text='"geometric mean" or "mean"')
 
     class Meta:

@@ -24,6 +24,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='cellverdict',
             name='centre_statistic',
-            field=models.CharField(blank=True, default='', help_text='"geometric mean" or "mean"', max_length=20),
+            field=models.CharField(blank=True, db_default='', default='', help_text='"geometric mean" or "mean"', max_length=20),
         ),
     ]
