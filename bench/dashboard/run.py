@@ -59,9 +59,8 @@ def fill(url: str, runs: int) -> dict:
     rng = random.Random(1)
     start = datetime(2024, 1, 1, tzinfo=timezone.utc)
     with psycopg.connect(url) as conn, conn.cursor() as cur:
-        cur.execute("INSERT INTO results_study (id, slug, title, seed, min_effect_pct) VALUES "
-                    "(1, %s, 'f2fs multi-thread direct-I/O write', '000_6a601ae0651ac377.txt', 5)",
-                    (STUDY,))
+        # A study is its slug (results 0007): its title and seed are jobs/'s.
+        cur.execute("INSERT INTO results_study (id, slug) VALUES (1, %s)", (STUDY,))
         with cur.copy("COPY results_host (id, name, kind, inventory) FROM STDIN") as cp:
             for h in range(HOSTS):
                 cp.write_row((h + 1, f"lab-{h}", "bare-metal", "{}"))
@@ -164,12 +163,13 @@ def fill(url: str, runs: int) -> dict:
         # consecutive kernel pair on lab-0, one regression every tenth.
         comparisons = kernels - 1
         with cur.copy("COPY regressions_storedcomparison (id, reason, host_id, matrix, base_kernel_id, "
-                      "candidate_kernel_id, fdr, computed_at) FROM STDIN") as cp:
+                      "candidate_kernel_id, fdr, computed_at, platform_drifted, platform_words) "
+                      "FROM STDIN") as cp:
             for k in range(comparisons):
                 # Within a series, a patch is compared with its parent.
                 reason = "parent" if k + 1 < SERIES * 3 and (k + 1) % 3 else "previous-run"
                 cp.write_row((k + 1, reason, 1, "nightly", k + 1, k + 2, 0.05,
-                              start + timedelta(hours=k + 1)))
+                              start + timedelta(hours=k + 1), False, ""))
         with cur.copy("COPY regressions_storedverdict (comparison_id, cell_key, study_id, host_id, "
                       "device_class, device_id, filesystem, \"group\", metric_id, direction, "
                       "min_effect_pct, base_n, base_mean, base_median, candidate_n, candidate_mean, "
@@ -257,6 +257,9 @@ def fill_big_run(url: str, cells: int) -> dict:
             for c in range(cells):
                 for rep in range(1, REPS + 1):
                     cp.write_row((first + 1 + c, rep, "fio.json", "3" * 64, len(raw), raw))
+        # The counts ingest stores with a run (results 0008).
+        cur.execute("UPDATE results_run SET cell_count = %s, sample_count = %s WHERE id = %s",
+                    (cells, cells * REPS * 2, run_pk))
         for table in ("results_cell", "results_repetition", "results_sample", "results_artifact"):
             cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                         f"(SELECT max(id) FROM {table}))")

@@ -127,7 +127,17 @@ class Client:
         return self.get(f"runs/{run_id}")
 
     def regression(self, regression_id: int) -> dict:
-        return self.get(f"regressions/{regression_id}")
+        """The regression's detail with every deciding cell of its comparison
+        (the server gives them a page at a time: verdict_count says how many)."""
+        detail = self.get(f"regressions/{regression_id}")
+        verdicts = detail.get("verdicts") or []
+        while len(verdicts) < detail.get("verdict_count", 0):
+            more = self.get(f"regressions/{regression_id}?verdicts_offset={len(verdicts)}")["verdicts"]
+            if not more:
+                break
+            verdicts += more
+        detail["verdicts"] = verdicts
+        return detail
 
     def regressions(self, **filters) -> list[dict]:
         query = "&".join(f"{k}={v}" for k, v in filters.items() if v is not None)

@@ -135,12 +135,25 @@ def _where(c: dict) -> str:
                                 f"[{c['group']}]", c["metric"]) if x)
 
 
-def _cell_lines(c: dict) -> list[str]:
+def _before_after(c: dict) -> tuple[str, str, str, str]:
+    """A verdict's one number a side, in a readable unit, and what they are:
+    the numbers its words compare (geometric means, or means), or the
+    medians of a verdict stored before the server kept those."""
     unit = c.get("unit") or METRICS[c["metric"]].unit
-    (b, a), shown_unit = figures.amount((c["base"]["median"], c["candidate"]["median"]), unit)
+    statistic = c.get("centre_statistic")
+    if statistic and c["base"].get("centre") is not None and c["candidate"].get("centre") is not None:
+        numbers = (c["base"]["centre"], c["candidate"]["centre"])
+    else:
+        statistic, numbers = "median", (c["base"]["median"], c["candidate"]["median"])
+    (b, a), shown_unit = figures.amount(numbers, unit)
+    return b, a, shown_unit, figures.statistic(statistic, 2)
+
+
+def _cell_lines(c: dict) -> list[str]:
+    b, a, shown_unit, statistic = _before_after(c)
     ci = figures.ci(c.get("ci_low"), c.get("ci_high"), missing="n/a (a side has one sample)")
     out = [f"  {_where(c)}",
-           f"    before {b} {shown_unit}, after {a} {shown_unit} (medians)",
+           f"    before {b} {shown_unit}, after {a} {shown_unit} ({statistic})",
            f"    change {figures.change(c.get('change_pct'))}, 95% CI {ci}, "
            f"{c['base']['n']} vs {c['candidate']['n']} repetitions"]
     if c.get("words"):
@@ -238,13 +251,12 @@ def _trade_off_lines(detail: dict, cells: list[dict]) -> list[str]:
         return []
     out = ["", "the trade-off (the same studies' other deciding cells that moved):"]
     for v in sorted(moved, key=lambda v: -abs(v.get("change_pct") or 0)):
-        unit = v.get("unit") or METRICS[v["metric"]].unit
-        (b, a), shown_unit = figures.amount((v["base"]["median"], v["candidate"]["median"]), unit)
+        b, a, shown_unit, statistic = _before_after(v)
         ci = ("" if v.get("ci_low") is None
               else f", 95% CI {figures.ci(v['ci_low'], v['ci_high'])}")
         out += [f"  {_where(v)}",
                 f"    {figures.change(v.get('change_pct'))} ({v['outcome']}): {b} -> {a} {shown_unit} "
-                f"({figures.statistic('median', 2)}){ci}"]
+                f"({statistic}){ci}"]
     return out
 
 

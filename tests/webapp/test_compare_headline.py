@@ -74,3 +74,34 @@ def test_a_release_shared_by_a_series_kernels_is_refused_naming_them(post, clien
     patch2 = Kernel.objects.get(patch_index=2)
     response, headline, _ = _headline(client, "6.11.0", f"kernel:{patch2.pk}")
     assert response.status_code == 200 and headline
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_compare_pages_its_cells_and_every_page_says_the_same_decision(post, client, monkeypatch):
+    from iowatch_web.dashboard import compare_page
+    monkeypatch.setattr(compare_page, "CELLS_PER_PAGE", 2)
+    a = planted_bundle({"write.bw_kib_s": [1000 + e for e in NOISE]}, kernel=_kernel(1), cells=5)
+    b = planted_bundle({"write.bw_kib_s": [500 + e for e in NOISE]}, kernel=_kernel(2), cells=5)
+    for doc in (a, b):
+        assert post(doc)[0] == 201
+    sides = {"base": a["run_id"], "candidate": b["run_id"]}
+    pages = [client.get("/dashboard/api/compare", {**sides, "page": n}).json() for n in (1, 2, 3)]
+    assert [len(p["cells"]) for p in pages] == [2, 2, 1]
+    assert {p["cell_count"] for p in pages} == {5} and {p["pages"] for p in pages} == {3}
+    assert len({c["device"] + c["filesystem"] + c["group"] + str(c["base"]) for p in pages
+                for c in p["cells"]}) == 5  # every cell once
+    # The decision is every cell's, on each page.
+    assert {p["state"] for p in pages} == {"regression"}
+    assert {p["headline"] for p in pages} == {pages[0]["headline"]}
+    assert {tuple((s["outcome"], s["n"]) for s in p["summary"]) for p in pages} == {
+        tuple((s["outcome"], s["n"]) for s in pages[0]["summary"])}
+    assert ("regression", 5) in {(s["outcome"], s["n"]) for s in pages[0]["summary"]}
+    headlines = set()
+    for n in (1, 3):
+        page = client.get("/compare", {**sides, "page": n}).content.decode()
+        table = page[page.index('class="cells compare-table"'):]
+        table = table[:table.index("</table>")]
+        assert table.count('<tr class="outcome-') == (2 if n == 1 else 1)
+        assert f"cells {2 * n - 1}–{min(2 * n, 5)} of 5" in page
+        headlines.add(re.search(r'class="compare-verdict"><strong>Verdict:</strong>\s*(.*?)</p>', page, re.S)[1])
+    assert len(headlines) == 1

@@ -155,3 +155,16 @@ def test_a_lab_agent_claims_only_its_own_hosts_bisects_of_its_classes(regression
     assert claim(host="lab-1", device_classes=["hdd"]).status_code == 204
     taken = claim(host="lab-1", device_classes=["sdcard"], own_only=True)
     assert taken.status_code == 200 and taken.json()["regression"] == regression.pk
+
+
+def test_the_list_refuses_an_unknown_state_and_its_description_names_the_states(regression, client):
+    (job,) = ConfirmJob.objects.all()
+    assert [j["id"] for j in client.get("/api/v1/confirmations?state=queued").json()["items"]] == [job.pk]
+    refused = client.get("/api/v1/confirmations?state=sleeping")
+    assert refused.status_code == 400
+    assert refused.json() == {"error": "state 'sleeping' is not one of queued, running, done, failed",
+                              "where": "query field state"}
+    operation = client.get("/api/v1/openapi.json").json()["paths"]["/api/v1/confirmations"]["get"]
+    (state,) = [p for p in operation["parameters"] if p["name"] == "state"]
+    assert ["queued", "running", "done", "failed"] in [s.get("enum") for s in
+                                                       [state["schema"], *state["schema"].get("anyOf", [])]]

@@ -256,3 +256,11 @@ def test_a_claim_gives_back_a_stuck_job_without_waiting_for_the_sweep(client, jo
     status, claimed = call(client, "post", "bisects/claim", {"host": "host-b"}, b)
     assert status == 200 and claimed["id"] == job.pk
     assert GiveBack.objects.get().host == "host-a"
+
+
+def test_a_job_id_past_the_stores_integers_is_refused_naming_it(client, agent_token):
+    """Schemathesis drew a job id of 2**67 on PostgreSQL: a 500 (the store's
+    integers are 64-bit); the description and the server bound it (issue 28)."""
+    status, said = call(client, "post", "hosts/lab-1/heartbeat",
+                        {**BEAT, "job": {"kind": "bisect", "id": 2 ** 63}}, agent_token)
+    assert status == 400 and said["where"] == "body field id", said

@@ -79,7 +79,8 @@ def test_the_report_of_a_mailed_series_replies_in_its_thread_with_the_stored_num
                  "host:          vlab (qemu)", "filesystem:    ext4",
                  f"change {writer.change_pct:+.1f}%, 95% CI [{writer.ci_low:+.1f}%, "
                  f"{writer.ci_high:+.1f}%], {writer.base_n} vs {writer.candidate_n} repetitions",
-                 f"before {writer.base_median:.0f} KiB/s, after {writer.candidate_median:.0f} KiB/s",
+                 f"before {writer.base_centre:.0f} KiB/s, after {writer.candidate_centre:.0f} KiB/s "
+                 "(geometric means)",
                  f"first bad commit: db56ccc63f66 (\"{PATCH2}\")", "author:    Ann <ann@example.org>",
                  "found by:  the check of series e2e-slow-ext4-dio: patch 2 against its parent",
                  "iowatch check --series cover.1@example.org --base "
@@ -211,11 +212,20 @@ def test_one_number_is_written_one_way_on_the_pages_and_in_the_mail(live_server,
         assert f'<td class="num">{p}</td>' in shown
         assert figures.change(writer.change_pct) in shown
     assert "0.000" not in compare and "e-0" not in page
-    # The words say what their numbers are; the mail labels its medians.
+    # The words say what their numbers are, and the mail shows those numbers,
+    # one a side: not the medians beside the words' geometric means.
     assert "(geometric means)" in writer.words
+    (b, a), unit = figures.amount((writer.base_centre, writer.candidate_centre),
+                                  METRICS["write.bw_kib_s"].unit)
+    assert f"from {b} to {a} {unit} (geometric means)" in writer.words
+    assert f"before {b} {unit}, after {a} {unit} (geometric means)" in " ".join(mail.split())
+    assert "(medians)" not in mail
+    # A verdict stored before the server kept those numbers: its medians, labelled.
+    cmp.cells.update(base_centre=None, candidate_centre=None, centre_statistic="")
+    old = client.get(f"/api/v1/regressions/{regression.pk}/report?format=text").content.decode()
     (b, a), unit = figures.amount((writer.base_median, writer.candidate_median),
                                   METRICS["write.bw_kib_s"].unit)
-    assert f"before {b} {unit}, after {a} {unit} (medians)" in " ".join(mail.split())
+    assert f"before {b} {unit}, after {a} {unit} (medians)" in " ".join(old.split())
     # The readers' means on the regression page in the readable unit the mail uses.
     (rb, ra), runit = figures.amount((readers.base_mean, readers.candidate_mean),
                                      METRICS["read.bw_kib_s"].unit)

@@ -113,3 +113,23 @@ def test_metrics_health_and_openapi(client):
     assert "cells" in post["requestBody"]["content"]["application/json"]["schema"]["properties"]
     docs = client.get("/api/v1/docs")
     assert docs.status_code == 200 and b"cdn" not in docs.content.lower()
+
+
+def test_a_runs_counts_are_stored_at_ingest_not_counted_on_each_read(stored, client):
+    """GET /runs/{id} read the counts off the run (a 100,000-cell run's rows
+    were counted on every request: a second each, issue 28)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from iowatch_web.results.models import Run
+    run_id = stored[0]["run_id"]
+    with CaptureQueriesContext(connection) as queries:
+        run = client.get(f"/api/v1/runs/{run_id}").json()
+    assert (run["cell_count"], run["sample_count"]) == (2, 12)
+    counted = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()
+               and ('"results_cell"' in q["sql"] or '"results_sample"' in q["sql"])
+               and '"regressions_' not in q["sql"]]
+    assert counted == []
+    # A run stored before the counts were is counted when read.
+    Run.objects.filter(run_id=run_id).update(cell_count=None, sample_count=None)
+    run = client.get(f"/api/v1/runs/{run_id}").json()
+    assert (run["cell_count"], run["sample_count"]) == (2, 12)

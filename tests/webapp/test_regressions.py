@@ -467,3 +467,45 @@ def test_the_bisect_button_queues_a_bisect_and_leaves_the_state_to_the_agent(reg
     regression.refresh_from_db()
     assert regression.state == "new" and not TriageEvent.objects.exists()
     assert f"bisect #{job.pk} queued" in text and "triage saved" not in text
+
+
+def test_a_regression_pages_its_comparisons_deciding_cells(arrive, monkeypatch):
+    """The detail's verdicts and the page's other deciding cells come a page at
+    a time (issue 28: a 100,000-cell comparison listed every one); the
+    runner's client puts the pages together."""
+    base = planted_bundle({"write.bw_kib_s": level(1000)}, kernel=kernel(1), started_at=at(0), cells=5)
+    candidate = planted_bundle({"write.bw_kib_s": level(500)}, kernel=kernel(2), started_at=at(1), cells=5)
+    for cell in candidate["cells"][3:]:  # two cells the same on both kernels
+        for rep in cell["repetitions"]:
+            rep["samples"][0]["value"] = 1000.0 + NOISE[rep["index"] - 1]
+    arrive(base), arrive(candidate)
+    regression = Regression.objects.get()
+    client = Client()
+
+    def detail(**query):
+        return client.get(f"/api/v1/regressions/{regression.pk}", query)
+
+    every = detail().json()
+    assert every["verdict_count"] == 5 and len(every["verdicts"]) == 5
+    pages = [detail(verdicts_limit=2, verdicts_offset=o).json() for o in (0, 2, 4)]
+    assert [len(p["verdicts"]) for p in pages] == [2, 2, 1]
+    assert [v["id"] for p in pages for v in p["verdicts"]] == [v["id"] for v in every["verdicts"]]
+    refused = detail(verdicts_limit=0)
+    assert refused.status_code == 400 and refused.json()["where"] == "query field verdicts_limit"
+
+    from iowatch.ciapi import Client as ApiClient
+    from iowatch_web.regressions import api as regressions_api
+    monkeypatch.setattr(regressions_api, "MAX_PAGE", 2)  # the server's default page, small
+    assert len(detail().json()["verdicts"]) == 2
+    runner = ApiClient("http://testserver")
+    monkeypatch.setattr(runner, "get", lambda path: client.get("/api/v1/" + path).json())
+    assert [v["id"] for v in runner.regression(regression.pk)["verdicts"]] == \
+        [v["id"] for v in every["verdicts"]]
+
+    from iowatch_web.dashboard import attention
+    monkeypatch.setattr(attention, "OTHERS_PER_PAGE", 1)
+    for n in (1, 2):
+        page = client.get(f"/regressions/{regression.pk}/", {"page": n}).content.decode()
+        others = page[page.index('id="others"'):]
+        others = others[others.index("<tbody>"):others.index("</tbody>")]
+        assert others.count("<tr>") == 1 and f"cells {n}–{n} of 2" in page

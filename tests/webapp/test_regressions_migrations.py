@@ -11,8 +11,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+from migrating import back_to_the_newest, migrate  # noqa: F401 (back_to_the_newest: a fixture)
 
 BEFORE = [("regressions", "0010_confirm_jobs")]
 AFTER = [("regressions", "0013_regression_views")]
@@ -21,26 +20,9 @@ BEFORE_RENAME = [("regressions", "0013_regression_views"), ("results", "0007_stu
 RENAMED = [("regressions", "0014_stored_model_names")]
 
 
-def _migrate(target):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(target)
-    return executor.loader.project_state(target).apps
-
-
-@pytest.fixture
-def back_to_the_newest():
-    """Whatever the test migrated to, the tests after it get the newest schema
-    (migrating regressions back also takes results 0007, which depends on them)."""
-    yield
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(executor.loader.graph.leaf_nodes())
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_patchs_two_stored_regressions_become_one(back_to_the_newest):
-    old = _migrate(BEFORE)
+    old = migrate(BEFORE)
     Host, Kernel = old.get_model("results", "Host"), old.get_model("results", "Kernel")
     Comparison, Regression = (old.get_model("regressions", m) for m in ("Comparison", "Regression"))
     TriageEvent = old.get_model("regressions", "TriageEvent")
@@ -63,7 +45,7 @@ def test_a_patchs_two_stored_regressions_become_one(back_to_the_newest):
     kept.save()
     TriageEvent.objects.create(regression=kept, from_state="new", to_state="acknowledged")
 
-    new = _migrate(AFTER)
+    new = migrate(AFTER)
     Regression = new.get_model("regressions", "Regression")
     assert set(Regression.objects.values_list("comparison__reason", "comparison__candidate_kernel__git_commit")) == {
         ("parent", "a2"), ("parent", "b2"), ("series-base", "b2")}
@@ -74,7 +56,7 @@ def test_a_patchs_two_stored_regressions_become_one(back_to_the_newest):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_renamed_models_keep_every_row(back_to_the_newest):
-    old = _migrate(BEFORE_RENAME)
+    old = migrate(BEFORE_RENAME)
     get = lambda app, name: old.get_model(app, name)  # noqa: E731
     host = get("results", "Host").objects.create(name="lab-1")
     study = get("results", "Study").objects.create(slug="randrw")
@@ -100,7 +82,7 @@ def test_the_renamed_models_keep_every_row(back_to_the_newest):
     regression = get("regressions", "Regression").objects.create(comparison=c, kind="ab")
     regression.views.add(c)
 
-    new = _migrate(RENAMED)
+    new = migrate(RENAMED)
     StoredComparison = new.get_model("regressions", "StoredComparison")
     (stored,) = StoredComparison.objects.all()
     assert stored.pk == c.pk

@@ -157,6 +157,10 @@ class Verdict:
     # and the F test's p that the rounds' levels differ (what `blocked` reads).
     drift_ci: tuple[float, float] | None = None
     drift_p: float | None = None
+    # The two numbers the words compare (base, candidate) and what they are
+    # ("geometric mean", "mean"): a report shows these, not a third statistic.
+    centre: tuple[float, float] | None = None
+    statistic: str | None = None
 
     @property
     def within_pct(self) -> float | None:
@@ -621,7 +625,7 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
             boots=s.boots,
             within_boot_sd_pct=s.within_boot_sd_pct, between_boot_share=s.between_boot_share,
             drift_pct=s.drift_pct, drift_rounds=s.drift_rounds, blocked=s.blocked,
-            drift_ci=s.drift_ci, drift_p=s.drift_p))
+            drift_ci=s.drift_ci, drift_p=s.drift_p, centre=tuple(centre), statistic=statistic))
     return out
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.core.paginator import Paginator
 from django.db.models import Case, Exists, F, FloatField, Max, OuterRef, Subquery, Value, When
 from django.db.models.functions import Coalesce, NullIf
 from django.urls import reverse
@@ -547,21 +548,29 @@ def _regression_list(states, limit: int) -> list[dict]:
     return rows
 
 
-def regression_cells(regression: Regression) -> dict:
+# The regression page lists its comparison's other deciding cells this many at
+# a time: a 100,000-cell comparison listed every one (issue 28).
+OTHERS_PER_PAGE = 100
+
+
+def regression_cells(regression: Regression, page=None) -> dict:
     """One regression's cells: its regressed cells and change points worst
-    first, then the other deciding cells of its comparison; and the regressed
-    cells of each other comparison of the same change it holds (a patch
-    against the series base beside the patch against its parent)."""
+    first, then a page of the other deciding cells of its comparison (worst
+    first); and the regressed cells of each other comparison of the same
+    change it holds (a patch against the series base beside the patch against
+    its parent)."""
     cid = regression.comparison_id
     views = list(regression.views.values_list("id", flat=True))
-    cells = cells_of([cid, *views])
+    cells = cells_of([cid, *views], outcomes=("regression",))
     rows = comparisons([cid, *views])
-    regressed = [c for c in cells.get(cid, []) if c["outcome"] == "regression"]
+    regressed = cells.get(cid, [])
+    others = Paginator(StoredVerdict.objects.filter(comparison_id=cid).exclude(outcome="regression")
+                       .annotate(severity=cell_severity())
+                       .order_by(F("severity").desc(nulls_last=True), "id").values(*CELL_FIELDS),
+                       OTHERS_PER_PAGE).get_page(page)
     return {"comparison_row": rows[cid],
             "line": line(rows[cid], regressed[0] if regressed else None),
             "regressed": [c for c in regressed if not c["point"]],
             "points": [c for c in regressed if c["point"]],
-            "others": [c for c in cells.get(cid, []) if c["outcome"] != "regression"],
-            "views": [{"row": rows[v], "regressed": [c for c in cells.get(v, [])
-                                                     if c["outcome"] == "regression"]}
-                      for v in views]}
+            "others": [_cell(row) for row in others.object_list], "page": others,
+            "views": [{"row": rows[v], "regressed": cells.get(v, [])} for v in views]}

@@ -6,6 +6,7 @@ The outcomes, their words and the choice of a side's runs stay the judging
 policy's and queries.side_runs'; this only reads them."""
 from __future__ import annotations
 
+from django.core.paginator import Page, Paginator
 from django.db.models import Max
 
 from iowatch.judging.outcomes import verdict_line
@@ -15,6 +16,12 @@ from iowatch_web.results.models import Kernel
 
 # The pickers offer the kernels of the newest runs, this many.
 PICKER_KERNELS = 200
+# A compare shows its deciding cells this many at a time, and this many of its
+# diagnostics (largest change first) and lines of its text report: a compare of
+# two 100,000-cell runs made a page and a JSON answer of every cell (issue 28).
+CELLS_PER_PAGE = 100
+DIAGNOSTICS_SHOWN = 100
+REPORT_LINES = 400
 
 def headline(result: dict) -> tuple[str, str]:
     """(the words, the state the page colours them by) of a compare's result:
@@ -69,3 +76,22 @@ def one_kernel(spec: str, role: str) -> None:
     if len(kernels) > 1 and not all(r.label == spec for r in runs):
         raise SeveralKernels(role, spec, sorted(kernels.values(), key=lambda k: (
             k.series_id or 0, k.patch_index or 0, k.pk)))
+
+
+def paged(result: dict, filters: dict, page) -> tuple[dict, Page]:
+    """A compare's result with one page of its (filtered) deciding cells, the
+    first diagnostics and the report's first lines; and that page. The state,
+    the summary's counts and the headline stay those of every cell, so each
+    page says the same decision."""
+    cells = Paginator(queries.filter_cells(result["cells"], filters), CELLS_PER_PAGE).get_page(page)
+    report = result["report"].splitlines(keepends=True)
+    if len(report) > REPORT_LINES:
+        report = report[:REPORT_LINES] + [
+            f"... {len(report) - REPORT_LINES} more lines: `iowatch compare --server URL BASE "
+            "CANDIDATE` prints the whole report\n"]
+    return {**result, "headline": headline(result)[0],
+            "cells": list(cells.object_list), "cell_count": cells.paginator.count,
+            "page": cells.number, "pages": cells.paginator.num_pages,
+            "deciding_count": len(result["cells"]),
+            "diagnostics": result["diagnostics"][:DIAGNOSTICS_SHOWN],
+            "diagnostic_count": len(result["diagnostics"]), "report": "".join(report)}, cells

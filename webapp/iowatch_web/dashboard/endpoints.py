@@ -42,7 +42,9 @@ def compare(request):
     except queries.SideNotFound as e:
         return _error(str(e), 404)
     filters = {f: request.GET.get(f, "") for f in queries.COMPARE_FILTERS}
-    return JsonResponse({**result, "cells": queries.filter_cells(result["cells"], filters)})
+    # One page of cells (page=N, from 1); state, summary and headline are every cell's.
+    answer, _ = compare_page.paged(result, filters, request.GET.get("page"))
+    return JsonResponse(answer)
 
 
 def history(request):

@@ -76,15 +76,18 @@ def compare(request):
             status = 404  # the form again, with what was not found
         else:
             cells = result["cells"]
-            shown = queries.filter_cells(cells, filters)
+            shown, page = compare_page.paged(result, filters, request.GET.get("page"))
+            query = urlencode({"base": base, "candidate": candidate,
+                               **{k: v for k, v in filters.items() if v}})
             context.update(
-                result=result, cells=shown, charts=comparing.charts(shown),
+                result=shown, cells=shown["cells"], charts=comparing.charts(shown["cells"]),
+                page=page, query=query,
                 # The summary's rows: the deciding cells that moved, worst first.
                 deciding=[c for c in cells if c["outcome"] != "no-change"][:8],
                 headline=compare_page.headline(result),
                 choices={f: sorted({c[f] for c in cells}) for f in queries.COMPARE_FILTERS},
-                data_url=reverse("dashboard:api-compare") + "?" + urlencode(
-                    {"base": base, "candidate": candidate, **{k: v for k, v in filters.items() if v}}))
+                # The charts draw the page's cells.
+                data_url=reverse("dashboard:api-compare") + f"?{query}&page={page.number}")
     return render(request, "dashboard/compare.html", context, status=status)
 
 
@@ -142,7 +145,7 @@ def regression_detail(request, regression_id: int):
     bisect = latest_bisect(regression)
     return render(request, "dashboard/regression.html", {
         "regression": regression, "comparison": comparison, "states": STATES, "max_note": MAX_NOTE,
-        **attention.regression_cells(regression),
+        **attention.regression_cells(regression, request.GET.get("page")),
         "events": regression.events.select_related("user", "agent").order_by("-at", "-id"),
         "bisect": bisect, "report": report_text(regression.pk, "email"),
         "given_back": list(giveback.given_back("bisect", bisect.pk)) if bisect else [],

@@ -19,6 +19,7 @@ from iowatch.heartbeat import JOB_KINDS, PHASES
 from iowatch_web.hosts import beats
 from iowatch_web.hosts.models import HostState
 from iowatch_web.site.api import AgentInput, AgentToken, Error
+from iowatch_web.results.bounds import STORE_MAX
 
 router = Router(tags=["hosts"])
 
@@ -30,7 +31,7 @@ HostName = Annotated[str, Field(json_schema_extra={"pattern": HOST_NAME.pattern}
 
 class JobIn(AgentInput):
     kind: Literal[JOB_KINDS]
-    id: int = Field(..., ge=1)
+    id: int = Field(..., ge=1, le=STORE_MAX)  # a job's id in the store (64-bit)
 
 
 class BeatIn(AgentInput):

@@ -114,6 +114,7 @@ class SideOut(Schema):
     mean: float
     median: float
     sd: float | None
+    centre: float | None = None  # what the words compare (centre_statistic); None on older verdicts
 
 
 class CellVerdictOut(Schema):
@@ -145,6 +146,11 @@ class CellVerdictOut(Schema):
     needs_runs: int | None
     size_only: bool
     words: str
+    centre_statistic: str | None  # "geometric mean" or "mean": what base.centre and candidate.centre are
+
+    @staticmethod
+    def resolve_centre_statistic(v: StoredVerdict) -> str | None:
+        return v.centre_statistic or None
 
     @staticmethod
     def resolve_study(v: StoredVerdict) -> str:
@@ -172,12 +178,13 @@ class CellVerdictOut(Schema):
 
     @staticmethod
     def resolve_base(v: StoredVerdict) -> dict:
-        return {"n": v.base_n, "mean": v.base_mean, "median": v.base_median, "sd": v.base_sd}
+        return {"n": v.base_n, "mean": v.base_mean, "median": v.base_median, "sd": v.base_sd,
+                "centre": v.base_centre}
 
     @staticmethod
     def resolve_candidate(v: StoredVerdict) -> dict:
         return {"n": v.candidate_n, "mean": v.candidate_mean, "median": v.candidate_median,
-                "sd": v.candidate_sd}
+                "sd": v.candidate_sd, "centre": v.candidate_centre}
 
 
 class ChangePointOut(Schema):
@@ -240,7 +247,10 @@ class RegressionDetail(RegressionOut):
     base_runs: list[uuid.UUID]
     candidate_runs: list[uuid.UUID]
     cells: list[CellVerdictOut]
-    verdicts: list[CellVerdictOut]  # every deciding cell of the comparison, regressed or not
+    # The comparison's deciding cells, regressed or not: a page of them
+    # (verdicts_limit, verdicts_offset) out of verdict_count.
+    verdicts: list[CellVerdictOut]
+    verdict_count: int
     change_points: list[ChangePointOut]
     views: list[ViewOut]  # the same change seen by other comparisons (regressions/grouping.py)
     events: list[TriageEventOut]
@@ -311,8 +321,16 @@ class RegressionDetail(RegressionOut):
 
     @staticmethod
     def resolve_verdicts(r: Regression) -> list:
-        return list(r.comparison.cells.select_related("study", "device", "host", "metric").order_by("cell_key", "group",
-                                                                                  "metric_id"))
+        offset, limit = getattr(r, "verdict_window", (0, MAX_PAGE))
+        cells = r.comparison.cells
+        if getattr(r, "moved_only", False):  # the mail's trade-off reads only these
+            cells = cells.exclude(outcome="no-change")
+        return list(cells.select_related("study", "device", "host", "metric")
+                    .order_by("cell_key", "group", "metric_id")[offset:offset + limit])
+
+    @staticmethod
+    def resolve_verdict_count(r: Regression) -> int:
+        return r.comparison.cells.count()
 
     @staticmethod
     def resolve_change_points(r: Regression) -> list:
@@ -388,10 +406,17 @@ def list_regressions(request, filters: Query[RegressionFilters]):
             "items": list(regressions[filters.offset:filters.offset + filters.limit])}
 
 
-@router.get("/{regression_id}", response={200: RegressionDetail, 404: Error},
-            summary="One regression with its regressed cells, change points, runs and triage log")
-def get_regression(request, regression_id: int):
-    return get_object_or_404(_regressions(), pk=regression_id)
+@router.get("/{regression_id}", response={200: RegressionDetail, 400: Error, 404: Error},
+            summary="One regression with its regressed cells, change points, runs and triage log, "
+                    "and a page of its comparison's deciding cells (verdicts_limit, verdicts_offset)")
+def get_regression(request, regression_id: int, verdicts_limit: PageLimit | None = None,
+                   verdicts_offset: Offset = 0):
+    limit = MAX_PAGE if verdicts_limit is None else verdicts_limit
+    if error := page_problem(limit, verdicts_offset, MAX_PAGE, ("verdicts_limit", "verdicts_offset")):
+        return error
+    regression = get_object_or_404(_regressions(), pk=regression_id)
+    regression.verdict_window = (verdicts_offset, limit)
+    return regression
 
 
 @router.post("/{regression_id}/triage", auth=Triager(),
@@ -434,6 +459,7 @@ def bisect(request, regression_id: int, body: BisectIn):
 def report_text(regression_id: int, fmt: str) -> str:
     """The mailing-list report, rendered from the detail's own JSON."""
     regression = get_object_or_404(_regressions(), pk=regression_id)
+    regression.moved_only = True
     return mailreport.render(RegressionDetail.from_orm(regression).model_dump(mode="json"), fmt)
 
 

@@ -23,9 +23,10 @@ from pydantic import field_validator
 
 from iowatch_web.hosts import giveback
 from iowatch_web.regressions import nightly, triage
-from iowatch_web.results.bounds import one_of
+from iowatch_web.results.bounds import not_one_of, one_of
 from iowatch_web.site.api import AgentInput, AgentToken, Error, error_response
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
+from iowatch_web.results.models import DEVICE_CLASSES
 
 router = Router(tags=["bisects"])
 
@@ -112,7 +113,7 @@ def _jobs():
 class ClaimIn(AgentInput):
     host: str = Field(..., min_length=1, max_length=200)
     # A lab host's agent takes only the bisects its devices can measure.
-    device_classes: list[str] | None = Field(None, max_length=20)
+    device_classes: list[Annotated[str, one_of(DEVICE_CLASSES)]] | None = Field(None, max_length=20)
     # Only the bisects of regressions found on this host (a lab agent's default:
     # a change a host's hardware shows is bisected where it showed).
     own_only: bool = False
@@ -123,7 +124,6 @@ class ClaimIn(AgentInput):
     @field_validator("device_classes")
     @classmethod
     def _known(cls, value):
-        from iowatch_web.results.models import DEVICE_CLASSES
         unknown = sorted(set(value or ()) - set(DEVICE_CLASSES))
         if unknown:
             raise ValueError(f"unknown device class {', '.join(unknown)}: one of {', '.join(DEVICE_CLASSES)}")
@@ -241,11 +241,10 @@ def claim_job(request, body: ClaimIn):
 
 @router.get("", response={200: BisectPage, 400: Error}, summary="Bisect jobs, oldest first")
 def list_jobs(request, state: Annotated[str | None, one_of(BISECT_STATES)] = None):
+    if refused := not_one_of("state", state, BISECT_STATES):
+        return refused
     jobs = _jobs()
     if state is not None:
-        if state not in BISECT_STATES:
-            return error_response(400, f"state {state!r} is not one of {', '.join(BISECT_STATES)}",
-                          "query field state")
         jobs = jobs.filter(state=state)
     items = list(jobs[:1000])
     return {"count": jobs.count(), "items": items}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.db import transaction
 from django.http import HttpResponse
@@ -16,7 +16,8 @@ from ninja import Field, Router, Schema
 from iowatch_web.hosts import giveback
 from iowatch_web.regressions import confirm
 from iowatch_web.regressions.bisect_api import MAX_RUNS, ClaimIn
-from iowatch_web.regressions.models import ConfirmJob
+from iowatch_web.regressions.models import CONFIRM_STATES, ConfirmJob
+from iowatch_web.results.bounds import not_one_of, one_of
 from iowatch_web.results.models import Run
 from iowatch_web.site.api import AgentInput, AgentToken, Error, error_response
 
@@ -79,7 +80,9 @@ def claim_job(request, body: ClaimIn):
 
 
 @router.get("", response={200: ConfirmPage, 400: Error}, summary="Confirmation jobs, oldest first")
-def list_jobs(request, state: str | None = None):
+def list_jobs(request, state: Annotated[str | None, one_of(CONFIRM_STATES)] = None):
+    if refused := not_one_of("state", state, CONFIRM_STATES):
+        return refused
     jobs = ConfirmJob.objects.all()
     if state is not None:
         jobs = jobs.filter(state=state)

@@ -141,6 +141,13 @@ class StoredVerdict(models.Model):
     size_only = models.BooleanField(default=False, help_text="a side has one sample: "
                                                              "judged by size only")
     words = models.TextField(blank=True, default="")
+    # The two numbers the words compare and what they are (iowatch.stats
+    # Verdict.centre, .statistic): the mail shows these. Null for a verdict
+    # stored before them (the mail then shows the medians, labelled).
+    base_centre = models.FloatField(null=True, blank=True)
+    candidate_centre = models.FloatField(null=True, blank=True)
+    centre_statistic = models.CharField(max_length=20, blank=True, default="", db_default="",
+                                        help_text='"geometric mean" or "mean"')
 
     class Meta:
         ordering = ["comparison", "cell_key", "group", "metric"]

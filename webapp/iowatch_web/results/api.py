@@ -252,8 +252,14 @@ class RunDetail(RunOut):
         return list(run.devices.all())
 
     @staticmethod
+    def resolve_cell_count(run: Run) -> int:
+        return run.cells.count() if run.cell_count is None else run.cell_count
+
+    @staticmethod
     def resolve_sample_count(run: Run) -> int:
-        return Sample.objects.filter(cell__run=run).count()
+        if run.sample_count is None:
+            return Sample.objects.filter(cell__run=run).count()
+        return run.sample_count
 
 
 class RunPage(Page):
@@ -293,7 +299,7 @@ def list_runs(request, filters: Query[RunFilters]):
 
 @router.get("/runs/{run_id}", response={200: RunDetail, 404: Error}, tags=["reads"])
 def get_run(request, run_id: uuid.UUID):
-    return get_object_or_404(_runs().annotate(cell_count=Count("cells")), run_id=run_id)
+    return get_object_or_404(_runs(), run_id=run_id)
 
 
 class RepetitionOut(Schema):
@@ -484,8 +490,11 @@ def list_run_values(request, run_id: uuid.UUID, limit: ValueLimit = MAX_SAMPLES_
     if error := page_problem(limit, offset, MAX_SAMPLES_FILTERED):
         return error
     run = get_object_or_404(Run, run_id=run_id)
-    count, values = values_page(Cell.objects.filter(run=run).values("id"), limit, offset)
-    keys = dict(Cell.objects.filter(pk__in={v.cell_id for v in values}).values_list("id", "key"))
+    cells = Cell.objects.filter(run=run).values("id")
+    count, values = values_page(cells, limit, offset)
+    # The page's cells by their id range (a list of thousands of ids costs the driver).
+    keys = dict(Cell.objects.filter(run=run, pk__gte=values[0].cell_id, pk__lte=values[-1].cell_id)
+                .values_list("id", "key")) if values else {}
     return JsonResponse({"count": count, "limit": limit, "offset": offset, "items": [
         {"cell_id": v.cell_id, "cell": keys[v.cell_id], "repetition": v.repetition, "metric": v.metric,
          "value": v.value, "group": v.group, "job": v.job} for v in values]})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from django.http import JsonResponse
 from ninja import Field
 
 MAX_PAGE = 1000
@@ -14,6 +15,11 @@ MAX_SAMPLES_FILTERED = 100_000
 # Past the end of any table here: a deeper offset would only make the database
 # count rows to skip (and past 2**63 it cannot even say OFFSET).
 MAX_OFFSET = 1_000_000_000
+# The store's integers are 64-bit: a number past them is a 400.
+STORE_MIN, STORE_MAX = -(2 ** 63), 2 ** 63 - 1
+# A string the server takes in a query or an agent's body: no NUL character
+# (the store keeps none; site/middleware.py and bisect_api.storable refuse one).
+NO_NUL = "^[^\\x00]*$"
 
 
 def _between(low: int, high: int):
@@ -29,3 +35,12 @@ Offset = Annotated[int, _between(0, MAX_OFFSET)]
 def one_of(values) -> Field:
     """A string parameter the server takes only from `values` (its 400 lists them)."""
     return Field(json_schema_extra={"enum": list(values)})
+
+
+def not_one_of(name: str, value: str | None, values) -> JsonResponse | None:
+    """The API's 400 for a query parameter outside `values` (None when it is
+    absent or one of them): it names the parameter and what it takes."""
+    if value is None or value in values:
+        return None
+    return JsonResponse({"error": f"{name} {value!r} is not one of {', '.join(values)}",
+                         "where": f"query field {name}"}, status=400)

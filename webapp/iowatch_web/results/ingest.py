@@ -258,6 +258,7 @@ def _insert(doc: dict, digest: str, agent: Agent | None,
     JobFailure.objects.bulk_create(failures)
     Artifact.objects.bulk_create(files)
     _insert_samples(samples)
+    Run.objects.filter(pk=run.pk).update(cell_count=len(cells), sample_count=len(samples))
     return Stored(run=run, created=True, cells=len(cells), samples=len(samples))
 
 

@@ -220,6 +220,11 @@ class Run(models.Model):
     bundle_sha256 = models.CharField(
         max_length=64, help_text="sha256 of the canonical manifest: tells an identical "
                                  "re-post from a different bundle reusing the run id")
+    # Counted once at ingest (and the samples again by retention): counting a
+    # 100,000-cell run's rows on each GET /runs/{id} took a second (issue 28).
+    # Null for a run stored before they were: counted when read.
+    cell_count = models.PositiveIntegerField(null=True, blank=True)
+    sample_count = models.PositiveBigIntegerField(null=True, blank=True)
     # The derived work of a stored run (its verdicts and change points) runs on
     # the queue (regressions/work.py); these say where it stands.
     verdict_state = models.CharField(max_length=10, choices=_choices(VERDICT_STATES),

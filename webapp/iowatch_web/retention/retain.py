@@ -134,6 +134,7 @@ def summarise_run(pk: int, *, dry_run: bool = False) -> tuple[str, int, int, int
             return str(run.run_id), removed, len(summaries), before - _summary_bytes(summaries)
         SampleSummary.objects.bulk_create(summaries)
         samples.delete()  # one DELETE: nothing refers to a sample
+        Run.objects.filter(pk=run.pk).update(sample_count=0)
         freed = before - _stored_bytes(SampleSummary.objects.filter(cell__run=run))
         RunRetention.objects.update_or_create(
             run=run, defaults={"summarised_at": timezone.now(), "samples_removed": removed,

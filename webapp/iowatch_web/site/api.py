@@ -24,7 +24,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
-from iowatch_web.results.bounds import MAX_OFFSET
+from iowatch_web.results.bounds import MAX_OFFSET, NO_NUL, STORE_MAX, STORE_MIN
 from iowatch_web.results.models import Agent
 from iowatch_web.site.middleware import client_went_away, out_of_range, store_unavailable
 
@@ -66,9 +66,6 @@ class IowatchAPI(NinjaAPI):
 
 # A string the middleware takes in a query: no NUL character.
 NO_NUL = "^[^\\x00]*$"
-
-
-STORE_MIN, STORE_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
 def _integers(schema: dict) -> list[dict]:
@@ -196,8 +193,20 @@ def storable(value):
     return value
 
 
+def _no_nul(schema: dict) -> None:
+    """Each string of a body's schema (a field, a list's items, an anyOf's
+    branch) without a pattern of its own takes NO_NUL: storable() refuses a NUL.
+    (A lone surrogate is not JSON a client makes from text: left unsaid.)"""
+    for sub in ([schema["items"]] if "items" in schema else []) + schema.get("anyOf", []):
+        _no_nul(sub)
+    if schema.get("type") == "string" and "enum" not in schema:
+        schema.setdefault("pattern", NO_NUL)
+
+
 class AgentInput(Schema):
-    """What an agent posts: every text field storable."""
+    """What an agent posts: every text field storable (and the description says so)."""
+    model_config = {"json_schema_extra": lambda schema, cls: [
+        _no_nul(field) for field in schema.get("properties", {}).values()]}
 
     @field_validator("*", mode="after")
     @classmethod
@@ -213,13 +222,16 @@ class Page(Schema):
     offset: int
 
 
-def page_problem(limit: int, offset: int, most: int) -> JsonResponse | None:
-    """The 400 for a limit or an offset out of range, or None."""
+def page_problem(limit: int, offset: int, most: int,
+                 names: tuple[str, str] = ("limit", "offset")) -> JsonResponse | None:
+    """The 400 for a limit or an offset out of range, or None; `names` are the
+    two parameters' names (a regression's verdicts page by verdicts_limit/offset)."""
     if not 1 <= limit <= most:
-        return error_response(400, f"limit must be from 1 to {most}, the most this endpoint returns",
-                      "query field limit")
+        return error_response(400, f"{names[0]} must be from 1 to {most}, the most this endpoint "
+                              "returns", f"query field {names[0]}")
     if not 0 <= offset <= MAX_OFFSET:
-        return error_response(400, f"offset must be from 0 to {MAX_OFFSET}", "query field offset")
+        return error_response(400, f"{names[1]} must be from 0 to {MAX_OFFSET}",
+                              f"query field {names[1]}")
     return None
 
 
