@@ -10,7 +10,7 @@ A side is what a maintainer names: a bundle directory, a run id, or a kernel
 result set. Every side is a Side: a list of bundle-shaped manifests (samples
 inline), whatever it came from. The adapters here read a bundle directory,
 the HTTP read API (--server) and a study's published numbers; the Django
-store's adapter lives in the web app (webapp/iowatch_web/results/sides.py), which the
+store's adapter lives in the web app (webapp/iowatch_web/store/sides.py), which the
 runner side never imports. Several runs on a side pool their
 repetitions per cell. The verdict on two sides is iowatch.judging's.
 

@@ -23,7 +23,7 @@ from iowatch_web.regressions.work import drain
 from iowatch_web.results.ingest import store_bundle
 from iowatch_web.results.models import Artifact, Run, Sample
 from iowatch_web.retention.models import RunRetention, SampleSummary
-from iowatch_web.retention.values import sample_values
+from iowatch_web.store.values import sample_values
 
 pytestmark = pytest.mark.django_db
 

@@ -70,3 +70,15 @@ def test_every_router_is_on_the_one_api():
     for prefix in ("/api/v1/bundles", "/api/v1/runs", "/api/v1/regressions", "/api/v1/bisects",
                    "/api/v1/confirmations", "/api/v1/hosts"):
         assert any(p.startswith(prefix) for p in paths), prefix
+
+
+def test_the_results_app_reads_nothing_of_retention_or_the_store_above_it():
+    """results keeps runs, cells and samples; retention summarises them and the
+    store package (store/values.py, store/sides.py) reads both. The results app
+    imports neither, anywhere in it (before, results/sides.py read values
+    through retention and results/api.py served retention's values page)."""
+    reaching = sorted(f"{path.relative_to(WEB)} imports {name}"
+                      for path in sorted((WEB / "results").rglob("*.py"))
+                      for name in _imports(path)
+                      if name.startswith(("iowatch_web.retention", "iowatch_web.store")))
+    assert reaching == []

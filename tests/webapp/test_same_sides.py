@@ -21,7 +21,7 @@ from iowatch.commands import compare as compare_command
 from iowatch_web.dashboard import queries
 from iowatch_web.regressions.models import StoredComparison
 from iowatch_web.results.models import Kernel, Run
-from iowatch_web.results.sides import store_side
+from iowatch_web.store.sides import store_side
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

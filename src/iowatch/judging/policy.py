@@ -7,7 +7,7 @@ change points it confirms, the dashboard's compare, and every report format.
 The two sides arrive through one interface (iowatch.side_data.Side: a list
 of bundle-shaped manifests) from whichever adapter read them: a bundle
 directory, the HTTP API, a study's published numbers, or the Django store
-(webapp/iowatch_web/results/sides.py). This module decides, and nothing else does:
+(webapp/iowatch_web/store/sides.py). This module decides, and nothing else does:
 
 - Which metrics judge a cell: the study's deciding metrics (`decides: true`
   in jobs/studies/*.yml), per job group. Every other metric is computed and

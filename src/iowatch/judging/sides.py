@@ -13,7 +13,7 @@ report judge different data. The rule:
   measured;
 - the newest `limit` of them (MAX_SIDE_RUNS), in the order they ran.
 
-The store's adapter (iowatch_web.results.sides.stored_runs) turns a query
+The store's adapter (iowatch_web.store.sides.stored_runs) turns a query
 into SQL and hands the rows to `choose`; the rule itself is plain Python.
 """
 from __future__ import annotations

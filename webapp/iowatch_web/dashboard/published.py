@@ -28,8 +28,8 @@ from iowatch.judging import DEFAULT_MIN_EFFECT, compare_sides, deciding
 from iowatch.judging.sides import MAX_SIDE_RUNS
 from iowatch.metrics import METRICS
 from iowatch_web.results.models import Cell, Host, Kernel, Run, Sample, Study
-from iowatch_web.retention.values import sample_values
-from iowatch_web.results.sides import judging_studies, manifests
+from iowatch_web.store.values import sample_values
+from iowatch_web.store.sides import judging_studies, manifests
 
 # A side of a lab check pools at most MAX_SIDE_RUNS runs of one host (the
 # policy's cap of a side, iowatch.judging.sides), of at most MAX_LAB_RUNS runs
@@ -252,7 +252,7 @@ def _newest_medians(study: Study, claims: list[dict]) -> dict[tuple, list[dict]]
                  "run__kernel__release")}
     values = defaultdict(list)
     names = {}
-    # Raw samples, or retention's summaries of an older run (retention/values.py).
+    # Raw samples, or retention's summaries of an older run (store/values.py).
     for v in sample_values(cells, metrics={m for _, m in wanted}):
         if (v.group, v.metric) not in wanted:
             continue

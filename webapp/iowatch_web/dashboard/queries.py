@@ -23,9 +23,9 @@ from iowatch.metrics import METRICS
 from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
 from iowatch_web.regressions.models import STATES, StoredVerdict, StoredChangePoint, Regression
-from iowatch_web.results.sides import judging_studies, manifest, runs_side, stored_runs
+from iowatch_web.store.sides import judging_studies, manifest, runs_side, stored_runs
 from iowatch_web.results.models import Cell, Host, Kernel, Patch, Run
-from iowatch_web.retention.values import sample_values
+from iowatch_web.store.values import sample_values
 
 OPEN_STATES = ("new", "acknowledged", "bisecting")
 MAX_HISTORY_KERNELS = 500
@@ -224,7 +224,7 @@ def history(key: dict, limit: int = 100, offset: int = 0) -> dict:
                  in cells.values_list("id", "run__run_id", "run__kernel_id")}
     per_kernel = defaultdict(list)
     points = []
-    # Raw samples, or retention's summaries of the older runs (retention/values.py).
+    # Raw samples, or retention's summaries of the older runs (store/values.py).
     for v in sample_values(list(cell_runs), metrics=[key["metric"]], group=key["group"]):
         run_id, kernel_id = cell_runs[v.cell_id]
         per_kernel[kernel_id].append(v.value)

@@ -19,8 +19,8 @@ from iowatch.stats.confounders import kernel_flags
 from iowatch.figures import amount
 from iowatch.yamlfile import DataFileError
 from iowatch_web.results.models import Repetition, Run
-from iowatch_web.retention.values import sample_values
-from iowatch_web.results.sides import judging_studies
+from iowatch_web.store.values import sample_values
+from iowatch_web.store.sides import judging_studies
 
 # Nested environment entries are shown down to this depth; deeper ones as their JSON text.
 ENV_DEPTH = 4

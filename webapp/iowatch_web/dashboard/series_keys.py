@@ -9,7 +9,7 @@ from django.db.models import Exists, OuterRef
 
 from iowatch_web.dashboard.run_numbers import deciding_of
 from iowatch_web.results.models import Cell, Device, Host, Run, Study
-from iowatch_web.retention.values import sample_values
+from iowatch_web.store.values import sample_values
 
 # Groups and metrics are those of this many of the key's newest cells.
 NEWEST_CELLS = 20

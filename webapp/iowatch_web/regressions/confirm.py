@@ -25,7 +25,7 @@ from django.utils import timezone
 from iowatch.judging import FDR, compare_sides
 from iowatch_web.regressions.models import CONFIRM_OPEN, ConfirmJob, Regression
 from iowatch_web.results.models import Device, Run
-from iowatch_web.results.sides import judging_studies, runs_side
+from iowatch_web.store.sides import judging_studies, runs_side
 
 LAB_KIND = "bare-metal"
 ROUNDS = 2

@@ -14,7 +14,7 @@ from django.conf import settings
 from iowatch.stats import confounders as find_confounders
 from iowatch_web.regressions.models import Regression
 from iowatch_web.results.models import Artifact, Cell, Kernel
-from iowatch_web.results.sides import manifests
+from iowatch_web.store.sides import manifests
 
 DEFAULT_FROM = "iowatch <iowatch@localhost>"
 

@@ -4,7 +4,7 @@ history of the series keys it touched.
 
 The verdict is iowatch.judging's, the same the CLI, the check and the
 dashboard give: this module reads the two sides through the store's adapter
-(results/sides.py), asks the policy, and stores what it decided.
+(store/sides.py), asks the policy, and stores what it decided.
 
 Pairing a measured run's kernel with a base (each side pools every run of
 its kernel on the same host with the same matrix):
@@ -30,8 +30,8 @@ from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
 from iowatch_web.regressions import grouping, nightly
 from iowatch_web.regressions.models import StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.results.models import Cell, Kernel, Run
-from iowatch_web.results.sides import judged_runs, judging_studies, runs_side, stored_runs
-from iowatch_web.retention.values import sample_values
+from iowatch_web.store.sides import judged_runs, judging_studies, runs_side, stored_runs
+from iowatch_web.store.values import sample_values
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +247,7 @@ def change_point_alerts(run: Run) -> list[StoredComparison]:
     kernel_of = {pk: (key, kernel_id) for pk, key, kernel_id
                  in cells.values_list("id", "key", "run__kernel_id")}
     series = defaultdict(lambda: defaultdict(list))
-    # Raw samples and retention's summaries alike (retention/values.py).
+    # Raw samples and retention's summaries alike (store/values.py).
     for v in sample_values(cells, metrics={m for _, _, m in touched}):
         key, kernel_id = kernel_of[v.cell_id]
         if (key, v.group, v.metric) in touched:

@@ -28,7 +28,7 @@ from iowatch_web.results import ingest
 from iowatch_web.results.bounds import (MAX_PAGE, MAX_SAMPLES_FILTERED, MAX_SAMPLES_UNFILTERED,
                                         Offset, PageLimit, SampleLimit, ValueLimit)
 from iowatch_web.results.models import Artifact, Cell, Metric, Run, Sample
-from iowatch_web.site.api import AgentToken, Error, Page, error_response, one_page, page_problem
+from iowatch_web.site.api import AgentToken, Error, Page, error_response, one_page
 # The one API object is site/api.py's; read here too by the tests that describe it.
 from iowatch_web.site.api import api  # noqa: F401
 from iowatch_web.site.middleware import RETRY_AFTER_S
@@ -461,43 +461,6 @@ def list_cell_samples(request, cell_id: int, limit: ValueLimit = MAX_SAMPLES_UNF
                       offset: Offset = 0):
     cell = get_object_or_404(Cell, pk=cell_id)
     return _sample_page(Sample.objects.filter(cell=cell), limit, offset, filtered=True)
-
-
-class ValueOut(Schema):
-    cell_id: int
-    cell: str
-    repetition: int
-    metric: str
-    value: float
-    group: str
-    job: str | None
-
-
-class ValuePage(Page):
-    items: list[ValueOut]
-
-
-@router.get("/runs/{run_id}/values", response={200: ValuePage, 400: Error, 404: Error}, tags=["reads"],
-         summary="A run's values as judging reads them: raw samples, or the summaries retention left")
-def list_run_values(request, run_id: uuid.UUID, limit: ValueLimit = MAX_SAMPLES_FILTERED,
-                    offset: Offset = 0):
-    """What `iowatch compare --server` rebuilds a run from. /samples returns the
-    stored rows only, and a run retention summarised has no group-level rows
-    left; this reads through retention.values.sample_values, the one reader the
-    server's own verdicts use, so both sides see the same numbers. Per-job
-    values come with a raw run only (a summary keeps none)."""
-    from iowatch_web.retention.values import values_page
-    if error := page_problem(limit, offset, MAX_SAMPLES_FILTERED):
-        return error
-    run = get_object_or_404(Run, run_id=run_id)
-    cells = Cell.objects.filter(run=run).values("id")
-    count, values = values_page(cells, limit, offset)
-    # The page's cells by their id range (a list of thousands of ids costs the driver).
-    keys = dict(Cell.objects.filter(run=run, pk__gte=values[0].cell_id, pk__lte=values[-1].cell_id)
-                .values_list("id", "key")) if values else {}
-    return JsonResponse({"count": count, "limit": limit, "offset": offset, "items": [
-        {"cell_id": v.cell_id, "cell": keys[v.cell_id], "repetition": v.repetition, "metric": v.metric,
-         "value": v.value, "group": v.group, "job": v.job} for v in values]})
 
 
 @router.get("/artifacts/{artifact_id}", tags=["reads"], response={200: bytes, 404: Error},

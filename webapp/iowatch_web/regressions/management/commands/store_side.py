@@ -1,6 +1,6 @@
 """manage.py store_side SPEC ROLE: one side of a comparison read from this
 store, printed as JSON: {"spec", "source", "runs"}, the runs bundle-shaped
-manifests (results/sides.py, by iowatch.judging.sides.SideQuery's rule).
+manifests (store/sides.py, by iowatch.judging.sides.SideQuery's rule).
 
 `iowatch compare` asks for a run id or a kernel that is neither a bundle
 directory nor read through --server (iowatch.local_store.store_side) and
@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand
 from django.db import DatabaseError, connection
 
 from iowatch.judging.sides import SideNotFound
-from iowatch_web.results.sides import store_side
+from iowatch_web.store.sides import store_side
 
 
 class Command(BaseCommand):

@@ -17,7 +17,7 @@ from django.db.models.functions import Coalesce
 from iowatch.side_data import Side
 from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
 from iowatch_web.results.models import Cell, Repetition, Run
-from iowatch_web.retention.values import sample_values
+from iowatch_web.store.values import sample_values
 
 
 def spec_query(spec: str) -> Q:

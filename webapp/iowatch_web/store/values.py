@@ -1,7 +1,7 @@
 """The one way to read samples: raw rows where they are, summaries where
 retention removed them (retention.models.SampleSummary).
 
-Judging (results/sides.py), the change points (regressions/verdicts.py), the
+Judging (store/sides.py), the change points (regressions/verdicts.py), the
 history and run pages (dashboard) read group-level values here, so they read
 the same numbers whether a run was summarised or not."""
 from __future__ import annotations
