@@ -455,6 +455,19 @@ def test_the_runs_list_and_the_run_page_link_a_regressed_run_to_its_regression(r
     assert f'href="{url}"' in verdict and f"regression #{regression.pk}" in verdict
 
 
+def test_the_runs_list_gives_every_measured_run_its_verdict(arrive, client):
+    """A run whose kernel came out "no change" said nothing in the verdict
+    column (it named regressions only), so a harmless patch's run read like
+    one never judged; the first run of a host has nothing to compare with."""
+    base, candidate = two_kernels(arrive, 1000, 1001, cells=1)
+    listing = client.get("/runs/").content.decode()
+    rows = {run: next(r for r in listing.split("<tr>") if str(run.run_id)[:8] in r)
+            for run in (base, candidate)}
+    verdict = rows[candidate].split('class="verdicts">')[1].split("</td>")[0]
+    assert "no change" in verdict and "regression #" not in verdict
+    assert "nothing to compare with yet" in rows[base]
+
+
 def test_the_bisect_button_queues_a_bisect_and_leaves_the_state_to_the_agent(regression, maintainer):
     # It said "triage saved" and "bisecting" before any agent had the job.
     from iowatch_web.regressions.models import BisectJob

@@ -187,8 +187,16 @@ def runs(request):
     rows = queries.run_rows(Run.objects.filter(pk__in=list(page.object_list))
                             .order_by("-received_at", "-id"))
     found = regressions_of_runs(r["run_id"] for r in rows)
+    # A run without a regression still has a verdict: "no change", "unsure",
+    # "series base", where its verdict work stands (attention.run_states, as
+    # the overview says it); published runs are the post's numbers, judged by none.
+    measured = list(Run.objects.filter(run_id__in=[r["run_id"] for r in rows], published=False)
+                    .select_related("kernel"))
+    by_pk = attention.run_states(measured) if measured else {}
+    states = {run.run_id: by_pk[run.pk] for run in measured}
     for r in rows:
         r["regressions"] = found.get(r["run_id"], [])
+        r["verdict"] = states.get(r["run_id"])
     query = urlencode({k: v for k, v in filters.items() if v})
     return render(request, "dashboard/runs.html", {
         "rows": rows, "page": page, "filters": filters, "query": query,
