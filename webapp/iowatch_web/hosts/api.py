@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema
+from pydantic import AwareDatetime
 
 from iowatch.heartbeat import JOB_KINDS, PHASES
 from iowatch_web.hosts import beats
@@ -40,7 +41,7 @@ class BeatIn(AgentInput):
     job: JobIn | None = None
     commit: str = Field("", pattern=r"^([0-9a-f]{7,64})?$")
     detail: str = Field("", max_length=2000)
-    at: datetime | None = Field(None, description="when the host entered this state (the "
+    at: AwareDatetime | None = Field(None, description="when the host entered this state (the "
                                 "agent's clock; a beat sent late after an outage says when it "
                                 "happened); never later than its arrival")
 

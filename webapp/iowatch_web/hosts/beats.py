@@ -6,6 +6,7 @@ plus the timeout (the moment the server stopped expecting it to be alive)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 from django.conf import settings
 from django.db import transaction
@@ -28,7 +29,7 @@ def record(name: str, beat: dict, agent, now: datetime | None = None) -> HostSta
     now = now or timezone.now()
     # When the state began, as the agent says (a beat held through an outage
     # arrives late), never after its arrival; the arrival is the sign of life.
-    began = min(beat.get("at") or now, now)
+    began = min(_utc(beat.get("at")) or now, now)
     job = beat.get("job") or {}
     fields = {"phase": beat["phase"], "cell": beat.get("cell") or "",
               "job_kind": job.get("kind", ""), "job_id": job.get("id"),
@@ -52,6 +53,18 @@ def record(name: str, beat: dict, agent, now: datetime | None = None) -> HostSta
             old = host.changes.order_by("-at", "-id").values_list("id", flat=True)[KEPT_CHANGES:]
             PhaseChange.objects.filter(id__in=list(old)).delete()
     return host
+
+
+def _utc(at: datetime | None) -> datetime | None:
+    """The agent's time in UTC: PostgreSQL keeps no offset past ±15:59, which
+    RFC 3339 allows (+19:02 was a 500); an instant before year 1 in UTC is
+    the earliest one the store takes."""
+    if at is None:
+        return None
+    try:
+        return at.astimezone(dt_timezone.utc)
+    except OverflowError:
+        return datetime.min.replace(tzinfo=dt_timezone.utc)
 
 
 def reachability(host: HostState, now: datetime | None = None) -> tuple[bool, datetime | None]:
