@@ -56,25 +56,29 @@ def bench_bases(bases: list[str], jobs: int, keep: bool) -> int:
         t0 = time.monotonic()
         build.make_config(work, out, build.default_fragments(), base=base)
         configure_s = time.monotonic() - t0
-        clean_s, objects = _make(work, out, jobs)
+        clean_s, steps = _make(work, out, jobs)
+        # Objects: the .o files the clean build left (kernel and host tools such as
+        # objtool); steps: kbuild's compile, assemble, link and archive lines.
+        objects = sum(1 for _ in out.rglob("*.o"))
         source.git(work, "apply", str(ONE_FILE_PATCH))
-        incremental_s, inc_objects = _make(work, out, jobs)
+        incremental_s, inc_steps = _make(work, out, jobs)
         source.git(work, "checkout", "-q", "-f", source.BASE_TAG)
         image = out / "arch/x86/boot/bzImage"
         rows.append({"base": base, "configure_s": configure_s, "clean_s": clean_s,
-                     "objects": objects, "incremental_s": incremental_s,
-                     "incremental_objects": inc_objects, "bzimage_kib": image.stat().st_size // 1024,
+                     "steps": steps, "objects": objects, "incremental_s": incremental_s,
+                     "incremental_steps": inc_steps, "bzimage_kib": image.stat().st_size // 1024,
                      "boot_s": _boot(image)})
         print(json.dumps(rows[-1]), flush=True)
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
     print(f"\nbench/kernel: config bases on Debian 6.12 ({source.BASE_TAG}), make -j{jobs}, "
           "ccache off")
-    print(f"{'base':>12} {'configure s':>12} {'clean s':>8} {'objects':>8} "
+    print(f"{'base':>12} {'configure s':>12} {'clean s':>8} {'steps':>6} {'objects':>8} "
           f"{'1-file s':>9} {'bzImage KiB':>12} {'TCG boot s':>11}")
     for r in rows:
         boot = f"{r['boot_s']:.1f}" if r["boot_s"] is not None else "failed"
-        print(f"{r['base']:>12} {r['configure_s']:>12.0f} {r['clean_s']:>8.0f} {r['objects']:>8} "
+        print(f"{r['base']:>12} {r['configure_s']:>12.0f} {r['clean_s']:>8.0f} {r['steps']:>6} "
+              f"{r['objects']:>8} "
               f"{r['incremental_s']:>9.0f} {r['bzimage_kib']:>12} {boot:>11}")
     by = {r["base"]: r for r in rows}
     if "allnoconfig" in by and "vng" in by:

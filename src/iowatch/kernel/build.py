@@ -27,7 +27,8 @@ from iowatch.resources import kernel_config_dir
 from iowatch.kernel.source import SourceError, cache_dir, git, resolve
 
 CONFIG_DIR = kernel_config_dir()
-DEFAULT_FRAGMENTS = ("guest-base.config", "iowatch.config", "no-debug.config")
+BASE_FRAGMENT = "guest-base.config"  # the allnoconfig base's own fragment
+DEFAULT_FRAGMENTS = (BASE_FRAGMENT, "iowatch.config", "no-debug.config")
 # Where a guest kernel's config starts. "allnoconfig": nothing, plus
 # guest-base.config (what a virtme-ng guest needs) and the studies' fragments:
 # 1,460 build steps (2,269 before IP, vsock and ACPI's drivers were said off)
@@ -203,6 +204,9 @@ def make_config(work: Path, build: Path, fragments: list[Path], *,
     env = _env()
     make = ["make", "-s", "-C", str(work), f"O={build}", "ARCH=x86_64"]
     if base == "vng":
+        # guest-base.config is what allnoconfig lacks (and what it leaves out,
+        # which x86_64_defconfig turns on): the old base takes the studies' fragments only.
+        fragments = [f for f in fragments if f.name != BASE_FRAGMENT]
         _vng_kconfig(work, build, fragments, env)
     else:
         _make_target(make, "allnoconfig", work, env)
