@@ -444,8 +444,12 @@ def report(result: CheckResult) -> str:
             lines.append(f"    - FAILED: {f.study} {f.device} {f.filesystem} on the {f.side} side")
         same = [c for c in cmp.verdicts if c.outcome == "no-change" and c.within_pct is None]
         if same:
+            # The cell's study and device when the cells are of more than one: two
+            # studies on one device (seed 003's halves) have the same groups and metrics.
+            several = len({(c.key.study, c.key.device, c.key.filesystem) for c in same}) > 1
             lines.append(f"    ({len(same)} deciding cells without change: "
-                         + ", ".join(f"{c.key.group} {c.key.metric} [{c.base.n} vs {c.candidate.n} runs"
+                         + ", ".join(f"{f'{c.key.study} {c.key.device} ' if several else ''}"
+                                     f"{c.key.group} {c.key.metric} [{c.base.n} vs {c.candidate.n} runs"
                                      f"{_mde(c, ', ')}]" for c in same[:6]) + ")")
     lines.append("")
     slow = result.regressing_patches

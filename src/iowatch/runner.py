@@ -331,6 +331,13 @@ class Runner:
             fields["params"]["harness"] = self.harness.name
         if "mkfs_options" in notes:
             fields.update(mkfs_options=notes["mkfs_options"], mount_options=notes["mount_options"])
+        if not cell.study.canary:
+            # The queue the cell ran on, in the cell: the device's entry in the
+            # environment keeps the last cell's only, and two studies on one device
+            # may ask for different schedulers (seed 003: BFQ, and mq-deadline with wbt).
+            queue = {k: notes[k] for k in ("scheduler", "wbt_lat_usec") if notes.get(k) is not None}
+            if queue:
+                fields["params"]["queue"] = queue
         self.writer.add_repetition(
             cell.id, cell.study.slug, index, [s.to_dict() for s in res.samples], res.artifacts,
             failures=res.failures, status="failed" if res.error else "passed", error=res.error,

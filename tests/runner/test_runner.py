@@ -251,7 +251,11 @@ def test_a_study_s_wbt_setting_is_set_after_its_scheduler_and_recorded(tmp_path,
     r = iowatch("run", study, "--profile", "quick", "--target", "localhost", "--inventory",
                 ROOT / "hardware-inventory.yml", "--reps", 1, "--out", out, "--no-progress")
     assert r.returncode == 0, r.stdout + r.stderr
-    seen = bundle.load(out)["environment"]["devices"]["loop-hdd"]
+    doc = bundle.load(out)
+    seen = doc["environment"]["devices"]["loop-hdd"]
     assert (seen["scheduler"], seen["wbt_lat_usec"]) == ("mq-deadline", wbt)
     assert "wbt_note" not in seen
+    # ... and in the cell, which keeps its own when another study on the device asks for another.
+    (cell,) = [c for c in doc["cells"] if c["study"] == "odirect-vs-readers"]
+    assert cell["params"]["queue"] == {"scheduler": "mq-deadline", "wbt_lat_usec": wbt}
     no_leftovers(data_dir)

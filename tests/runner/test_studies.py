@@ -14,7 +14,7 @@ JOBS = Path(__file__).resolve().parents[2] / "jobs"
 
 def test_the_five_studies_load_with_the_seeds_labels_and_numbers():
     studies = load_studies(JOBS / "studies")
-    # The five seeds' studies (seed 003's in two halves: BFQ, and mq-deadline with
+    # The five seeds' studies (seed 003's in two halves: BFQ, and no scheduler with
     # wbt), and the platform canary (no seed, never deciding).
     assert sorted(studies) == ["canary-tmpfs-read", "ext4-dio-randread", "f2fs-dio-write",
                                "f2fs-nat-flush", "odirect-vs-readers", "odirect-vs-readers-wbt",
@@ -24,7 +24,7 @@ def test_the_five_studies_load_with_the_seeds_labels_and_numbers():
     assert studies["odirect-vs-readers-wbt"].seed == studies["odirect-vs-readers"].seed
     assert (studies["odirect-vs-readers-wbt"].scheduler, studies["odirect-vs-readers-wbt"].wbt_lat_usec,
             studies["odirect-vs-readers"].scheduler, studies["odirect-vs-readers"].wbt_lat_usec) == \
-        ("mq-deadline", 75000, "bfq", 0)
+        ("none", 75000, "bfq", 0)
     assert [s for s, st in studies.items() if st.canary or st.seed is None] == ["canary-tmpfs-read"]
     labels = {slug: [p.label for p in s.published] for slug, s in studies.items()}
     assert labels["f2fs-dio-write"] == ["before", "patched", "before", "patched"]

@@ -55,7 +55,8 @@ BASE = {
                     "devices": {"sd0": {"scheduler": "mq-deadline", "loop_direct_io": True,
                                         "wbt_lat_usec": 75000}}},
     "cells": [{"study": "f2fs-dio-write", "device": "sd0", "filesystem": "f2fs",
-               "mkfs_options": "-f", "mount_options": "noatime"}],
+               "mkfs_options": "-f", "mount_options": "noatime",
+               "params": {"queue": {"scheduler": "mq-deadline", "wbt_lat_usec": 75000}}}],
 }
 
 
@@ -73,12 +74,14 @@ def test_every_kind_of_difference_is_named_with_why():
     cand["environment"]["host"]["cpu_governor"] = "powersave"
     cand["environment"]["devices"]["sd0"].update(scheduler="bfq", loop_direct_io=False, wbt_lat_usec=0)
     cand["cells"][0]["mount_options"] = "noatime,discard"
+    cand["cells"][0]["params"]["queue"] = {"scheduler": "bfq", "wbt_lat_usec": 0}
     found = {c.name: c for c in confounders(BASE, cand)}
     assert set(found) == {
         "kernel CONFIG_XFS_DEBUG", "kernel CONFIG_PROVE_LOCKING", "kernel CONFIG_PREEMPT_NONE",
         "kernel CONFIG_HZ", "kernel cmdline", "fio version", "sd0 model", "cpu_governor",
         "sd0 scheduler", "sd0 wbt_lat_usec", "sd0 loop_direct_io",
-        "f2fs-dio-write/sd0/f2fs mount_options"}
+        "f2fs-dio-write/sd0/f2fs mount_options", "f2fs-dio-write/sd0/f2fs scheduler",
+        "f2fs-dio-write/sd0/f2fs wbt_lat_usec"}
     assert "lockdep" in found["kernel CONFIG_PROVE_LOCKING"].why
     assert (found["fio version"].base, found["fio version"].candidate) == ("fio-3.33", "fio-3.36")
 

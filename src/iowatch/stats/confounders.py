@@ -229,4 +229,11 @@ def confounders(base_env: dict, candidate_env: dict) -> list[Confounder]:
         for opt in ("mkfs_options", "mount_options"):
             check(f"{cid} {opt}", base_cells[cid].get(opt), cand_cells[cid].get(opt),
                   "a different filesystem layout or mount behaviour")
+        a_queue = (base_cells[cid].get("params") or {}).get("queue") or {}
+        b_queue = (cand_cells[cid].get("params") or {}).get("queue") or {}
+        if a_queue and b_queue:
+            check(f"{cid} scheduler", a_queue.get("scheduler"), b_queue.get("scheduler"),
+                  "the I/O scheduler decides dispatch order and merging")
+            check(f"{cid} wbt_lat_usec", a_queue.get("wbt_lat_usec"), b_queue.get("wbt_lat_usec"),
+                  "writeback throttling holds back buffered writes to keep reads within its target")
     return out
