@@ -334,7 +334,7 @@ class Runner:
         if not cell.study.canary:
             # The queue the cell ran on, in the cell: the device's entry in the
             # environment keeps the last cell's only, and two studies on one device
-            # may ask for different schedulers (seed 003: BFQ, and mq-deadline with wbt).
+            # may ask for different schedulers (seed 003: BFQ, and none with wbt on).
             queue = {k: notes[k] for k in ("scheduler", "wbt_lat_usec") if notes.get(k) is not None}
             if queue:
                 fields["params"]["queue"] = queue

@@ -173,6 +173,11 @@ def _state_confounders(name: str, a: dict, b: dict, a_after: dict, b_after: dict
     return out
 
 
+# Said of a device's queue and of a cell's (params.queue): one reason each.
+WHY_SCHEDULER = "the I/O scheduler decides dispatch order and merging"
+WHY_WBT = "writeback throttling holds back buffered writes to keep reads within its target"
+
+
 def _cells(doc: dict) -> dict[str, dict]:
     return {f"{c.get('study')}/{c.get('device')}/{c.get('filesystem')}": c
             for c in doc.get("cells") or []}
@@ -207,9 +212,9 @@ def confounders(base_env: dict, candidate_env: dict) -> list[Confounder]:
     for name in sorted(set(base_dev) & set(cand_dev)):
         a, b = base_dev[name], cand_dev[name]
         check(f"{name} scheduler", a.get("scheduler"), b.get("scheduler"),
-              "the I/O scheduler decides dispatch order and merging")
+              WHY_SCHEDULER)
         check(f"{name} wbt_lat_usec", a.get("wbt_lat_usec"), b.get("wbt_lat_usec"),
-              "writeback throttling holds back buffered writes to keep reads within its target")
+              WHY_WBT)
         check(f"{name} model", a.get("model"), b.get("model"),
               "a different device model is different hardware")
         if a.get("rotational") is not None and b.get("rotational") is not None:
@@ -233,7 +238,7 @@ def confounders(base_env: dict, candidate_env: dict) -> list[Confounder]:
         b_queue = (cand_cells[cid].get("params") or {}).get("queue") or {}
         if a_queue and b_queue:
             check(f"{cid} scheduler", a_queue.get("scheduler"), b_queue.get("scheduler"),
-                  "the I/O scheduler decides dispatch order and merging")
+                  WHY_SCHEDULER)
             check(f"{cid} wbt_lat_usec", a_queue.get("wbt_lat_usec"), b_queue.get("wbt_lat_usec"),
-                  "writeback throttling holds back buffered writes to keep reads within its target")
+                  WHY_WBT)
     return out
