@@ -329,6 +329,7 @@ def _model(data: dict, root: yaml.Node, file: str) -> Inventory:
                                             f"{seen[key, value]!r}; each {key} must be unique on a host",
                                             hname, repr(dev.name), key))
                 seen[key, value] = dev.name
+            problems += _qemu_problems(file, hname, dev, enode)
             devs.append(dev)
         kind = hvars.get("iowatch_kind") or (
             "local" if hvars.get("ansible_connection") == "local" else "bare-metal")
@@ -336,6 +337,34 @@ def _model(data: dict, root: yaml.Node, file: str) -> Inventory:
     if problems:
         raise InventoryError(_sorted(problems))
     return Inventory(file, hosts)
+
+
+def _qemu_problems(file: str, hname: str, dev: Device, enode) -> list[Problem]:
+    """What the schema cannot say of a device's `qemu`: a null_blk device is the
+    guest kernel's nullb0 (its module parameters make one device, iowatch.vlab),
+    sized in whole GiB; the null_blk settings mean nothing on a QEMU disk."""
+    q, problems = dev.qemu, []
+    qnode = yamlfile.child(enode, "qemu")[1]
+
+    def problem(key: str, text: str) -> None:
+        problems.append(Problem(file, yamlfile.line_of(yamlfile.child(qnode, key)[0]) or dev.line,
+                                text, hname, repr(dev.name), f"qemu.{key}"))
+    if q.get("bus") == "null_blk":
+        if dev.path != "/dev/nullb0" or dev.members:
+            problem("bus", "a null_blk device is the guest's /dev/nullb0: give it path: /dev/nullb0 "
+                           "(one null_blk device a host)")
+        try:
+            whole = "size" not in q or parse_size(q["size"]) % (1 << 30) == 0
+        except ValueError:
+            whole = False
+        if not whole:
+            problem("size", f"{q['size']!r}: null_blk is sized in whole GiB (null_blk.gb); give 1GiB, 2GiB, ...")
+    else:
+        for key in ("completion_nsec", "hw_queue_depth"):
+            if key in q:
+                problem(key, f"{key} is a null_blk setting; set bus: null_blk, or remove it "
+                             "(QEMU's disks take throttle: for their limits)")
+    return problems
 
 
 def _device(entry: dict, line: int | None) -> Device:

@@ -85,6 +85,7 @@ class Seed:
     after: SeedSide
     why: str
     matrix: str | None = None  # reproduce.yml's `matrix`: what each variant runs, else the study
+    host: str | None = None  # reproduce.yml's `host`: the qemu host the variants boot on, else vlab
 
     @property
     def name(self) -> str:
@@ -141,7 +142,7 @@ def load_seed(series_dir: Path, studies: dict[str, Study]) -> Seed:
                    "nor a packaged matrix")
     return Seed(data["seed"], series_dir, study,
                 *(SeedSide(data[r]["variant"], tuple(data[r]["labels"])) for r in ("before", "after")),
-                why=" ".join(data["why"].split()), matrix=matrix)
+                why=" ".join(data["why"].split()), matrix=matrix, host=data.get("host"))
 
 
 def find_seed(spec: str, studies: dict[str, Study], root: Path | None = None) -> Seed:

@@ -41,6 +41,7 @@ PANIC_MARKERS = ("Kernel panic", "end Kernel panic")
 # the guest caches it (the last rootflags= on the command line wins).
 ROOT_9P_FLAGS = "rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose"
 KVM_HANG_FILE = "kvm-hangs"   # in the vlab dir: KVM was seen to hang on this machine
+NULL_BLK = "null_blk"   # a device's qemu.bus when the guest kernel makes it (guest_kernel_args)
 
 
 @dataclass
@@ -78,11 +79,14 @@ def _throttling(q: dict) -> str:
 def qemu_device_args(host: Host, images: Path) -> list[str]:
     """QEMU -drive/-device options for the host's devices, with ids of our own
     (an id such as sd0 clashes with one virtme-ng uses); the disk images go in
-    `images`, one directory per boot, so two guests never share a disk."""
+    `images`, one directory per boot, so two guests never share a disk. A
+    null_blk device is the guest kernel's own (guest_kernel_args), not QEMU's."""
     args: list[str] = []
     scsi = False
     for dev in host.devices:
         q = dev.qemu or {}
+        if q.get("bus") == NULL_BLK:
+            continue
         size = parse_size(q.get("size", dev.size_bytes or "2GiB"))
         disks = [(f"{dev.name}-{i}", m) for i, m in enumerate(dev.members)] or [(dev.name, dev.path)]
         for disk_id, _ in disks:
@@ -105,6 +109,28 @@ def qemu_device_args(host: Host, images: Path) -> list[str]:
             else:
                 args += ["-device", f"virtio-blk-pci,drive={drive},serial={drive}"]
     return args
+
+
+def guest_kernel_args(host: Host) -> list[str]:
+    """Kernel command-line words for the devices the guest kernel makes itself:
+    a null_blk device (built in, kernels/config/iowatch.config) takes its module
+    parameters from the command line. Memory-backed, so a filesystem survives on
+    it; irqmode=2 completes each request from a timer after completion_nsec, with
+    hw_queue_depth requests in flight: a device with a latency of its own that
+    serves requests in parallel, which QEMU's throttling (rates, not latency)
+    cannot give. The inventory allows one null_blk device a host (nullb0:
+    null_blk's module parameters apply to every device it makes)."""
+    words: list[str] = []
+    for dev in host.devices:
+        q = dev.qemu or {}
+        if q.get("bus") != NULL_BLK:
+            continue
+        size = parse_size(q.get("size", dev.size_bytes or "1GiB"))
+        words += ["null_blk.nr_devices=1", f"null_blk.gb={max(1, size >> 30)}",
+                  "null_blk.memory_backed=1", "null_blk.irqmode=2",
+                  f"null_blk.completion_nsec={int(q.get('completion_nsec', 100_000))}",
+                  f"null_blk.hw_queue_depth={int(q.get('hw_queue_depth', 64))}"]
+    return words
 
 
 def kvm_usable() -> bool:
@@ -240,7 +266,7 @@ def _boot(bzimage: Path, host: Host, guest_command: list[str], shared: Path, con
     # take) each try waits 3.1 s before falling back to 9p: 6 s of every boot.
     # The guest's root is 9p everywhere the virtual lab runs (ROOT_9P_FLAGS).
     base = ["vng", "--run", str(bzimage), "--cpus", str(cpus), "--memory", memory, "--force-9p",
-            "--rwdir", str(shared), "--verbose", "--exec", inner, "--append", ROOT_9P_FLAGS,
+            "--rwdir", str(shared), "--verbose", "--exec", inner, "--append", " ".join([ROOT_9P_FLAGS, *guest_kernel_args(host)]),
             # With "=": argparse would take a value starting with "-drive" for an option.
             "--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu_device_args(host, images))]
     env_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"

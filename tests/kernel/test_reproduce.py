@@ -148,7 +148,26 @@ def test_a_series_can_name_the_matrix_its_variants_run(tmp_path, studies):
     (d / "reproduce.yml").write_text(text.replace("matrix: reproduce-seed-002", "matrix: nowhere"))
     with pytest.raises(DataFileError, match="'nowhere' is neither a file in") as e:
         load_seed(d, studies)
-    assert e.value.line == len(text.splitlines())
+    assert e.value.line == text.splitlines().index("matrix: reproduce-seed-002") + 1
+
+
+def test_a_series_can_name_the_host_its_variants_boot_on(tmp_path, studies):
+    """Seed 002 boots on the host whose SSD has a latency of its own (the
+    guest's null_blk); --hosts still overrides it, and an inventory without that
+    host stops the run before anything is built, naming it."""
+    assert find_seed("002", studies, SERIES).host == "vlab-nullblk"
+    assert find_seed("001", studies, SERIES).host is None  # vlab, by default
+    inv = tmp_path / "lab.yml"
+    inv.write_text((REPO / "hardware-inventory.yml").read_text().replace("vlab-nullblk:", "vlab-other:"))
+
+    def reproduce(*args):
+        return subprocess.run([IOWATCH, "reproduce", "002", "--inventory", str(inv), "--source",
+                               str(tmp_path), "--out", str(tmp_path / "out"), "--no-progress", *args],
+                              capture_output=True, text=True, timeout=300, cwd=REPO)
+    out = reproduce()
+    assert out.returncode == 2 and "vlab-nullblk" in out.stderr, out.stderr
+    out = reproduce("--hosts", "vlab-other")  # the host passes: the next refusal is the tree's
+    assert out.returncode == 2 and f"{tmp_path} is not a kernel tree" in out.stderr, out.stderr
 
 
 def test_a_study_cannot_excuse_a_metric_the_post_did_not_publish(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from iowatch import inventory
-from iowatch.vlab import guest_run_command, qemu_device_args
+from iowatch.vlab import guest_kernel_args, guest_run_command, qemu_device_args
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,6 +37,20 @@ def test_each_device_class_gets_its_emulated_disk(tmp_path):
                       "vssd.img"]
     assert (tmp_path / "disks" / "vsd.img").stat().st_size == 1 << 30
     assert all(str(tmp_path / "disks") in d for d in drives)
+
+
+def test_a_null_blk_device_is_the_guest_kernels_own(tmp_path):
+    inv = inventory.load(REPO / "hardware-inventory.yml")
+    host = inv.host("vlab-nullblk")
+    # No QEMU disk: the guest's built-in null_blk makes nullb0 from the command line.
+    assert qemu_device_args(host, tmp_path / "disks") == []
+    assert not list((tmp_path / "disks").glob("*.img"))
+    words = dict(w.split("=", 1) for w in guest_kernel_args(host))
+    assert words == {"null_blk.nr_devices": "1", "null_blk.gb": "2", "null_blk.memory_backed": "1",
+                     "null_blk.irqmode": "2", "null_blk.completion_nsec": "100000",
+                     "null_blk.hw_queue_depth": "64"}
+    # The QEMU disks' host leaves null_blk's defaults alone.
+    assert guest_kernel_args(inv.host("vlab")) == []
 
 
 def test_the_guest_runs_the_hosts_iowatch_with_the_series_filled_in(tmp_path):

@@ -41,12 +41,15 @@ def test_the_repository_inventory_loads():
     assert all(d.is_image and d.size_bytes == 2 * 1024**3 for d in host.devices)
     assert host.device("loop-hdd").wants_rotational and not host.device("loop-ssd").wants_rotational
     # the class groups name the host again without vars: merged, not a second host
-    assert set(inv.hosts) == {"localhost", "vlab"} and "hdd" in host.groups
+    assert set(inv.hosts) == {"localhost", "vlab", "vlab-nullblk"} and "hdd" in host.groups
     vlab = inv.host("vlab")
     assert vlab.kind == "qemu"
     assert {d.device_class for d in vlab.devices} == {"ssd", "ssd-raid0", "hdd", "sdcard", "emmc"}
     assert vlab.device("vraid0").members == ("/dev/vdb", "/dev/vdc")
     assert vlab.device("vhdd").qemu["throttle"] == {"iops-total": 150}
+    # The latency host: one device, the guest kernel's own null_blk.
+    (nullb,) = inv.host("vlab-nullblk").devices
+    assert (nullb.path, nullb.device_class, nullb.qemu["bus"]) == ("/dev/nullb0", "ssd", "null_blk")
 
 
 def test_inventory_path_from_environment(tmp_path, monkeypatch):
@@ -184,3 +187,42 @@ def test_not_an_inventory(text, words):
 def test_missing_file(tmp_path):
     with pytest.raises(inventory.InventoryError, match="cannot read the inventory"):
         inventory.load(tmp_path / "nope.yml")
+
+
+NULLB = """\
+all:
+  children:
+    virtual:
+      hosts:
+        lat:
+          iowatch_kind: qemu
+          iowatch_devices:
+            - name: vnullb
+              class: ssd
+              path: /dev/nullb0
+              filesystems: [f2fs]
+              qemu: {bus: null_blk, size: 2GiB, completion_nsec: 100000}
+            - name: vssd
+              class: ssd
+              path: /dev/vda
+              filesystems: [f2fs]
+              qemu: {bus: virtio-blk, size: 2GiB}
+"""
+
+
+@pytest.mark.parametrize("old, new, line_at, key, words", [
+    ("path: /dev/nullb0", "path: /dev/vdz", "{bus: null_blk", "qemu.bus", "give it path: /dev/nullb0"),
+    ("size: 2GiB, completion", "size: 1536MiB, completion", "1536MiB", "qemu.size", "whole GiB"),
+    ("{bus: virtio-blk, size: 2GiB}", "{bus: virtio-blk, size: 2GiB, hw_queue_depth: 4}",
+     "hw_queue_depth", "qemu.hw_queue_depth", "hw_queue_depth is a null_blk setting"),
+    ("{bus: null_blk,", "{bus: nvme,", "bus: nvme", "qemu", "'nvme' is not allowed"),
+    ("completion_nsec: 100000}", "completion_nsec: 100000, latency: 1}", "latency: 1", "latency",
+     "unknown key 'latency'"),
+])
+def test_null_blk_devices_are_checked_where_the_schema_cannot(old, new, line_at, key, words):
+    assert inventory.loads(NULLB, "lab.yml").host("lat").device("vnullb").qemu["completion_nsec"] == 100000
+    text = NULLB.replace(old, new, 1)
+    assert text != NULLB
+    p = refused(text)
+    assert (p.host, p.line) == ("lat", line_of(text, line_at))
+    assert p.key == key and words in p.message, p

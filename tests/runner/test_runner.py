@@ -215,7 +215,7 @@ def test_the_scripted_checkpoint_workload_times_the_final_sync(tmp_path, data_di
     studies = tmp_path / "jobs" / "studies"
     src = (ROOT / "jobs/studies/f2fs-nat-flush.yml").read_text()
     for old, new in (("filesystems: [f2fs]", "filesystems: [f2fs, ext4]"),
-                     ("script: {create_files: 20000}", "script: {create_files: 3000}")):
+                     ("script: {create_files: 100000}", "script: {create_files: 3000}")):
         assert old in src
         src = src.replace(old, new)
     (studies / "f2fs-nat-flush.yml").write_text(src)

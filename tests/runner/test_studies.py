@@ -64,7 +64,7 @@ def test_a_study_is_typed_objects_not_the_file_as_read():
     assert xfs.spec.tool == FsMarkSection({"D": 10000, "S": 0, "n": 10000, "s": 4096, "L": 120}, dirs=8)
     assert xfs.spec.device_stats is True and xfs.profiles["quick"].overrides.fs_mark["L"] == 3
     nat = load_study(JOBS / "studies" / "f2fs-nat-flush.yml")
-    assert nat.workload("quick", "hdd")["script"] == {"create_files": 20000, "workers": 16, "delete_every": 455}
+    assert nat.workload("quick", "hdd")["script"] == {"create_files": 100000, "workers": 16, "delete_every": 455}
     # The resolved workload is a fresh dict: the runner marks fio --readonly on one cell's copy.
     first = ext4.workload("quick", "ssd")
     first["fio"]["readonly"] = True

@@ -41,11 +41,14 @@ def register(sub) -> None:
     add_guest_run_options(p, "variant")
     add_boot_option(p)
     # reproduce.yml's matrix, else the seed's study file, unless --matrix names another.
-    p.set_defaults(func=run, matrix=None)
+    p.set_defaults(func=run, matrix=None, hosts=None)
     for action in p._actions:
         if action.dest == "matrix":
             action.help = ("what to run on each variant (default: the matrix of the series' "
                            "reproduce.yml, else the seed's study file)")
+        if action.dest == "hosts":
+            action.help = ("the qemu host of the inventory (default: the host of the series' "
+                           "reproduce.yml, else vlab)")
 
 
 def run(args) -> int:
@@ -63,6 +66,7 @@ def run(args) -> int:
     # The check as `iowatch check` runs it; the bundles are stored once they carry the post's labels.
     args.series, args.out, args.no_store, args.json = str(seed.series_dir), str(out), True, False
     args.matrix = args.matrix or seed.matrix or str(seed.study.path)
+    args.hosts = args.hosts or seed.host or "vlab"
     args.profile = args.profile or "quick"
     code = check_command.run(args)
     if not (out / "check.json").is_file():
