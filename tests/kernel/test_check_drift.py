@@ -35,6 +35,20 @@ SEED = REPO / "tests" / "fixtures" / "reproductions" / "seed-001"
 FAST_ROUND, SPEED = 2, 2.0
 
 
+@pytest.fixture(autouse=True)
+def recorded_cap(tmp_path, monkeypatch):
+    """The studies as they were when seed 001 was recorded: ext4-dio-randread's
+    cap was then the default 20, and the replay must ask for the rounds the
+    check asked for (at 60 it would ask for rounds that were never run)."""
+    studies = tmp_path / "studies"
+    shutil.copytree(resources.studies_dir(), studies)
+    path = studies / "ext4-dio-randread.yml"
+    text = path.read_text()
+    assert "\nmax_runs: 60\n" in text
+    path.write_text(text.replace("\nmax_runs: 60\n", "\nmax_runs: 20\n"))
+    monkeypatch.setenv("IOWATCH_STUDIES", str(studies))
+
+
 def _recorded(index: int, round_no: int) -> Path:
     if round_no == 0:
         return SEED / f"guest-{index:02d}" / "bundle"

@@ -170,22 +170,34 @@ def test_seed_000_six_twelve_does_not_interleave_on_the_virtual_sd_card(studies)
     assert outcomes == {"not-reproducible", "not-comparable"}
 
 
-def test_seed_002_the_readahead_is_lost_in_the_sync_under_tcg(studies):
-    """Seed 002 on vssd (rounds 0 and 1, 5 boots a side: the check was
-    stopped there, README): the checkpoint's sync read about 52 blocks on
-    every variant and took 200-600 ms under TCG, so the few milliseconds of
-    serial NAT reads that patch 2 overlaps are far inside its noise; the
-    post's flush time, judged on that sync, is not reproduced."""
+def test_seed_002_reads_ahead_of_a_device_with_a_latency_of_its_own(studies):
+    """Seed 002 on the vlab-nullblk host's SSD (the guest's null_blk, 100 us a
+    request, 64 in flight; TCG guests, quick profile of 100,000 files, one
+    repetition a boot): the checkpoint's sync fell by about a third with the
+    post's readahead, a confirmed improvement at 3 boots a side, while the
+    device served the same reads either way (the readahead puts them in flight
+    together; it does not save any). Patch 1, a comment, ran to the cap of 20
+    a side against the base through two outliers and ended "no change within"
+    its detectable effect. The post's flush time, judged on that sync, is
+    reproduced; its block counts are not measured."""
     check = FIXTURES / "seed-002"
-    sides = {i: _side(_booted_bundles(check, i)) for i in (1, 2)}
-    assert [len(s.runs) for s in sides.values()] == [5, 5]
-    cmp = compare_sides(sides[1], sides[2], studies=studies)
-    (sync,) = [v for v in cmp.verdicts if v.key.metric == "sync.time_ms"]
-    assert sync.outcome not in ("regression", "improvement")
-    assert sync.ci_high - sync.ci_low > 50  # points: the noise, not the patch
-    reads = {v.key.metric: v for v in cmp.diagnostics}["device.read_ios"]
-    assert abs(reads.change_pct) < 5  # the same NAT blocks read either way
+    summary = json.loads((check / "check.json").read_text())
+    assert summary["regressing_patches"] == []
+    sides = {i: _side(_booted_bundles(check, i)) for i in (0, 1, 2)}
+    assert [len(s.runs) for s in sides.values()] == [20, 20, 3]
+    assert {d["devices"][0]["name"] for s in sides.values() for d in s.runs} == {"vnullb"}
+    patch2 = compare_sides(sides[1], sides[2], studies=studies)
+    (sync,) = [v for v in patch2.verdicts if v.key.metric == "sync.time_ms"]
+    assert sync.outcome == "improvement" and -45 < sync.change_pct < -25, sync.words
+    assert sync.ci_high < -15
+    reads = {v.key.metric: v for v in patch2.diagnostics}["device.read_ios"]
+    assert abs(reads.change_pct) < 5  # the same reads either way, in flight together
+    patch1 = compare_sides(sides[0], sides[1], studies=studies)
+    (sync1,) = [v for v in patch1.verdicts if v.key.metric == "sync.time_ms"]
+    assert sync1.outcome == "no-change" and abs(sync1.change_pct) < 5, sync1.words
     seed = find_seed("002", studies, REPO / "kernels" / "series")
     rows = {row.claim.metric: row for row in judge_check_dir(check, seed, studies).rows}
-    assert rows["f2fs.nat_flush_ms"].outcome == NOT_REPRODUCED
+    assert rows["f2fs.nat_flush_ms"].outcome == REPRODUCED
     assert rows["f2fs.nat_flush_ms"].why.startswith("judged on sync.time_ms")
+    assert {rows[m].outcome for m in ("f2fs.nat_blocks_accessed", "f2fs.nat_blocks_read")} == {
+        "not-comparable"}
