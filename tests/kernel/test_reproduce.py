@@ -165,7 +165,8 @@ def test_a_series_can_name_the_host_its_variants_boot_on(tmp_path, studies):
                                str(tmp_path), "--out", str(tmp_path / "out"), "--no-progress", *args],
                               capture_output=True, text=True, timeout=300, cwd=REPO)
     out = reproduce()
-    assert out.returncode == 2 and "vlab-nullblk" in out.stderr, out.stderr
+    assert out.returncode == 2 and "reproduce.yml boots the variants on host 'vlab-nullblk', " \
+        f"which {inv} does not have" in out.stderr, out.stderr
     out = reproduce("--hosts", "vlab-other")  # the host passes: the next refusal is the tree's
     assert out.returncode == 2 and f"{tmp_path} is not a kernel tree" in out.stderr, out.stderr
 

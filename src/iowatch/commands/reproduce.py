@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from iowatch import exit_status, paths, resources
+from iowatch import exit_status, inventory, paths, resources
 from iowatch.commands import check as check_command
 from iowatch.commands.guest_options import add_boot_option, add_guest_run_options
 from iowatch.seeds import (Seed, SeedError, checked_variants, find_seed, judge_check_dir,
@@ -66,6 +66,12 @@ def run(args) -> int:
     # The check as `iowatch check` runs it; the bundles are stored once they carry the post's labels.
     args.series, args.out, args.no_store, args.json = str(seed.series_dir), str(out), True, False
     args.matrix = args.matrix or seed.matrix or str(seed.study.path)
+    if seed.host and not args.hosts and not _has_host(args.inventory, seed.host):
+        print(f"iowatch reproduce: {seed.series_dir.name}/reproduce.yml boots the variants on host "
+              f"{seed.host!r}, which {args.inventory or inventory.default_path()} does not have; "
+              "copy it from the hardware-inventory.yml iowatch ships, or name another qemu host "
+              "with --hosts", file=sys.stderr)
+        return 2
     args.hosts = args.hosts or seed.host or "vlab"
     args.profile = args.profile or "quick"
     code = check_command.run(args)
@@ -78,6 +84,17 @@ def run(args) -> int:
         print(f"iowatch reproduce: {e}", file=sys.stderr)
         return 2
     return code
+
+
+def _has_host(inventory_path: str | None, name: str) -> bool:
+    """Whether the inventory has the host; a broken inventory is the check's to name."""
+    try:
+        inventory.load(inventory_path).host(name)
+    except KeyError:
+        return False
+    except inventory.InventoryError:
+        return True
+    return True
 
 
 def _label_and_store(out: Path, seed: Seed, store: bool) -> None:
