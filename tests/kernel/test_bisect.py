@@ -333,3 +333,47 @@ def test_a_step_measured_while_the_platform_drifted_decides_nothing_and_asks_for
     assert step.outcome == "unsure"
     assert "the platform drifted (canary canary-tmpfs-read" in step.words
     assert step.wants_runs == 10  # the next look after 5, below the study's cap
+
+
+def test_a_step_measured_while_the_platform_drifted_is_measured_again_with_both_ends(tmp_path):
+    """Rounds as blocks in the bisect (issue 24 item 2): the step's first boot saw
+    the platform move (its canary 30% below both ends', the ends of the stand-in
+    lab agreeing), so more boots of the step alone would be compared across the
+    move again. The search measures good, the step and bad together, in that
+    order, and judges the step on that round only: there it measures like bad,
+    and it is named the first bad commit."""
+    bad_path = _canary_scaled(LAB_VM / "bad", tmp_path / "bad", 1.0, like=LAB_VM / "good")
+    moved = _canary_scaled(bad_path, tmp_path / "moved", 0.7)
+    calls: list[tuple[int, int]] = []
+
+    def measure(index: int, attempt: int) -> VariantRun:
+        calls.append((index, attempt))
+        v = Variant(index, f"{index:040x}", f"commit {index}", status="built")
+        path = LAB_VM / "good" if index == 0 else moved if (index, attempt) == (1, 0) else bad_path
+        return VariantRun(v, path, status="passed")
+
+    said: list[str] = []
+    target, steps, last_good, first_bad, untestable = search(2, measure, say=said.append)
+    assert calls[:3] == [(0, 0), (2, 0), (1, 0)]  # the ends together, then the step alone
+    assert calls[3:6] == [(0, 1), (1, 1), (2, 1)], calls  # then a round of all three
+    assert any("platform drifted" in line and "measuring good, it and bad together (round 1)"
+               in line for line in said), said
+    step = next(s for s in steps if s.index == 1)
+    assert step.verdict.outcome == "bad" and not step.verdict.platform
+    assert len(step.runs) == 2  # both of its boots kept as the step's evidence
+    assert (last_good, first_bad, untestable) == (0, 1, [])
+
+
+def test_a_round_of_the_step_and_both_ends_is_judged_within_its_rounds():
+    """side_of gives each run its round, so compare_sides can judge the step
+    within the rounds it shares with an end (iowatch.stats.blocks); runs outside
+    a round pool."""
+    from iowatch.bisect.search import side_of
+    v = Variant(0, "0" * 40, "commit 0", status="built")
+    a, b = VariantRun(v, LAB_VM / "good", status="passed"), VariantRun(v, LAB_VM / "good",
+                                                                        status="passed")
+    side = side_of([a, b], {id(b): 3})
+    assert [r["round"] for r in side.runs] == [None, 3]
+    from iowatch.side_data import pool
+    rounds = pool(side).rounds
+    assert rounds and all(labels.count(3) == labels.count(None) for labels in rounds.values())

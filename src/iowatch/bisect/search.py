@@ -98,10 +98,15 @@ def _end_attempts(cmp: Comparison) -> int:
     return looks(max(cmp.caps, default=DEFAULT_CAP)) - 1
 
 
-def side_of(runs: list[VariantRun]) -> Side:
-    """The measured runs of one commit as a comparison side (pooled)."""
+def side_of(runs: list[VariantRun], rounds: dict[int, int] | None = None) -> Side:
+    """The measured runs of one commit as a comparison side. `rounds` gives a
+    run (by id) the round (block) it was measured in together with the other
+    side's runs of that round, as a check's rounds are (iowatch.stats.blocks):
+    compare_sides judges within the rounds when every value has one and they
+    drifted; a run without one pools."""
+    rounds = rounds or {}
     return Side(spec=runs[0].variant.label, source=str(runs[0].bundle),
-                runs=[bundle.load(r.bundle) for r in runs])
+                runs=[{**bundle.load(r.bundle), "round": rounds.get(id(r))} for r in runs])
 
 
 def _matches(v: CellVerdict, metric: str | None, cell: str | None) -> bool:
@@ -152,19 +157,31 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
         got = got if isinstance(got, list) else [got]
         return [r for r in got if _measured([r])] or got[:1]
 
+    # Rounds as blocks (iowatch.stats.blocks): the ends are measured together,
+    # good then bad, each time (round = the attempt), so their A/B is judged
+    # within those rounds when the platform moved between them. A step is
+    # measured alone; one whose canary moved against an end is measured again
+    # with both ends in rounds of its own (`joint`) and judged on those only.
+    block: dict[int, int] = {}  # id(VariantRun) -> its round
+
+    def in_round(runs: list[VariantRun], k: int) -> list[VariantRun]:
+        block.update((id(r), k) for r in runs)
+        return runs
+
     ends = {}
     for i in (0, n):
         runs = boots(i, 0)
         if not _measured(runs):
             raise NothingToBisect(f"{'good' if i == 0 else 'bad'} end (variant {i}) gave no "
                                   f"measurement: {runs[0].status}: {runs[0].reason[:300]}")
-        ends[i] = runs
+        ends[i] = in_round(runs, 0)
     # The ends must differ by the policy's verdict; while the deciding cells are
     # unsure, both ends are measured again (pooled), a look at a time up to the cap.
     judged: list[Comparison] = []  # every judgement of the ends, the last one last
 
     def ends_judged() -> Comparison:
-        judged.append(compare_sides(side_of(ends[0]), side_of(ends[n]), studies=studies))
+        judged.append(compare_sides(side_of(ends[0], block), side_of(ends[n], block),
+                                    studies=studies))
         return judged[-1]
 
     def ends_wanted(cmp: Comparison) -> str | None:
@@ -183,7 +200,7 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
     def ends_measure(why: str, attempt: int) -> bool:
         say(f"bisect: good and bad are {judged[-1].state} ({why}); measuring both ends again")
         for i in (0, n):
-            ends[i] += [r for r in boots(i, attempt) if _measured([r])]
+            ends[i] += in_round([r for r in boots(i, attempt) if _measured([r])], attempt)
         return True
 
     ended = adapt(ends_judged, ends_wanted, ends_measure)
@@ -195,8 +212,13 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
 
     attempts = {0: ended.rounds + 1, n: ended.rounds + 1}  # each variant's next measurement
 
-    def judge(runs: list[VariantRun]) -> StepVerdict:
-        # The ends as measured so far: a step may have asked for more of them.
+    def judge(runs: list[VariantRun], joint: dict[int, list[VariantRun]] | None = None,
+              at: int | None = None) -> StepVerdict:
+        # The ends as measured so far (a step may have asked for more of them),
+        # or, once rounds measured the step `at` and both ends together, those only.
+        if joint:
+            return judge_step(side_of(joint[0], block), side_of(joint[n], block),
+                              side_of(joint[at], block), target, studies=studies)
         return judge_step(side_of(ends[0]), side_of(ends[n]), side_of(runs), target,
                           studies=studies)
 
@@ -226,10 +248,23 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
         # Unsure: more repetitions of the step, a look at a time, up to the study's cap;
         # with the step at its cap, of the ends the comparisons still ask for.
         attempts[mid] = 1
+        joint: dict[int, list[VariantRun]] = {}  # the step's rounds with both ends
+
+        def joint_rounds() -> int:
+            return max((block[id(r)] for r in joint.get(mid, [])), default=0)
 
         def step_wanted(j: StepVerdict) -> tuple[list[int], str] | None:
             if j.outcome != "unsure" or not remeasure_unclear:
                 return None
+            if j.wants_runs and (j.platform or joint):
+                # The step's boots and an end's saw different platforms: more
+                # boots of the step alone would compare them again across the
+                # move. Good, the step and bad are measured together, a round
+                # at a time, and the step is judged on those rounds only.
+                return [0, mid, n], (f"bisect: variant {mid} unsure ({j.words}); measuring good, "
+                                     f"it and bad together (round {joint_rounds() + 1})")
+            if joint:
+                return None  # at the cap in its rounds: boots of an end alone are not in them
             if j.wants_runs:
                 return [mid], (f"bisect: variant {mid} unsure ({j.words}); measuring it again "
                                f"toward {j.wants_runs} repetitions")
@@ -241,16 +276,29 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
         def step_measure(want: tuple[list[int], str], _round: int) -> bool:
             indices, words = want
             say(words)
-            added = False
+            together = len(indices) == 3
+            k = joint_rounds() + 1
+            got = {}
             for index in indices:
+                got[index] = [r for r in boots(index, attempts[index]) if _measured([r])]
+                attempts[index] += 1
+            if together and not all(values(got[i]) for i in indices):
+                # A round lacking a side is no block: its boots pool as the step's or
+                # the ends' own, the round is not counted, and the rounds stop.
+                for index, new in got.items():
+                    (runs if index == mid else ends[index]).extend(new)
+                return False
+            added = False
+            for index, new in got.items():
                 measured = runs if index == mid else ends[index]
                 before = len(values(measured))
-                measured += [r for r in boots(index, attempts[index]) if _measured([r])]
-                attempts[index] += 1
+                measured += new
                 added = added or len(values(measured)) > before
+                if together:
+                    joint.setdefault(index, []).extend(in_round(new, k))
             return added
 
-        step.verdict = adapt(lambda: judge(runs), step_wanted, step_measure).judgement
+        step.verdict = adapt(lambda: judge(runs, joint, mid), step_wanted, step_measure).judgement
         say(f"bisect: variant {mid} {step.verdict.words} (median {step.verdict.median:.4g}, "
             f"{len(values(runs))} repetitions)")
         on_step(step)
