@@ -104,6 +104,7 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
     t_all = time.monotonic()
     plan = make_variants(tree, base_ref, series)
     result = CheckResult(series, plan)
+    check_id = uuid.uuid4().hex  # each bundle records it with its round (check_round)
     t0 = time.monotonic()
     configure(plan)
     result.phases["configure"] = time.monotonic() - t0
@@ -117,7 +118,7 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
             break
         result.runs.append(run_variant(plan, v, host, inventory, matrix, out, profile=profile,
                                        reps=first, store=store, say=say, echo_console=echo_console,
-                                       phases=result.phases))
+                                       phases=result.phases, check_id=check_id))
     boots: dict[tuple[int, int], int] = {}  # (variant, round) -> boots so far
 
     def booted(vr: VariantRun, round_no: int) -> str:
@@ -132,7 +133,8 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
         name = booted(vr, 0)
         again = run_variant(plan, vr.variant, host, inventory, matrix, out / f"variant-{name}",
                             profile=profile, reps=reps, store=store, say=say,
-                            echo_console=echo_console, shared_name=f"guest-{name}", phases=times)
+                            echo_console=echo_console, shared_name=f"guest-{name}", phases=times,
+                            check_id=check_id)
         _add_times(result.phases, times)  # round 0's boot and matrix times hold all its boots
         return again
 
@@ -144,7 +146,7 @@ def run_check(tree: Path, base_ref: str, series: Series, host: Host, inventory: 
         again = run_variant(plan, vr.variant, host, inventory, matrix, out / f"variant-{name}",
                             profile=profile, reps=reps, cells=cells, store=store, say=say,
                             echo_console=echo_console, shared_name=f"guest-{name}", phases=times,
-                            round_no=round_no)
+                            round_no=round_no, check_id=check_id)
         _add_times(result.phases, times)  # a round's boot and matrix times hold all its boots
         return again
 
@@ -307,9 +309,11 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
                 store: Callable[[Path], None] = lambda p: None, say: Callable[[str], None] = print,
                 echo_console: bool = False, phases: dict[str, float] | None = None,
                 cells: list[str] | None = None, shared_name: str | None = None,
-                round_no: int = 0) -> VariantRun:
+                round_no: int = 0, check_id: str | None = None) -> VariantRun:
     """Build one variant, boot it in the virtual lab and run the matrix: its bundle
-    (a failure bundle when it does not build or boot) is stored either way."""
+    (a failure bundle when it does not build or boot) is stored either way. A
+    check's bundle records the check and the round it was measured in
+    (check_round), so the server can judge the check's rounds as blocks too."""
     phases = {} if phases is None else phases
     in_round = f" round {round_no}" if round_no else ""
     series = plan.series
@@ -366,6 +370,9 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
         say(f"variant {v.index}: its bundle cannot be read: {e}")
         return vr
     vr.status = doc["status"]
+    if check_id:
+        doc["check_round"] = {"check": check_id, "round": round_no}
+        bundle.write_manifest(guest_out, doc)
     store(guest_out)
     say(f"variant {v.index}: ran under {boot.accel.upper()} (boot {boot.boot_s:.0f} s, "
         f"matrix {vr.matrix_s:.0f} s): {doc['status']}")

@@ -215,8 +215,30 @@ class PooledSide:
     hosts: str  # the hosts the runs came from, joined
     device_models: dict[str, str]  # device name -> model, where the inventory gave one
     # The round of a check each value came from (the run's "round", set by
-    # iowatch.check on the runs of its rounds); None for a run outside a check's rounds.
+    # iowatch.check on the runs of its rounds, or the CheckRound its bundle
+    # records); None for a run outside a check's rounds.
     rounds: dict[PooledKey, list] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, order=True)
+class CheckRound:
+    """A round of one `iowatch check` as its bundles record it (check_round):
+    a side read from a store may pool the runs of several checks of a kernel,
+    whose rounds of the same number are different blocks."""
+    check: str
+    index: int
+
+    def __str__(self) -> str:
+        return f"{self.index} of check {self.check[:8]}"
+
+
+def run_round(run: dict):
+    """The round (block) a run was measured in: the "round" a caller gave it,
+    else the check round its bundle records, else None."""
+    if run.get("round") is not None:
+        return run["round"]
+    cr = run.get("check_round")
+    return CheckRound(cr["check"], cr["round"]) if cr else None
 
 
 def pool(side: Side) -> PooledSide:
@@ -229,6 +251,7 @@ def pool(side: Side) -> PooledSide:
     hosts = set()
     for i, run in enumerate(side.runs):
         boot = str(run.get("run_id") or i)
+        block = run_round(run)
         classes = {d["name"]: d.get("class") or d.get("device_class") for d in run.get("devices") or []}
         models.update({d["name"]: d.get("model") for d in run.get("devices") or [] if d.get("model")})
         hosts.add((run.get("host") or {}).get("name", "?"))
@@ -247,7 +270,7 @@ def pool(side: Side) -> PooledSide:
                         key = PooledKey.at(where, s["group"], s["metric"])
                         values[key].append(float(s["value"]))
                         boots[key].append(boot)
-                        rounds[key].append(run.get("round"))
+                        rounds[key].append(block)
     return PooledSide(dict(values), dict(boots), cells, ", ".join(sorted(hosts)), models,
                       dict(rounds))
 

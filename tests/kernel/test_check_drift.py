@@ -14,12 +14,12 @@ add_repetitions asks for the rounds it wants and gets the recorded ones.
 """
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from pathlib import Path
 
 import pytest
+from drift import faster
 
 from iowatch import bundle, exit_status, resources
 from iowatch.check import CheckResult, VariantRun, add_repetitions, exit_code, report
@@ -27,7 +27,6 @@ from iowatch.side_data import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Plan, Variant
 from iowatch.kernel.series_input import load_series
-from iowatch.metrics import HIGHER, LOWER, METRICS
 from iowatch.studies import load_studies
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,32 +54,13 @@ def _recorded(index: int, round_no: int) -> Path:
     return SEED / f"variant-{index:02d}-round{round_no}" / f"guest-{index:02d}-round{round_no}" / "bundle"
 
 
-def _faster(src: Path, dst: Path, speed: float) -> Path:
-    """A copy of a recorded bundle as if the machine ran `speed` times as fast."""
-    shutil.copytree(src, dst)
-    doc = json.loads((dst / bundle.MANIFEST).read_text())
-    for cell in doc["cells"]:
-        for rep in cell["repetitions"]:
-            for s in rep["samples"]:
-                metric = METRICS.get(s["metric"])
-                if metric is None or s["metric"].startswith("ratio."):
-                    continue
-                if metric.direction == HIGHER:
-                    s["value"] *= speed
-                elif metric.direction == LOWER:
-                    s["value"] /= speed
-    (dst / bundle.MANIFEST).write_text(json.dumps(doc))
-    bundle.load(dst)  # still a valid bundle
-    return dst
-
-
 def _replay(tmp_path: Path, variants: int, speed: float = SPEED) -> CheckResult:
     """The check's adaptive loop over the recorded bundles, round FAST_ROUND sped up."""
     def bundle_of(index: int, round_no: int) -> Path:
         dst = tmp_path / f"variant-{index}-round-{round_no}"
         if dst.exists():
             return dst
-        return _faster(_recorded(index, round_no), dst, speed if round_no == FAST_ROUND else 1.0)
+        return faster(_recorded(index, round_no), dst, speed if round_no == FAST_ROUND else 1.0)
 
     series = load_series(str(REPO / "kernels" / "series" / "seed-001-ext4-dio-read-lock"))
     docs = [bundle.load(_recorded(i, 0)) for i in range(variants)]

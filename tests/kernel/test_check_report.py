@@ -260,6 +260,17 @@ def test_a_ratio_cell_measured_again_takes_its_raw_partner_along():
                          "odirect-vs-readers/vhdd/ext4": 4}}
 
 
+def _built_variant(tmp_path: Path) -> tuple[Plan, Variant]:
+    """A plan of one variant of the e2e series whose kernel counts as built
+    (its bzImage is never booted: the tests put boot_and_run's place)."""
+    series = load_series(str(REPO / "kernels" / "series" / "e2e-slow-ext4-dio"))
+    artifacts = tmp_path / "artifacts"
+    artifacts.mkdir()
+    (artifacts / "bzImage").write_bytes(b"not booted")
+    v = Variant(0, "0" * 40, None, status="built", artifacts=str(artifacts), release="6.12.117+")
+    return Plan(REPO, REPO, REPO, series, "0" * 40, [v]), v
+
+
 def test_a_bundle_the_check_cannot_read_fails_its_variant_not_the_check(tmp_path, monkeypatch):
     """A guest that ran other code than the host (a metric the host's table does
     not know, as happened when the runner changed mid-check) leaves a bundle
@@ -270,16 +281,9 @@ def test_a_bundle_the_check_cannot_read_fails_its_variant_not_the_check(tmp_path
 
     from iowatch import check, inventory
     from iowatch.commands.guest_options import qemu_host
-    from iowatch.kernel.build import Plan, Variant
-    from iowatch.kernel.series_input import load_series
     from iowatch.vlab import BootResult
 
-    series = load_series(str(REPO / "kernels" / "series" / "e2e-slow-ext4-dio"))
-    artifacts = tmp_path / "artifacts"
-    artifacts.mkdir()
-    (artifacts / "bzImage").write_bytes(b"not booted")
-    v = Variant(0, "0" * 40, None, status="built", artifacts=str(artifacts), release="6.12.117+")
-    plan = Plan(REPO, REPO, REPO, series, "0" * 40, [v])
+    plan, v = _built_variant(tmp_path)
 
     def fake_boot(image, host, cmd, shared, console, **kw):
         out = shared / "bundle"
@@ -298,6 +302,35 @@ def test_a_bundle_the_check_cannot_read_fails_its_variant_not_the_check(tmp_path
     assert vr.status == "failed" and vr.bundle is None
     assert "device.no_such_metric" in vr.reason and "bundle" in vr.reason
     assert any("cannot be read" in s for s in said)
+
+
+def test_a_checks_bundle_records_the_check_and_its_round_before_it_is_stored(tmp_path, monkeypatch):
+    """Rounds are blocks on the server too (tests/webapp/test_check_rounds.py):
+    the bundle a check stores says which check and which round measured it;
+    one measured outside a check (the bisect's) says nothing of the kind."""
+    import shutil
+
+    from iowatch import check, inventory
+    from iowatch.commands.guest_options import qemu_host
+    from iowatch.vlab import BootResult
+
+    plan, v = _built_variant(tmp_path)
+
+    def boot(image, host, cmd, shared, console, **kw):
+        shutil.copytree(FIXTURES / "guest-00" / "bundle", shared / "bundle")
+        console.write_text("booted\n")
+        return BootResult("passed", "tcg", 1.0, 2.0, 0, console=console)
+
+    monkeypatch.setattr(check, "boot_and_run", boot)
+    inv = inventory.default_path()
+    stored = []
+    host = qemu_host(inv, "vlab", "-")
+    check.run_variant(plan, v, host, inv, "jobs/e2e.yml", tmp_path / "a", say=lambda s: None,
+                      store=lambda p: stored.append(bundle.load(p)), round_no=3, check_id="ab" * 16)
+    check.run_variant(plan, v, host, inv, "jobs/e2e.yml", tmp_path / "b", say=lambda s: None,
+                      store=lambda p: stored.append(bundle.load(p)))
+    assert stored[0]["check_round"] == {"check": "ab" * 16, "round": 3}
+    assert "check_round" not in stored[1]
 
 
 def test_the_summary_is_written_after_every_comparison(tmp_path):

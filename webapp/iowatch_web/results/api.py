@@ -238,6 +238,7 @@ class RunDetail(RunOut):
     bundle_sha256: str
     patches: list[PatchOut]  # every patch of the kernel's series, with its Message-ID
     trigger: dict[str, Any]  # what started the run: {} or a nightly's or a bisect step's
+    check_round: dict[str, Any]  # {} or an `iowatch check`'s id and the round the run was in
 
     @staticmethod
     def resolve_kernel_config(run: Run) -> dict:

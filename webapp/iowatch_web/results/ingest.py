@@ -227,7 +227,7 @@ def _insert(doc: dict, digest: str, agent: Agent | None,
         matrix=_text(doc.get("matrix")), command=_text(doc.get("command")),
         cmdline=_text(doc["kernel"].get("cmdline")), tools=doc.get("tools", {}),
         environment=doc.get("environment", {}), trigger=doc.get("trigger") or {},
-        bundle_sha256=digest, **times)
+        check_round=doc.get("check_round") or {}, bundle_sha256=digest, **times)
     run.devices.set(devices.values())
 
     cells = Cell.objects.bulk_create([

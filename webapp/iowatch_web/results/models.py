@@ -214,6 +214,9 @@ class Run(models.Model):
     # What started the run (the bundle's trigger): {"kind": "nightly", "branch",
     # "tree", "night"} for a nightly of a tracked branch; empty otherwise.
     trigger = models.JSONField(default=dict, blank=True)
+    # A run of `iowatch check`: {"check": its id, "round": k} (the bundle's
+    # check_round); the rounds are the blocks its variants are judged within.
+    check_round = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     received_at = models.DateTimeField(auto_now_add=True)

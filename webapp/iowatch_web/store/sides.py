@@ -82,6 +82,7 @@ def manifests(runs: list[Run], job_samples: bool = True) -> list[dict]:
                     "label": run.label, "matrix": run.matrix, "command": run.command,
                     "kernel": kernel, "host": {"name": run.host.name, "kind": run.host.kind},
                     "tools": run.tools, "environment": run.environment,
+                    "check_round": run.check_round or None,
                     "devices": sorted(devices[run.pk], key=lambda d: d["name"]),
                     "cells": cells[run.pk]})
     return out
