@@ -118,6 +118,11 @@ class Inventory:
             raise KeyError(f"{self.file} has no host {name!r} (hosts: {known})") from None
 
 
+# A device's qemu.bus when the guest kernel makes the device (null_blk, built in;
+# iowatch.vlab.guest_kernel_args gives its module parameters), not QEMU.
+NULL_BLK = "null_blk"
+
+
 def default_path() -> Path:
     """$IOWATCH_INVENTORY, else hardware-inventory.yml here, else the one
     iowatch ships (the local target, the virtual lab and an example lab)."""
@@ -349,7 +354,7 @@ def _qemu_problems(file: str, hname: str, dev: Device, enode) -> list[Problem]:
     def problem(key: str, text: str) -> None:
         problems.append(Problem(file, yamlfile.line_of(yamlfile.child(qnode, key)[0]) or dev.line,
                                 text, hname, repr(dev.name), f"qemu.{key}"))
-    if q.get("bus") == "null_blk":
+    if q.get("bus") == NULL_BLK:
         if dev.path != "/dev/nullb0" or dev.members:
             problem("bus", "a null_blk device is the guest's /dev/nullb0: give it path: /dev/nullb0 "
                            "(one null_blk device a host)")

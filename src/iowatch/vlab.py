@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from iowatch import paths
-from iowatch.inventory import Host, parse_size
+from iowatch.inventory import NULL_BLK, Host, parse_size
 
 BOOT_MARKER = "IOWATCH-GUEST-BOOTED"
 PANIC_MARKERS = ("Kernel panic", "end Kernel panic")
@@ -41,7 +41,6 @@ PANIC_MARKERS = ("Kernel panic", "end Kernel panic")
 # the guest caches it (the last rootflags= on the command line wins).
 ROOT_9P_FLAGS = "rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose"
 KVM_HANG_FILE = "kvm-hangs"   # in the vlab dir: KVM was seen to hang on this machine
-NULL_BLK = "null_blk"   # a device's qemu.bus when the guest kernel makes it (guest_kernel_args)
 
 
 @dataclass
@@ -266,7 +265,8 @@ def _boot(bzimage: Path, host: Host, guest_command: list[str], shared: Path, con
     # take) each try waits 3.1 s before falling back to 9p: 6 s of every boot.
     # The guest's root is 9p everywhere the virtual lab runs (ROOT_9P_FLAGS).
     base = ["vng", "--run", str(bzimage), "--cpus", str(cpus), "--memory", memory, "--force-9p",
-            "--rwdir", str(shared), "--verbose", "--exec", inner, "--append", " ".join([ROOT_9P_FLAGS, *guest_kernel_args(host)]),
+            "--rwdir", str(shared), "--verbose", "--exec", inner,
+            "--append", " ".join([ROOT_9P_FLAGS, *guest_kernel_args(host)]),
             # With "=": argparse would take a value starting with "-drive" for an option.
             "--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu_device_args(host, images))]
     env_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
