@@ -21,7 +21,10 @@ SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux
                  linux-source-6.12
                  # the guest kernel's configuration step (tests/kernel/test_guest_config.py):
                  # kconfig's parser is built with flex and bison
-                 flex bison)
+                 flex bison
+                 # the virtual lab's device models (iowatch.mechanics; tests/mechanics serve
+                 # them to fio on the host): nbdkit runs the model as a Python plugin
+                 nbdkit nbdkit-plugin-python)
 
 # With --kernel: what building kernels and the virtual lab need (not in CI).
 KERNEL_PACKAGES=(linux-source-6.12 qemu-system-x86 ccache bc bison flex libelf-dev libssl-dev

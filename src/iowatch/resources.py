@@ -70,3 +70,8 @@ def matrix_path(name_or_path: str | os.PathLike) -> Path:
             if candidate.is_file():
                 return candidate
     return given
+
+
+def device_models() -> Path:
+    """The virtual lab's device models' profiles (iowatch.mechanics.profiles)."""
+    return _packaged("device-models.yml")

@@ -1,0 +1,257 @@
+"""Cost models of the virtual lab's device classes: when each request completes.
+
+A model is the device's mechanics and nothing else: it is given each request
+as it arrives (read, write, flush or trim, its byte offset and length, the
+time) and answers the time at which the device completes it, keeping the
+device's state (where the head is, which allocation units are open, which
+channels are busy) between requests. It does no I/O and reads no clock; the
+nbdkit plugin (iowatch.mechanics.nbdplugin) serves the data and waits until
+that time. Profiles, the figures of a named real device, are data
+(src/iowatch/data/device-models.yml, iowatch.mechanics.profiles).
+
+Three kinds, one per family of device classes:
+
+- `RotationalDisk` (hdd): one actuator. A request waits for the ones before
+  it (first come, first served: the model does not reorder its queue as NCQ
+  does; the guest's I/O scheduler orders what it sends), then pays a seek
+  that grows with the distance in LBA (track to track for a short hop, the
+  datasheet's average over random pairs, full stroke across the disk), half
+  a rotation on average (drawn, seeded), and the transfer at its zone's rate
+  (outer zone fastest, falling linearly to the inner). A request that starts
+  where the last one ended streams on without a seek or a rotation. Writes go
+  to the write cache and complete at once while it has room; the media
+  writes them in arrival order after what is queued, and a flush (or a FUA
+  write) completes when the media has written everything before it.
+- `FlashCard` (sdcard, emmc): allocation units (AUs) of the card's size, of
+  which a few may be open for writing at once. A write that continues an
+  open AU at its write pointer costs a command and its transfer at the
+  card's program rate; a write to an AU that is not open, or behind an open
+  AU's write pointer, opens it and, with every slot taken, closes the least
+  recently used one, which costs the card's garbage collection (the unit
+  switch measured as its random-write cost). A write that does not cover
+  whole pages also pays a page's read-modify-write. Reads cost a command and
+  the transfer. One command at a time (the SD bus); a trim of whole AUs
+  closes them.
+- `SolidStateDrive` (ssd, nvme, RAID0 members): a fixed latency per read and
+  per write, served by `channels` requests at once, and a link bandwidth
+  shared by all; a flush costs a fixed time after the writes before it.
+
+Times are seconds (floats), offsets and lengths bytes.
+"""
+from __future__ import annotations
+
+import random
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+READ, WRITE, FLUSH, TRIM = "read", "write", "flush", "trim"
+MB = 1_000_000
+
+
+@dataclass(frozen=True)
+class DiskProfile:
+    capacity: int                 # the stroke the seek curve spans, bytes
+    rpm: int
+    track_to_track_ms: float
+    average_seek_ms: float        # over random pairs of positions, as datasheets give it
+    full_stroke_ms: float
+    outer_mb_s: float
+    inner_mb_s: float
+    command_us: float = 100.0
+    interface_mb_s: float = 600.0
+    cache_bytes: int = 64 << 20
+    cache_segments: int = 128     # extents the cache holds at once; a sequential write extends the last
+    write_cache: bool = True
+
+    @property
+    def seek_exponent(self) -> float:
+        """p of seek(x) = t2t + (full - t2t) * x**p, x the distance over the
+        stroke, so that the mean over random pairs (|U1 - U2|, density
+        2(1 - x), whose mean of x**p is 2 / ((p + 1)(p + 2))) is the average."""
+        share = (self.average_seek_ms - self.track_to_track_ms) / (self.full_stroke_ms - self.track_to_track_ms)
+        # (p + 1)(p + 2) = 2 / share  ->  p**2 + 3p + 2 - 2/share = 0
+        return (-3 + (9 - 4 * (2 - 2 / share)) ** 0.5) / 2
+
+
+@dataclass(frozen=True)
+class FlashProfile:
+    au_bytes: int
+    open_aus: int
+    page_bytes: int
+    read_command_us: float
+    read_mb_s: float
+    write_command_us: float
+    write_mb_s: float             # the program rate inside an open AU
+    au_switch_ms: float           # opening an AU with every slot taken: the LRU one's garbage collection
+    flush_us: float = 0.0
+
+
+@dataclass(frozen=True)
+class SsdProfile:
+    read_us: float
+    write_us: float
+    channels: int
+    link_mb_s: float
+    flush_us: float = 0.0
+
+
+class RotationalDisk:
+    def __init__(self, p: DiskProfile, seed: int):
+        self.p = p
+        self.rng = random.Random(seed)
+        self.head = 0                 # byte offset after the last request the media served
+        self.media_free = 0.0         # when the media has done everything queued
+        self.dirty: deque[list] = deque()   # [media done at, bytes] an extent in the cache, oldest first
+        self.dirty_bytes = 0
+        self.last_write_end = -1
+        self._p_exp = p.seek_exponent
+
+    def seek_s(self, distance: int) -> float:
+        if distance == 0:
+            return 0.0
+        p = self.p
+        x = min(1.0, distance / p.capacity)
+        return (p.track_to_track_ms + (p.full_stroke_ms - p.track_to_track_ms) * x ** self._p_exp) / 1e3
+
+    def _rate(self, offset: int) -> float:
+        x = min(1.0, offset / self.p.capacity)
+        return (self.p.outer_mb_s - (self.p.outer_mb_s - self.p.inner_mb_s) * x) * MB
+
+    def media_s(self, offset: int, length: int) -> float:
+        """What the media takes for one request from where the head is."""
+        position = 0.0
+        if offset != self.head:
+            position = self.seek_s(abs(offset - self.head)) + self.rng.random() * 60.0 / self.p.rpm
+        self.head = offset + length
+        return position + length / self._rate(offset)
+
+    def _media(self, start: float, offset: int, length: int) -> float:
+        self.media_free = max(start, self.media_free) + self.p.command_us / 1e6 + self.media_s(offset, length)
+        return self.media_free
+
+    def _drain(self, now: float) -> None:
+        while self.dirty and self.dirty[0][0] <= now:
+            self.dirty_bytes -= self.dirty.popleft()[1]
+
+    def submit(self, op: str, offset: int, length: int, now: float, fua: bool = False) -> float:
+        if op == READ:
+            return self._media(now, offset, length)
+        if op == WRITE:
+            if not self.p.write_cache or fua:
+                return self._media(now, offset, length)
+            self._drain(now)
+            done = self._media(now, offset, length)
+            ready = now + self.p.command_us / 1e6 + length / (self.p.interface_mb_s * MB)
+            if self.dirty and offset == self.last_write_end:
+                self.dirty[-1][0] = done                   # the same extent, grown
+                self.dirty[-1][1] += length
+            else:
+                # With every extent taken, the write waits until the oldest is on the media.
+                if len(self.dirty) >= self.p.cache_segments:
+                    ready = max(ready, self.dirty[0][0])
+                self.dirty.append([done, length])
+            self.last_write_end = offset + length
+            self.dirty_bytes += length
+            # With the bytes full, it waits until the media has freed its room.
+            need = self.dirty_bytes - self.p.cache_bytes
+            for at, nbytes in self.dirty:
+                if need <= 0:
+                    break
+                ready, need = max(ready, at), need - nbytes
+            return ready
+        if op == FLUSH:
+            return max(now, self.media_free) + self.p.command_us / 1e6
+        return now + self.p.command_us / 1e6          # trim: a disk has nothing to do
+
+
+class FlashCard:
+    def __init__(self, p: FlashProfile, seed: int):
+        self.p = p
+        self.free = 0.0
+        self.open: OrderedDict[int, int] = OrderedDict()   # AU -> write pointer (bytes into it), LRU first
+        self.unit_switches = 0
+
+    def _write_s(self, offset: int, length: int) -> float:
+        p = self.p
+        cost = p.write_command_us / 1e6 + length / (p.write_mb_s * MB)
+        if offset % p.page_bytes or length % p.page_bytes:
+            cost += p.page_bytes / (p.read_mb_s * MB) + p.page_bytes / (p.write_mb_s * MB)
+        end = offset + length
+        while offset < end:
+            au, within = divmod(offset, p.au_bytes)
+            pointer = self.open.get(au)
+            if pointer is not None and within < pointer:
+                # Behind the write pointer: the unit is collected and written afresh.
+                cost += p.au_switch_ms / 1e3
+                self.unit_switches += 1
+            elif pointer is None and len(self.open) >= p.open_aus:
+                self.open.popitem(last=False)
+                cost += p.au_switch_ms / 1e3
+                self.unit_switches += 1
+            step = min(end, (au + 1) * p.au_bytes) - offset
+            self.open[au] = within + step
+            self.open.move_to_end(au)
+            offset += step
+        return cost
+
+    def submit(self, op: str, offset: int, length: int, now: float, fua: bool = False) -> float:
+        p = self.p
+        start = max(now, self.free)
+        if op == READ:
+            cost = p.read_command_us / 1e6 + length / (p.read_mb_s * MB)
+        elif op == WRITE:
+            cost = self._write_s(offset, length)
+        elif op == TRIM:
+            first, last = -(-offset // p.au_bytes), (offset + length) // p.au_bytes
+            for au in range(first, last):
+                self.open.pop(au, None)
+            cost = p.write_command_us / 1e6
+        else:
+            cost = p.flush_us / 1e6
+        self.free = start + cost
+        return self.free
+
+
+class SolidStateDrive:
+    def __init__(self, p: SsdProfile, seed: int):
+        self.p = p
+        self.channels = [0.0] * p.channels     # when each channel is next free
+        self.link_free = 0.0
+        self.last_write_done = 0.0
+
+    def submit(self, op: str, offset: int, length: int, now: float, fua: bool = False) -> float:
+        p = self.p
+        if op == FLUSH:
+            return max(now, self.last_write_done) + p.flush_us / 1e6
+        if op == TRIM:
+            return now + p.read_us / 1e6 / 4
+        i = min(range(len(self.channels)), key=self.channels.__getitem__)
+        start = max(now, self.channels[i])
+        done = start + (p.read_us if op == READ else p.write_us) / 1e6
+        self.channels[i] = done
+        # The link carries the data after (reads) or before (writes) the flash work; one
+        # model for both: the request is not done before its bytes have crossed it.
+        self.link_free = max(self.link_free, start) + length / (p.link_mb_s * MB)
+        done = max(done, self.link_free)
+        if op == WRITE:
+            self.last_write_done = max(self.last_write_done, done)
+        return done
+
+
+@dataclass
+class Model:
+    """A profile's model with the counters a run reports (what the device did)."""
+    kind: str
+    device: RotationalDisk | FlashCard | SolidStateDrive
+    counts: dict = field(default_factory=lambda: {READ: 0, WRITE: 0, FLUSH: 0, TRIM: 0})
+
+    def submit(self, op: str, offset: int, length: int, now: float, fua: bool = False) -> float:
+        self.counts[op] += 1
+        return self.device.submit(op, offset, length, now, fua)
+
+
+def make(kind: str, params: dict, seed: int) -> Model:
+    """A fresh model of a profile's kind and parameters (iowatch.mechanics.profiles)."""
+    cls, profile = {"disk": (RotationalDisk, DiskProfile), "flash": (FlashCard, FlashProfile),
+                    "ssd": (SolidStateDrive, SsdProfile)}[kind]
+    return Model(kind, cls(profile(**params), seed))

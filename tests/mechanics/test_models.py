@@ -1,0 +1,124 @@
+"""The device models alone (iowatch.mechanics.models), on simulated request
+streams: no nbdkit, no clock. The figures come from the shipped profiles
+(src/iowatch/data/device-models.yml), so a profile edited out of its
+datasheet's shape fails here."""
+import random
+
+import pytest
+
+from iowatch.mechanics import models, profiles
+
+GiB = 1 << 30
+
+
+def disk(**over):
+    p = profiles.get("hdd-st1000dm003")
+    return models.RotationalDisk(models.DiskProfile(**{**p.params, "capacity": 2 * GiB, **over}), seed=7)
+
+
+def test_seek_curve_spans_track_to_track_average_and_full_stroke():
+    d = disk()
+    assert d.seek_s(4096) * 1e3 == pytest.approx(1.0, abs=0.05)
+    assert d.seek_s(2 * GiB) * 1e3 == pytest.approx(18.0)
+    rng = random.Random(1)
+    pairs = [abs(rng.random() - rng.random()) * 2 * GiB for _ in range(40000)]
+    mean_ms = sum(d.seek_s(int(x)) for x in pairs) / len(pairs) * 1e3
+    assert mean_ms == pytest.approx(8.5, rel=0.02)      # the data sheet's average, over random pairs
+    assert d.seek_s(GiB // 100) < d.seek_s(GiB // 10) < d.seek_s(GiB)
+
+
+def test_random_reads_cost_a_seek_and_half_a_rotation_sequential_ones_stream():
+    d, rng, t = disk(), random.Random(2), 0.0
+    n = 3000
+    for _ in range(n):
+        t = d.submit(models.READ, rng.randrange(2 * GiB // 4096) * 4096, 4096, t)
+    per_read_ms = t / n * 1e3
+    assert per_read_ms == pytest.approx(8.5 + 60e3 / 7200 / 2 + 0.1 + 0.02, rel=0.03)
+    d, t = disk(), 0.0
+    for i in range(256):
+        t = d.submit(models.READ, i << 20, 1 << 20, t)
+    # No seeks: the outer zone's rate (210 MB/s falling to 198 over the first 256 MiB
+    # of 2 GiB) and 0.1 ms a command: 1 MiB in 5.14 ms, 204 MB/s, less the command's 2%.
+    assert 256 * (1 << 20) / t / 1e6 == pytest.approx(200, rel=0.02)
+
+
+def test_write_cache_answers_at_once_until_full_and_flush_waits_for_the_media():
+    d = disk()
+    done = d.submit(models.WRITE, 1 << 30, 4096, 0.0)
+    assert done < 0.001                                  # in the cache
+    assert d.media_free > 0.004                          # the media writes it later
+    assert d.submit(models.FLUSH, 0, 0, done) >= d.media_free
+    fua = disk().submit(models.WRITE, 1 << 30, 4096, 0.0, fua=True)
+    assert fua > 0.004                                   # a FUA write waits for the media
+    d, t = disk(), 0.0
+    rng = random.Random(3)
+    for _ in range(2000):                                # past the cache's 128 extents
+        t = d.submit(models.WRITE, rng.randrange(2 * GiB // 4096) * 4096, 4096, t)
+    assert 2000 / t == pytest.approx(78, rel=0.1)        # then the media's random rate
+
+
+def card(name="sd-lexar-633x"):
+    p = profiles.get(name)
+    return models.FlashCard(models.FlashProfile(**p.params), seed=0), p.params
+
+
+def writers_mb_s(n: int, bs: int = 16384, rounds: int = 400) -> float:
+    c, params = card()
+    au, t, pointers = params["au_bytes"], 0.0, [i * 4 * params["au_bytes"] for i in range(n)]
+    for _ in range(rounds):
+        for i in range(n):
+            t = c.submit(models.WRITE, pointers[i], bs, t)
+            pointers[i] += bs
+    return n * rounds * bs / t / 1e6
+
+
+def test_open_unit_knee_is_at_the_cards_open_units():
+    open_aus = profiles.get("sd-lexar-633x").params["open_aus"]
+    flat = [writers_mb_s(n) for n in range(1, open_aus + 1)]
+    past = [writers_mb_s(n) for n in range(open_aus + 1, open_aus + 4)]
+    assert max(flat) / min(flat) < 1.01                  # as many writers as open units: one rate
+    assert max(past) < min(flat) / 2                     # one more: every write collects a unit
+
+
+def test_small_or_unaligned_writes_and_rewrites_cost_more_per_byte():
+    c, p = card()
+    t_seq = c.submit(models.WRITE, 0, 65536, 0.0)
+    t_back = c.submit(models.WRITE, 0, 4096, t_seq) - t_seq              # behind the write pointer
+    t_next = c.submit(models.WRITE, 65536 + 4096, 4096, 1.0) - 1.0       # ahead in the open unit
+    assert t_back > t_next + p["au_switch_ms"] / 1e3 * 0.99
+    t_odd = c.submit(models.WRITE, 2 * 65536 + 512, 4096, 2.0) - 2.0     # not page-aligned
+    assert t_odd > t_next
+    # 64 requests of 32 KiB cost more than 4 of 512 KiB for the same 2 MiB (a command each)
+    c1, _ = card()
+    c2, _ = card()
+    small = big = 0.0
+    for i in range(64):
+        small = c1.submit(models.WRITE, i * 32768, 32768, small)
+    for i in range(4):
+        big = c2.submit(models.WRITE, i * 524288, 524288, big)
+    assert small - big == pytest.approx(60 * p["write_command_us"] / 1e6, rel=0.01)
+
+
+def test_ssd_serves_its_channels_at_once_and_queues_the_rest():
+    p = profiles.get("ssd-860evo").params
+    s = models.SolidStateDrive(models.SsdProfile(**p), seed=0)
+    done = [s.submit(models.READ, i * 4096, 4096, 0.0) for i in range(p["channels"] + 1)]
+    assert max(done[:-1]) == pytest.approx(p["read_us"] / 1e6, rel=0.01)
+    assert done[-1] == pytest.approx(2 * p["read_us"] / 1e6, rel=0.01)
+
+
+def test_a_model_is_seeded():
+    def run(seed):
+        d = models.RotationalDisk(models.DiskProfile(**{**profiles.get("hdd-st1000dm003").params,
+                                                        "capacity": GiB}), seed=seed)
+        t = 0.0
+        for i in range(50):
+            t = d.submit(models.READ, (i * 7919 % 1000) << 20, 4096, t)
+        return t
+    assert run(1) == run(1)
+    assert run(1) != run(2)
+
+
+def test_unknown_profile_is_named_with_the_known_ones():
+    with pytest.raises(KeyError, match="hdd-st1000dm003"):
+        profiles.get("hdd-nonesuch")
