@@ -364,12 +364,32 @@ def _qemu_problems(file: str, hname: str, dev: Device, enode) -> list[Problem]:
             whole = False
         if not whole:
             problem("size", f"{q['size']!r}: null_blk is sized in whole GiB (null_blk.gb); give 1GiB, 2GiB, ...")
+        if "model" in q:
+            problem("model", "null_blk is the guest kernel's own device: a device model serves QEMU's disks only")
     else:
+        if "model" in q:
+            _model_problems(dev, q["model"], problem)
         for key in ("completion_nsec", "hw_queue_depth"):
             if key in q:
                 problem(key, f"{key} is a null_blk setting; set bus: null_blk, or remove it "
                              "(QEMU's disks take throttle: for their limits)")
     return problems
+
+
+def _model_problems(dev: Device, name: str, problem) -> None:
+    """A device model must exist and stand for the device's class (a RAID0's
+    members are SSDs)."""
+    from iowatch.mechanics import profiles
+
+    try:
+        profile = profiles.get(name)
+    except KeyError as e:
+        problem("model", str(e.args[0]))
+        return
+    wanted = "ssd" if dev.device_class == "ssd-raid0" else dev.device_class
+    if profile.device_class != wanted:
+        problem("model", f"{name!r} models a {profile.device_class} device ({profile.stands_for}); "
+                         f"this device's class is {dev.device_class}: name a model of class {wanted}")
 
 
 def _device(entry: dict, line: int | None) -> Device:

@@ -20,6 +20,7 @@ gets one OUTCOMES word.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -55,6 +56,16 @@ OUTCOME_RULES = {
                     "cell of the claim's class with the study's first filesystem, the cell "
                     "failed, or the lab has no runs of a side",
 }
+# A reproduced claim's size against the post's: "in size" when the lab's log-ratio
+# (ln of after over before) is within a factor of two of the post's, the same sign
+# (SIZE_FACTOR); else smaller or larger. A claim not reproduced in direction has no size.
+IN_SIZE, SMALLER, LARGER = "in-size", "smaller", "larger"
+SIZE_FACTOR = 2.0
+SIZES = {IN_SIZE: "in size", SMALLER: "in direction, under half the post's size",
+         LARGER: "in direction, over twice the post's size"}
+SIZE_RULE = ("in size: the lab's log-ratio (ln of after over before) is within a factor of two of "
+             "the post's: the post -93% (ratio 0.07, ln -2.66) is met in size by the lab's -74% "
+             "(ln -1.35) to -99.5% (ln -5.3)")
 # A claim judged on several lab devices is reproduced only where each reproduced it:
 # the first of these that a device gave is the claim's.
 _CLAIM_ORDER = (OPPOSITE, NOT_REPRODUCED, NOT_REPRODUCIBLE, REPRODUCED)
@@ -240,6 +251,14 @@ class Judged:
     lab: LabChange | None = None
     hardware: str = ""  # the study's reason the virtual lab cannot show it (not reproducible here)
 
+    @property
+    def size(self) -> str:
+        """SIZES' key for a claim reproduced in direction with a change of its
+        own (not one reproduced by "no change" under the minimum effect); else ""."""
+        if self.outcome != REPRODUCED or self.lab is None or self.lab.verdict not in CONFIRMED:
+            return ""
+        return size_of(self.claim.change_pct, self.lab.change_pct)
+
     def as_dict(self) -> dict:
         c = self.claim
         return {"group": c.group, "metric": c.metric, "device_class": c.device_class,
@@ -248,7 +267,21 @@ class Judged:
                          "unit": c.unit, "change_pct": c.change_pct},
                 "lab": asdict(self.lab) if self.lab else None,
                 "outcome": self.outcome, "outcome_label": OUTCOMES[self.outcome], "why": self.why,
+                "size": self.size or None, "size_label": SIZES.get(self.size),
                 "not_reproducible_in_vlab": self.hardware or None}
+
+
+def size_of(post_pct: float | None, lab_pct: float | None) -> str:
+    """IN_SIZE, SMALLER or LARGER: the lab's change against the post's on the
+    log-ratio scale; "" when either is missing, not a ratio (-100% or less), or
+    the two have opposite signs (not a size: a direction, which the outcome says)."""
+    if post_pct is None or lab_pct is None or post_pct <= -100 or lab_pct <= -100 or not post_pct:
+        return ""
+    post, lab = math.log1p(post_pct / 100), math.log1p(lab_pct / 100)
+    share = lab / post
+    if share <= 0:
+        return ""
+    return IN_SIZE if 1 / SIZE_FACTOR <= share <= SIZE_FACTOR else SMALLER if share < 1 else LARGER
 
 
 def _sign(pct: float | None, floor: float) -> int:
@@ -598,7 +631,10 @@ def report(rep: Reproduction) -> str:
         lines += ["", f"not reproducible in the virtual lab ({', '.join(metrics)}, "
                       f"{s.study.slug}): {reason}"]
     counts = rep.counts()
-    lines += ["", "claims: " + (", ".join(f"{n} {OUTCOMES[o]}" for o, n in counts.items())
+    sized = [r.size for r in rep.rows if r.size]
+    in_size = f" ({sized.count(IN_SIZE)} of them in size)" if sized else ""
+    lines += ["", "claims: " + (", ".join(f"{n} {OUTCOMES[o]}" + (in_size if o == REPRODUCED else "")
+                                          for o, n in counts.items())
                                 or "none in the study's published sets")]
     return "\n".join(lines)
 
@@ -608,7 +644,7 @@ def claims_table(rows: list[Judged]) -> list[str]:
     repetitions, the class, the outcome), then why, claim by claim: the lines
     `iowatch reproduce` and `iowatch check` print."""
     table = [("#", "claim", "class", "post: before -> after", "post", "lab (95% CI)",
-              "runs", "outcome")]
+              "runs", "outcome", "size")]
     for i, r in enumerate(rows, 1):
         c, lab = r.claim, r.lab
         post = f"{figures.value(c.before_value, '?')} -> {figures.value(c.after_value, '?')} {c.unit}"
@@ -620,13 +656,16 @@ def claims_table(rows: list[Judged]) -> list[str]:
             runs = f"{lab.before_n}+{lab.after_n}"
         table.append((str(i), f"{c.metric} [{c.group}] {c.before.label} -> {c.after.label}",
                       c.device_class, post, figures.change(c.change_pct), measured, runs,
-                      OUTCOMES[r.outcome]))
+                      OUTCOMES[r.outcome], SIZES[r.size] if r.size else "-"))
     widths = [max(len(row[k]) for row in table) for k in range(len(table[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
     lines.append("")
     for i, r in enumerate(rows, 1):
         where = f" on {r.lab.device} ({r.lab.filesystem})" if r.lab else ""
-        lines.append(f"{i}. {OUTCOMES[r.outcome]}{where}: {r.why}")
+        size = f", {SIZES[r.size]}" if r.size else ""
+        lines.append(f"{i}. {OUTCOMES[r.outcome]}{size}{where}: {r.why}")
+    if any(r.size for r in rows):
+        lines += ["", f"size: {SIZE_RULE}"]
     return lines
 
 

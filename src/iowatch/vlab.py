@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from iowatch import paths
-from iowatch.inventory import NULL_BLK, Host, parse_size
+from iowatch.inventory import NULL_BLK, Device, Host, parse_size
 
 BOOT_MARKER = "IOWATCH-GUEST-BOOTED"
 PANIC_MARKERS = ("Kernel panic", "end Kernel panic")
@@ -40,7 +40,8 @@ PANIC_MARKERS = ("Kernel panic", "end Kernel panic")
 # root is read-only in the guest and nothing it runs changes while it runs, so
 # the guest caches it (the last rootflags= on the command line wins).
 ROOT_9P_FLAGS = "rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose"
-KVM_HANG_FILE = "kvm-hangs"   # in the vlab dir: KVM was seen to hang on this machine
+KVM_HANG_FILE = "kvm-hangs"
+MODELS_RECORD = "device-models.json"   # in a boot's shared directory: what each device model served   # in the vlab dir: KVM was seen to hang on this machine
 
 
 @dataclass
@@ -75,38 +76,94 @@ def _throttling(q: dict) -> str:
     return ("," + ",".join(opts)) if opts else ""
 
 
-def qemu_device_args(host: Host, images: Path) -> list[str]:
-    """QEMU -drive/-device options for the host's devices, with ids of our own
-    (an id such as sd0 clashes with one virtme-ng uses); the disk images go in
-    `images`, one directory per boot, so two guests never share a disk. A
-    null_blk device is the guest kernel's own (guest_kernel_args), not QEMU's."""
-    args: list[str] = []
-    scsi = False
+def guest_disks(host: Host) -> list[tuple[str, Device, int]]:
+    """(disk id, device, size) of each QEMU disk of the host: a device, or each
+    member of a RAID0 (the guest kernel's null_blk is not a QEMU disk)."""
+    out = []
     for dev in host.devices:
         q = dev.qemu or {}
         if q.get("bus") == NULL_BLK:
             continue
         size = parse_size(q.get("size", dev.size_bytes or "2GiB"))
-        disks = [(f"{dev.name}-{i}", m) for i, m in enumerate(dev.members)] or [(dev.name, dev.path)]
-        for disk_id, _ in disks:
+        out += [(f"{dev.name}-{i}", dev, size) for i, _ in enumerate(dev.members)] or [(dev.name, dev, size)]
+    return out
+
+
+@contextlib.contextmanager
+def modelled_disks(host: Host, images: Path, record: Path | None = None) -> Iterator[dict[str, Path]]:
+    """Serve each disk whose device names a device model (`qemu.model`) through
+    it (iowatch.mechanics): an nbdkit export over the disk's image, on a socket
+    in `images`, for the life of one boot. Yields {disk id: socket}. Each model
+    is seeded per boot (IOWATCH_MODEL_SEED fixes it) and what it served (its
+    requests, its seed, the profile and the device it stands for) is written to
+    `record` (JSON) after the guest stops."""
+    import json
+    import random
+
+    from iowatch.mechanics import export, profiles
+
+    seed = int(os.environ.get("IOWATCH_MODEL_SEED") or random.SystemRandom().randrange(1 << 31))
+    sockets: dict[str, Path] = {}
+    served: dict[str, dict] = {}
+    with contextlib.ExitStack() as stack:
+        for i, (disk_id, dev, size) in enumerate(guest_disks(host)):
+            name = (dev.qemu or {}).get("model")
+            if not name:
+                continue
+            profile = profiles.get(name)
             img = _image(images, disk_id, size)
-            drive = f"iow-{disk_id}"
+            sock = images / f"{disk_id}.nbd"
+            stats = images / f"{disk_id}.model.json"
+            stack.enter_context(export.serve(profile, img, sock, seed=seed + i, stats=stats,
+                                             log=images / f"{disk_id}.nbdkit.log"))
+            sockets[disk_id] = sock
+            served[disk_id] = {"device": dev.name, "model": name, "stands_for": profile.stands_for,
+                               "seed": seed + i, "stats": stats}
+        try:
+            yield sockets
+        finally:
+            stack.close()
+            if record and served:
+                for entry in served.values():
+                    path = entry.pop("stats")
+                    entry["served"] = json.loads(path.read_text()) if path.exists() else None
+                record.write_text(json.dumps(served, indent=1, sort_keys=True) + "\n")
+
+
+def qemu_device_args(host: Host, images: Path, exports: dict[str, Path] | None = None) -> list[str]:
+    """QEMU -drive/-device options for the host's devices, with ids of our own
+    (an id such as sd0 clashes with one virtme-ng uses); the disk images go in
+    `images`, one directory per boot, so two guests never share a disk. A
+    null_blk device is the guest kernel's own (guest_kernel_args), not QEMU's.
+    A disk in `exports` is the NBD export of its device model on that socket
+    (modelled_disks): the guest keeps its driver path, the model its timing."""
+    exports = exports or {}
+    args: list[str] = []
+    scsi = False
+    for disk_id, dev, size in guest_disks(host):
+        q = dev.qemu or {}
+        drive = f"iow-{disk_id}"
+        if disk_id in exports:
+            args += ["-drive", f"driver=nbd,server.type=unix,server.path={exports[disk_id]},"
+                               f"if=none,id={drive}{_throttling(q)}"]
+        else:
+            img = _image(images, disk_id, size)
             args += ["-drive", f"file={img},if=none,id={drive},format=raw,cache=none,aio=threads"
                                f"{_throttling(q)}"]
-            bus = q.get("bus", "virtio-blk")
-            if bus == "sd":
-                # No bus=: QEMU names every SDHCI bus "sd-bus" and puts the card on a free one.
-                args += ["-device", f"sdhci-pci,id=iow-sdhci-{disk_id}",
-                         "-device", f"sd-card,drive={drive}"]
-            elif bus == "scsi-hd":
-                if not scsi:
-                    args += ["-device", "virtio-scsi-pci,id=iowscsi"]
-                    scsi = True
-                rate = q.get("rotation_rate", 7200)
-                args += ["-device", f"scsi-hd,drive={drive},bus=iowscsi.0,rotation_rate={rate},"
-                                    f"serial={drive}"]
-            else:
-                args += ["-device", f"virtio-blk-pci,drive={drive},serial={drive}"]
+        bus = q.get("bus", "virtio-blk")
+        if bus == "sd":
+            # No bus=: QEMU names every SDHCI bus "sd-bus" and puts the card on a free one.
+            args += ["-device", f"sdhci-pci,id=iow-sdhci-{disk_id}",
+                     "-device", f"sd-card,drive={drive}"]
+        elif bus == "scsi-hd":
+            if not scsi:
+                args += ["-device", "virtio-scsi-pci,id=iowscsi"]
+                scsi = True
+            rate = q.get("rotation_rate", 7200)
+            args += ["-device", f"scsi-hd,drive={drive},bus=iowscsi.0,rotation_rate={rate},"
+                                f"serial={drive}"]
+        else:
+            args += ["-device", f"virtio-blk-pci,drive={drive},serial={drive}"]
     return args
 
 
@@ -249,15 +306,16 @@ def boot_and_run(bzimage: Path, host: Host, guest_command: list[str], shared: Pa
     console.write_bytes(b"")
     images = Path(tempfile.mkdtemp(prefix=f"{host.name}-disks-", dir=vlab_dir()))
     try:
-        return _boot(bzimage, host, guest_command, shared, console, images, memory=memory, cpus=cpus,
-                     boot_timeout_kvm=boot_timeout_kvm, boot_timeout_tcg=boot_timeout_tcg,
-                     run_timeout=run_timeout, echo=echo, on_line=on_line)
+        with modelled_disks(host, images, record=shared / MODELS_RECORD) as exports:
+            return _boot(bzimage, host, guest_command, shared, console, images, exports, memory=memory,
+                         cpus=cpus, boot_timeout_kvm=boot_timeout_kvm, boot_timeout_tcg=boot_timeout_tcg,
+                         run_timeout=run_timeout, echo=echo, on_line=on_line)
     finally:
         shutil.rmtree(images, ignore_errors=True)
 
 
 def _boot(bzimage: Path, host: Host, guest_command: list[str], shared: Path, console: Path,
-          images: Path, *, memory: str, cpus: int, boot_timeout_kvm: float, boot_timeout_tcg: float,
+          images: Path, exports: dict[str, Path], *, memory: str, cpus: int, boot_timeout_kvm: float, boot_timeout_tcg: float,
           run_timeout: float, echo: bool, on_line: Callable[[str], None] | None) -> BootResult:
     inner = f"echo {BOOT_MARKER}; " + shlex.join(guest_command)
     # --force-9p: vng tries virtiofsd first for the root and again for --rwdir,
@@ -268,7 +326,7 @@ def _boot(bzimage: Path, host: Host, guest_command: list[str], shared: Path, con
             "--rwdir", str(shared), "--verbose", "--exec", inner,
             "--append", " ".join([ROOT_9P_FLAGS, *guest_kernel_args(host)]),
             # With "=": argparse would take a value starting with "-drive" for an option.
-            "--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu_device_args(host, images))]
+            "--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu_device_args(host, images, exports))]
     env_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
     os.environ["PATH"] = env_path  # vng finds virtme-ng-init and friends beside it
     # A second TCG try: 2 of about 15 TCG boots here oopsed early (int3 in

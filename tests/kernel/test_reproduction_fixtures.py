@@ -201,3 +201,28 @@ def test_seed_002_reads_ahead_of_a_device_with_a_latency_of_its_own(studies):
     assert rows["f2fs.nat_flush_ms"].why.startswith("judged on sync.time_ms")
     assert {rows[m].outcome for m in ("f2fs.nat_blocks_accessed", "f2fs.nat_blocks_read")} == {
         "not-comparable"}
+
+
+def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(studies):
+    """The size word (iowatch.seeds.size_of): a reproduced claim is "in size"
+    when the lab's log-ratio is within a factor of two of the post's. On the
+    kept reproductions: seed 001's ext4 read IOPS (+98% in the post, +60.5% in
+    the lab: ln 0.68 against 0.47) is in size; seed 003's writer (-99.4%, ln
+    -5.1, against the lab's -38.3%, ln -0.48) is under half the post's size,
+    while its readers (+35.6% against +47.0%) are in size."""
+    from iowatch.seeds import IN_SIZE, SMALLER, size_of
+
+    def sizes(seed: str) -> dict[tuple[str, str, str], str]:
+        rep = judge_check_dir(FIXTURES / seed, find_seed(seed.split("-")[1], studies), studies)
+        return {(r.claim.metric, r.claim.before.label, r.claim.after.label): r.size
+                for r in rep.rows if r.outcome == REPRODUCED}
+
+    s001 = sizes("seed-001")
+    assert list(s001.values()) == [IN_SIZE]
+    s003 = sizes("seed-003")
+    assert s003[("write.bw_kib_s", "2.6.32-rc7", "for-2.6.33")] == SMALLER
+    assert s003[("read.bw_kib_s", "2.6.32-rc7", "for-2.6.33")] == IN_SIZE
+    # The rule itself, at its edges: twice and half the post's log-ratio are in size.
+    assert size_of(-50.0, -75.0) == IN_SIZE          # ln 0.5 = -0.69, ln 0.25 = -1.39: 2.0x
+    assert size_of(-50.0, -29.0) == SMALLER          # ln 0.71 = -0.34: 0.49x
+    assert size_of(-50.0, 10.0) == ""                # the other way: a direction, not a size

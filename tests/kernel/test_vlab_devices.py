@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from iowatch import inventory
 from iowatch.vlab import guest_kernel_args, guest_run_command, qemu_device_args
 
@@ -85,3 +87,53 @@ def test_the_cli_imports_only_the_command_it_runs():
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True)
     assert "usage: iowatch device" in done.stdout
     assert "scipy" not in done.stderr and "iowatch.commands.check" not in done.stderr
+
+
+def test_modelled_disks_are_nbd_exports_of_their_device_models(tmp_path, monkeypatch):
+    """vlab-mech's disks are served by nbdkit through their device models
+    (iowatch.mechanics) for the life of a boot: QEMU gets an NBD drive on each
+    model's socket (the guest's driver path unchanged), the exports answer, and
+    what each model served is recorded with its seed after they stop."""
+    import json
+    import shutil
+
+    from iowatch.mechanics import probe
+    from iowatch.vlab import modelled_disks
+
+    if not shutil.which("nbdkit"):
+        pytest.skip("needs nbdkit: scripts/setup.sh")
+    monkeypatch.setenv("IOWATCH_MODEL_SEED", "41")
+    host = inventory.load(REPO / "hardware-inventory.yml").host("vlab-mech")
+    images, record = tmp_path / "disks", tmp_path / "device-models.json"
+    images.mkdir()
+    with modelled_disks(host, images, record) as exports:
+        assert sorted(exports) == ["memmc", "mhdd", "mraid0-0", "mraid0-1", "msd", "mssd"]
+        args = qemu_device_args(host, images, exports)
+        drives = [args[i + 1] for i, a in enumerate(args) if a == "-drive"]
+        assert all(d.startswith("driver=nbd,server.type=unix,server.path=") for d in drives)
+        assert "scsi-hd,drive=iow-mhdd,bus=iowscsi.0,rotation_rate=7200,serial=iow-mhdd" in args
+        assert "sd-card,drive=iow-msd" in args
+        job = probe.fio(f"nbd+unix:///?socket={exports['mhdd']}", "--rw=randread", "--bs=4k",
+                        "--size=100%", runtime_s=1)
+        reads = job["read"]["total_ios"]
+        assert 20 < reads < 200                          # a 7200-rpm disk: about 78 a second
+    assert not list(images.glob("*.nbd"))                  # stopped, sockets gone
+    served = json.loads(record.read_text())
+    assert served["mhdd"]["model"] == "hdd-st1000dm003" and served["mhdd"]["seed"] == 41 + 3   # the fourth disk: mssd, mraid0-0, mraid0-1, mhdd
+    assert served["mhdd"]["served"]["requests"]["read"] == reads
+    assert "Lexar 633x" in served["msd"]["stands_for"]
+
+
+@pytest.mark.parametrize("model,words", [
+    ("hdd-nonesuch", "no device model 'hdd-nonesuch'"),
+    ("sd-lexar-633x", "models a sdcard device"),
+])
+def test_a_device_model_must_exist_and_fit_the_devices_class(tmp_path, model, words):
+    text = (REPO / "hardware-inventory.yml").read_text().replace(
+        "qemu: {bus: scsi-hd, size: 2GiB, rotation_rate: 7200, model: hdd-st1000dm003}",
+        f"qemu: {{bus: scsi-hd, size: 2GiB, rotation_rate: 7200, model: {model}}}")
+    bad = tmp_path / "inventory.yml"
+    bad.write_text(text)
+    with pytest.raises(inventory.InventoryError) as e:
+        inventory.load(bad)
+    assert words in str(e.value) and "mhdd" in str(e.value) and "qemu.model" in str(e.value)

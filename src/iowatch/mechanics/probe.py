@@ -93,3 +93,72 @@ def seek_curve(where: str, capacity: int, distances: tuple[float, ...] = (0.001,
         ms = job["read"]["clat_ns"]["mean"] / 1e6
         out.append(Measured(f"{share:.3f} of the disk", "ms", ms))
     return out
+
+
+# What item 2 of the device models' measurement asks of every class, at depth 1 and 32.
+CLASS_TABLE = [(rw, bs, qd) for rw, bs in (("read", "1m"), ("write", "1m"), ("randread", "4k"), ("randwrite", "4k"))
+               for qd in (1, 32)]
+
+
+def device_table(where: str, profile: Profile, capacity: int, runtime_s: float = 4.0) -> list[Measured]:
+    """The class table of one device (sequential 1 MiB and random 4 KiB, read
+    and write, depth 1 and 32), its calibration targets, and its knee (flash) or
+    seek curve (disk)."""
+    out = []
+    for rw, bs, qd in CLASS_TABLE:
+        metric = "bw_mb_s" if bs == "1m" else "iops"
+        options = [f"--rw={rw}", f"--bs={bs}", f"--iodepth={qd}", "--size=256m" if bs == "1m" else "--size=100%"]
+        job = fio(where, *options, runtime_s=runtime_s)
+        out.append(Measured(f"{rw} {bs} QD{qd}", metric, _value(job, rw, metric)))
+    out += [target(where, profile, t, runtime_s) for t in profile.targets]
+    if profile.kind == "flash":
+        out += open_unit_knee(where, profile, range(1, profile.params["open_aus"] + 3), runtime_s=runtime_s)
+    if profile.kind == "disk":
+        out += seek_curve(where, capacity, runtime_s=runtime_s)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m iowatch.mechanics.probe --host H [--inventory F] --out FILE`:
+    run inside a guest of a host with modelled devices, measures each modelled
+    device (not a RAID0's members: they are the array's) from the guest's side
+    of its driver, after the one device-safety check, and writes the table."""
+    import argparse
+    import os
+
+    from iowatch import inventory, safety
+    from iowatch.mechanics import profiles
+
+    ap = argparse.ArgumentParser(prog="python -m iowatch.mechanics.probe")
+    ap.add_argument("--host", required=True)
+    ap.add_argument("--inventory", default=None)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--runtime", type=float, default=4.0)
+    ap.add_argument("--devices", default="", help="comma-separated device names (default: every modelled one)")
+    args = ap.parse_args(argv)
+    host = inventory.load(args.inventory).host(args.host)
+    wanted = set(filter(None, args.devices.split(",")))
+    table = {}
+    for dev in host.devices:
+        name = (dev.qemu or {}).get("model")
+        if not name or dev.members or (wanted and dev.name not in wanted):
+            continue
+        verdict = safety.check(host, dev.path)
+        if not verdict.allowed:
+            raise SystemExit(f"probe: {dev.name} ({dev.path}): refused: {verdict.reason}")
+        profile = profiles.get(name)
+        with open(f"/sys/class/block/{os.path.basename(os.path.realpath(dev.path))}/size") as f:
+            capacity = int(f.read()) * 512           # in 512-byte sectors, whatever the device's own
+        rows = device_table(dev.path, profile, capacity, args.runtime)
+        table[dev.name] = {"model": name, "stands_for": profile.stands_for,
+                           "rows": [m.__dict__ for m in rows]}
+        for m in rows:
+            tgt = f" target {m.target:g} ({m.off_pct:+.1f}%)" if m.target is not None else ""
+            print(f"probe: {dev.name} {m.label}: {m.value:.2f} {m.metric}{tgt}", flush=True)
+    with open(args.out, "w") as f:
+        json.dump(table, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
