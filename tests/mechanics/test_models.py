@@ -122,3 +122,31 @@ def test_a_model_is_seeded():
 def test_unknown_profile_is_named_with_the_known_ones():
     with pytest.raises(KeyError, match="hdd-st1000dm003"):
         profiles.get("hdd-nonesuch")
+
+
+def test_writes_in_flight_together_wait_each_for_their_own_room_in_the_cache():
+    """32 random writes at once into a full cache: the k-th waits until k
+    older extents are on the media, so together they take the media's time
+    (32 random writes), not one write's."""
+    d, rng, t = disk(), random.Random(5), 0.0
+    for _ in range(200):                                  # fill the 128 extents
+        t = d.submit(models.WRITE, rng.randrange(2 * GiB // 4096) * 4096, 4096, t)
+    done = [d.submit(models.WRITE, rng.randrange(2 * GiB // 4096) * 4096, 4096, t) for _ in range(32)]
+    assert done == sorted(done)
+    assert (max(done) - t) == pytest.approx(32 / 78, rel=0.25)
+
+
+def test_qemus_512_byte_blocks_of_one_command_cost_one_command():
+    """Behind QEMU's sd-card a 64 KiB write reaches the model as 128 blocks of
+    512 bytes, one after another: one command's cost, not 128 (nor 128 page
+    read-modify-writes); a block that does not continue the last is a command."""
+    c, p = card()
+    t = 0.0
+    for i in range(128):
+        t = c.submit(models.WRITE, 4 << 20 | i * 512, 512, t)
+    whole, _ = card()
+    one = whole.submit(models.WRITE, 4 << 20, 65536, 0.0)
+    assert t == pytest.approx(one, rel=1e-6) and c.commands == 1
+    c.submit(models.WRITE, 8 << 20, 512, t)               # elsewhere: a new command
+    c.submit(models.WRITE, 8 << 20 | 512, 512, t + 0.01)  # contiguous, but 10 ms later
+    assert c.commands == 3

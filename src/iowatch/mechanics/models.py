@@ -45,6 +45,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 READ, WRITE, FLUSH, TRIM = "read", "write", "flush", "trim"
+SD_BLOCK = 512
 MB = 1_000_000
 
 
@@ -84,6 +85,12 @@ class FlashProfile:
     write_mb_s: float             # the program rate inside an open AU
     au_switch_ms: float           # opening an AU with every slot taken: the LRU one's garbage collection
     flush_us: float = 0.0
+    # QEMU's sd-card moves a multi-block command to its drive one 512-byte block at
+    # a time; a 512-byte request that continues the last one's bytes within this
+    # time of its end is taken for the same command (no command cost, no page
+    # read-modify-write of its own). Two contiguous commands closer than this
+    # are one to the model: it cannot see the bus.
+    command_gap_us: float = 250.0
 
 
 @dataclass(frozen=True)
@@ -146,10 +153,13 @@ class RotationalDisk:
                 self.dirty[-1][0] = done                   # the same extent, grown
                 self.dirty[-1][1] += length
             else:
-                # With every extent taken, the write waits until the oldest is on the media.
-                if len(self.dirty) >= self.p.cache_segments:
-                    ready = max(ready, self.dirty[0][0])
                 self.dirty.append([done, length])
+                # With every extent taken, it waits until enough of the older ones are on
+                # the media: the k-th write past the limit, for the k-th oldest (writes
+                # in flight together each wait for their own, not all for the first).
+                excess = len(self.dirty) - self.p.cache_segments
+                if excess > 0:
+                    ready = max(ready, self.dirty[excess - 1][0])
             self.last_write_end = offset + length
             self.dirty_bytes += length
             # With the bytes full, it waits until the media has freed its room.
@@ -168,14 +178,18 @@ class FlashCard:
     def __init__(self, p: FlashProfile, seed: int):
         self.p = p
         self.free = 0.0
+        self.last = ("", -1, 0.0)                 # (op, end offset, done) of the last request
+        self.commands = 0
         self.open: OrderedDict[int, int] = OrderedDict()   # AU -> write pointer (bytes into it), LRU first
         self.unit_switches = 0
 
-    def _write_s(self, offset: int, length: int) -> float:
+    def _write_s(self, offset: int, length: int, continued: bool) -> float:
         p = self.p
-        cost = p.write_command_us / 1e6 + length / (p.write_mb_s * MB)
-        if offset % p.page_bytes or length % p.page_bytes:
-            cost += p.page_bytes / (p.read_mb_s * MB) + p.page_bytes / (p.write_mb_s * MB)
+        cost = length / (p.write_mb_s * MB)
+        if not continued:
+            cost += p.write_command_us / 1e6
+            if offset % p.page_bytes:
+                cost += p.page_bytes / (p.read_mb_s * MB) + p.page_bytes / (p.write_mb_s * MB)
         end = offset + length
         while offset < end:
             au, within = divmod(offset, p.au_bytes)
@@ -197,10 +211,14 @@ class FlashCard:
     def submit(self, op: str, offset: int, length: int, now: float, fua: bool = False) -> float:
         p = self.p
         start = max(now, self.free)
+        last_op, last_end, last_done = self.last
+        continued = (length == SD_BLOCK and op == last_op and offset == last_end
+                     and now <= last_done + p.command_gap_us / 1e6)
+        self.commands += not continued
         if op == READ:
-            cost = p.read_command_us / 1e6 + length / (p.read_mb_s * MB)
+            cost = (0.0 if continued else p.read_command_us / 1e6) + length / (p.read_mb_s * MB)
         elif op == WRITE:
-            cost = self._write_s(offset, length)
+            cost = self._write_s(offset, length, continued)
         elif op == TRIM:
             first, last = -(-offset // p.au_bytes), (offset + length) // p.au_bytes
             for au in range(first, last):
@@ -209,6 +227,7 @@ class FlashCard:
         else:
             cost = p.flush_us / 1e6
         self.free = start + cost
+        self.last = (op, offset + length, self.free)
         return self.free
 
 

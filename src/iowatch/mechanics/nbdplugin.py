@@ -144,6 +144,7 @@ def cleanup():
         m = _state["model"]
         stats = {"kind": m.kind, "requests": m.counts,
                  "unit_switches": getattr(m.device, "unit_switches", None),
+                 "commands": getattr(m.device, "commands", None),
                  "seed": int(_cfg["seed"])}
         with builtins.open(path, "w") as f:
             json.dump(stats, f)
