@@ -50,4 +50,38 @@ print(f"guest-proof: {sys.argv[2]}: {len(doc['cells']) - bad} of {len(doc['cells
 sys.exit(1 if bad else 0)
 PY
 done
+
+# The device models of vlab-mech (iowatch.mechanics) measured from inside a guest:
+# each modelled device's fio table, and what must be visible through the guest's
+# driver path: the disk's sequential-against-random ratio and seek curve, a card's
+# open-unit knee (docs/seeds.md, "Devices with mechanics").
+start=$SECONDS
+mkdir -p "$out/vlab-mech"
+"$iowatch" kernel boot --quiet --host vlab-mech --shared "$out/vlab-mech" --timeout 5400 "$artifacts" -- \
+    env IOWATCH_DATA_DIR=/tmp/iowatch "$py" -m iowatch.mechanics.probe --host vlab-mech \
+    --inventory "$(pwd)/hardware-inventory.yml" --out "$out/vlab-mech/probe.json" --runtime 3 \
+    --devices mhdd,msd,memmc || bad=1
+echo "guest-proof: vlab-mech: probe $((SECONDS - start)) s; console $out/vlab-mech/console.log"
+"$py" - "$out/vlab-mech/probe.json" <<'PY' || bad=1
+import json, statistics, sys
+table = json.load(open(sys.argv[1]))
+rows = {dev: {r["label"]: r["value"] for r in t["rows"]} for dev, t in table.items()}
+bad = 0
+def check(what, ok):
+    global bad
+    bad += not ok
+    print(f"guest-proof: vlab-mech: {what}: {'ok' if ok else 'NOT visible'}")
+hdd = rows["mhdd"]
+ratio = hdd["read 1m QD1"] / (hdd["randread 4k QD1"] * 4096 / 1e6)
+check(f"hdd sequential 1 MiB against random 4 KiB reads, {ratio:.0f}x (>= 50x)", ratio >= 50)
+near, far = hdd["0.001 of the disk"], hdd["0.900 of the disk"]
+check(f"hdd seek curve, {near:.1f} ms near against {far:.1f} ms far (>= 8 ms apart)", far - near >= 8)
+for dev, n_open in (("msd", 5), ("memmc", 6)):
+    knee = {int(k.split()[0]): v for k, v in rows[dev].items() if "writer" in k}
+    inside = statistics.mean(v for n, v in knee.items() if n <= n_open)
+    past = statistics.mean(v for n, v in knee.items() if n > n_open)
+    check(f"{dev} open-unit knee, {inside:.2f} MB/s up to {n_open} writers against {past:.2f} past it "
+          f"(past < 0.8x)", past < 0.8 * inside)
+sys.exit(1 if bad else 0)
+PY
 exit $bad
