@@ -122,11 +122,15 @@ def test_seed_004_without_the_plug_the_member_disks_serve_twice_the_writes(studi
     """Seed 004 on the virtual lab's md RAID0 (TCG guests, quick profile, one
     repetition a boot, 15 a side): without blk_start_plug() in wb_writeback()
     the RAID0's member disks served about twice the writes at about half the
-    size for the same files, a confirmed regression of the plug's own
-    signature, while the md array's counters (bios before any merge) say the
-    opposite and files/s stays unsure. The post's "physical" write IOPS are
-    its disks', so the claim is judged on the members' write IOPS, and is
-    reproduced; the array's bio rate is shown, not judged (docs/seeds.md)."""
+    size for the same files: the plug's own signature, shown beside the verdict
+    (the post decided on rates and times, so since the devices-with-mechanics
+    work the counts explain and do not decide), while the md array's counters
+    (bios before any merge) say the opposite. What decides, the members' write
+    IOPS (the post's "physical" write IOPS are its disks'), rose without the
+    plug with a CI wholly above zero (-30% from the post's before to its after)
+    but is not confirmed on these unbounded disks, whose rates follow the host's
+    load: the claim is not reproduced (the check that recorded
+    the fixture, when the counts decided, named patch 2: check.json)."""
     check = FIXTURES / "seed-004"
     summary = json.loads((check / "check.json").read_text())
     assert summary["regressing_patches"] == [2]
@@ -134,17 +138,19 @@ def test_seed_004_without_the_plug_the_member_disks_serve_twice_the_writes(studi
     assert [len(s.runs) for s in sides.values()] == [15, 15]
     cmp = compare_sides(sides[1], sides[2], studies=studies)
     by = {v.key.metric: v for v in cmp.verdicts}
-    assert by["device.members.write_ios"].outcome == "regression"
-    assert by["device.members.write_ios"].change_pct > 75
-    assert by["device.members.write_kib_per_io"].outcome == "regression"
-    assert by["device.members.write_kib_per_io"].change_pct < -35
-    assert by["device.members.write_iops"].outcome == "regression"
     shown = {v.key.metric: v for v in cmp.diagnostics}
+    # The plug's signature, shown beside the verdict to explain it (the post decided on
+    # rates and times): twice the member writes at about half the size.
+    assert shown["device.members.write_ios"].change_pct > 75
+    assert shown["device.members.write_kib_per_io"].change_pct < -35
+    assert "device.members.write_ios" not in by
+    iops = by["device.members.write_iops"]
+    assert iops.ci_low > 0 and iops.outcome not in ("regression", "improvement", "no-change"), iops.words
     assert shown["device.write_iops"].change_pct < 0  # the array's bio rate: misleading, not judged
     assert by["fsmark.files_per_s"].outcome not in ("regression", "improvement")
     seed = find_seed("004", studies, REPO / "kernels" / "series")
     outcomes = {row.claim.metric: row.outcome for row in judge_check_dir(check, seed, studies).rows}
-    assert outcomes["device.members.write_iops"] == "reproduced"
+    assert outcomes["device.members.write_iops"] == NOT_REPRODUCED
     assert "device.write_iops" not in outcomes
     assert outcomes["fsmark.files_per_s"] == NOT_REPRODUCED
 
@@ -160,10 +166,10 @@ def test_seed_000_six_twelve_does_not_interleave_on_the_virtual_sd_card(studies)
     sides = {i: _side(_booted_bundles(check, i)) for i in (1, 2)}
     assert [len(s.runs) for s in sides.values()] == [3, 3]
     cmp = compare_sides(sides[1], sides[2], studies=studies)
-    by = {(v.key.device, v.key.metric): v for v in cmp.verdicts}
+    by = {(v.key.device, v.key.metric): v for v in cmp.verdicts + cmp.diagnostics}
     for device in ("vsd", "vemmc"):
-        ios = by[device, "device.write_ios"]
-        assert ios.outcome == "no-change" and abs(ios.change_pct) < 6, ios.words
+        ios = by[device, "device.write_ios"]      # shown, not judged: the post decided on bandwidth
+        assert abs(ios.change_pct) < 6 and abs(ios.ci_low) < 15 and abs(ios.ci_high) < 15, ios.words
         assert by[device, "device.write_kib_per_io"].candidate.median > 350  # whole extents
     seed = find_seed("000", studies, REPO / "kernels" / "series")
     outcomes = {row.outcome for row in judge_check_dir(check, seed, studies).rows}
