@@ -41,7 +41,13 @@ def test_the_repository_inventory_loads():
     assert all(d.is_image and d.size_bytes == 2 * 1024**3 for d in host.devices)
     assert host.device("loop-hdd").wants_rotational and not host.device("loop-ssd").wants_rotational
     # the class groups name the host again without vars: merged, not a second host
-    assert set(inv.hosts) == {"localhost", "vlab", "vlab-nullblk"} and "hdd" in host.groups
+    assert set(inv.hosts) == {"localhost", "vlab", "vlab-nullblk", "vlab-mech"} and "hdd" in host.groups
+    # The host with mechanics: vlab's classes and driver paths, each disk behind a device model.
+    mech = inv.host("vlab-mech")
+    assert {d.device_class for d in mech.devices} == {"ssd", "ssd-raid0", "hdd", "sdcard", "emmc"}
+    assert {d.name: d.qemu["model"] for d in mech.devices} == {
+        "mssd": "ssd-860evo", "mraid0": "ssd-860evo", "mhdd": "hdd-st1000dm003",
+        "msd": "sd-lexar-633x", "memmc": "emmc-seed000"}
     vlab = inv.host("vlab")
     assert vlab.kind == "qemu"
     assert {d.device_class for d in vlab.devices} == {"ssd", "ssd-raid0", "hdd", "sdcard", "emmc"}
