@@ -4,6 +4,7 @@ parameter types that say them in the OpenAPI description, so a client that
 keeps to the description is never refused (issue 28)."""
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from django.http import JsonResponse
@@ -20,6 +21,17 @@ STORE_MIN, STORE_MAX = -(2 ** 63), 2 ** 63 - 1
 # A string the server takes in a query or an agent's body: no NUL character
 # (the store keeps none; site/middleware.py and bisect_api.storable refuse one).
 NO_NUL = "^[^\\x00]*$"
+# The inventory's host names (a DNS label, dotted), as runs, claims, beats and
+# agents' grants carry them: no space, no control character. Checked whole
+# (re.fullmatch: a "$" alone lets a trailing newline through).
+HOST_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
+# The same, or empty: a step's or a result's host, which older agents leave out.
+HOST_NAME_OR_EMPTY = r"^([A-Za-z0-9][A-Za-z0-9._-]{0,199})?$"
+HOST_NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 200"
+
+
+def is_host_name(name: str) -> bool:
+    return re.fullmatch(HOST_NAME, name) is not None
 
 
 def _between(low: int, high: int):
