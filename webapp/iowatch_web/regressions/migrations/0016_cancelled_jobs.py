@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('regressions', '0015_verdict_centre'),
-        ('results', '0011_cancelled_jobs'),
+        ('results', '0010_agent_hosts'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

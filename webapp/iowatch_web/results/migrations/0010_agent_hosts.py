@@ -9,6 +9,7 @@ message says how to grant) until an administrator grants its hosts with
 `iowatch manage grant_hosts NAME HOST...` or on the admin's Agent page.
 Granting from history (the hosts an agent beat or claimed for) would also
 grant what a rogue agent took, which is what this change stops."""
+import django.core.validators
 from django.db import migrations, models
 
 
@@ -23,7 +24,7 @@ class Migration(migrations.Migration):
             name='AgentHost',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text='the host as the inventory names it', max_length=200)),
+                ('name', models.CharField(help_text='the host as the inventory names it', max_length=200, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\\Z', "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 200")])),
                 ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='hosts', to='results.agent')),
             ],
             options={
