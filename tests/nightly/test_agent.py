@@ -132,7 +132,7 @@ def test_the_agent_bisects_on_its_host_and_a_second_host_confirms(tmp_path):
     commits = lab["commits"]
     with scratch_database() as env:
         manage(env, "migrate", "--noinput", "-v", "0")
-        token = create_agent(env, "lab-agents")
+        token = create_agent(env, "lab-agents", "lab-a", "lab-b", "lab-c")
         with running_server(env) as (url, _):
             detail = _open_regression(tmp_path, url, token, lab)
             assert detail["bisect"]["state"] == "queued"
@@ -190,7 +190,7 @@ def test_a_regression_lab_b_does_not_show_is_only_on_lab_a(tmp_path):
     lab = _lab(tmp_path, confirm_slow=False)
     with scratch_database() as env:
         manage(env, "migrate", "--noinput", "-v", "0")
-        token = create_agent(env, "lab-agents")
+        token = create_agent(env, "lab-agents", "lab-a", "lab-b", "lab-c")
         with running_server(env) as (url, _):
             detail = _open_regression(tmp_path, url, token, lab)
             b = _agent(url, token, tmp_path, "lab-b", lab["replay"]["lab-b"])
@@ -225,7 +225,7 @@ def test_a_job_whose_host_went_silent_is_given_back_and_worked_again(tmp_path):
     with scratch_database() as env:
         env["IOWATCH_HEARTBEAT_TIMEOUT_S"] = "3"
         manage(env, "migrate", "--noinput", "-v", "0")
-        token = create_agent(env, "lab-agents")
+        token = create_agent(env, "lab-agents", "lab-a", "lab-b", "lab-c")
         with running_server(env) as (url, _):
             detail = _open_regression(tmp_path, url, token, lab)
             job_id = detail["bisect"]["id"]

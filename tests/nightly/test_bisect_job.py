@@ -67,7 +67,7 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
 
     with scratch_database() as env:
         manage(env, "migrate", "--noinput", "-v", "0")
-        token = create_agent(env, "bisect-agent")
+        token = create_agent(env, "bisect-agent", "agent1")
         with running_server(env) as (url, _):
             up = iowatch_cli("upload", str(nights["good"]), "--server", url, "--token", token,
                           "--spool", str(tmp_path / "spool"))
