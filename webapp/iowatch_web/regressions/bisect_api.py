@@ -23,7 +23,7 @@ from pydantic import StrictBool, StrictFloat, StrictInt, field_validator
 
 from iowatch_web.hosts import giveback, grants
 from iowatch_web.regressions import cancel, nightly, triage
-from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_OR_EMPTY, not_one_of, one_of
+from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_OR_EMPTY, StoreId, not_one_of, one_of
 from iowatch_web.site.api import AgentInput, AgentToken, Error, error_response
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
 from iowatch_web.results.models import DEVICE_CLASSES
@@ -257,14 +257,14 @@ def list_jobs(request, state: Annotated[str | None, one_of(BISECT_STATES)] = Non
 
 
 @router.get("/{job_id}", response={200: BisectOut, 404: Error}, summary="One bisect job")
-def get_job(request, job_id: int):
+def get_job(request, job_id: StoreId):
     return get_object_or_404(_jobs(), pk=job_id)
 
 
 @router.post("/{job_id}/steps", auth=AgentToken(),
              response={200: BisectOut, 400: Error, 401: Error, 403: Error, 404: Error, 409: Error},
              summary="Append a measured step to a bisect (agents)")
-def post_step(request, job_id: int, body: StepIn):
+def post_step(request, job_id: StoreId, body: StepIn):
     with transaction.atomic():
         job = _locked(job_id)
         if refused := grants.forbidden_for_job(job, "bisect", request.auth, body.host):
@@ -289,7 +289,7 @@ def post_step(request, job_id: int, body: StepIn):
 @router.post("/{job_id}/result", auth=AgentToken(),
              response={200: BisectOut, 400: Error, 401: Error, 403: Error, 404: Error, 409: Error},
              summary="Write a bisect's result: done with the first bad commit, or failed (agents)")
-def post_result(request, job_id: int, body: ResultIn):
+def post_result(request, job_id: StoreId, body: ResultIn):
     if body.state == "done" and body.first_bad is None and not body.candidates:
         return error_response(400, "a done bisect names first_bad, or the candidates skips left",
                       "body field first_bad")

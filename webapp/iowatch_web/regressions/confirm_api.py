@@ -17,7 +17,7 @@ from iowatch_web.hosts import giveback, grants
 from iowatch_web.regressions import cancel, confirm
 from iowatch_web.regressions.bisect_api import MAX_RUNS, ClaimIn
 from iowatch_web.regressions.models import CONFIRM_STATES, ConfirmJob
-from iowatch_web.results.bounds import HOST_NAME_OR_EMPTY, not_one_of, one_of
+from iowatch_web.results.bounds import HOST_NAME_OR_EMPTY, StoreId, not_one_of, one_of
 from iowatch_web.results.models import Run
 from iowatch_web.site.api import AgentInput, AgentToken, Error, error_response
 
@@ -94,7 +94,7 @@ def list_jobs(request, state: Annotated[str | None, one_of(CONFIRM_STATES)] = No
 
 
 @router.get("/{job_id}", response={200: ConfirmOut, 404: Error}, summary="One confirmation job")
-def get_job(request, job_id: int):
+def get_job(request, job_id: StoreId):
     return get_object_or_404(ConfirmJob, pk=job_id)
 
 
@@ -102,7 +102,7 @@ def get_job(request, job_id: int):
              response={200: ConfirmOut, 400: Error, 401: Error, 403: Error, 404: Error, 409: Error},
              summary="Hand a confirmation back: done with the runs uploaded (the server judges "
                      "them), or failed with the reason (agents)")
-def post_result(request, job_id: int, body: ConfirmResultIn):
+def post_result(request, job_id: StoreId, body: ConfirmResultIn):
     if body.state == "failed" and not body.error:
         return error_response(400, "a failed confirmation says why", "body field error")
     if body.state == "done" and not (body.good_runs and body.bad_runs):

@@ -38,6 +38,9 @@ def _between(low: int, high: int):
     return Field(json_schema_extra={"minimum": low, "maximum": high})
 
 
+# An id in a path or a query: past the store's 64-bit integers it is a 400
+# naming the parameter (PostgreSQL would just find nothing: a 200 or a 404).
+StoreId = Annotated[int, Field(ge=STORE_MIN, le=STORE_MAX)]
 PageLimit = Annotated[int, _between(1, MAX_PAGE)]
 SampleLimit = Annotated[int, _between(1, MAX_SAMPLES_UNFILTERED)]
 ValueLimit = Annotated[int, _between(1, MAX_SAMPLES_FILTERED)]
