@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.mark.parametrize("beat, field", [
     ({**BEAT, "job": {"kind": "bisect", "id": True}}, "body field id"),  # was stored as job 1
-    ({**BEAT, "job": {"kind": "bisect", "id": 7.0}}, "body field id"),
+    ({**BEAT, "job": {"kind": "bisect", "id": 7.5}}, "body field id"),  # 7.0 is JSON's 7
     ({**BEAT, "job": {"kind": "bisect", "id": "7"}}, "body field id"),
     ({**BEAT, "at": 0}, "body field at"),                                 # was 1970
     ({**BEAT, "at": 1764000000}, "body field at"),
@@ -53,7 +53,8 @@ def test_a_loose_claim_is_refused_naming_the_field(client, agent_token, path, cl
 
 @pytest.mark.parametrize("step, field", [
     ({**STEP, "repetitions": True}, "body field repetitions"),
-    ({**STEP, "repetitions": 5.0}, "body field repetitions"),
+    ({**STEP, "repetitions": 5.5}, "body field repetitions"),
+    ({**STEP, "repetitions": "5"}, "body field repetitions"),
     ({**STEP, "median": "701.5"}, "body field median"),
     ({**STEP, "position": False}, "body field position"),
     ({**STEP, "host": "lab-1\r"}, "body field host"),

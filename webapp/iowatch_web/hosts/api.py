@@ -13,13 +13,12 @@ from typing import Annotated, Literal
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema
-from pydantic import StrictInt
 
 from iowatch.heartbeat import JOB_KINDS, PHASES
 from iowatch_web.hosts import beats, grants
 from iowatch_web.hosts.models import HostState
 from iowatch_web.site.api import AgentInput, AgentToken, Error
-from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_RULE, STORE_MAX, is_host_name
+from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_RULE, STORE_MAX, JsonInt, is_host_name
 
 router = Router(tags=["hosts"])
 
@@ -40,7 +39,7 @@ RFC3339_TIME = (rf"^{_DAY}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{{1,6
 
 class JobIn(AgentInput):
     kind: Literal[JOB_KINDS]
-    id: StrictInt = Field(..., ge=1, le=STORE_MAX)  # a job's id in the store (64-bit)
+    id: JsonInt = Field(..., ge=1, le=STORE_MAX)  # a job's id in the store (64-bit)
 
 
 class BeatIn(AgentInput):

@@ -19,11 +19,11 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Field, Router, Schema
-from pydantic import StrictBool, StrictFloat, StrictInt, field_validator
+from pydantic import StrictBool, StrictFloat, field_validator
 
 from iowatch_web.hosts import giveback, grants
 from iowatch_web.regressions import cancel, nightly, triage
-from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_OR_EMPTY, StoreId, not_one_of, one_of
+from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_OR_EMPTY, JsonInt, StoreId, not_one_of, one_of
 from iowatch_web.site.api import AgentInput, AgentToken, Error, error_response
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
 from iowatch_web.results.models import DEVICE_CLASSES
@@ -141,7 +141,7 @@ class StepIn(AgentInput):
     outcome: Literal["good", "bad", "skipped", "unsure"]
     median: StrictFloat | None = Field(None, allow_inf_nan=False)
     unit: str = Field("", max_length=20)
-    repetitions: StrictInt = Field(0, ge=0, le=10_000)
+    repetitions: JsonInt = Field(0, ge=0, le=10_000)
     run_ids: list[str] = Field(default_factory=list, max_length=MAX_RUNS)
     position: StrictFloat | None = Field(None, allow_inf_nan=False)
 

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from django.http import JsonResponse
 from ninja import Field
+from pydantic import BeforeValidator
 
 MAX_PAGE = 1000
 MAX_SAMPLES_UNFILTERED = 10_000
@@ -37,6 +38,17 @@ def is_host_name(name: str) -> bool:
 def _between(low: int, high: int):
     return Field(json_schema_extra={"minimum": low, "maximum": high})
 
+
+def _a_json_integer(value):
+    """JSON Schema's integer: a number without a fraction (5.0 is one), never a
+    boolean or a text, which pydantic's lax int would take (true as 1, "5" as 5)."""
+    if isinstance(value, (bool, str, bytes)):
+        raise ValueError("Input should be an integer (a JSON number, not a boolean or a text)")
+    return value
+
+
+# An integer of an agent's body, as JSON Schema means it (and the description says).
+JsonInt = Annotated[int, BeforeValidator(_a_json_integer)]
 
 # An id in a path or a query: past the store's 64-bit integers it is a 400
 # naming the parameter (PostgreSQL would just find nothing: a 200 or a 404).
