@@ -20,6 +20,7 @@ from iowatch.local_store import django_command, django_env, explain_missing_serv
 # dies within a minute of starting, up to the cap.
 RESTART_WAIT_S = 1.0
 RESTART_WAIT_MAX_S = 30.0
+GUNICORN_CONFIG = "python:iowatch_web.site.gunicorn_conf"
 
 
 def register(sub):
@@ -56,6 +57,8 @@ def run(args) -> int:
           f"{workers} verdict worker(s)", flush=True)
     gunicorn = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "iowatch_web.site.wsgi:application",
+         # Its request limits, and JSON for the errors it answers itself (414, 431).
+         "--config", GUNICORN_CONFIG,
          "--bind", f"{args.host}:{args.port}", "--workers", str(args.workers),
          "--access-logfile", "-", "--timeout", "300"], env=env)
     worker_cmd = django_command("verdict_worker", "--no-startup-delay")
