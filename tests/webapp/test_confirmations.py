@@ -166,5 +166,5 @@ def test_the_list_refuses_an_unknown_state_and_its_description_names_the_states(
                               "where": "query field state"}
     operation = client.get("/api/v1/openapi.json").json()["paths"]["/api/v1/confirmations"]["get"]
     (state,) = [p for p in operation["parameters"] if p["name"] == "state"]
-    assert ["queued", "running", "done", "failed"] in [s.get("enum") for s in
+    assert ["queued", "running", "done", "failed", "cancelled"] in [s.get("enum") for s in
                                                        [state["schema"], *state["schema"].get("anyOf", [])]]
