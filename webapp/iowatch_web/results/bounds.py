@@ -14,6 +14,9 @@ from pydantic import BeforeValidator
 MAX_PAGE = 1000
 MAX_SAMPLES_UNFILTERED = 10_000
 MAX_SAMPLES_FILTERED = 100_000
+# A run's values come a page at a time unless a limit asks for more: all of a
+# 100,000-cell run's values in one answer (12 MB) held a worker for seconds (issue 42).
+VALUES_PAGE = 10_000
 # Past the end of any table here: a deeper offset would only make the database
 # count rows to skip (and past 2**63 it cannot even say OFFSET).
 MAX_OFFSET = 1_000_000_000
