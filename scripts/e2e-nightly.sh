@@ -44,7 +44,7 @@ else
 fi
 server_env+=(IOWATCH_DATA_DIR="$work/server")
 "${server_env[@]}" "$IOW" manage migrate --noinput -v 0
-token=$("${server_env[@]}" "$IOW" manage create_agent e2e-nightly | tail -1 | awk '{print $NF}')
+token=$("${server_env[@]}" "$IOW" manage create_agent e2e-nightly --host e2e-agent | tail -1 | awk '{print $NF}')
 port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 url=http://127.0.0.1:$port
 setsid "${server_env[@]}" "$IOW" serve --port "$port" >"$work/serve.log" 2>&1 &

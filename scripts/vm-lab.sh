@@ -101,7 +101,7 @@ phase_start "server"
 mkdir -p "$server_data"
 IOWATCH_DATA_DIR=$server_data .venv/bin/iowatch manage migrate --noinput -v 0 > "$run/server-migrate.log" 2>&1 ||
     fail "migrate failed: see server-migrate.log"
-token=$(IOWATCH_DATA_DIR=$server_data .venv/bin/iowatch manage create_agent lab-agent | awk '{print $NF}' | tail -1)
+token=$(IOWATCH_DATA_DIR=$server_data .venv/bin/iowatch manage create_agent lab-agent --host "$host" | awk '{print $NF}' | tail -1)
 IOWATCH_DATA_DIR=$server_data setsid .venv/bin/iowatch serve --port "$web_port" > "$run/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 60); do curl -sf "$url/api/v1/health" >/dev/null && break; sleep 1; done

@@ -66,9 +66,10 @@ def manage(env: dict, *args: str) -> str:
     return out.stdout
 
 
-def create_agent(env: dict, name: str) -> str:
-    """A fresh agent token (create_agent prints it as its last word)."""
-    return manage(env, "create_agent", name).split()[-1]
+def create_agent(env: dict, name: str, *hosts: str) -> str:
+    """A fresh agent token (create_agent prints it as its last word), acting
+    for `hosts` (claims, heartbeats, steps, results)."""
+    return manage(env, "create_agent", name, *(["--host", *hosts] if hosts else [])).split()[-1]
 
 
 @contextmanager

@@ -41,7 +41,7 @@ def test_beats_reach_the_server_survive_its_outage_and_resume(caplog):
         first = running_server(env, port=port, workers=1, args=("--no-worker",))
         url, _ = first.__enter__()
         try:
-            token = create_agent(env, "lab-agent")  # the server migrated the store
+            token = create_agent(env, "lab-agent", "lab-1")  # the server migrated the store
             with Heartbeat(Client(url, token), "lab-1", every=0.3) as beat:
                 until("the first beat", lambda: (host(url, "lab-1") or {}).get("phase") == "idle")
                 beat.set("building", job={"kind": "bisect", "id": 3}, commit="ab" * 20)

@@ -29,6 +29,11 @@ class ServerError(RuntimeError):
         self.status = status
 
 
+class JobCancelled(ServerError):
+    """An administrator cancelled the job this post was for (409, where
+    "cancelled"): the agent stops working it."""
+
+
 @dataclass
 class Answer:
     """What the server answered to one call, whatever it was."""
@@ -98,7 +103,9 @@ class Client:
                               "is the server up?")
         if answer.status >= 400:
             said = answer.reply.get("error") or answer.reply.get("detail") or answer.reply
-            raise ServerError(f"{method} {self.url(path)}: {answer.status} {said}", answer.status)
+            error = (JobCancelled if answer.status == 409 and answer.reply.get("where") == "cancelled"
+                     else ServerError)
+            raise error(f"{method} {self.url(path)}: {answer.status} {said}", answer.status)
         try:
             return answer.status, (json.loads(answer.body) if answer.body.strip() else None)
         except ValueError as e:

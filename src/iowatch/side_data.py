@@ -91,7 +91,8 @@ def manifest_from_api(server: str | Client, run_id: str) -> dict:
     run = client.get(f"runs/{run_id}")
     cells = client.paged(f"runs/{run_id}/cells", 1000)
     # Through the reader the server judges with: a run retention summarised keeps its values.
-    samples = client.paged(f"runs/{run_id}/values", 100_000)
+    # The server's page (10,000): a larger one holds a web worker for seconds.
+    samples = client.paged(f"runs/{run_id}/values", 10_000)
     by_cell: dict[int, dict[int, list]] = defaultdict(lambda: defaultdict(list))
     for s in samples:
         by_cell[s["cell_id"]][s["repetition"]].append(

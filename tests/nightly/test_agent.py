@@ -132,7 +132,7 @@ def test_the_agent_bisects_on_its_host_and_a_second_host_confirms(tmp_path):
     commits = lab["commits"]
     with scratch_database() as env:
         manage(env, "migrate", "--noinput", "-v", "0")
-        token = create_agent(env, "lab-agents")
+        token = create_agent(env, "lab-agents", "lab-a", "lab-b", "lab-c")
         with running_server(env) as (url, _):
             detail = _open_regression(tmp_path, url, token, lab)
             assert detail["bisect"]["state"] == "queued"
@@ -190,7 +190,7 @@ def test_a_regression_lab_b_does_not_show_is_only_on_lab_a(tmp_path):
     lab = _lab(tmp_path, confirm_slow=False)
     with scratch_database() as env:
         manage(env, "migrate", "--noinput", "-v", "0")
-        token = create_agent(env, "lab-agents")
+        token = create_agent(env, "lab-agents", "lab-a", "lab-b", "lab-c")
         with running_server(env) as (url, _):
             detail = _open_regression(tmp_path, url, token, lab)
             b = _agent(url, token, tmp_path, "lab-b", lab["replay"]["lab-b"])
@@ -225,7 +225,7 @@ def test_a_job_whose_host_went_silent_is_given_back_and_worked_again(tmp_path):
     with scratch_database() as env:
         env["IOWATCH_HEARTBEAT_TIMEOUT_S"] = "3"
         manage(env, "migrate", "--noinput", "-v", "0")
-        token = create_agent(env, "lab-agents")
+        token = create_agent(env, "lab-agents", "lab-a", "lab-b", "lab-c")
         with running_server(env) as (url, _):
             detail = _open_regression(tmp_path, url, token, lab)
             job_id = detail["bisect"]["id"]
@@ -261,3 +261,47 @@ def test_a_job_whose_host_went_silent_is_given_back_and_worked_again(tmp_path):
             b = _agent(url, token, tmp_path, "lab-b", lab["replay"]["lab-b"])
             assert b.returncode == 0, b.stdout + b.stderr
             assert get_json(f"{url}/api/v1/confirmations/{conf_id}")["outcome"] == "confirmed"
+
+
+def test_a_bisect_cancelled_by_an_admin_stops_at_the_agents_next_post(tmp_path):
+    """Issue 42: an admin cancels lab-a's bisect while the host boots its first
+    commit; the agent's next step gets 409 cancelled, it stops the job (no more
+    boots, no result), puts the host back on its default kernel and goes on."""
+    from iowatch.agent.bisect import recorded_range
+    from iowatch.agent.hosts import RecordedHost
+    from iowatch.agent.loop import Agent, Builds
+    from iowatch.ciapi import Client
+
+    lab = _lab(tmp_path, confirm_slow=True)
+    (tmp_path / "inventory.yml").write_text(INVENTORY)
+    with scratch_database() as env:
+        manage(env, "migrate", "--noinput", "-v", "0")
+        token = create_agent(env, "lab-agents", "lab-a")
+        with running_server(env) as (url, _):
+            detail = _open_regression(tmp_path, url, token, lab)
+            job_id = detail["bisect"]["id"]
+
+            class CancelledWhileBooting(RecordedHost):
+                def boot(self, artifacts, commit):
+                    if not self.boots:
+                        manage(env, "cancel_job", "bisect", str(job_id), "--reason", "triaged invalid")
+                    return super().boot(artifacts, commit)
+
+            host = CancelledWhileBooting("lab-a", lab["replay"]["lab-a"])
+            plan_for, built = recorded_range(tmp_path / "variants.json")
+            said = []
+            agent = Agent(Client(url, token, host="lab-a"), host, Builds(plan_for, built), tmp_path / "out",
+                          device_classes=("hdd",), devices={"hdd": ["vhdd"]}, say=said.append)
+            line = agent.turn()
+            assert line.startswith(f"bisect #{job_id} ") and ": cancelled (" in line, line
+            assert "triaged invalid" in line and "409" in line, line
+            # It stopped at its first post (after the ends' first boots), not at the range's end,
+            # and put the host back on its default kernel once.
+            commits = [b for b in host.boots if b != "default"]
+            assert 1 <= len(commits) < len(lab["commits"]) and host.boots[-1] == "default", host.boots
+            assert host.boots.count("default") == 1
+            job = get_json(f"{url}/api/v1/bisects/{job_id}")
+            assert job["state"] == "cancelled" and job["steps"] == [] and job["result"] is None
+            assert "triaged invalid" in job["error"]
+            # Nothing else queued: the next turn is idle, not an error.
+            assert agent.turn() == "idle"

@@ -67,7 +67,7 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
 
     with scratch_database() as env:
         manage(env, "migrate", "--noinput", "-v", "0")
-        token = create_agent(env, "bisect-agent")
+        token = create_agent(env, "bisect-agent", "agent1")
         with running_server(env) as (url, _):
             up = iowatch_cli("upload", str(nights["good"]), "--server", url, "--token", token,
                           "--spool", str(tmp_path / "spool"))
@@ -132,8 +132,11 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
             assert not any(bundle.load(d).get("trigger") for d in measured.iterdir()
                            if d.name != f"variant-{len(commits) - 1:02d}" and d.name != "variant-00")
 
-            again = iowatch_cli("bisect", "--next", "--server", url, "--token", token)
+            again = iowatch_cli("bisect", "--next", "--server", url, "--token", token, "--host", "agent1")
             assert again.returncode == 0 and "no bisect job queued" in again.stdout
+            # A host the token does not act for (the default is this machine's name): refused.
+            other = iowatch_cli("bisect", "--next", "--server", url, "--token", token, "--host", "lab-z")
+            assert other.returncode == 2 and "403 agent bisect-agent may not act for host lab-z" in other.stderr
 
             # By regression, once its job is done: the same search, printed, nothing posted.
             by_id = iowatch_cli("bisect", "--regression", str(detail["id"]), "--server", url,

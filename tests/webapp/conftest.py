@@ -22,10 +22,15 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.webapp)
 
 
+# The hosts the tests' agent acts for (create_agent --host): every host name
+# the tests claim, beat or post for with agent_token.
+LAB_HOSTS = ("lab-1", "lab-2", "lab-a", "lab-b", "lab-c", "host-a", "host-b", "vlab", "old-agent")
+
+
 @pytest.fixture
 def agent_token(db) -> str:
     out = StringIO()
-    call_command("create_agent", "lab-agent", stdout=out)
+    call_command("create_agent", "lab-agent", "--host", *LAB_HOSTS, stdout=out)
     return out.getvalue().strip()
 
 

@@ -162,9 +162,9 @@ def test_the_list_refuses_an_unknown_state_and_its_description_names_the_states(
     assert [j["id"] for j in client.get("/api/v1/confirmations?state=queued").json()["items"]] == [job.pk]
     refused = client.get("/api/v1/confirmations?state=sleeping")
     assert refused.status_code == 400
-    assert refused.json() == {"error": "state 'sleeping' is not one of queued, running, done, failed",
+    assert refused.json() == {"error": "state 'sleeping' is not one of queued, running, done, failed, cancelled",
                               "where": "query field state"}
     operation = client.get("/api/v1/openapi.json").json()["paths"]["/api/v1/confirmations"]["get"]
     (state,) = [p for p in operation["parameters"] if p["name"] == "state"]
-    assert ["queued", "running", "done", "failed"] in [s.get("enum") for s in
+    assert ["queued", "running", "done", "failed", "cancelled"] in [s.get("enum") for s in
                                                        [state["schema"], *state["schema"].get("anyOf", [])]]

@@ -10,7 +10,7 @@ from pathlib import Path
 from iowatch import bundle
 from iowatch.agent.confirm import cell_ids
 from iowatch.agent.hosts import RunRequest
-from iowatch.ciapi import ServerError
+from iowatch.ciapi import JobCancelled, ServerError
 
 
 def cells_of(cell: dict, devices: dict[str, list[str]]) -> list[str]:
@@ -67,6 +67,9 @@ def work_bisect(agent, claim: dict) -> str:
         result, body = work(job, plan, measure, poster, say=agent.say)
     except JobError as e:
         return _failed(agent, job, str(e))
+    except JobCancelled as e:
+        # An administrator stopped it: nothing more is measured or posted for it.
+        return f"bisect #{job.job} of regression {job.regression}: cancelled ({e})"
     finally:
         agent.restore()
     first = body.get("first_bad") or {}
@@ -79,6 +82,8 @@ def _failed(agent, job, reason: str) -> str:
     from iowatch.bisect.job import failed_body
     try:
         agent.client.post_result(job.job, failed_body(job, reason))
+    except JobCancelled as e:
+        return f"bisect #{job.job} of regression {job.regression}: cancelled ({e})"
     except ServerError as e:
         agent.say(f"agent: could not post bisect #{job.job} failed: {e}")
     return f"bisect #{job.job} of regression {job.regression}: failed: {reason}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from iowatch import bundle
 from iowatch.agent.hosts import LabHostError, RunRequest
-from iowatch.ciapi import ServerError
+from iowatch.ciapi import JobCancelled, ServerError
 
 
 def abab(rounds: int) -> list[str]:
@@ -42,6 +42,9 @@ def work_confirmation(agent, claim: dict) -> str:
         cells = cell_ids(claim["cells"], getattr(agent, "devices", {}))
         matrix = agent.matrix or claim.get("matrix") or "check-quick"
         for k, side in enumerate(abab(claim["rounds"])):
+            # Its one post comes at the end: between boots, ask whether it was cancelled.
+            if (agent.client.get(f"confirmations/{job_id}") or {}).get("state") == "cancelled":
+                raise JobCancelled(f"confirmation #{job_id} was cancelled on the server")
             v = kernels[side]
             out = agent.out / f"confirm-{job_id}" / f"{k:02d}-{side}"
             request = RunRequest(matrix, v.commit, f"confirm {side}", agent.reps, agent.profile, cells)
@@ -54,10 +57,15 @@ def work_confirmation(agent, claim: dict) -> str:
             runs[side].append(agent.upload(path, tag))
     except (ValueError, OSError, LabHostError) as e:
         return _failed(agent, job_id, regression, str(e))
+    except JobCancelled as e:
+        return f"confirmation #{job_id} of regression {regression}: cancelled ({e})"
     finally:
         agent.restore()
-    done = agent.client.post_confirmation(job_id, {"state": "done", "good_runs": runs["good"],
-                                                   "bad_runs": runs["bad"]})
+    try:
+        done = agent.client.post_confirmation(job_id, {"state": "done", "good_runs": runs["good"],
+                                                       "bad_runs": runs["bad"]})
+    except JobCancelled as e:
+        return f"confirmation #{job_id} of regression {regression}: cancelled ({e})"
     rows = "; ".join(f"{r['metric']} {r['change_pct']:+.1f}% {r['outcome']}"
                      for r in done.get("verdicts") or [] if r.get("change_pct") is not None)
     return (f"confirmation #{job_id} of regression {regression}: {done.get('state')}, "
@@ -67,6 +75,8 @@ def work_confirmation(agent, claim: dict) -> str:
 def _failed(agent, job_id: int, regression: int, reason: str) -> str:
     try:
         agent.client.post_confirmation(job_id, {"state": "failed", "error": reason[:10_000]})
+    except JobCancelled as e:
+        return f"confirmation #{job_id} of regression {regression}: cancelled ({e})"
     except ServerError as e:
         agent.say(f"agent: could not post confirmation #{job_id} failed: {e}")
     return f"confirmation #{job_id} of regression {regression}: failed: {reason}"

@@ -3,6 +3,7 @@ queue, worked in the virtual lab or replayed over recorded measurements.
 Not a subcommand itself (iowatch.commands.bisect hands over to run_job)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -61,8 +62,9 @@ def _replay_plan(args, good: str, bad: str):
 def run_job(args) -> int:
     from iowatch.bisect.search import NeedMeasurement, guest_measure, recorded
     from iowatch.bisect.job import JobError, Poster, identities, render, work
-    from iowatch.ciapi import Client, ServerError
+    from iowatch.ciapi import Client, JobCancelled, ServerError
     from iowatch.commands.guest_options import HostError, qemu_host
+    from iowatch.heartbeat import Heartbeat
     from iowatch.kernel.build import configure, make_variants
     from iowatch.kernel.series import SeriesError
     from iowatch.kernel.series_input import load_series
@@ -78,7 +80,8 @@ def run_job(args) -> int:
     if bool(args.variants) != bool(args.bundles):
         print("iowatch bisect: give --variants and --bundles together (a replay)", file=sys.stderr)
         return 2
-    client = Client(args.server, args.token or "")
+    # Steps and results name the host measured on: the token must be granted it.
+    client = Client(args.server, args.token or "", host=args.host)
     try:
         job = _assignment(args, client)
     except (ServerError, KeyError, JobError) as e:
@@ -129,11 +132,19 @@ def run_job(args) -> int:
         measure = guest_measure(plan, host, Path(args.inventory or inventory.default_path()), matrix,
                                 out, profile=args.profile, reps=args.reps, store=poster.store,
                                 say=say, echo_console=args.console, trigger=step_trigger)
+    # A held job's host beats while it works: a claim whose host never beats
+    # goes back to the queue after the timeout (iowatch_web.hosts.giveback).
+    beat = Heartbeat(client, args.host) if job.job is not None else contextlib.nullcontext()
     try:
-        with progress.from_args(args, "bisect"):
+        with progress.from_args(args, "bisect"), beat:
+            if job.job is not None:
+                beat.set("running", job={"kind": "bisect", "id": job.job})
             result, body = work(job, plan, measure, poster, say=say)
     except NeedMeasurement as e:
         return _fail(client, job, f"{args.bundles}: {e}; the replay needs every measurement it asks for")
+    except JobCancelled as e:
+        print(f"bisect: #{job.job} was cancelled on the server; stopped: {e}", file=sys.stderr)
+        return 1
     except ServerError as e:
         _fail(client, job, f"the server stopped answering mid-bisect: {e}")
         return 2

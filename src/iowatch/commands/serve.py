@@ -20,6 +20,10 @@ from iowatch.local_store import django_command, django_env, explain_missing_serv
 # dies within a minute of starting, up to the cap.
 RESTART_WAIT_S = 1.0
 RESTART_WAIT_MAX_S = 30.0
+GUNICORN_CONFIG = "python:iowatch_web.site.gunicorn_conf"
+# PostgreSQL cancels a web request's statement after this (IOWATCH_STATEMENT_TIMEOUT_S
+# overrides it; 0: none). Not for migrations and the verdict worker, whose work is long.
+WEB_STATEMENT_TIMEOUT_S = "60"
 
 
 def register(sub):
@@ -56,8 +60,11 @@ def run(args) -> int:
           f"{workers} verdict worker(s)", flush=True)
     gunicorn = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "iowatch_web.site.wsgi:application",
+         # Its request limits, and JSON for the errors it answers itself (414, 431).
+         "--config", GUNICORN_CONFIG,
          "--bind", f"{args.host}:{args.port}", "--workers", str(args.workers),
-         "--access-logfile", "-", "--timeout", "300"], env=env)
+         "--access-logfile", "-", "--timeout", "300"],
+        env={"IOWATCH_STATEMENT_TIMEOUT_S": WEB_STATEMENT_TIMEOUT_S, **env})
     worker_cmd = django_command("verdict_worker", "--no-startup-delay")
     verdict = [_Supervised(worker_cmd, env) for _ in range(workers)]
 

@@ -23,10 +23,11 @@ controller) keeps beating, so the timeout never frees what it held: its
 claims say `holds_none` (`iowatch agent` sends it: one agent a host, under the
 host's lock), and `give_back_held` frees the host's running jobs first.
 
-A host that has never beaten is never judged: its agent predates the
-heartbeat, and its jobs keep the queue's old rule (no give-back). The claim
-counts as a sign of life: a host silent since yesterday that claims a job
-now has the whole timeout from the claim.
+A host that has never beaten is judged from its claim: a job claimed for it
+that long ago with no beat since goes back as well (an agent that claims and
+dies, or claims for a host it never works, holds nothing for ever). The
+claim counts as a sign of life: a host silent since yesterday that claims a
+job now has the whole timeout from the claim.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ import logging
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Model
+from django.db.models import Model, Q
 from django.utils import timezone
 
 from iowatch_web.hosts.beats import timeout
@@ -48,15 +49,20 @@ def give_back_stuck(model: type[Model], kind: str, now: datetime | None = None) 
     heartbeat; returns their ids."""
     now = now or timezone.now()
     late = now - timeout()
-    last_seen = dict(HostState.objects.filter(last_seen__lt=late).values_list("name", "last_seen"))
-    if not last_seen:
-        return []
-    running = model.objects.filter(state="running", agent_host__in=list(last_seen), claimed_at__lt=late)
-    return [job.pk for job in running.select_related("agent") if _give_back(
+    running = model.objects.filter(state="running", claimed_at__lt=late)
+    # The host silent since the timeout, or one that never beat at all.
+    running = running.filter(Q(agent_host__in=HostState.objects.filter(last_seen__lt=late).values("name"))
+                             | ~Q(agent_host__in=HostState.objects.values("name")))
+    jobs = list(running.select_related("agent"))
+    last_seen = dict(HostState.objects.filter(name__in={j.agent_host for j in jobs})
+                     .values_list("name", "last_seen"))
+    return [job.pk for job in jobs if _give_back(
         model, kind, job, now,
-        f"given back to the queue at {now:%Y-%m-%d %H:%M} UTC: host {job.agent_host} sent no "
-        f"heartbeat after {last_seen[job.agent_host]:%Y-%m-%d %H:%M:%S} UTC (the timeout is "
-        f"{timeout().total_seconds():.0f} s, IOWATCH_HEARTBEAT_TIMEOUT_S)")]
+        f"given back to the queue at {now:%Y-%m-%d %H:%M} UTC: host {job.agent_host or '(unnamed)'} "
+        + (f"sent no heartbeat after {last_seen[job.agent_host]:%Y-%m-%d %H:%M:%S} UTC"
+           if job.agent_host in last_seen else
+           f"never sent a heartbeat since the claim at {job.claimed_at:%Y-%m-%d %H:%M:%S} UTC")
+        + f" (the timeout is {timeout().total_seconds():.0f} s, IOWATCH_HEARTBEAT_TIMEOUT_S)")]
 
 
 def _give_back(model: type[Model], kind: str, job: Model, now: datetime, reason: str) -> bool:
@@ -81,12 +87,14 @@ def _give_back(model: type[Model], kind: str, job: Model, now: datetime, reason:
     return True
 
 
-def give_back_held(model: type[Model], kind: str, host: str, now: datetime | None = None) -> list[int]:
-    """Put back on the queue the running `model` jobs of `host`, whose agent
-    says (claiming with holds_none) that it holds none: it started again
-    without them. Returns their ids."""
+def give_back_held(model: type[Model], kind: str, host: str, agent,
+                   now: datetime | None = None) -> list[int]:
+    """Put back on the queue the running `model` jobs `agent` claimed for
+    `host`, when it says (claiming with holds_none) that it holds none: it
+    started again without them. Another agent's jobs are never touched.
+    Returns their ids."""
     now = now or timezone.now()
-    running = model.objects.filter(state="running", agent_host=host).select_related("agent")
+    running = model.objects.filter(state="running", agent_host=host, agent=agent).select_related("agent")
     return [job.pk for job in running if _give_back(
         model, kind, job, now,
         f"given back to the queue at {now:%Y-%m-%d %H:%M} UTC: the agent of host {host} claimed "

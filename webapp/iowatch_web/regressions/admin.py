@@ -1,8 +1,11 @@
 """Django admin for stored verdicts, regressions and their triage. Verdict rows
 are many: raw id widgets and no full counts, so a page never loads a table."""
-from django.contrib import admin
+from django.contrib import admin, messages
 
-from iowatch_web.regressions.models import StoredVerdict, StoredChangePoint, StoredComparison, Regression, TriageEvent
+from iowatch_web.regressions.cancel import NotOpen, cancel
+from iowatch_web.regressions.models import (
+    BisectJob, ConfirmJob, StoredVerdict, StoredChangePoint, StoredComparison, Regression, TriageEvent,
+)
 
 
 @admin.register(StoredComparison)
@@ -75,3 +78,41 @@ class ChangePointAdmin(admin.ModelAdmin):
     list_select_related = ("host", "kernel")
     raw_id_fields = ("comparison", "study", "host", "device", "metric", "kernel", "run")
     show_full_result_count = False
+
+
+class JobAdmin(admin.ModelAdmin):
+    """A queue's jobs: read here, cancelled by the action (regressions/cancel.py)."""
+    kind = ""
+    list_filter = ("state",)
+    list_select_related = ("agent",)
+    raw_id_fields = ("regression", "agent")
+    readonly_fields = ("state", "agent", "agent_host", "claimed_at", "finished_at", "error")
+    actions = ["cancel_jobs"]
+
+    @admin.action(description="Cancel the selected jobs (their agents stop at their next post)")
+    def cancel_jobs(self, request, queryset):
+        done, skipped = [], []
+        for job in queryset:
+            try:
+                cancel(self.kind, job.pk, f"{request.user.get_username()} (admin)")
+                done.append(f"#{job.pk}")
+            except NotOpen:
+                skipped.append(f"#{job.pk} ({job.state})")
+        if done:
+            self.message_user(request, f"cancelled {self.kind} {', '.join(done)}")
+        if skipped:
+            self.message_user(request, f"not open, left as they were: {', '.join(skipped)}",
+                              level=messages.WARNING)
+
+
+@admin.register(BisectJob)
+class BisectJobAdmin(JobAdmin):
+    kind = "bisect"
+    list_display = ("id", "regression", "state", "agent", "agent_host", "created", "finished_at")
+
+
+@admin.register(ConfirmJob)
+class ConfirmJobAdmin(JobAdmin):
+    kind = "confirmation"
+    list_display = ("id", "regression", "host", "state", "agent", "agent_host", "created",
+                    "finished_at")

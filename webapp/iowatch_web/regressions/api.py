@@ -25,7 +25,7 @@ from iowatch_web.regressions.bisect_api import BisectOut, latest
 from iowatch_web.regressions.models import (KINDS, STATES, StoredVerdict, StoredChangePoint, StoredComparison,
                                             Regression, TriageEvent)
 from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused
-from iowatch_web.results.bounds import MAX_PAGE, Offset, PageLimit, one_of
+from iowatch_web.results.bounds import MAX_PAGE, Offset, PageLimit, StoreId, one_of
 from iowatch_web.site.api import Error, error_response, page_problem
 from iowatch_web.regressions.triage import triage as apply_triage
 
@@ -409,7 +409,7 @@ def list_regressions(request, filters: Query[RegressionFilters]):
 @router.get("/{regression_id}", response={200: RegressionDetail, 400: Error, 404: Error},
             summary="One regression with its regressed cells, change points, runs and triage log, "
                     "and a page of its comparison's deciding cells (verdicts_limit, verdicts_offset)")
-def get_regression(request, regression_id: int, verdicts_limit: PageLimit | None = None,
+def get_regression(request, regression_id: StoreId, verdicts_limit: PageLimit | None = None,
                    verdicts_offset: Offset = 0):
     limit = MAX_PAGE if verdicts_limit is None else verdicts_limit
     if error := page_problem(limit, verdicts_offset, MAX_PAGE, ("verdicts_limit", "verdicts_offset")):
@@ -422,7 +422,7 @@ def get_regression(request, regression_id: int, verdicts_limit: PageLimit | None
 @router.post("/{regression_id}/triage", auth=Triager(),
              response={200: RegressionDetail, 400: Error, 401: Error, 403: Error, 404: Error},
              summary="Change a regression's state (logged-in users; CSRF token required)")
-def triage(request, regression_id: int, body: TriageIn):
+def triage(request, regression_id: StoreId, body: TriageIn):
     """States: new, acknowledged, invalid, fixed, bisecting, bisected, wontfix
     (won't fix). The change and its note are logged with the user."""
     try:
@@ -442,7 +442,7 @@ class BisectIn(Schema):
              response={200: RegressionDetail, 400: Error, 401: Error, 403: Error, 404: Error},
              summary="Queue a bisect of the regression (logged-in users; CSRF token required); "
                      "an open bisect is kept. Its state becomes bisecting when an agent takes it")
-def bisect(request, regression_id: int, body: BisectIn):
+def bisect(request, regression_id: StoreId, body: BisectIn):
     try:
         with transaction.atomic():
             regression = get_object_or_404(Regression, pk=regression_id)
@@ -470,7 +470,7 @@ def report_text(regression_id: int, fmt: str) -> str:
             openapi_extra={"responses": {200: {"description": "the report",
                                                "content": {"text/plain": {"schema": {
                                                    "type": "string"}}}}}})
-def report(request, regression_id: int,
+def report(request, regression_id: StoreId,
            format: Annotated[str, one_of(mailreport.FORMATS)] = "email",
            unconfirmed: bool = False):
     if format not in mailreport.FORMATS:

@@ -19,11 +19,11 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Field, Router, Schema
-from pydantic import field_validator
+from pydantic import StrictBool, StrictFloat, field_validator
 
-from iowatch_web.hosts import giveback
-from iowatch_web.regressions import nightly, triage
-from iowatch_web.results.bounds import not_one_of, one_of
+from iowatch_web.hosts import giveback, grants
+from iowatch_web.regressions import cancel, nightly, triage
+from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_OR_EMPTY, JsonInt, StoreId, not_one_of, one_of
 from iowatch_web.site.api import AgentInput, AgentToken, Error, error_response
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
 from iowatch_web.results.models import DEVICE_CLASSES
@@ -111,15 +111,16 @@ def _jobs():
 # --- what comes in ------------------------------------------------------------------
 
 class ClaimIn(AgentInput):
-    host: str = Field(..., min_length=1, max_length=200)
+    # A host the agent's token may act for (else 403; hosts/grants.py).
+    host: str = Field(..., min_length=1, max_length=200, pattern=HOST_NAME)
     # A lab host's agent takes only the bisects its devices can measure.
     device_classes: list[Annotated[str, one_of(DEVICE_CLASSES)]] | None = Field(None, max_length=20)
     # Only the bisects of regressions found on this host (a lab agent's default:
     # a change a host's hardware shows is bisected where it showed).
-    own_only: bool = False
+    own_only: StrictBool = False
     # The claiming agent holds no job: the host's running ones were lost when it
     # started again, and go back to the queue first (hosts/giveback.py).
-    holds_none: bool = False
+    holds_none: StrictBool = False
 
     @field_validator("device_classes")
     @classmethod
@@ -133,16 +134,16 @@ class ClaimIn(AgentInput):
 class StepIn(AgentInput):
     # The host the agent measures on, as it claimed: a step from a host that
     # lost the job (iowatch_web.hosts.giveback) is refused even on a shared token.
-    host: str = Field("", max_length=200)
+    host: str = Field("", max_length=200, pattern=HOST_NAME_OR_EMPTY)
     commit: str = Field(..., pattern=r"^[0-9a-f]{7,64}$")
     subject: str = Field("", max_length=1000)
     author: str = Field("", max_length=500)
     outcome: Literal["good", "bad", "skipped", "unsure"]
-    median: float | None = Field(None, allow_inf_nan=False)
+    median: StrictFloat | None = Field(None, allow_inf_nan=False)
     unit: str = Field("", max_length=20)
-    repetitions: int = Field(0, ge=0, le=10_000)
+    repetitions: JsonInt = Field(0, ge=0, le=10_000)
     run_ids: list[str] = Field(default_factory=list, max_length=MAX_RUNS)
-    position: float | None = Field(None, allow_inf_nan=False)
+    position: StrictFloat | None = Field(None, allow_inf_nan=False)
 
 
 class Commit(AgentInput):
@@ -158,12 +159,12 @@ class Provenance(AgentInput):
 
 
 class ResultIn(AgentInput):
-    host: str = Field("", max_length=200)
+    host: str = Field("", max_length=200, pattern=HOST_NAME_OR_EMPTY)
     state: Literal["done", "failed"]
     first_bad: Commit | None = None
     candidates: list[str] = Field(default_factory=list, max_length=MAX_STEPS)
     # The culprit model's probability of first_bad, or of the candidates together.
-    probability: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    probability: StrictFloat | None = Field(None, ge=0, le=1, allow_inf_nan=False)
     skipped: list[str] = Field(default_factory=list, max_length=MAX_STEPS)
     error: str | None = Field(None, max_length=10_000)
     provenance: Provenance = Field(default_factory=Provenance)
@@ -179,7 +180,7 @@ def claim(agent, host: str, device_classes: list[str] | None = None,
     beating is given back first, so a claim does not wait for the worker's sweep."""
     giveback.give_back_stuck(BisectJob, "bisect")
     if holds_none:
-        giveback.give_back_held(BisectJob, "bisect", host)
+        giveback.give_back_held(BisectJob, "bisect", host, agent)
     while True:
         with transaction.atomic():
             queued = BisectJob.objects.filter(state="queued")
@@ -206,6 +207,8 @@ def claim(agent, host: str, device_classes: list[str] | None = None,
 
 
 def _finished(job: BisectJob) -> JsonResponse:
+    if job.state == "cancelled":
+        return error_response(409, cancel.refused("bisect", job), "cancelled")
     return error_response(409, f"bisect #{job.pk} is {job.state} (finished at {job.finished_at:%Y-%m-%d %H:%M} "
                        "UTC): it takes no more steps nor results; a maintainer queues a new one "
                        "with POST /api/v1/regressions/{id}/bisect", "bisect state")
@@ -222,9 +225,12 @@ def _locked(job_id: int) -> BisectJob:
     return get_object_or_404(BisectJob.objects.select_for_update(), pk=job_id)
 
 
-@router.post("/claim", auth=AgentToken(), response={200: Claimed, 204: None, 400: Error, 401: Error},
+@router.post("/claim", auth=AgentToken(),
+             response={200: Claimed, 204: None, 400: Error, 401: Error, 403: Error},
              summary="Take the oldest queued bisect (agents); 204 when nothing is queued")
 def claim_job(request, body: ClaimIn):
+    if refused := grants.forbidden(request.auth, body.host, "body field host"):
+        return refused
     job = claim(request.auth, body.host, body.device_classes, body.own_only, body.holds_none)
     if job is None:
         return HttpResponse(status=204)
@@ -251,16 +257,18 @@ def list_jobs(request, state: Annotated[str | None, one_of(BISECT_STATES)] = Non
 
 
 @router.get("/{job_id}", response={200: BisectOut, 404: Error}, summary="One bisect job")
-def get_job(request, job_id: int):
+def get_job(request, job_id: StoreId):
     return get_object_or_404(_jobs(), pk=job_id)
 
 
 @router.post("/{job_id}/steps", auth=AgentToken(),
-             response={200: BisectOut, 400: Error, 401: Error, 404: Error, 409: Error},
+             response={200: BisectOut, 400: Error, 401: Error, 403: Error, 404: Error, 409: Error},
              summary="Append a measured step to a bisect (agents)")
-def post_step(request, job_id: int, body: StepIn):
+def post_step(request, job_id: StoreId, body: StepIn):
     with transaction.atomic():
         job = _locked(job_id)
+        if refused := grants.forbidden_for_job(job, "bisect", request.auth, body.host):
+            return refused
         if not job.open:
             return _finished(job)
         if lost := _lost(job, request.auth, body.host):
@@ -271,16 +279,17 @@ def post_step(request, job_id: int, body: StepIn):
         fields = ["steps", "updated"]
         if job.state == "queued":  # an agent that bisects without claiming first
             job.state, job.agent, job.claimed_at = "running", request.auth, timezone.now()
-            fields += ["state", "agent", "claimed_at"]
+            job.agent_host = body.host
+            fields += ["state", "agent", "claimed_at", "agent_host"]
             triage.bisect_claimed(job)
         job.save(update_fields=fields)
     return get_object_or_404(_jobs(), pk=job_id)
 
 
 @router.post("/{job_id}/result", auth=AgentToken(),
-             response={200: BisectOut, 400: Error, 401: Error, 404: Error, 409: Error},
+             response={200: BisectOut, 400: Error, 401: Error, 403: Error, 404: Error, 409: Error},
              summary="Write a bisect's result: done with the first bad commit, or failed (agents)")
-def post_result(request, job_id: int, body: ResultIn):
+def post_result(request, job_id: StoreId, body: ResultIn):
     if body.state == "done" and body.first_bad is None and not body.candidates:
         return error_response(400, "a done bisect names first_bad, or the candidates skips left",
                       "body field first_bad")
@@ -288,6 +297,8 @@ def post_result(request, job_id: int, body: ResultIn):
         return error_response(400, "a failed bisect says why", "body field error")
     with transaction.atomic():
         job = _locked(job_id)
+        if refused := grants.forbidden_for_job(job, "bisect", request.auth, body.host):
+            return refused
         if not job.open:
             return _finished(job)
         if lost := _lost(job, request.auth, body.host):
@@ -297,7 +308,7 @@ def post_result(request, job_id: int, body: ResultIn):
         job.error = body.error
         job.finished_at = timezone.now()
         if job.claimed_at is None:
-            job.agent, job.claimed_at = request.auth, job.finished_at
+            job.agent, job.claimed_at, job.agent_host = request.auth, job.finished_at, body.host
         job.save()
         triage.bisect_finished(job)
     return get_object_or_404(_jobs(), pk=job_id)

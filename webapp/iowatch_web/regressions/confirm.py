@@ -82,7 +82,7 @@ def claim(agent, host: str, holds_none: bool = False) -> ConfirmJob | None:
     from iowatch_web.hosts.giveback import give_back_held, give_back_stuck
     give_back_stuck(ConfirmJob, "confirmation")
     if holds_none:
-        give_back_held(ConfirmJob, "confirmation", host)
+        give_back_held(ConfirmJob, "confirmation", host, agent)
     while True:
         with transaction.atomic():
             job = (ConfirmJob.objects.filter(state="queued", host=host).order_by("created", "id")

@@ -13,11 +13,11 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Field, Router, Schema
 
-from iowatch_web.hosts import giveback
-from iowatch_web.regressions import confirm
+from iowatch_web.hosts import giveback, grants
+from iowatch_web.regressions import cancel, confirm
 from iowatch_web.regressions.bisect_api import MAX_RUNS, ClaimIn
 from iowatch_web.regressions.models import CONFIRM_STATES, ConfirmJob
-from iowatch_web.results.bounds import not_one_of, one_of
+from iowatch_web.results.bounds import HOST_NAME_OR_EMPTY, StoreId, not_one_of, one_of
 from iowatch_web.results.models import Run
 from iowatch_web.site.api import AgentInput, AgentToken, Error, error_response
 
@@ -63,16 +63,20 @@ class ConfirmPage(Schema):
 
 
 class ConfirmResultIn(AgentInput):
-    host: str = Field("", max_length=200)   # the agent's host: a claim it lost is refused
+    # the agent's host: a claim it lost is refused
+    host: str = Field("", max_length=200, pattern=HOST_NAME_OR_EMPTY)
     state: Literal["done", "failed"]
     good_runs: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_RUNS)
     bad_runs: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_RUNS)
     error: str | None = Field(None, max_length=10_000)
 
 
-@router.post("/claim", auth=AgentToken(), response={200: ConfirmOut, 204: None, 400: Error, 401: Error},
+@router.post("/claim", auth=AgentToken(),
+             response={200: ConfirmOut, 204: None, 400: Error, 401: Error, 403: Error},
              summary="Take the oldest queued confirmation for this host (agents); 204 when none")
 def claim_job(request, body: ClaimIn):
+    if refused := grants.forbidden(request.auth, body.host, "body field host"):
+        return refused
     job = confirm.claim(request.auth, body.host, body.holds_none)
     if job is None:
         return HttpResponse(status=204)
@@ -90,15 +94,15 @@ def list_jobs(request, state: Annotated[str | None, one_of(CONFIRM_STATES)] = No
 
 
 @router.get("/{job_id}", response={200: ConfirmOut, 404: Error}, summary="One confirmation job")
-def get_job(request, job_id: int):
+def get_job(request, job_id: StoreId):
     return get_object_or_404(ConfirmJob, pk=job_id)
 
 
 @router.post("/{job_id}/result", auth=AgentToken(),
-             response={200: ConfirmOut, 400: Error, 401: Error, 404: Error, 409: Error},
+             response={200: ConfirmOut, 400: Error, 401: Error, 403: Error, 404: Error, 409: Error},
              summary="Hand a confirmation back: done with the runs uploaded (the server judges "
                      "them), or failed with the reason (agents)")
-def post_result(request, job_id: int, body: ConfirmResultIn):
+def post_result(request, job_id: StoreId, body: ConfirmResultIn):
     if body.state == "failed" and not body.error:
         return error_response(400, "a failed confirmation says why", "body field error")
     if body.state == "done" and not (body.good_runs and body.bad_runs):
@@ -106,11 +110,19 @@ def post_result(request, job_id: int, body: ConfirmResultIn):
                       "body fields good_runs, bad_runs")
     with transaction.atomic():
         job = get_object_or_404(ConfirmJob.objects.select_for_update(), pk=job_id)
+        if refused := grants.forbidden_for_job(job, "confirmation", request.auth, body.host):
+            return refused
+        if job.state == "cancelled":
+            return error_response(409, cancel.refused("confirmation", job), "cancelled")
         if not job.open:
             return error_response(409, f"confirmation #{job.pk} is {job.state}: it takes no more results",
                           "confirmation state")
         if (lost := giveback.refusal(job, "confirmation", request.auth, body.host)) is not None:
             return error_response(409, lost, "confirmation state")
+        if job.state == "queued":
+            return error_response(409, f"confirmation #{job.pk} is queued, claimed by no agent: "
+                                  "claim it first (POST /api/v1/confirmations/claim)",
+                                  "confirmation state")
         if body.state == "done":
             good, bad = [str(r) for r in body.good_runs], [str(r) for r in body.bad_runs]
             stored = {str(r) for r in Run.objects.filter(run_id__in=good + bad)
@@ -125,7 +137,5 @@ def post_result(request, job_id: int, body: ConfirmResultIn):
         else:
             job.state, job.error = "failed", body.error
         job.finished_at = timezone.now()
-        if job.claimed_at is None:
-            job.agent, job.claimed_at = request.auth, job.finished_at
         job.save()
     return job

@@ -35,7 +35,8 @@ REASONS = {
 # point, or a night over night comparison of nightly runs), a series patch's
 # ("check"), or any other A/B.
 KINDS = ("nightly", "check", "ab")
-BISECT_STATES = ("queued", "running", "done", "failed")
+# cancelled: by an administrator (regressions/cancel.py); its agent is told on its next post.
+BISECT_STATES = ("queued", "running", "done", "failed", "cancelled")
 BISECT_OPEN = ("queued", "running")
 STATES = {
     "new": "new",
@@ -279,10 +280,11 @@ class StoredChangePoint(models.Model):
 class BisectJob(models.Model):
     """A bisect of one regression between its good and bad commits, on the
     queue agents claim from (POST /api/v1/bisects/claim): queued, running
-    (claimed by an agent, steps arriving), then done or failed. One open job
+    (claimed by an agent, steps arriving), then done or failed, or cancelled
+    by an administrator at any point before. One open job
     per regression; a finished one stays as the record of what was found."""
     regression = models.ForeignKey(Regression, on_delete=models.CASCADE, related_name="bisects")
-    state = models.CharField(max_length=8, choices=[(s, s) for s in BISECT_STATES],
+    state = models.CharField(max_length=12, choices=[(s, s) for s in BISECT_STATES],
                              default="queued")
     origin = models.CharField(max_length=12, choices=[("nightly", "nightly"),
                                                       ("maintainer", "maintainer")])
@@ -318,7 +320,9 @@ class BisectJob(models.Model):
             one_of("origin", ("nightly", "maintainer"), "bisectjob_origin_known"),
             models.UniqueConstraint(fields=["regression"], condition=Q(state__in=BISECT_OPEN),
                                     name="bisectjob_one_open_per_regression"),
-            models.CheckConstraint(condition=Q(state="queued") | Q(claimed_at__isnull=False),
+            # A queued job may be cancelled before anyone claimed it.
+            models.CheckConstraint(condition=Q(state__in=("queued", "cancelled"))
+                                   | Q(claimed_at__isnull=False),
                                    name="bisectjob_claimed_when_started"),
         ]
         # The claim's read: the oldest queued job.
@@ -332,7 +336,7 @@ class BisectJob(models.Model):
         return self.state in BISECT_OPEN
 
 
-CONFIRM_STATES = ("queued", "running", "done", "failed")
+CONFIRM_STATES = ("queued", "running", "done", "failed", "cancelled")
 CONFIRM_OPEN = ("queued", "running")
 CONFIRM_OUTCOMES = ("confirmed", "not-confirmed")
 
@@ -346,7 +350,7 @@ class ConfirmJob(models.Model):
     regression = models.ForeignKey(Regression, on_delete=models.CASCADE, related_name="confirmations")
     host = models.CharField(max_length=200, help_text="the host asked to confirm it")
     device_class = models.CharField(max_length=20, choices=[(c, c) for c in DEVICE_CLASSES])
-    state = models.CharField(max_length=8, choices=[(s, s) for s in CONFIRM_STATES], default="queued")
+    state = models.CharField(max_length=12, choices=[(s, s) for s in CONFIRM_STATES], default="queued")
     cells = models.JSONField(default=list, help_text="[{study, device_class, filesystem, group, metric}]")
     rounds = models.PositiveIntegerField(default=2, help_text="ABAB rounds: boots of each kernel")
     good_kernel = models.CharField(max_length=200)

@@ -101,8 +101,8 @@ def bisect_finished(job) -> None:
         if result.get("probability") is not None:
             found += f", probability {result['probability']:.1%}"
         _moved_by_agent(regression, job.agent, "bisected", f"bisect #{job.pk}: {found}")
-    elif regression.state == "bisecting":
+    elif regression.state == "bisecting":  # failed or cancelled
         before = (regression.events.filter(to_state="bisecting").exclude(from_state="bisecting")
                   .order_by("-at", "-id").values_list("from_state", flat=True).first()) or "new"
         _moved_by_agent(regression, job.agent, before,
-                        f"bisect #{job.pk} failed: {(job.error or '')[:500]}")
+                        f"bisect #{job.pk} {job.state}: {(job.error or '')[:500]}")

@@ -3,7 +3,7 @@ id widgets and skip full counts, so a page never loads a whole table."""
 from django.contrib import admin
 
 from iowatch_web.results.models import (
-    Agent, Artifact, Cell, Device, Host, JobFailure, Kernel, Metric, Patch, PatchSeries,
+    Agent, AgentHost, Artifact, Cell, Device, Host, JobFailure, Kernel, Metric, Patch, PatchSeries,
     Repetition, Run, Sample, Study,
 )
 
@@ -64,16 +64,32 @@ class StudyAdmin(admin.ModelAdmin):
     search_fields = ("slug",)
 
 
+class AgentHostInline(admin.TabularInline):
+    """The hosts the agent may act for (claims, heartbeats, steps, results)."""
+    model = AgentHost
+    extra = 1
+    verbose_name = "host it may act for"
+    verbose_name_plural = "hosts it may act for (none: it may only upload bundles)"
+
+
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
-    list_display = ("name", "active", "created", "last_seen")
+    list_display = ("name", "active", "hosts_held", "created", "last_seen")
     list_filter = ("active",)
-    search_fields = ("name",)
+    search_fields = ("name", "hosts__name")
+    inlines = [AgentHostInline]
     # Tokens are made by manage.py create_agent; the admin only revokes.
     readonly_fields = ("token_sha256", "created", "last_seen")
 
     def has_add_permission(self, request):
         return False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("hosts")
+
+    @admin.display(description="hosts it acts for")
+    def hosts_held(self, agent: Agent) -> str:
+        return ", ".join(agent.host_names()) or "none (uploads only)"
 
 
 @admin.register(Run)

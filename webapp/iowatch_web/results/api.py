@@ -26,7 +26,7 @@ from ninja import Query, Router, Schema
 from iowatch import bundle
 from iowatch_web.results import ingest
 from iowatch_web.results.bounds import (MAX_PAGE, MAX_SAMPLES_FILTERED, MAX_SAMPLES_UNFILTERED,
-                                        Offset, PageLimit, SampleLimit, ValueLimit)
+                                        Offset, PageLimit, SampleLimit, StoreId, ValueLimit)
 from iowatch_web.results.models import Artifact, Cell, Metric, Run, Sample
 from iowatch_web.site.api import AgentToken, Error, Page, error_response, one_page
 # The one API object is site/api.py's; read here too by the tests that describe it.
@@ -395,7 +395,7 @@ def list_run_cells(request, run_id: uuid.UUID, limit: PageLimit = 100, offset: O
 
 
 @router.get("/cells/{cell_id}", response={200: CellDetail, 404: Error}, tags=["reads"])
-def get_cell(request, cell_id: int):
+def get_cell(request, cell_id: StoreId):
     return get_object_or_404(_cells(), pk=cell_id)
 
 
@@ -421,7 +421,7 @@ class SampleFilters(Schema):
     study: str | None = None
     host: str | None = None
     run: uuid.UUID | None = None
-    cell: int | None = None
+    cell: StoreId | None = None
     group: str | None = None
     # Up to MAX_SAMPLES_FILTERED with a filter; the description says the bound of every request.
     limit: SampleLimit = 1000
@@ -458,7 +458,7 @@ def list_samples(request, filters: Query[SampleFilters]):
 
 @router.get("/cells/{cell_id}/samples", response={200: SamplePage, 400: Error, 404: Error},
          tags=["reads"])
-def list_cell_samples(request, cell_id: int, limit: ValueLimit = MAX_SAMPLES_UNFILTERED,
+def list_cell_samples(request, cell_id: StoreId, limit: ValueLimit = MAX_SAMPLES_UNFILTERED,
                       offset: Offset = 0):
     cell = get_object_or_404(Cell, pk=cell_id)
     return _sample_page(Sample.objects.filter(cell=cell), limit, offset, filtered=True)
@@ -467,7 +467,7 @@ def list_cell_samples(request, cell_id: int, limit: ValueLimit = MAX_SAMPLES_UNF
 @router.get("/artifacts/{artifact_id}", tags=["reads"], response={200: bytes, 404: Error},
          openapi_extra={"responses": {200: {"description": "the raw file",
                                             "content": {"application/octet-stream": {}}}}})
-def get_artifact(request, artifact_id: int):
+def get_artifact(request, artifact_id: StoreId):
     artifact = get_object_or_404(Artifact, pk=artifact_id)
     # Tool output is untrusted text: sent as a download, never rendered as a page.
     response = HttpResponse(bytes(artifact.content), content_type="application/octet-stream")

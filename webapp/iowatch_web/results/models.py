@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import sys
 
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 
 from iowatch import metrics as metric_table
+from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_RULE
 
 
 def _choices(values) -> list[tuple[str, str]]:
@@ -193,6 +195,26 @@ class Agent(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def host_names(self) -> list[str]:
+        return sorted(h.name for h in self.hosts.all())
+
+
+class AgentHost(models.Model):
+    """A lab host an agent may act for: claim its jobs, beat for it, post its
+    steps and results (iowatch_web.hosts.grants). An agent with none may only
+    upload bundles."""
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="hosts")
+    name = models.CharField(max_length=200, help_text="the host as the inventory names it",
+                            validators=[RegexValidator(HOST_NAME[:-1] + r"\Z", HOST_NAME_RULE)])
+
+    class Meta:
+        ordering = ["agent", "name"]
+        constraints = [models.UniqueConstraint(fields=["agent", "name"], name="agenthost_once"),
+                       models.CheckConstraint(condition=~Q(name=""), name="agenthost_named")]
+
+    def __str__(self) -> str:
+        return f"{self.agent.name} acts for {self.name}"
 
 
 class Run(models.Model):

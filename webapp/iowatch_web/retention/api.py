@@ -10,7 +10,7 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema
 
-from iowatch_web.results.bounds import MAX_SAMPLES_FILTERED, Offset, ValueLimit
+from iowatch_web.results.bounds import MAX_SAMPLES_FILTERED, VALUES_PAGE, Offset, ValueLimit
 from iowatch_web.results.models import Cell, Run
 from iowatch_web.site.api import Error, Page, page_problem
 from iowatch_web.store.values import values_page
@@ -34,13 +34,14 @@ class ValuePage(Page):
 
 @router.get("/runs/{run_id}/values", response={200: ValuePage, 400: Error, 404: Error}, tags=["reads"],
          summary="A run's values as judging reads them: raw samples, or the summaries retention left")
-def list_run_values(request, run_id: uuid.UUID, limit: ValueLimit = MAX_SAMPLES_FILTERED,
+def list_run_values(request, run_id: uuid.UUID, limit: ValueLimit = VALUES_PAGE,
                     offset: Offset = 0):
     """What `iowatch compare --server` rebuilds a run from. /samples returns the
     stored rows only, and a run retention summarised has no group-level rows
     left; this reads through store.values.sample_values, the one reader the
     server's own verdicts use, so both sides see the same numbers. Per-job
-    values come with a raw run only (a summary keeps none)."""
+    values come with a raw run only (a summary keeps none). Paged: VALUES_PAGE
+    values unless `limit` asks for more (up to MAX_SAMPLES_FILTERED)."""
     if error := page_problem(limit, offset, MAX_SAMPLES_FILTERED):
         return error
     run = get_object_or_404(Run, run_id=run_id)

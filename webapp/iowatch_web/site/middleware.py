@@ -47,11 +47,20 @@ def _logged(response: HttpResponse) -> HttpResponse:
     return response
 
 
+def _timed_out(exc: Exception) -> bool:
+    """PostgreSQL cancelled the statement: it ran past the statement timeout
+    (settings.STATEMENT_TIMEOUT_S). psycopg's QueryCanceled, by name: SQLite
+    setups need not import psycopg."""
+    return type(exc.__cause__).__name__ == "QueryCanceled"
+
+
 def store_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
     log.warning("%s %s: database unavailable: %s", request.method, request.path, _one_line(exc))
     if _is_api(request):
-        response = JsonResponse({"error": "the database is unavailable; try again later",
-                                 "where": "database"}, status=503)
+        said = ("the request's query ran past the database's statement timeout "
+                "(IOWATCH_STATEMENT_TIMEOUT_S); try again later" if _timed_out(exc)
+                else "the database is unavailable; try again later")
+        response = JsonResponse({"error": said, "where": "database"}, status=503)
     else:
         response = HttpResponse(UNAVAILABLE_PAGE, status=503, content_type="text/html; charset=utf-8")
     response["Retry-After"] = str(RETRY_AFTER_S)

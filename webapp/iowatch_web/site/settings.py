@@ -150,6 +150,14 @@ TEMPLATES = [
 
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": dj_database_url.config(conn_max_age=60, conn_health_checks=True)}
+    # A statement that runs longer is cancelled by PostgreSQL (a 503 with
+    # Retry-After, site/middleware.py): no request holds a worker and its
+    # connection without end. `iowatch serve` sets it for the web workers only
+    # (default 60 s); migrations and the verdict worker run unbounded. 0: none.
+    STATEMENT_TIMEOUT_S = float(os.environ.get("IOWATCH_STATEMENT_TIMEOUT_S") or 0)
+    if STATEMENT_TIMEOUT_S > 0:
+        DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
+            f"-c statement_timeout={int(STATEMENT_TIMEOUT_S * 1000)}")
 else:
     DATABASES = {
         "default": {
