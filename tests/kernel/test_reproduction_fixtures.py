@@ -96,11 +96,16 @@ def _booted_bundles(check: Path, index: int) -> list[Path]:
 
 
 def test_seed_003_unmarked_direct_writes_starve_beside_readers(studies):
-    """Seed 003 on the virtual lab's rotational disk under BFQ (TCG guests, quick
-    profile, one repetition a boot, 3 boots a side): patch 2 (direct writes no
-    longer REQ_SYNC | REQ_IDLE) is named, the writer slower and the readers
-    faster, as in the post; patch 1 (a comment in blk-wbt.c) is "no change".
-    All four of the post's claims are reproduced in direction, confirmed."""
+    """Seed 003 on vlab-mech's rotational disk, the ST1000DM003 model (TCG
+    guests, quick profile, one repetition a boot; stopped in round 2 of its
+    rounds, 10 boots a side for the base and patch 1, 5 for patch 2): patch 2
+    (direct writes no longer REQ_SYNC | REQ_IDLE) is named in both halves.
+    Under BFQ the writer starves beside the readers, the readers faster, as in
+    the post; with no scheduler and wbt on (the half QEMU's throttle hid), the
+    writer is throttled as background writeback. Patch 1 (a comment in
+    blk-wbt.c) is still unsure at 10 a side: the writer's bandwidth on a disk
+    that seeks has a CV about 40% between boots. All four of the post's claims
+    are reproduced in direction, confirmed; none in size."""
     check = FIXTURES / "seed-003"
     seed = find_seed("003", studies, REPO / "kernels" / "series")
     rep = judge_check_dir(check, seed, studies)
@@ -109,13 +114,18 @@ def test_seed_003_unmarked_direct_writes_starve_beside_readers(studies):
     summary = json.loads((check / "check.json").read_text())
     assert summary["regressing_patches"] == [2]
     sides = {i: _side(_booted_bundles(check, i)) for i in (0, 1, 2)}
-    assert {len(s.runs) for s in sides.values()} == {3}  # three boots a side
+    assert [len(s.runs) for s in sides.values()] == [10, 10, 5]
+    assert all(r["host"]["name"] == "vlab-mech" for s in sides.values() for r in s.runs)
     patch1 = compare_sides(sides[0], sides[1], studies=studies)
-    assert patch1.state == "no-change", [v.words for v in patch1.verdicts]
+    assert patch1.state not in ("regression", "improvement"), [v.words for v in patch1.verdicts]
     patch2 = compare_sides(sides[1], sides[2], studies=studies)
-    by = {v.key.group: v for v in patch2.verdicts}
-    assert by["writer"].outcome == "regression" and -50 < by["writer"].change_pct < -25
-    assert by["readers"].outcome == "improvement" and by["readers"].change_pct > 25
+    by = {(v.key.study, v.key.group): v for v in patch2.verdicts}
+    bfq_writer = by[("odirect-vs-readers", "writer")]
+    assert bfq_writer.outcome == "regression" and bfq_writer.change_pct < -70
+    assert by[("odirect-vs-readers", "readers")].outcome == "improvement"
+    assert by[("odirect-vs-readers", "readers")].change_pct > 80
+    wbt_writer = by[("odirect-vs-readers-wbt", "writer")]
+    assert wbt_writer.outcome == "regression" and wbt_writer.change_pct < -30
 
 
 def test_seed_004_without_the_plug_the_member_disks_serve_twice_the_writes(studies):
@@ -213,10 +223,11 @@ def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(stud
     """The size word (iowatch.seeds.size_of): a reproduced claim is "in size"
     when the lab's log-ratio is within a factor of two of the post's. On the
     kept reproductions: seed 001's ext4 read IOPS (+98% in the post, +60.5% in
-    the lab: ln 0.68 against 0.47) is in size; seed 003's writer (-99.4%, ln
-    -5.1, against the lab's -38.3%, ln -0.48) is under half the post's size,
-    while its readers (+35.6% against +47.0%) are in size."""
-    from iowatch.seeds import IN_SIZE, SMALLER, size_of
+    the lab: ln 0.68 against 0.47) is in size; seed 003's writer on the
+    modelled disk (-99.4%, ln -5.1, against the lab's -84.9%, ln -1.9) is under
+    half the post's size, and its readers (+35.6%, ln 0.30, against x2.18, ln
+    0.78) over twice it."""
+    from iowatch.seeds import IN_SIZE, LARGER, SMALLER, size_of
 
     def sizes(seed: str) -> dict[tuple[str, str, str], str]:
         rep = judge_check_dir(FIXTURES / seed, find_seed(seed.split("-")[1], studies), studies)
@@ -227,7 +238,7 @@ def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(stud
     assert list(s001.values()) == [IN_SIZE]
     s003 = sizes("seed-003")
     assert s003[("write.bw_kib_s", "2.6.32-rc7", "for-2.6.33")] == SMALLER
-    assert s003[("read.bw_kib_s", "2.6.32-rc7", "for-2.6.33")] == IN_SIZE
+    assert s003[("read.bw_kib_s", "2.6.32-rc7", "for-2.6.33")] == LARGER
     # The rule itself, at its edges: twice and half the post's log-ratio are in size.
     assert size_of(-50.0, -75.0) == IN_SIZE          # ln 0.5 = -0.69, ln 0.25 = -1.39: 2.0x
     assert size_of(-50.0, -29.0) == SMALLER          # ln 0.71 = -0.34: 0.49x
