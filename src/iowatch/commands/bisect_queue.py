@@ -59,26 +59,45 @@ def _replay_plan(args, good: str, bad: str):
                 variants[0].commit, variants)
 
 
+def _usage_problem(args) -> str:
+    """What is wrong with the options of a queued bisect, or ""."""
+    if not args.server:
+        return "--regression and --next need --server URL (or $IOWATCH_SERVER)"
+    if args.next and args.regression is not None:
+        return "give --regression ID or --next, not both"
+    if bool(args.variants) != bool(args.bundles):
+        return "give --variants and --bundles together (a replay)"
+    return ""
+
+
+@contextlib.contextmanager
+def _beating(client, host: str | None, job):
+    """A held job's host beats while it works: a claim whose host never beats
+    goes back to the queue after the timeout (iowatch_web.hosts.giveback). A
+    bisect with no job of the server's (printed, not posted) holds nothing."""
+    from iowatch.heartbeat import Heartbeat
+
+    if job.job is None:
+        yield
+        return
+    with Heartbeat(client, host) as beat:
+        beat.set("running", job={"kind": "bisect", "id": job.job})
+        yield
+
+
 def run_job(args) -> int:
     from iowatch.bisect.search import NeedMeasurement, guest_measure, recorded
     from iowatch.bisect.job import JobError, Poster, identities, render, work
     from iowatch.ciapi import Client, JobCancelled, ServerError
     from iowatch.commands.guest_options import HostError, qemu_host
-    from iowatch.heartbeat import Heartbeat
     from iowatch.kernel.build import configure, make_variants
     from iowatch.kernel.series import SeriesError
     from iowatch.kernel.series_input import load_series
     from iowatch.kernel.source import SourceError, open_source
     from iowatch.yamlfile import DataFileError
-    if not args.server:
-        print("iowatch bisect: --regression and --next need --server URL (or $IOWATCH_SERVER)",
-              file=sys.stderr)
-        return 2
-    if args.next and args.regression is not None:
-        print("iowatch bisect: give --regression ID or --next, not both", file=sys.stderr)
-        return 2
-    if bool(args.variants) != bool(args.bundles):
-        print("iowatch bisect: give --variants and --bundles together (a replay)", file=sys.stderr)
+    wrong = _usage_problem(args)
+    if wrong:
+        print(f"iowatch bisect: {wrong}", file=sys.stderr)
         return 2
     # Steps and results name the host measured on: the token must be granted it.
     client = Client(args.server, args.token or "", host=args.host)
@@ -98,10 +117,7 @@ def run_job(args) -> int:
     # A path, not a name: the guest resolves it from the run command (iowatch.vlab).
     matrix = str(resources.matrix_path(args.matrix or job.matrix or "check-quick").resolve())
     say = (lambda s: progress.current().say(s))
-    print(f"bisect: regression {job.regression} ({job.kind or 'regression'}), "
-          f"{good[:12]} (good) .. {bad[:12]} (bad), following {job.cell.get('study')} "
-          f"{job.cell.get('device_class')} {job.cell.get('filesystem')} [{job.cell.get('group')}] "
-          f"{job.cell.get('metric')}", flush=True)
+    _announce(job, good, bad)
     out = Path(args.out) if args.out else \
         paths.data_dir() / "bisects" / f"regression-{job.regression}-{time.strftime('%Y%m%d-%H%M%S')}"
     # Each step's bundle says it is this bisect's evidence (iowatch.bisect.search.mark_step).
@@ -132,13 +148,8 @@ def run_job(args) -> int:
         measure = guest_measure(plan, host, Path(args.inventory or inventory.default_path()), matrix,
                                 out, profile=args.profile, reps=args.reps, store=poster.store,
                                 say=say, echo_console=args.console, trigger=step_trigger)
-    # A held job's host beats while it works: a claim whose host never beats
-    # goes back to the queue after the timeout (iowatch_web.hosts.giveback).
-    beat = Heartbeat(client, args.host) if job.job is not None else contextlib.nullcontext()
     try:
-        with progress.from_args(args, "bisect"), beat:
-            if job.job is not None:
-                beat.set("running", job={"kind": "bisect", "id": job.job})
+        with progress.from_args(args, "bisect"), _beating(client, args.host, job):
             result, body = work(job, plan, measure, poster, say=say)
     except NeedMeasurement as e:
         return _fail(client, job, f"{args.bundles}: {e}; the replay needs every measurement it asks for")
@@ -150,8 +161,20 @@ def run_job(args) -> int:
         return 2
     print()
     print(render(job, result, body))
+    _keep(out, job, poster, body)
+    return 0 if body["state"] == "done" else 1
+
+
+def _announce(job, good: str, bad: str) -> None:
+    c = job.cell
+    print(f"bisect: regression {job.regression} ({job.kind or 'regression'}), "
+          f"{good[:12]} (good) .. {bad[:12]} (bad), following {c.get('study')} "
+          f"{c.get('device_class')} {c.get('filesystem')} [{c.get('group')}] {c.get('metric')}", flush=True)
+
+
+def _keep(out: Path, job, poster, body: dict) -> None:
+    """The job, its steps and its result, beside the bundles (bisect-job.json)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "bisect-job.json").write_text(json.dumps({"job": job.__dict__, "steps": poster.steps,
                                                      "result": body}, indent=1, default=str) + "\n")
     print(f"bisect: details in {out / 'bisect-job.json'}")
-    return 0 if body["state"] == "done" else 1
