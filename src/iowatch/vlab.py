@@ -14,7 +14,9 @@ a panic, a hang or a timeout marks the variant boot-failed with the console log.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import random
 import selectors
 import shlex
 import shutil
@@ -97,9 +99,6 @@ def modelled_disks(host: Host, images: Path, record: Path | None = None) -> Iter
     is seeded per boot (IOWATCH_MODEL_SEED fixes it) and what it served (its
     requests, its seed, the profile and the device it stands for) is written to
     `record` (JSON) after the guest stops."""
-    import json
-    import random
-
     from iowatch.mechanics import export, profiles
 
     seed = int(os.environ.get("IOWATCH_MODEL_SEED") or random.SystemRandom().randrange(1 << 31))

@@ -11,6 +11,7 @@ written to `stats` when nbdkit stops.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
 import signal
@@ -35,7 +36,7 @@ def nbdkit_argv(profile: Profile, image: Path, socket: Path, seed: int, stats: P
     if not exe:
         raise ExportError("nbdkit is not installed: the device models need nbdkit and its Python "
                           "plugin (apt-get install nbdkit nbdkit-plugin-python; scripts/setup.sh does)")
-    argv = priority() + [exe, "--foreground", "--exit-with-parent", "--unix", str(socket),
+    argv = [*priority(), exe, "--foreground", "--exit-with-parent", "--unix", str(socket),
             # written once the socket accepts connections
             "--pidfile", str(pidfile),
             # One thread a request in flight: the guest's queue depth, not the model, sets it.
@@ -47,7 +48,8 @@ def nbdkit_argv(profile: Profile, image: Path, socket: Path, seed: int, stats: P
     return argv
 
 
-def priority() -> list[str]:
+@functools.lru_cache(maxsize=None)
+def priority() -> tuple[str, ...]:
     """A model keeps time only if its thread runs when its sleep ends: on a host
     busy with the guest's emulation (or a kernel build) a woken thread of normal
     priority waited milliseconds for a CPU (a 100 us read took 0.6 ms on average,
@@ -56,9 +58,9 @@ def priority() -> list[str]:
     else at the highest nice it may take."""
     chrt = shutil.which("chrt")
     if chrt and subprocess.run([chrt, "--rr", "20", "true"], capture_output=True).returncode == 0:
-        return [chrt, "--rr", "20"]
+        return (chrt, "--rr", "20")
     nice = shutil.which("nice")
-    return [nice, "-n", "-10"] if nice else []
+    return (nice, "-n", "-10") if nice else ()
 
 
 @contextlib.contextmanager

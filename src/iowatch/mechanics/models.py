@@ -28,10 +28,11 @@ Three kinds, one per family of device classes:
   card's program rate; a write to an AU that is not open, or behind an open
   AU's write pointer, opens it and, with every slot taken, closes the least
   recently used one, which costs the card's garbage collection (the unit
-  switch measured as its random-write cost). A write that does not cover
-  whole pages also pays a page's read-modify-write. Reads cost a command and
-  the transfer. One command at a time (the SD bus); a trim of whole AUs
-  closes them.
+  switch measured as its random-write cost). A command that does not start
+  on a page also pays a page's read-modify-write. Reads cost a command and
+  the transfer. One command at a time (the SD bus); QEMU's sd-card hands a
+  command over 512 bytes at a time, and contiguous blocks close together are
+  one command (command_gap_us); a trim of whole AUs closes them.
 - `SolidStateDrive` (ssd, nvme, RAID0 members): a fixed latency per read and
   per write, served by `channels` requests at once, and a link bandwidth
   shared by all; a flush costs a fixed time after the writes before it.

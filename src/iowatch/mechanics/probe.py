@@ -44,8 +44,9 @@ def fio(where: str, *options: str, runtime_s: float = 4.0) -> dict:
     # fio at the model's priority too: on a busy host a woken client of normal
     # priority adds its own wait to every request at depth 1 (a 1 MiB sequential
     # read measured 126 MB/s of the model's 204 at a load of 3.6).
-    argv = export.priority() + ["fio", "--name=probe", *_engine(where), "--time_based", f"--runtime={runtime_s:g}",
-            "--randseed=2026", "--group_reporting", "--output-format=json", *options]
+    argv = [*export.priority(), "fio", "--name=probe", *_engine(where), "--time_based",
+            f"--runtime={runtime_s:g}", "--randseed=2026", "--group_reporting", "--output-format=json",
+            *options]
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"fio {' '.join(argv[1:])} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
