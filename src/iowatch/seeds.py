@@ -63,9 +63,6 @@ IN_SIZE, SMALLER, LARGER = "in-size", "smaller", "larger"
 SIZE_FACTOR = 2.0
 SIZES = {IN_SIZE: "in size", SMALLER: "in direction, under half the post's size",
          LARGER: "in direction, over twice the post's size"}
-SIZE_RULE = ("in size: the lab's log-ratio (ln of after over before) is within a factor of two of "
-             "the post's: the post -93% (ratio 0.07, ln -2.66) is met in size by the lab's -74% "
-             "(ln -1.35) to -99.5% (ln -5.3)")
 # A claim judged on several lab devices is reproduced only where each reproduced it:
 # the first of these that a device gave is the claim's.
 _CLAIM_ORDER = (OPPOSITE, NOT_REPRODUCED, NOT_REPRODUCIBLE, REPRODUCED)
@@ -664,9 +661,20 @@ def claims_table(rows: list[Judged]) -> list[str]:
         where = f" on {r.lab.device} ({r.lab.filesystem})" if r.lab else ""
         size = f", {SIZES[r.size]}" if r.size else ""
         lines.append(f"{i}. {OUTCOMES[r.outcome]}{size}{where}: {r.why}")
-    if any(r.size for r in rows):
-        lines += ["", f"size: {SIZE_RULE}"]
+    sized = [(i, r) for i, r in enumerate(rows, 1) if r.size]
+    if sized:
+        lines += ["", size_rule(*sized[0])]
     return lines
+
+
+def size_rule(number: int, judged: Judged) -> str:
+    """The "in size" rule in words, with the bounds it sets on one judged claim."""
+    post = judged.claim.change_pct
+    ln = math.log1p(post / 100)
+    low, high = (figures.change(math.expm1(ln * f) * 100) for f in (1 / SIZE_FACTOR, SIZE_FACTOR))
+    return (f"size: in size when the lab's log-ratio (ln of after over before) is within a factor "
+            f"of {SIZE_FACTOR:g} of the post's; claim {number}'s post {figures.change(post)} "
+            f"(ln {ln:.2f}) is met in size by the lab's {low} to {high}")
 
 
 def _variant(index: int) -> str:

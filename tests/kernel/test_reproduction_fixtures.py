@@ -243,3 +243,8 @@ def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(stud
     assert size_of(-50.0, -75.0) == IN_SIZE          # ln 0.5 = -0.69, ln 0.25 = -1.39: 2.0x
     assert size_of(-50.0, -29.0) == SMALLER          # ln 0.71 = -0.34: 0.49x
     assert size_of(-50.0, 10.0) == ""                # the other way: a direction, not a size
+    # The table's size line gives the bounds of its first sized claim, not a fixed example.
+    from iowatch.seeds import claims_table
+    rep = judge_check_dir(FIXTURES / "seed-001", find_seed("001", studies), studies)
+    assert claims_table(rep.rows)[-1].endswith("claim 1's post +98.0% (ln 0.68) is met in size "
+                                                "by the lab's +40.7% to ×3.92")
