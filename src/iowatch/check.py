@@ -25,7 +25,7 @@ from iowatch.kernel.series import Series
 from iowatch.stats.sequential import DEFAULT_CAP, FIRST, looks
 from iowatch.judging.outcomes import Outcome
 from iowatch.studies import load_matrix, load_studies
-from iowatch.vlab import boot_and_run, guest_run_command
+from iowatch.vlab import boot_and_run, guest_run_command, note_device_models
 from iowatch.yamlfile import DataFileError
 
 
@@ -370,12 +370,14 @@ def run_variant(plan: Plan, v: Variant, host: Host, inventory: Path, matrix: str
         say(f"variant {v.index}: its bundle cannot be read: {e}")
         return vr
     vr.status = doc["status"]
+    models_note = note_device_models(shared, doc)
     if check_id:
         doc["check_round"] = {"check": check_id, "round": round_no}
+    if check_id or any("device_model" in d for d in doc.get("devices", [])):
         bundle.write_manifest(guest_out, doc)
     store(guest_out)
     say(f"variant {v.index}: ran under {boot.accel.upper()} (boot {boot.boot_s:.0f} s, "
-        f"matrix {vr.matrix_s:.0f} s): {doc['status']}")
+        f"matrix {vr.matrix_s:.0f} s): {doc['status']}{'; ' + models_note if models_note else ''}")
     return vr
 
 

@@ -92,13 +92,16 @@ def guest_disks(host: Host) -> list[tuple[str, Device, int]]:
 
 
 @contextlib.contextmanager
-def modelled_disks(host: Host, images: Path, record: Path | None = None) -> Iterator[dict[str, Path]]:
+def modelled_disks(host: Host, images: Path, record: Path | None = None,
+                   accel: str = "kvm") -> Iterator[dict[str, Path]]:
     """Serve each disk whose device names a device model (`qemu.model`) through
     it (iowatch.mechanics): an nbdkit export over the disk's image, on a socket
     in `images`, for the life of one boot. Yields {disk id: socket}. Each model
-    is seeded per boot (IOWATCH_MODEL_SEED fixes it) and what it served (its
-    requests, its seed, the profile and the device it stands for) is written to
-    `record` (JSON) after the guest stops."""
+    is seeded per boot (IOWATCH_MODEL_SEED fixes it) and runs at its profile's
+    time scale for the guest's accelerator (under TCG a card or an SSD runs
+    slower, every cost alike: device-models.yml's `tcg`). What it served (its
+    requests, its seed, its time scale, the profile and the device it stands
+    for) is written to `record` (JSON) after the guest stops."""
     from iowatch.mechanics import export, profiles
 
     seed = int(os.environ.get("IOWATCH_MODEL_SEED") or random.SystemRandom().randrange(1 << 31))
@@ -113,11 +116,12 @@ def modelled_disks(host: Host, images: Path, record: Path | None = None) -> Iter
             img = _image(images, disk_id, size)
             sock = images / f"{disk_id}.nbd"
             stats = images / f"{disk_id}.model.json"
+            scale = profile.time_scale(accel)
             stack.enter_context(export.serve(profile, img, sock, seed=seed + i, stats=stats,
-                                             log=images / f"{disk_id}.nbdkit.log"))
+                                             log=images / f"{disk_id}.nbdkit.log", time_scale=scale))
             sockets[disk_id] = sock
             served[disk_id] = {"device": dev.name, "model": name, "stands_for": profile.stands_for,
-                               "seed": seed + i, "stats": stats}
+                               "seed": seed + i, "accel": accel, "time_scale": scale, "stats": stats}
         try:
             yield sockets
         finally:
@@ -127,6 +131,26 @@ def modelled_disks(host: Host, images: Path, record: Path | None = None) -> Iter
                     path = entry.pop("stats")
                     entry["served"] = json.loads(path.read_text()) if path.exists() else None
                 record.write_text(json.dumps(served, indent=1, sort_keys=True) + "\n")
+
+
+def note_device_models(shared: Path, doc: dict) -> str:
+    """Each modelled device of a bundle gets what its model was in this boot
+    (`device_model`: the profile, the device it stands for, the accelerator and
+    the time scale, the seed) from the boot's device-models.json; returns a
+    line saying which models ran slowed, "" when none was."""
+    path = shared / MODELS_RECORD
+    if not path.is_file():
+        return ""
+    served = {e["device"]: e for e in json.loads(path.read_text()).values()}
+    slowed, accel = [], ""
+    for dev in doc.get("devices", []):
+        entry = served.get(dev.get("name"))
+        if entry:
+            dev["device_model"] = {k: entry.get(k) for k in ("model", "stands_for", "accel", "time_scale", "seed")}
+            accel = entry.get("accel") or ""
+            if (entry.get("time_scale") or 1) != 1:
+                slowed.append(f"{dev['name']} ({entry['model']}) x{entry['time_scale']:g}")
+    return f"device models slowed under {accel.upper()}: {', '.join(slowed)}" if slowed else ""
 
 
 def qemu_device_args(host: Host, images: Path, exports: dict[str, Path] | None = None) -> list[str]:
@@ -305,16 +329,15 @@ def boot_and_run(bzimage: Path, host: Host, guest_command: list[str], shared: Pa
     console.write_bytes(b"")
     images = Path(tempfile.mkdtemp(prefix=f"{host.name}-disks-", dir=vlab_dir()))
     try:
-        with modelled_disks(host, images, record=shared / MODELS_RECORD) as exports:
-            return _boot(bzimage, host, guest_command, shared, console, images, exports, memory=memory,
-                         cpus=cpus, boot_timeout_kvm=boot_timeout_kvm, boot_timeout_tcg=boot_timeout_tcg,
-                         run_timeout=run_timeout, echo=echo, on_line=on_line)
+        return _boot(bzimage, host, guest_command, shared, console, images, memory=memory,
+                     cpus=cpus, boot_timeout_kvm=boot_timeout_kvm, boot_timeout_tcg=boot_timeout_tcg,
+                     run_timeout=run_timeout, echo=echo, on_line=on_line)
     finally:
         shutil.rmtree(images, ignore_errors=True)
 
 
 def _boot(bzimage: Path, host: Host, guest_command: list[str], shared: Path, console: Path,
-          images: Path, exports: dict[str, Path], *, memory: str, cpus: int, boot_timeout_kvm: float, boot_timeout_tcg: float,
+          images: Path, *, memory: str, cpus: int, boot_timeout_kvm: float, boot_timeout_tcg: float,
           run_timeout: float, echo: bool, on_line: Callable[[str], None] | None) -> BootResult:
     inner = f"echo {BOOT_MARKER}; " + shlex.join(guest_command)
     # --force-9p: vng tries virtiofsd first for the root and again for --rwdir,
@@ -323,9 +346,7 @@ def _boot(bzimage: Path, host: Host, guest_command: list[str], shared: Path, con
     # The guest's root is 9p everywhere the virtual lab runs (ROOT_9P_FLAGS).
     base = ["vng", "--run", str(bzimage), "--cpus", str(cpus), "--memory", memory, "--force-9p",
             "--rwdir", str(shared), "--verbose", "--exec", inner,
-            "--append", " ".join([ROOT_9P_FLAGS, *guest_kernel_args(host)]),
-            # With "=": argparse would take a value starting with "-drive" for an option.
-            "--qemu-opts=" + " ".join(shlex.quote(a) for a in qemu_device_args(host, images, exports))]
+            "--append", " ".join([ROOT_9P_FLAGS, *guest_kernel_args(host)])]
     env_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
     os.environ["PATH"] = env_path  # vng finds virtme-ng-init and friends beside it
     # A second TCG try: 2 of about 15 TCG boots here oopsed early (int3 in
@@ -334,9 +355,14 @@ def _boot(bzimage: Path, host: Host, guest_command: list[str], shared: Path, con
     t0 = time.monotonic()
     tried = []
     for accel in attempts:
-        argv = base + (["--disable-kvm"] if accel == "tcg" else [])
         timeout = boot_timeout_kvm if accel == "kvm" else boot_timeout_tcg
-        state, boot_s, rc, reason = _boot_once(argv, console, timeout, run_timeout, echo, on_line)
+        # The device models start afresh for each try: their time scale is the accelerator's.
+        with modelled_disks(host, images, record=shared / MODELS_RECORD, accel=accel) as exports:
+            # With "=": argparse would take a value starting with "-drive" for an option.
+            argv = base + ["--qemu-opts=" + " ".join(shlex.quote(a) for a in
+                                                     qemu_device_args(host, images, exports))]
+            argv += ["--disable-kvm"] if accel == "tcg" else []
+            state, boot_s, rc, reason = _boot_once(argv, console, timeout, run_timeout, echo, on_line)
         tried.append(f"{accel}: {state}{' (' + reason + ')' if reason else ''}")
         if state == "hung" and accel == "kvm":
             (vlab_dir() / KVM_HANG_FILE).write_text(time.strftime("%Y-%m-%dT%H:%M:%S\n"))

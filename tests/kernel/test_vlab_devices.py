@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from iowatch import inventory
-from iowatch.vlab import guest_kernel_args, guest_run_command, qemu_device_args
+from iowatch.vlab import guest_kernel_args, guest_run_command, modelled_disks, qemu_device_args
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -98,8 +98,6 @@ def test_modelled_disks_are_nbd_exports_of_their_device_models(tmp_path, monkeyp
     import shutil
 
     from iowatch.mechanics import probe
-    from iowatch.vlab import modelled_disks
-
     if not shutil.which("nbdkit"):
         pytest.skip("needs nbdkit: scripts/setup.sh")
     monkeypatch.setenv("IOWATCH_MODEL_SEED", "41")
@@ -122,6 +120,44 @@ def test_modelled_disks_are_nbd_exports_of_their_device_models(tmp_path, monkeyp
     assert served["mhdd"]["model"] == "hdd-st1000dm003" and served["mhdd"]["seed"] == 41 + 3   # the fourth disk: mssd, mraid0-0, mraid0-1, mhdd
     assert served["mhdd"]["served"]["requests"]["read"] == reads
     assert "Lexar 633x" in served["msd"]["stands_for"]
+    assert {e["time_scale"] for e in served.values()} == {1.0} and served["msd"]["accel"] == "kvm"
+
+
+def test_under_tcg_the_cards_and_the_ssd_run_slowed_and_the_bundle_says_so(tmp_path, monkeypatch):
+    """A guest under TCG gets each device model at its profile's time scale
+    (device-models.yml `tcg`): the SD card's 4 KiB random writes through its
+    export fall by its factor (16) against the unslowed card, the disk's do
+    not move, and a bundle's devices are told which model served them, slowed
+    by how much (vlab.note_device_models)."""
+    import json
+    import shutil
+
+    from iowatch.mechanics import probe, profiles
+    from iowatch.vlab import note_device_models
+
+    if not shutil.which("nbdkit"):
+        pytest.skip("needs nbdkit: scripts/setup.sh")
+    host = inventory.load(REPO / "hardware-inventory.yml").host("vlab-mech")
+    rate = {}
+    for accel in ("kvm", "tcg"):
+        images, record = tmp_path / accel, tmp_path / accel / "device-models.json"
+        images.mkdir()
+        with modelled_disks(host, images, record, accel=accel) as exports:
+            job = probe.fio(f"nbd+unix:///?socket={exports['msd']}", "--rw=randwrite", "--bs=4k",
+                            "--size=64m", runtime_s=1.5)
+            rate[accel] = job["write"]["iops"]
+        served = json.loads(record.read_text())
+        assert served["msd"]["accel"] == accel
+    scale = profiles.get("sd-lexar-633x").tcg_time_scale
+    assert served["msd"]["time_scale"] == scale and served["mhdd"]["time_scale"] == 1.0
+    assert served["mssd"]["time_scale"] == profiles.get("ssd-860evo").tcg_time_scale
+    assert scale / 2 < rate["kvm"] / rate["tcg"] < scale * 2
+    doc = {"devices": [{"name": "msd", "class": "sdcard"}, {"name": "mhdd", "class": "hdd"}, {"name": "vssd"}]}
+    note = note_device_models(tmp_path / "tcg", doc)
+    assert doc["devices"][0]["device_model"]["time_scale"] == scale
+    assert doc["devices"][1]["device_model"]["model"] == "hdd-st1000dm003"
+    assert "device_model" not in doc["devices"][2]
+    assert note.startswith("device models slowed under TCG: ") and f"msd (sd-lexar-633x) x{scale:g}" in note
 
 
 @pytest.mark.parametrize("model,words", [

@@ -150,3 +150,27 @@ def test_qemus_512_byte_blocks_of_one_command_cost_one_command():
     c.submit(models.WRITE, 8 << 20, 512, t)               # elsewhere: a new command
     c.submit(models.WRITE, 8 << 20 | 512, 512, t + 0.01)  # contiguous, but 10 ms later
     assert c.commands == 3
+
+
+@pytest.mark.parametrize("name", ["hdd-st1000dm003", "sd-lexar-633x", "emmc-seed000", "ssd-860evo"])
+def test_a_slowed_model_is_the_same_device_on_a_slower_clock(name):
+    """Under TCG a profile runs time_scale times slower (models.Model): fed the
+    same stream with every gap stretched by the factor, the slowed model
+    completes each request at the factor times the unslowed one's time, so
+    every ratio between workloads is the profile's; each profile's factor is
+    at least 1 and its reason is stated."""
+    p = profiles.get(name)
+    assert p.tcg_time_scale >= 1 and p.tcg_why and p.time_scale("kvm") == 1.0
+    scale, rng = 16.0, random.Random(3)
+    stream = [(rng.choice([models.READ, models.WRITE]), rng.randrange(1 << 18) * 4096,
+               rng.choice([4096, 65536, 1 << 20]), rng.random() * 0.01) for _ in range(400)]
+    params = {**p.params, "capacity": 2 * GiB} if p.kind == "disk" else p.params
+    fast, slow = models.make(p.kind, params, 5), models.make(p.kind, params, 5, scale)
+    t_fast, t_slow = 100.0, 100.0
+    first_fast, first_slow = t_fast + stream[0][3], t_slow + stream[0][3] * scale
+    for op, offset, length, gap in stream:
+        t_fast = fast.submit(op, offset, length, t_fast + gap)
+        t_slow = slow.submit(op, offset, length, t_slow + gap * scale)
+        assert t_slow - first_slow == pytest.approx((t_fast - first_fast) * scale, rel=1e-6)
+    with pytest.raises(ValueError, match="slowed"):
+        models.make(p.kind, p.params, 5, 0.5)

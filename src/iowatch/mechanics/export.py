@@ -31,7 +31,7 @@ class ExportError(RuntimeError):
 
 
 def nbdkit_argv(profile: Profile, image: Path, socket: Path, seed: int, stats: Path | None,
-                pidfile: Path) -> list[str]:
+                pidfile: Path, time_scale: float = 1.0) -> list[str]:
     exe = shutil.which("nbdkit")
     if not exe:
         raise ExportError("nbdkit is not installed: the device models need nbdkit and its Python "
@@ -42,7 +42,7 @@ def nbdkit_argv(profile: Profile, image: Path, socket: Path, seed: int, stats: P
             # One thread a request in flight: the guest's queue depth, not the model, sets it.
             "--threads", "64",
             "python", str(nbdplugin_path()), f"file={image}", f"kind={profile.kind}",
-            f"params={json.dumps(profile.params, sort_keys=True)}", f"seed={seed}"]
+            f"params={json.dumps(profile.params, sort_keys=True)}", f"seed={seed}", f"time_scale={time_scale:g}"]
     if stats:
         argv.append(f"stats={stats}")
     return argv
@@ -65,15 +65,15 @@ def priority() -> tuple[str, ...]:
 
 @contextlib.contextmanager
 def serve(profile: Profile, image: Path, socket: Path, *, seed: int = 0, stats: Path | None = None,
-          log: Path | None = None) -> Iterator[str]:
-    """Serve `image` through `profile`'s model on `socket`; yields the export's
-    NBD URI (nbd+unix:///?socket=...)."""
+          log: Path | None = None, time_scale: float = 1.0) -> Iterator[str]:
+    """Serve `image` through `profile`'s model on `socket`, its time stretched by
+    time_scale (models.Model); yields the export's NBD URI (nbd+unix:///?socket=...)."""
     socket = Path(socket)
     socket.unlink(missing_ok=True)
     pidfile = socket.with_name(socket.name + ".pid")
     pidfile.unlink(missing_ok=True)
     out = open(log, "ab") if log else subprocess.DEVNULL
-    proc = subprocess.Popen(nbdkit_argv(profile, Path(image), socket, seed, stats, pidfile),
+    proc = subprocess.Popen(nbdkit_argv(profile, Path(image), socket, seed, stats, pidfile, time_scale),
                             stdout=out, stderr=subprocess.STDOUT if log else subprocess.PIPE)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -260,18 +260,37 @@ class SolidStateDrive:
 
 @dataclass
 class Model:
-    """A profile's model with the counters a run reports (what the device did)."""
+    """A profile's model with the counters a run reports (what the device did).
+
+    time_scale > 1 runs the device slower by that factor, every cost alike: the
+    model's clock runs `time_scale` times slower than the host's from the first
+    request on, so ratios between workloads (random against sequential, one
+    open unit against six) are the profile's and every rate is divided by the
+    factor. The virtual lab uses it under TCG, where the guest's CPU and
+    QEMU's emulation of a request are tens of times slower than on hardware: a
+    device slowed alike keeps its costs ahead of the emulation's (docs/seeds.md,
+    "Devices with mechanics")."""
     kind: str
     device: RotationalDisk | FlashCard | SolidStateDrive
     counts: dict = field(default_factory=lambda: {READ: 0, WRITE: 0, FLUSH: 0, TRIM: 0})
+    time_scale: float = 1.0
+    origin: float | None = None
 
     def submit(self, op: str, offset: int, length: int, now: float, fua: bool = False) -> float:
         self.counts[op] += 1
-        return self.device.submit(op, offset, length, now, fua)
+        if self.time_scale == 1.0:
+            return self.device.submit(op, offset, length, now, fua)
+        if self.origin is None:
+            self.origin = now
+        done = self.device.submit(op, offset, length, self.origin + (now - self.origin) / self.time_scale, fua)
+        return self.origin + (done - self.origin) * self.time_scale
 
 
-def make(kind: str, params: dict, seed: int) -> Model:
-    """A fresh model of a profile's kind and parameters (iowatch.mechanics.profiles)."""
+def make(kind: str, params: dict, seed: int, time_scale: float = 1.0) -> Model:
+    """A fresh model of a profile's kind and parameters (iowatch.mechanics.profiles),
+    its time stretched by time_scale (Model)."""
+    if not time_scale >= 1.0:
+        raise ValueError(f"time_scale {time_scale!r}: a device model can be slowed (>= 1), not sped up")
     cls, profile = {"disk": (RotationalDisk, DiskProfile), "flash": (FlashCard, FlashProfile),
                     "ssd": (SolidStateDrive, SsdProfile)}[kind]
-    return Model(kind, cls(profile(**params), seed))
+    return Model(kind, cls(profile(**params), seed), time_scale=float(time_scale))

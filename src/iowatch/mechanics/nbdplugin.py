@@ -1,7 +1,7 @@
 """The nbdkit plugin that serves a disk image through a device model.
 
 Loaded by nbdkit's Python plugin (nbdkit python nbdplugin.py file=IMAGE
-kind=disk|flash|ssd params=JSON seed=N [stats=FILE]); iowatch.mechanics.export
+kind=disk|flash|ssd params=JSON seed=N [stats=FILE] [time_scale=X]); iowatch.mechanics.export
 starts it. nbdkit embeds the system's Python, not iowatch's virtualenv, so
 this file imports only the standard library and iowatch.mechanics.models
 (pure, standard library only), found beside it.
@@ -43,8 +43,8 @@ def thread_model():
 
 
 def config(key, value):
-    if key not in ("file", "kind", "params", "seed", "stats"):
-        raise RuntimeError(f"unknown parameter {key}; takes file=, kind=, params=, seed=, stats=")
+    if key not in ("file", "kind", "params", "seed", "stats", "time_scale"):
+        raise RuntimeError(f"unknown parameter {key}; takes file=, kind=, params=, seed=, stats=, time_scale=")
     _cfg[key] = value
 
 
@@ -57,7 +57,7 @@ def config_complete():
     params = json.loads(_cfg["params"])
     if _cfg["kind"] == "disk":
         params.setdefault("capacity", size)
-    _state["model"] = models.make(_cfg["kind"], params, int(_cfg["seed"]))
+    _state["model"] = models.make(_cfg["kind"], params, int(_cfg["seed"]), float(_cfg.get("time_scale", 1)))
     _state["size"] = size
     _state["waited"] = 0.0
 
@@ -145,6 +145,6 @@ def cleanup():
         stats = {"kind": m.kind, "requests": m.counts,
                  "unit_switches": getattr(m.device, "unit_switches", None),
                  "commands": getattr(m.device, "commands", None),
-                 "seed": int(_cfg["seed"])}
+                 "seed": int(_cfg["seed"]), "time_scale": m.time_scale}
         with builtins.open(path, "w") as f:
             json.dump(stats, f)

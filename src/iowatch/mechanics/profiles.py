@@ -37,6 +37,12 @@ class Profile:
     source: str
     params: dict
     targets: tuple[Target, ...]
+    tcg_time_scale: float = 1.0  # how much slower the device runs for a guest under TCG (models.Model)
+    tcg_why: str = ""
+
+    def time_scale(self, accel: str) -> float:
+        """The model's time scale for a guest under `accel` ("kvm" or "tcg")."""
+        return self.tcg_time_scale if accel == "tcg" else 1.0
 
     def model(self, seed: int, capacity: int) -> models.Model:
         """A fresh model of this profile for a disk of `capacity` bytes (a
@@ -61,8 +67,10 @@ def load(path: str | None = None) -> dict[str, Profile]:
                                float(t.get("tolerance_pct", m["tolerance_pct"])), t.get("size"),
                                t.get("host_reachable", True))
                         for t in m["targets"])
+        tcg = m.get("tcg", {})
         out[name] = Profile(name, m["kind"], m["class"], m["stands_for"], " ".join(m["source"].split()),
-                            dict(m["params"]), targets)
+                            dict(m["params"]), targets, float(tcg.get("time_scale", 1)),
+                            " ".join(tcg.get("why", "").split()))
     return out
 
 
