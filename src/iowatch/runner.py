@@ -32,6 +32,7 @@ from iowatch.inventory import Device, Host
 from iowatch.progress import Progress, current
 from iowatch.samples import ParseError
 from iowatch.studies import Matrix, Study
+from iowatch.vlab import guest_path
 from iowatch.workloads import Context, Result, run_fio, run_fs_mark, run_script
 
 
@@ -465,7 +466,7 @@ class Runner:
         """The block device a cell writes to: its loop device, its path, or its md
         array (assembled once per run); None when the array cannot be assembled."""
         if not (cell.device.members and not cell.device.path):
-            return loops.get(cell.device.name) or cell.device.path
+            return loops.get(cell.device.name) or guest_path(self.host, cell.device)
         try:
             if cell.device.name not in arrays:
                 arrays[cell.device.name] = stack.enter_context(

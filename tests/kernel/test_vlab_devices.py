@@ -173,3 +173,40 @@ def test_a_device_model_must_exist_and_fit_the_devices_class(tmp_path, model, wo
     with pytest.raises(inventory.InventoryError) as e:
         inventory.load(bad)
     assert words in str(e.value) and "mhdd" in str(e.value) and "qemu.model" in str(e.value)
+
+
+def test_check_and_reproduce_default_to_the_modelled_lab_where_the_inventory_has_it(tmp_path):
+    """No --hosts: check and reproduce boot on vlab-mech (devices with
+    mechanics); an inventory without it falls back to vlab; a bisect keeps
+    vlab (its agents' granted host)."""
+    from iowatch.commands.guest_options import MODELLED_HOST, PLAIN_HOST, qemu_host
+
+    shipped = REPO / "hardware-inventory.yml"
+    assert qemu_host(shipped, None, "-").name == MODELLED_HOST == "vlab-mech"
+    assert qemu_host(shipped, "vlab", "-").name == PLAIN_HOST
+    text = shipped.read_text()
+    start, end = text.index("        vlab-mech:"), text.index("    # Groups by device class")
+    without = text[:start] + text[end:]
+    assert "vlab-mech:" not in without
+    path = tmp_path / "inventory.yml"
+    path.write_text(without)
+    assert qemu_host(path, None, "-").name == PLAIN_HOST
+
+
+def test_an_sd_cards_guest_path_is_found_by_its_controller_not_its_mmcblk_number(tmp_path):
+    """The guest numbers mmcblk devices in the order the cards are detected,
+    which is not stable (seed 000 on vlab-mech: one boot of three wrote the SD
+    card's study to the eMMC model's card). vlab.guest_path finds the k-th card
+    of the inventory on the guest's k-th MMC host; other devices keep their path."""
+    from iowatch.vlab import guest_path
+
+    host = inventory.load(REPO / "hardware-inventory.yml").host("vlab-mech")
+    sys_root = tmp_path / "sys"
+    # The swapped detection: mmc0 (msd's controller) got mmcblk1, mmc1 got mmcblk0.
+    for ctrl, disk in (("mmc0", "mmcblk1"), ("mmc1", "mmcblk0")):
+        (sys_root / "class" / "mmc_host" / ctrl / f"{ctrl}:0001" / "block" / disk).mkdir(parents=True)
+    assert guest_path(host, host.device("msd"), str(sys_root)) == "/dev/mmcblk1"
+    assert guest_path(host, host.device("memmc"), str(sys_root)) == "/dev/mmcblk0"
+    assert guest_path(host, host.device("mhdd"), str(sys_root)) == "/dev/sda"
+    # Not a guest of this host (no controllers, or another count): the inventory's path.
+    assert guest_path(host, host.device("msd"), str(tmp_path / "nothing")) == "/dev/mmcblk0"

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from iowatch import inventory, paths, progress
-from iowatch.commands.guest_options import add_boot_option, add_guest_run_options, qemu_host
+from iowatch.commands.guest_options import PLAIN_HOST, add_boot_option, add_guest_run_options, qemu_host
 from iowatch.kernel.series import SeriesError
 from iowatch.kernel.series_input import load_series
 from iowatch.kernel.source import SourceError, open_source
@@ -115,7 +115,7 @@ def run(args) -> int:
     from iowatch.check import store_locally
     try:
         good, spec = _range(args)
-        host = qemu_host(args.inventory, args.hosts, "the bisect runs on a qemu host "
+        host = qemu_host(args.inventory, args.hosts or PLAIN_HOST, "the bisect runs on a qemu host "
                          "(bare-metal hosts are driven by the Jenkins bisect pipeline)")
         tree = open_source(args.source)
         series = load_series(spec, tree)

@@ -89,7 +89,7 @@ def run_job(args) -> int:
     from iowatch.bisect.search import NeedMeasurement, guest_measure, recorded
     from iowatch.bisect.job import JobError, Poster, identities, render, work
     from iowatch.ciapi import Client, JobCancelled, ServerError
-    from iowatch.commands.guest_options import HostError, qemu_host
+    from iowatch.commands.guest_options import PLAIN_HOST, HostError, qemu_host
     from iowatch.kernel.build import configure, make_variants
     from iowatch.kernel.series import SeriesError
     from iowatch.kernel.series_input import load_series
@@ -127,7 +127,7 @@ def run_job(args) -> int:
             plan, tree = _replay_plan(args, good, bad), None
             measure = recorded(plan, Path(args.bundles), step_trigger, steps=out / "steps")
         else:
-            host = qemu_host(args.inventory, args.hosts, "the bisect agent measures on a qemu host "
+            host = qemu_host(args.inventory, args.hosts or PLAIN_HOST, "the bisect agent measures on a qemu host "
                              "(a lab host's bisect boots each commit with the Jenkins pipeline's "
                              "--variants/--bundles steps)")
             tree = open_source(args.source or job.tree)

@@ -48,7 +48,7 @@ def register(sub) -> None:
                            "reproduce.yml, else the seed's study file)")
         if action.dest == "hosts":
             action.help = ("the qemu host of the inventory (default: the host of the series' "
-                           "reproduce.yml, else vlab)")
+                           "reproduce.yml, else vlab-mech, the modelled lab)")
 
 
 def run(args) -> int:
@@ -72,7 +72,7 @@ def run(args) -> int:
               "copy it from the hardware-inventory.yml iowatch ships, or name another qemu host "
               "with --hosts", file=sys.stderr)
         return 2
-    args.hosts = args.hosts or seed.host or "vlab"
+    args.hosts = args.hosts or seed.host  # else check's default: the modelled lab
     args.profile = args.profile or "quick"
     code = check_command.run(args)
     if not (out / "check.json").is_file():

@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     from iowatch import inventory, safety
+    from iowatch.vlab import guest_path
     from iowatch.mechanics import profiles
 
     ap = argparse.ArgumentParser(prog="python -m iowatch.mechanics.probe")
@@ -147,13 +148,14 @@ def main(argv: list[str] | None = None) -> int:
         name = (dev.qemu or {}).get("model")
         if not name or dev.members or (wanted and dev.name not in wanted):
             continue
-        verdict = safety.check(host, dev.path)
+        path = guest_path(host, dev)
+        verdict = safety.check(host, path)
         if not verdict.allowed:
-            raise SystemExit(f"probe: {dev.name} ({dev.path}): refused: {verdict.reason}")
+            raise SystemExit(f"probe: {dev.name} ({path}): refused: {verdict.reason}")
         profile = profiles.get(name)
-        with open(f"/sys/class/block/{os.path.basename(os.path.realpath(dev.path))}/size") as f:
+        with open(f"/sys/class/block/{os.path.basename(os.path.realpath(path))}/size") as f:
             capacity = int(f.read()) * 512           # in 512-byte sectors, whatever the device's own
-        rows = device_table(dev.path, profile, capacity, args.runtime)
+        rows = device_table(path, profile, capacity, args.runtime)
         table[dev.name] = {"model": name, "stands_for": profile.stands_for,
                            "rows": [m.__dict__ for m in rows]}
         for m in rows:
