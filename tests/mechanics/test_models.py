@@ -152,6 +152,25 @@ def test_qemus_512_byte_blocks_of_one_command_cost_one_command():
     assert c.commands == 3
 
 
+
+@pytest.mark.parametrize("host_gap_us", [20.0, 170.0])
+def test_a_command_handed_over_slowly_costs_the_longer_of_the_host_and_the_card(host_gap_us):
+    """The card takes a command's blocks while it programs: when the host hands
+    each 512-byte block over `host_gap_us` after the last one returned (QEMU's
+    sd-card under TCG: about 170 us), the 64 KiB command ends at the later of
+    the card's own time and the host's, not at their sum (the card, 39 us a
+    block, leads at 20 us; the host at 170)."""
+    c, p = card()
+    whole, _ = card()
+    card_s = whole.submit(models.WRITE, 4 << 20, 65536, 0.0)
+    # QEMU hands a block over only once the last one returned: synchronous.
+    t = first_s = c.submit(models.WRITE, 4 << 20, 512, 0.0)
+    for i in range(1, 128):
+        t = c.submit(models.WRITE, 4 << 20 | i * 512, 512, t + host_gap_us / 1e6)
+    assert c.commands == 1
+    host_s = first_s + 127 * host_gap_us / 1e6
+    assert t == pytest.approx(max(card_s, host_s), rel=1e-6)
+
 @pytest.mark.parametrize("name", ["hdd-st1000dm003", "sd-lexar-633x", "emmc-seed000", "ssd-860evo"])
 def test_a_slowed_model_is_the_same_device_on_a_slower_clock(name):
     """Under TCG a profile runs time_scale times slower (models.Model): fed the

@@ -227,7 +227,12 @@ class FlashCard:
             cost = p.write_command_us / 1e6
         else:
             cost = p.flush_us / 1e6
-        self.free = start + cost
+        # A block that continues a command is due on the command's own time line,
+        # not after its arrival: the card takes a command's data while it programs
+        # (it buffers pages), so a host that hands the blocks over slowly (QEMU's
+        # sd-card under TCG, 0.17 ms a block) costs the longer of its own time and
+        # the card's, not the sum of both.
+        self.free = max(now, self.free + cost) if continued else start + cost
         self.last = (op, offset + length, self.free)
         return self.free
 
