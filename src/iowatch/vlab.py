@@ -167,6 +167,9 @@ def note_device_models(shared: Path, doc: dict) -> str:
             accel = entry.get("accel") or ""
             if (entry.get("time_scale") or 1) != 1:
                 slowed.append(f"{dev['name']} ({entry['model']}) x{entry['time_scale']:g}")
+                # The device's words on every page and mail that names it.
+                dev["model"] = (f"{dev.get('model') or entry['model']}, every cost x{entry['time_scale']:g} "
+                                f"under {accel.upper()}")[:300]
     return f"device models slowed under {accel.upper()}: {', '.join(slowed)}" if slowed else ""
 
 

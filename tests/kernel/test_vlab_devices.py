@@ -152,9 +152,11 @@ def test_under_tcg_the_cards_and_the_ssd_run_slowed_and_the_bundle_says_so(tmp_p
     assert served["msd"]["time_scale"] == scale and served["mhdd"]["time_scale"] == 1.0
     assert served["mssd"]["time_scale"] == profiles.get("ssd-860evo").tcg_time_scale
     assert scale / 2 < rate["kvm"] / rate["tcg"] < scale * 2
-    doc = {"devices": [{"name": "msd", "class": "sdcard"}, {"name": "mhdd", "class": "hdd"}, {"name": "vssd"}]}
+    doc = {"devices": [{"name": "msd", "class": "sdcard", "model": "SD card over the sd-lexar-633x model"},
+                       {"name": "mhdd", "class": "hdd"}, {"name": "vssd"}]}
     note = note_device_models(tmp_path / "tcg", doc)
     assert doc["devices"][0]["device_model"]["time_scale"] == scale
+    assert doc["devices"][0]["model"] == f"SD card over the sd-lexar-633x model, every cost x{scale:g} under TCG"
     assert doc["devices"][1]["device_model"]["model"] == "hdd-st1000dm003"
     assert "device_model" not in doc["devices"][2]
     assert note.startswith("device models slowed under TCG: ") and f"msd (sd-lexar-633x) x{scale:g}" in note
