@@ -27,7 +27,7 @@ class _Words:
     label: str               # a cell's label on a page and in a report
     short: str               # a state's chip, one count of it
     plural: str              # several counts of it
-    colour: str              # the CSS class of its chip (dashboard/static/dashboard/iowatch.css)
+    colour: str              # its chip's CSS class in dashboard/static/dashboard/dashboard.css (the word)
     kcidb: str | None        # the KCIDB test status of a cell with this outcome
     verdict: str | None      # `iowatch compare`'s verdict line for the state
     headline: str | None     # `iowatch check`'s line for a patch in the state ({where}: the runs)

@@ -7,7 +7,7 @@ change points it confirms, the dashboard's compare, and every report format.
 The two sides arrive through one interface (iowatch.side_data.Side: a list
 of bundle-shaped manifests) from whichever adapter read them: a bundle
 directory, the HTTP API, a study's published numbers, or the Django store
-(webapp/iowatch_web/store/sides.py). This module decides, and nothing else does:
+(webapp/iowatch_web/store/sides.py). This module decides:
 
 - Which metrics judge a cell: the study's deciding metrics (`decides: true`
   in jobs/studies/*.yml), per job group. Every other metric is computed and
@@ -40,6 +40,10 @@ directory, the HTTP API, a study's published numbers, or the Django store
   or unsure gets more, up to its study's cap, at the look schedule of
   iowatch.stats.sequential; a cell stops as decided, as "no change" once the
   slowdown it could still hide is below the minimum effect, or at the cap.
+  What is measured beside those cells is still each caller's: a ratio's
+  partner cells (iowatch.check), the canaries (iowatch.commands.run), the
+  bisect's rounds with its ends (iowatch.bisect.search), and the number of
+  rounds, looks(cap) - 1 (iowatch.check and iowatch.bisect.search each).
 """
 from __future__ import annotations
 
