@@ -32,8 +32,8 @@ from iowatch_web.dashboard import freshness
 from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
 from iowatch import figures
 from iowatch.judging import PATCH_STATES, Outcome
+from iowatch.judging.outcomes import UNDECIDED_OUTCOMES, UNDECIDED_STATES
 from iowatch.metrics import HIGHER, LOWER, METRICS
-from iowatch.stats import UNSURE
 from iowatch_web.regressions.models import REASONS, STATES, StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.regressions.nightly import NIGHTLY
 from iowatch_web.regressions.verdicts import NOT_MEASURED
@@ -154,7 +154,7 @@ def stated(state: str, cells: list[dict], failed: list[dict], platform_drifted: 
     of_state = [c for c in cells if Outcome(c["outcome"]).state == state]
     # Of no cell of its outcome (a drifted platform's "unsure"): its worst cell.
     cell = (min if state == "improvement" else max)(of_state or cells, key=_rank, default=None)
-    needs = max((c["needs_runs"] or 0 for c in cells if c["outcome"] in UNSURE), default=0)
+    needs = max((c["needs_runs"] or 0 for c in cells if c["outcome"] in UNDECIDED_OUTCOMES), default=0)
     return {"state": state, "label": Outcome(state).short, "cell": cell,
             "failed": failed[0] if state == Outcome.FAILED.state and failed else None,
             "needs_runs": needs or None, "platform_drifted": platform_drifted}
@@ -376,7 +376,7 @@ def summary(state: dict) -> str:
     if cell is None:
         return state.get("error") or ""
     text = f"{cell['short']} {figures.change(cell['change_pct'])}"
-    if state.get("needs_runs") and state["state"] in ("suspected", "unsure"):
+    if state.get("needs_runs") and state["state"] in UNDECIDED_STATES:
         text += f", needs about {state['needs_runs']} more runs a side"
     return text
 
@@ -497,7 +497,7 @@ def _chip(state: dict) -> dict:
     else:
         text = f"{cell['short']} {figures.change(cell['change_pct'], digits=0)}"
         title = cell["words"] or what(cell)
-        if state["state"] in ("unsure", "suspected") and state["needs_runs"]:
+        if state["state"] in UNDECIDED_STATES and state["needs_runs"]:
             text += f" · needs about {state['needs_runs']} more runs"
     return {**state, "text": text, "title": title}
 

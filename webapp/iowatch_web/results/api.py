@@ -24,6 +24,7 @@ from django.utils import timezone
 from ninja import Query, Router, Schema
 
 from iowatch import bundle
+from iowatch.judging.outcomes import UNDECIDED_OUTCOMES
 from iowatch_web.results import ingest
 from iowatch_web.results.bounds import (MAX_PAGE, MAX_SAMPLES_FILTERED, MAX_SAMPLES_UNFILTERED,
                                         Offset, PageLimit, SampleLimit, StoreId, ValueLimit)
@@ -223,7 +224,7 @@ class RunOut(Schema):
     def resolve_verdict(run: Run) -> dict:
         # The regressions app's verdicts, through the reverse relation: results does not import it.
         undecided = run.candidate_of_comparisons.filter(
-            cells__outcome__in=("suspected", "inconclusive")).values("cells").count()
+            cells__outcome__in=UNDECIDED_OUTCOMES).values("cells").count()
         states = sorted(set(run.candidate_of_comparisons.values_list("state", flat=True)))
         return {"state": run.verdict_state, "attempts": run.verdict_attempts,
                 "error": run.verdict_error, "done_at": run.verdict_done_at,
