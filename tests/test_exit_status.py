@@ -29,6 +29,9 @@ def test_a_nightly_left_undecided_by_the_server_exits_3():
     assert NightlyOutcome(undecided=2).exit_code == 3
     assert NightlyOutcome(undecided=2, error="boot").exit_code == 2
     assert NightlyOutcome().exit_code == 0
+    # The server's stored state, when no cell is undecided (a drifted canary): still 3.
+    assert NightlyOutcome(states=["unsure"]).exit_code == 3
+    assert NightlyOutcome(states=["no-change", "improvement"]).exit_code == 0
 
 
 @pytest.mark.parametrize("command", ["check", "run", "nightly", "bisect", "compare"])

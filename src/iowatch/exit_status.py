@@ -7,12 +7,13 @@ unsure or suspected) has its own status.
 """
 from __future__ import annotations
 
+# The undecided group is the vocabulary's (the commands read it here too).
+from iowatch.judging.outcomes import UNDECIDED_STATES, Outcome  # noqa: F401
+
 CLEAN = 0       # every deciding cell decided, none a regression
 REGRESSION = 1  # a deciding cell is confirmed slower
 ERROR = 2       # bad arguments, or nothing could be measured or judged
 UNDECIDED = 3   # no regression, but a deciding cell is still unsure or suspected
-
-UNDECIDED_STATES = ("suspected", "unsure")  # iowatch.judging.PATCH_STATES that are not decided
 
 HELP = ("Exit 0: no regression, every deciding cell decided; 1: a regression; 2: an error; "
         "3: undecided (a deciding cell still unsure or suspected).")
@@ -21,6 +22,6 @@ HELP = ("Exit 0: no regression, every deciding cell decided; 1: a regression; 2:
 def of_states(states) -> int:
     """The status of some comparisons' states (iowatch.judging.PATCH_STATES)."""
     states = set(states)
-    if "regression" in states:
+    if Outcome.REGRESSION.state in states:
         return REGRESSION
     return UNDECIDED if states & set(UNDECIDED_STATES) else CLEAN

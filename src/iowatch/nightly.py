@@ -120,6 +120,7 @@ class NightlyOutcome:
     verdict: str | None = None
     findings: list[Finding] = field(default_factory=list)
     undecided: int = 0  # deciding cells the server left unsure or suspected against the previous run
+    states: list[str] = field(default_factory=list)  # the server's stored states of this run's comparisons
     error: str = ""
     phases: dict[str, float] = field(default_factory=dict)
 
@@ -129,7 +130,8 @@ class NightlyOutcome:
             return ERROR
         if self.findings:
             return REGRESSION
-        return UNDECIDED if self.undecided else NO_REGRESSION
+        undecided = self.undecided or set(self.states) & set(exit_status.UNDECIDED_STATES)
+        return UNDECIDED if undecided else NO_REGRESSION
 
 
 def _side_label(side: dict | None, kernel: dict | None) -> str:
@@ -210,7 +212,9 @@ def report_and_wait(out: Path, trig: dict, client: Client, host: Host, result: N
     result.verdict = wait_for_verdict(client, result.run_id, wait_s)
     result.phases["verdict"] = time.monotonic() - t0
     result.findings = findings_for(client, result.run_id, host.name)
-    result.undecided = int((client.run(result.run_id).get("verdict") or {}).get("undecided") or 0)
+    verdict = client.run(result.run_id).get("verdict") or {}
+    result.undecided = int(verdict.get("undecided") or 0)
+    result.states = list(verdict.get("states") or [])
     return result
 
 
@@ -286,6 +290,10 @@ def render(result: NightlyOutcome, branch: str) -> str:
     if result.undecided:
         lines.append(f"undecided: {result.undecided} deciding cell(s) still unsure or suspected "
                      "against the previous run (exit 3)")
+    elif result.exit_code == UNDECIDED:
+        lines.append(f"undecided: the server's comparison is {', '.join(result.states)} with no "
+                     "deciding cell unsure (a drifted platform, or no deciding cell in common) "
+                     "(exit 3)")
     if result.phases:
         lines.append("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in result.phases.items()))
     return "\n".join(lines)

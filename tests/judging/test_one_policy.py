@@ -1,13 +1,17 @@
-"""No verdict path bypasses iowatch.judging (issue 27).
+"""No verdict path bypasses iowatch.judging (issues 27 and 43).
 
 The policy owns the decision and its words: outside iowatch.judging and the
 statistics it calls (iowatch.stats), no module of the runner or the web app
 imports the family test (compare_matrix), the change-point selection
-(confirm_family) or the bisect's culprit model (the oracle), and outside
-iowatch.judging.outcomes no module maps the outcome words to other words
-(a dict keyed by them, or a ranking of them): those are read from the
-Outcome enum. The walk reads the source, so a new module is covered the day
-it is written.
+(confirm_family) or the bisect's culprit model (the oracle); outside
+iowatch.judging.outcomes no module writes a dict keyed by two outcome words
+or more, or a sequence of four or more of them (a shorter list such as
+exit_status.UNDECIDED_STATES, or one written with names such as
+stats/verdict.py's OUTCOMES, passes: the walk sees literal tables, not every
+use of a word); and no page decides a stored
+comparison again from its rows (its state, failed cells and columns are the
+verdict worker's, stored). The walk reads the source, so a new module is
+covered the day it is written.
 """
 from __future__ import annotations
 
@@ -98,6 +102,53 @@ def test_the_walk_would_see_a_bypass():
                      'found = stats.candidates(histories)\n')
     assert guarded_imports(tree) == ["compare_matrix", "oracle", "culprit", "oracle", "candidates"]
     assert outcome_tables(tree) == [3, 4]
+
+
+# A comparison's decision from its cells: what judging decides once and the
+# verdict worker stores (StoredComparison.state, .failed_cells, .regressed,
+# .column_states). A page that calls these on stored rows, or joins a
+# comparison's runs to their cells to find the failed ones (the overview's
+# SQL did, and counted a cell skipped on both sides as failed), decides again.
+DECISION_RULES = {"state_of", "column_states", "decision_of", "failed_cells", "cell_passed"}
+# Where the rules may be imported: the policy, and side_data where cell_passed is.
+DECIDERS = ("iowatch.judging", "iowatch.side_data")
+# The ORM lookups from a comparison's runs to their cells (or from cells back).
+STORED_SIDE_LOOKUPS = ("of_comparisons__", "run__base_of_comparisons",
+                       "run__candidate_of_comparisons", "base_runs__cells", "candidate_runs__cells")
+VERDICT_WORKER = "iowatch_web.regressions.verdicts"
+
+
+def decided_again(tree: ast.AST) -> list[str]:
+    """The decision rules a module imports or calls, and the lookups it writes
+    from a comparison's runs to their cells."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(DECIDERS):
+            found += sorted({a.name for a in node.names} & DECISION_RULES)
+        elif isinstance(node, ast.Attribute) and node.attr in DECISION_RULES and \
+                isinstance(node.value, ast.Name) and node.value.id in ("judging", "policy"):
+            found.append(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                any(lookup in node.value for lookup in STORED_SIDE_LOOKUPS):
+            found.append(node.value)
+    return found
+
+
+def test_no_page_decides_a_stored_comparison_again():
+    again = {m: found for m, _, tree in modules()
+             if not inside(m, DECIDERS) and m != VERDICT_WORKER
+             for found in [decided_again(tree)] if found}
+    assert again == {}
+
+
+def test_the_walk_would_see_a_decision_made_again():
+    tree = ast.parse("from iowatch.judging import state_of as judging_state_of\n"
+                     "from iowatch.judging.policy import failed_cells, Comparison\n"
+                     "state = judging.state_of(outcomes)\n"
+                     "rows = Cell.objects.filter(**{f'{runs}__in': ids})\n"
+                     "for side, runs in (('base', 'run__base_of_comparisons'),):\n    pass\n")
+    assert decided_again(tree) == ["state_of", "failed_cells", "state_of",
+                                   "run__base_of_comparisons"]
 
 
 # A loop that measures until the policy is sure judges and measures in its

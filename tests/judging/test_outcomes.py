@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from iowatch.judging import PATCH_STATES, state_of
-from iowatch.judging.outcomes import CELL_OUTCOMES, Outcome
-from iowatch.stats.verdict import OUTCOMES
+from iowatch.judging.outcomes import CELL_OUTCOMES, UNDECIDED_OUTCOMES, UNDECIDED_STATES, Outcome
+from iowatch.stats.verdict import OUTCOMES, UNSURE
 
 
 def test_the_cell_outcomes_are_the_statistics_outcomes():
@@ -41,3 +41,12 @@ def test_the_state_is_the_worst_outcomes(outcomes, failed, drifted, state):
 def test_an_unknown_word_is_refused():
     with pytest.raises(ValueError):
         Outcome("fine")
+
+
+def test_the_undecided_group_is_the_statistics_unsure_cells():
+    """The group a gate exits 3 on (exit_status) and the pages ask more runs of
+    is the outcomes the statistics would decide with more runs (stats.UNSURE):
+    an outcome added to one and not the other fails here."""
+    assert set(UNDECIDED_OUTCOMES) == set(UNSURE)
+    assert UNDECIDED_STATES == tuple(Outcome(o).state for o in UNDECIDED_OUTCOMES)
+    assert set(UNDECIDED_STATES) < set(PATCH_STATES)

@@ -1,8 +1,10 @@
 """The HTTP API's seams (issue 27): the API object, its agent token, its
 errors and its paging are site/api.py's; each app adds its router from its
 AppConfig.ready. No app's API module imports another app's API module (at the
-top or inside a function), and site/api.py imports none, so no import runs in
-a circle and no module reaches back into another lazily."""
+top or inside a function), and site/api.py imports none: no circle runs through
+two API modules and none reaches back into another lazily. (Other circles can
+still pass through an API module: results/api imports ingest, which imports
+the app's config, which imports the API to add its router.)"""
 from __future__ import annotations
 
 import ast

@@ -52,6 +52,8 @@ def test_a_drifted_canary_stores_the_comparison_unsure_and_opens_no_regression(p
                                      metric_id="write.bw_kib_s")
     assert writer.outcome == "regression"
     assert not Regression.objects.exists()
+    # What judging decided is stored, and the overview, the runs and a nightly read it.
+    assert (comparison.state, comparison.regressed) == ("unsure", False)
 
     page = Client().get(f"/compare?base=kernel:{comparison.base_kernel_id}"
                         f"&candidate=kernel:{comparison.candidate_kernel_id}").content.decode()
@@ -68,6 +70,7 @@ def test_the_same_ends_with_a_canary_that_held_open_the_regression_and_say_so(po
     comparison = arrive(post, good, bad)
 
     assert not comparison.platform_drifted
+    assert (comparison.state, comparison.regressed) == ("regression", True)
     assert comparison.platform_words.startswith("the platform held (canary canary-tmpfs-read")
     regression = Regression.objects.get(comparison=comparison)
     page = Client().get(f"/regressions/{regression.pk}/").content.decode()

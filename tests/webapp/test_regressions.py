@@ -434,6 +434,7 @@ def test_states_outcomes_and_pairings_are_checked_by_the_database(regression):
     _refused(lambda: Regression.objects.filter(pk=regression.pk).update(state="closed"))
     _refused(lambda: StoredVerdict.objects.filter(comparison=comparison).update(outcome="worse"))
     _refused(lambda: StoredComparison.objects.filter(pk=comparison.pk).update(reason="whim"))
+    _refused(lambda: StoredComparison.objects.filter(pk=comparison.pk).update(state="worse"))
     _refused(lambda: StoredComparison.objects.filter(pk=comparison.pk)
              .update(base_kernel=comparison.candidate_kernel))
     _refused(lambda: Regression.objects.create(comparison=comparison))

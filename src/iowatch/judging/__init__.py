@@ -11,8 +11,9 @@ decided. A newcomer reads it in this order:
   the comparison state each makes, rank, colour class and KCIDB status.
 - `policy`: the study's minimum effect and cap, and the decision of one
   comparison: `compare_sides` pairs two sides' cells and judges the deciding
-  ones as one family; `Comparison.state`, the canary's `platform_words`, and
-  `more_runs`, the repetitions the next look wants.
+  ones as one family; `Comparison.state`, the canary's `platform_words`,
+  `decision_of` (the decision as the store keeps it), and `more_runs`, the
+  repetitions the next look wants.
 - `sides`: which stored runs make a side (`SideQuery`), one rule for the
   store, the dashboard and `iowatch compare`.
 - `bisect`: `judge_step`, a bisect step against both ends, and `culprit`, the
@@ -35,7 +36,8 @@ _WHERE = {
     "NOTHING_TO_COMPARE": "outcomes",
     "DEFAULT_MIN_EFFECT": "defaults", "FDR": "defaults", "Comparison": "policy",
     "FailedCell": "policy", "PlatformDrift": "policy", "RunsWanted": "policy",
-    "compare_sides": "policy", "deciding": "policy", "max_runs": "policy",
+    "column_states": "policy", "compare_sides": "policy", "decision_of": "policy",
+    "deciding": "policy", "failed_cells": "policy", "max_runs": "policy",
     "min_effect": "policy", "more_runs": "policy", "platform_findings": "policy",
     "platform_words": "policy", "state_of": "policy", "watched": "policy",
     "StepVerdict": "bisect", "judge_step": "bisect", "Culprit": "bisect", "Observation": "bisect",

@@ -1,7 +1,10 @@
-"""The policy's defaults, written once: what a study file that does not say takes.
+"""Two of the policy's defaults, written once: the minimum effect and the
+false-discovery rate a study file or a caller that does not say takes.
 
-Plain data with no imports, so the statistics (iowatch.stats), the study
-loader (iowatch.studies) and the store's models read the same number.
+The cap of repetitions a side (a study's `max_runs`) has its default
+elsewhere: iowatch.stats.sequential.DEFAULT_CAP, beside the look schedule it
+bounds. Plain data with no imports, so the statistics (iowatch.stats), the
+study loader (iowatch.studies) and the store's models read the same number.
 """
 
 # The smallest change that counts, in % of the base (a study's `min_effect_pct`):

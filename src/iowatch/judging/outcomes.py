@@ -27,7 +27,7 @@ class _Words:
     label: str               # a cell's label on a page and in a report
     short: str               # a state's chip, one count of it
     plural: str              # several counts of it
-    colour: str              # the CSS class of its chip (dashboard/static/dashboard/iowatch.css)
+    colour: str              # its chip's CSS class in dashboard/static/dashboard/dashboard.css (the word)
     kcidb: str | None        # the KCIDB test status of a cell with this outcome
     verdict: str | None      # `iowatch compare`'s verdict line for the state
     headline: str | None     # `iowatch check`'s line for a patch in the state ({where}: the runs)
@@ -89,6 +89,11 @@ PATCH_STATES = tuple(o.state for o in Outcome if o.state)
 # The states a drifted platform takes away: they claim the kernels' difference.
 CONFIDENT_STATES = tuple(o.state for o in (Outcome.REGRESSION, Outcome.IMPROVEMENT,
                                             Outcome.NO_CHANGE))
+# The undecided group: the outcomes more repetitions would decide (a gate's
+# exit status 3, iowatch.exit_status), as a comparison's states and as a cell's words.
+UNDECIDED = (Outcome.SUSPECTED, Outcome.UNSURE)
+UNDECIDED_STATES = tuple(o.state for o in UNDECIDED)
+UNDECIDED_OUTCOMES = tuple(o.word for o in UNDECIDED)
 # The outcomes a deciding cell can have, worst first.
 CELL_OUTCOMES = tuple(o.word for o in Outcome if o.kcidb is not None)
 

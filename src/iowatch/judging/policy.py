@@ -7,7 +7,7 @@ change points it confirms, the dashboard's compare, and every report format.
 The two sides arrive through one interface (iowatch.side_data.Side: a list
 of bundle-shaped manifests) from whichever adapter read them: a bundle
 directory, the HTTP API, a study's published numbers, or the Django store
-(webapp/iowatch_web/store/sides.py). This module decides, and nothing else does:
+(webapp/iowatch_web/store/sides.py). This module decides:
 
 - Which metrics judge a cell: the study's deciding metrics (`decides: true`
   in jobs/studies/*.yml), per job group. Every other metric is computed and
@@ -40,13 +40,17 @@ directory, the HTTP API, a study's published numbers, or the Django store
   or unsure gets more, up to its study's cap, at the look schedule of
   iowatch.stats.sequential; a cell stops as decided, as "no change" once the
   slowdown it could still hide is below the minimum effect, or at the cap.
+  What is measured beside those cells is still each caller's: a ratio's
+  partner cells (iowatch.check), the canaries (iowatch.commands.run), the
+  bisect's rounds with its ends (iowatch.bisect.search), and the number of
+  rounds, looks(cap) - 1 (iowatch.check and iowatch.bisect.search each).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from iowatch.cells import CellKey, CellLocation, Located
-from iowatch.side_data import CellContext, Side, cell_passed, pool
+from iowatch.side_data import CellContext, PooledSide, Side, cell_passed, pool
 from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
 from iowatch.judging.outcomes import CONFIDENT_STATES, PATCH_STATES, Outcome
 from iowatch.metrics import INFO, METRICS
@@ -188,13 +192,61 @@ class Comparison:
         an improvement, "no change") while the platform drifted: "unsure"."""
         return state_of([v.outcome for v in self.verdicts], bool(self.failed), bool(self.platform))
 
+    @property
+    def decision(self) -> dict:
+        """What a store keeps of the comparison (decision_of)."""
+        return decision_of((((v.key.study, v.key.device_class), v.outcome) for v in self.verdicts),
+                           self.failed, bool(self.platform))
+
 
 def state_of(outcomes, failed: bool = False, platform_drifted: bool = False) -> str:
     """The state (PATCH_STATES) of a comparison whose deciding cells have these
-    outcomes: Comparison.state, and the dashboard's for stored cells."""
+    outcomes: Comparison.state, and a stored comparison's (decision_of)."""
     found = {Outcome(o) for o in outcomes} | ({Outcome.FAILED} if failed else set())
     state = min(found, key=lambda o: o.rank).state if found else Outcome.UNSURE.state
     return Outcome.UNSURE.state if state in CONFIDENT_STATES and platform_drifted else state
+
+
+def failed_cells(base: PooledSide, candidate: PooledSide) -> list[FailedCell]:
+    """The cells measured on both pooled sides without one passed repetition on
+    a side (a skipped cell is none: pool leaves it out)."""
+    bcells, ccells = base.cells, candidate.cells
+    failed = []
+    for where in sorted(set(bcells) & set(ccells)):
+        sides = [role for role, cells in (("base", bcells), ("candidate", ccells))
+                 if not cell_passed(cells[where])]
+        if sides:
+            cell = (ccells if "candidate" in sides else bcells)[where]
+            failed.append(FailedCell.at(where, side="both" if len(sides) == 2 else sides[0],
+                                        status=cell.get("status") or "failed"))
+    return failed
+
+
+def column_states(cells, failed, platform_drifted: bool = False) -> dict[tuple[str, str], str]:
+    """The state of each (study, device class) of a comparison by state_of's
+    rule, from its deciding cells as ((study, device class), outcome) and its
+    failed cells' (study, device class): what a series page's chip says."""
+    outcomes: dict[tuple[str, str], list[str]] = {}
+    for column, outcome in cells:
+        outcomes.setdefault(column, []).append(outcome)
+    bad = set(failed)
+    return {column: state_of(outcomes.get(column, []), column in bad, platform_drifted)
+            for column in sorted(set(outcomes) | bad)}
+
+
+def decision_of(cells, failed: list[FailedCell], platform_drifted: bool = False) -> dict:
+    """A comparison's decision as plain data, what a store keeps so that its
+    readers never work it out again: the state, whether it stands behind a
+    regression (Comparison.regressions: one is a state of "regression"), the
+    failed cells and the state of each (study, device class). `cells` are its
+    deciding cells as ((study, device class), outcome)."""
+    cells = list(cells)
+    state = state_of([outcome for _, outcome in cells], bool(failed), platform_drifted)
+    columns = column_states(cells, ((f.study, f.device_class) for f in failed), platform_drifted)
+    return {"state": state, "regressed": state == Outcome.REGRESSION.state,
+            "platform_drifted": platform_drifted, "failed_cells": [asdict(f) for f in failed],
+            "column_states": [{"study": study, "device_class": device_class, "state": column}
+                              for (study, device_class), column in columns.items()]}
 
 
 def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
@@ -232,15 +284,7 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
     # The canaries are their own family: a moved platform must not spend, nor
     # borrow, the deciding cells' false-discovery rate or variance prior.
     canaries = compare_matrix(watching, fdr=fdr)
-    failed = []
-    for where in sorted(set(bcells) | set(ccells)):
-        sides = [role for role, cells in (("base", bcells), ("candidate", ccells))
-                 if where in cells and not cell_passed(cells[where])]
-        present = where in bcells and where in ccells
-        if sides and present:
-            cell = (ccells if "candidate" in sides else bcells)[where]
-            failed.append(FailedCell.at(where, side="both" if len(sides) == 2 else sides[0],
-                                        status=cell.get("status") or "failed"))
+    failed = failed_cells(b, c)
     context = {where: CellContext(device_model=c.device_models.get(where.device)
                                   or b.device_models.get(where.device),
                                   candidate_cell=ccells[where])

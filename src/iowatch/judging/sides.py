@@ -13,8 +13,12 @@ report judge different data. The rule:
   measured;
 - the newest `limit` of them (MAX_SIDE_RUNS), in the order they ran.
 
-The store's adapter (iowatch_web.store.sides.stored_runs) turns a query
-into SQL and hands the rows to `choose`; the rule itself is plain Python.
+Only the last two are `choose`, plain Python here. The exclusions are each
+adapter's own: the store's in SQL (iowatch_web.store.sides.judged_runs: no
+failed build or boot, no trigger but a nightly's), the HTTP API's in
+iowatch.side_data (`_from_server`: no failed build or boot; it cannot drop a
+bisect's steps, since the runs API carries no trigger). A bundle directory
+is one run, taken as it is.
 """
 from __future__ import annotations
 

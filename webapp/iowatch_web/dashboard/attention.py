@@ -1,13 +1,17 @@
-"""What a maintainer reads first, taken from the stored verdicts
-(regressions.models, made by the verdict worker) and never judged again here.
+"""What a maintainer reads first, taken from what the verdict worker stored
+(regressions.models): each comparison's state, failed cells and the state of
+each study and device class as iowatch.judging decided them
+(StoredComparison.state, .failed_cells, .column_states), and each deciding
+cell's outcome (StoredVerdict). No state is worked out here: this module picks
+the cell to show beside a stored state, orders by severity and writes the words.
 
 - lines(): the open regressions and the suspected comparisons, one line each
   that can be pasted into a reply ("<subject> (patch 2/2 of <series>) —
   <study>, <class> (<model>): <group> <metric> -33.1% [-36.0%, -30.1%] 5 vs 5
   runs"), worst first;
 - checks(), nightlies(), hosts(): the newest series checks, nightly runs and
-  each host's latest run, with the verdict in one word (iowatch.judging's
-  PATCH_STATES) and the cell that decided it;
+  each host's latest run, with the stored state in one word and the cell
+  that decided it;
 - series_rows(): the series page's chips; regression_list() and
   regression_cells(): the regressions page and one regression's cells.
 
@@ -28,13 +32,12 @@ from iowatch_web.dashboard import freshness
 from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
 from iowatch import figures
 from iowatch.judging import PATCH_STATES, Outcome
-from iowatch.judging import state_of as judging_state_of
+from iowatch.judging.outcomes import UNDECIDED_OUTCOMES, UNDECIDED_STATES
 from iowatch.metrics import HIGHER, LOWER, METRICS
-from iowatch.stats import UNSURE
 from iowatch_web.regressions.models import REASONS, STATES, StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.regressions.nightly import NIGHTLY
 from iowatch_web.regressions.verdicts import NOT_MEASURED
-from iowatch_web.results.models import Cell, Host, Patch, PatchSeries, Repetition, Run
+from iowatch_web.results.models import Host, Patch, PatchSeries, Run
 
 # Of two comparisons of one kernel on one host, the line keeps the first of these.
 REASON_RANK = {"parent": 0, "previous-run": 1, "change-point": 2, "series-base": 3}
@@ -143,44 +146,18 @@ def cells_of(comparison_ids, outcomes=None) -> dict[int, list[dict]]:
     return found
 
 
-def failed_cells(comparison_ids) -> dict[int, list[dict]]:
-    """Cells of a comparison that ran on both sides but without one passed
-    repetition on a side (pooled over the side's runs, as iowatch.judging
-    lists them as failed)."""
-    passed = Exists(Repetition.objects.filter(cell=OuterRef("pk"), status="passed"))
-    ids = list(comparison_ids)
-    sides: dict[int, dict[str, dict[tuple, bool]]] = defaultdict(lambda: defaultdict(dict))
-    for side, runs in (("base", "run__base_of_comparisons"),
-                       ("candidate", "run__candidate_of_comparisons")):
-        for cid, *where, ok in (Cell.objects.filter(**{f"{runs}__in": ids}).annotate(ok=passed)
-                                .order_by().values_list(runs, "study__slug", "device__device_class",
-                                                        "device__name", "filesystem", "ok")):
-            seen = sides[cid][side]
-            seen[tuple(where)] = seen.get(tuple(where), False) or ok
-    found = defaultdict(list)
-    for cid, by_side in sides.items():
-        for where in sorted(set(by_side["base"]) & set(by_side["candidate"])):
-            bad = [s for s in ("base", "candidate") if not by_side[s][where]]
-            if bad:
-                study, device_class, device, fs = where
-                found[cid].append({"study": study, "device_class": device_class or "",
-                                   "device": device or "", "filesystem": fs,
-                                   "side": "both" if len(bad) == 2 else bad[0]})
-    return found
-
-
-def state_of(cells: list[dict], failed: list, platform_drifted: bool = False) -> dict:
-    """The state of stored cells in one word, by iowatch.judging's own rule (a
-    comparison is never "no change" while a cell is unsure or failed, nor
-    confident while its platform canary drifted), with the cell that decided
-    it: the worst of that outcome (the best improvement)."""
-    state = judging_state_of([c["outcome"] for c in cells], bool(failed), platform_drifted)
+def stated(state: str, cells: list[dict], failed: list[dict], platform_drifted: bool) -> dict:
+    """A stored state (what iowatch.judging decided) with what the pages show
+    beside it: its label, the cell that decided it (the worst of that outcome,
+    the best improvement), the first failed cell of a failed one, and the most
+    runs an undecided cell asks for."""
     of_state = [c for c in cells if Outcome(c["outcome"]).state == state]
-    cell = (min if state == "improvement" else max)(of_state, key=_rank) if of_state else None
-    needs = max((c["needs_runs"] or 0 for c in cells if c["outcome"] in UNSURE), default=0)
+    # Of no cell of its outcome (a drifted platform's "unsure"): its worst cell.
+    cell = (min if state == "improvement" else max)(of_state or cells, key=_rank, default=None)
+    needs = max((c["needs_runs"] or 0 for c in cells if c["outcome"] in UNDECIDED_OUTCOMES), default=0)
     return {"state": state, "label": Outcome(state).short, "cell": cell,
-            "failed": failed[0] if state == "failed" else None, "needs_runs": needs or None,
-            "platform_drifted": platform_drifted}
+            "failed": failed[0] if state == Outcome.FAILED.state and failed else None,
+            "needs_runs": needs or None, "platform_drifted": platform_drifted}
 
 
 def worst_state(states: list[dict]) -> dict | None:
@@ -189,16 +166,20 @@ def worst_state(states: list[dict]) -> dict | None:
         PATCH_STATES.index(s["state"]), -_rank(s["cell"]) if s["cell"] else float("inf")))
 
 
+DECISION_FIELDS = ("id", "state", "failed_cells", "column_states", "platform_drifted")
+
+
+def decisions(comparison_ids) -> dict[int, dict]:
+    """The stored decisions of these comparisons (regressions.models.StoredComparison)."""
+    return {row["id"]: row for row in StoredComparison.objects.filter(pk__in=list(comparison_ids))
+            .values(*DECISION_FIELDS)}
+
+
 def comparison_states(comparison_ids) -> dict[int, dict]:
     ids = list(comparison_ids)
-    cells, failed, drifted = cells_of(ids), failed_cells(ids), drifted_of(ids)
-    return {cid: state_of(cells.get(cid, []), failed.get(cid, []), cid in drifted) for cid in ids}
-
-
-def drifted_of(comparison_ids) -> set[int]:
-    """Of these comparisons, those whose platform canary drifted."""
-    return set(StoredComparison.objects.filter(pk__in=list(comparison_ids), platform_drifted=True)
-               .values_list("pk", flat=True))
+    cells = cells_of(ids)
+    return {cid: stated(d["state"], cells.get(cid, []), d["failed_cells"], d["platform_drifted"])
+            for cid, d in decisions(ids).items()}
 
 
 # --- who, where, what: the words of a line -------------------------------------------------
@@ -395,7 +376,7 @@ def summary(state: dict) -> str:
     if cell is None:
         return state.get("error") or ""
     text = f"{cell['short']} {figures.change(cell['change_pct'])}"
-    if state.get("needs_runs") and state["state"] in ("suspected", "unsure"):
+    if state.get("needs_runs") and state["state"] in UNDECIDED_STATES:
         text += f", needs about {state['needs_runs']} more runs a side"
     return text
 
@@ -475,26 +456,26 @@ def _series_rows(series: PatchSeries) -> dict:
     total = series.patch_count or max(subjects, default=0)
     parents = list(StoredComparison.objects.filter(reason="parent", candidate_kernel__series=series)
                    .values_list("id", "candidate_kernel_id", "base_kernel_id"))
-    cells, failed = cells_of([p[0] for p in parents]), failed_cells([p[0] for p in parents])
-    drifted = drifted_of(p[0] for p in parents)
-    by_kernel = defaultdict(lambda: defaultdict(lambda: ([], [])))
-    parent_of, kernel_drifted = {}, set()
+    cells, decided = cells_of([p[0] for p in parents]), decisions(p[0] for p in parents)
+    # {kernel: {(study, device class): [the stored state of each parent comparison there]}}
+    by_kernel: dict[int, dict[tuple, list]] = defaultdict(lambda: defaultdict(list))
+    parent_of = {}
     for cid, kernel_id, base_id in parents:
         parent_of[kernel_id] = base_id
-        if cid in drifted:
-            kernel_drifted.add(kernel_id)
-        for cell in cells.get(cid, []):
-            by_kernel[kernel_id][cell["study"], cell["device_class"]][0].append(cell)
-        for f in failed.get(cid, []):
-            by_kernel[kernel_id][f["study"], f["device_class"]][1].append(f)
+        d = decided[cid]
+        for column in d["column_states"]:
+            where = (column["study"], column["device_class"])
+            by_kernel[kernel_id][where].append(stated(
+                column["state"], [c for c in cells.get(cid, []) if (c["study"], c["device_class"]) == where],
+                [f for f in d["failed_cells"] if (f["study"], f["device_class"]) == where],
+                d["platform_drifted"]))
     columns = sorted({column for per in by_kernel.values() for column in per})
     rows = []
     for k in kernels:
         chips = []
         for column in columns:
-            found, bad = by_kernel[k["id"]].get(column, ([], []))
-            chips.append(_chip(state_of(found, bad, k["id"] in kernel_drifted))
-                         if found or bad else None)
+            found = by_kernel[k["id"]].get(column)
+            chips.append(_chip(worst_state(found)) if found else None)
         states = [c for c in chips if c]
         rows.append({**k, "subject": subjects.get(k["patch_index"], "") if k["patch_index"] else "",
                      "place": f"{k['patch_index']}/{total}" if k["patch_index"] else "base",
@@ -516,7 +497,7 @@ def _chip(state: dict) -> dict:
     else:
         text = f"{cell['short']} {figures.change(cell['change_pct'], digits=0)}"
         title = cell["words"] or what(cell)
-        if state["state"] in ("unsure", "suspected") and state["needs_runs"]:
+        if state["state"] in UNDECIDED_STATES and state["needs_runs"]:
             text += f" · needs about {state['needs_runs']} more runs"
     return {**state, "text": text, "title": title}
 

@@ -18,6 +18,7 @@ from django.db.models.functions import Coalesce
 
 from iowatch_web.dashboard import comparing
 from iowatch.judging import Outcome, compare_sides, platform_words
+from iowatch.judging.outcomes import UNDECIDED_OUTCOMES
 from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views catch it here)
 from iowatch.metrics import METRICS
 from iowatch.report import render_text
@@ -103,7 +104,7 @@ def hosts_with_last_run() -> list[dict]:
 def suspected_rows(limit: int = 20) -> list[dict]:
     """Cells judged "suspected" or "unsure" in the newest comparisons: a drop
     seen with too few runs to confirm, and what rerunning would take."""
-    rows = list(StoredVerdict.objects.filter(outcome__in=("suspected", "inconclusive"))
+    rows = list(StoredVerdict.objects.filter(outcome__in=UNDECIDED_OUTCOMES)
                 .order_by("-comparison__computed_at", "-id")
                 .values("outcome", "words", "change_pct", "ci_low", "ci_high", "base_n",
                         "candidate_n", "needs_runs", "group", "metric_id", "device_class",

@@ -20,6 +20,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from iowatch.judging.defaults import DEFAULT_MIN_EFFECT, FDR
+from iowatch.judging.outcomes import PATCH_STATES, Outcome
 from iowatch.metrics import DIRECTIONS
 from iowatch.stats.verdict import OUTCOMES
 from iowatch_web.results.models import (DEVICE_CLASSES, Agent, Device, Host, Kernel, Metric, Run,
@@ -69,6 +70,20 @@ class StoredComparison(models.Model):
                                            "the kernels or the rounds")
     platform_words = models.TextField(blank=True, default="", help_text="what the canaries "
                                       "measured, in words; empty without a canary")
+    # What iowatch.judging decided (Comparison.decision), kept so that every
+    # page, API answer, mail and exit status reads it instead of working it out
+    # again from the cells: the state, whether it stands behind a regression,
+    # the cells with no result on a side, and each (study, device class)'s state.
+    state = models.CharField(max_length=12, choices=[(s, s) for s in PATCH_STATES],
+                             default=Outcome.UNSURE.state,
+                             help_text="the comparison's state (iowatch.judging.PATCH_STATES)")
+    regressed = models.BooleanField(default=False, help_text="a deciding cell's regression "
+                                    "the comparison stands behind (Comparison.regressions)")
+    failed_cells = models.JSONField(default=list, blank=True, help_text="the cells measured on "
+                                    "both sides without a passed repetition on a side "
+                                    "(iowatch.judging.FailedCell's fields)")
+    column_states = models.JSONField(default=list, blank=True, help_text="the state of each "
+                                     "study and device class: {study, device_class, state}")
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -77,6 +92,7 @@ class StoredComparison(models.Model):
             models.UniqueConstraint(fields=["reason", "host", "matrix", "base_kernel",
                                             "candidate_kernel"], name="comparison_unique_pairing"),
             one_of("reason", REASONS, "comparison_reason_known"),
+            one_of("state", PATCH_STATES, "comparison_state_known"),
             models.CheckConstraint(condition=~Q(base_kernel=F("candidate_kernel")),
                                    name="comparison_two_kernels"),
             models.CheckConstraint(condition=Q(fdr__gt=0, fdr__lt=1), name="comparison_fdr_rate"),

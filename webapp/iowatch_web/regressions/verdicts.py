@@ -151,8 +151,7 @@ def compare_kernels(pairing: Pairing, trigger: Run) -> StoredComparison:
         comparison, _ = StoredComparison.objects.update_or_create(
             reason=pairing.reason, host_id=trigger.host_id, matrix=trigger.matrix,
             base_kernel=pairing.base, candidate_kernel=pairing.candidate,
-            defaults={"trigger_run": trigger, "fdr": FDR,
-                      "platform_drifted": bool(judged.platform),
+            defaults={"trigger_run": trigger, "fdr": FDR, **judged.decision,
                       "platform_words": platform_words(judged)})
         # Serialise recomputations of one comparison (two runs arriving together).
         StoredComparison.objects.select_for_update().filter(pk=comparison.pk).get()
@@ -185,15 +184,15 @@ def _cell_verdict(comparison: StoredComparison, cell: Cell, v) -> StoredVerdict:
 
 
 def _regressed(comparison: StoredComparison) -> bool:
-    return (not comparison.platform_drifted
-            and comparison.cells.filter(outcome="regression").exists()
-            or comparison.change_points.exists())
+    """What judging decided: a regressed deciding cell it stands behind, or a
+    change point it confirmed."""
+    return comparison.regressed or comparison.change_points.exists()
 
 
 def _update_regression(comparison: StoredComparison) -> None:
-    """One Regression per change while any cell regressed (and the platform
-    held: a drifted canary claims none, Comparison.regressions of
-    iowatch.judging): a patch's
+    """One Regression per change while the comparison regressed (its stored
+    `regressed`, Comparison.regressions of iowatch.judging: none while a
+    canary drifted) or holds a change point: a patch's
     comparison with the series base is shown inside the one of its parent
     comparison (regressions/grouping.py). One that no longer has regressed
     cells goes only if nobody has triaged it yet."""

@@ -24,6 +24,7 @@ from django.utils import timezone
 from ninja import Query, Router, Schema
 
 from iowatch import bundle
+from iowatch.judging.outcomes import UNDECIDED_OUTCOMES
 from iowatch_web.results import ingest
 from iowatch_web.results.bounds import (MAX_PAGE, MAX_SAMPLES_FILTERED, MAX_SAMPLES_UNFILTERED,
                                         Offset, PageLimit, SampleLimit, StoreId, ValueLimit)
@@ -196,6 +197,9 @@ class VerdictWork(Schema):
     error: str
     done_at: datetime | None
     undecided: int  # deciding cells left unsure or suspected in the comparisons this run is the candidate of
+    # The states iowatch.judging decided for those comparisons, as stored
+    # (StoredComparison.state): what a nightly's exit status reads.
+    states: list[str] = []
 
 
 class RunOut(Schema):
@@ -220,10 +224,11 @@ class RunOut(Schema):
     def resolve_verdict(run: Run) -> dict:
         # The regressions app's verdicts, through the reverse relation: results does not import it.
         undecided = run.candidate_of_comparisons.filter(
-            cells__outcome__in=("suspected", "inconclusive")).values("cells").count()
+            cells__outcome__in=UNDECIDED_OUTCOMES).values("cells").count()
+        states = sorted(set(run.candidate_of_comparisons.values_list("state", flat=True)))
         return {"state": run.verdict_state, "attempts": run.verdict_attempts,
                 "error": run.verdict_error, "done_at": run.verdict_done_at,
-                "undecided": undecided}
+                "undecided": undecided, "states": states}
 
 
 class RunDetail(RunOut):

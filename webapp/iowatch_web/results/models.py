@@ -234,7 +234,9 @@ class Run(models.Model):
     tools = models.JSONField(default=dict, blank=True)
     environment = models.JSONField(default=dict, blank=True)
     # What started the run (the bundle's trigger): {"kind": "nightly", "branch",
-    # "tree", "night"} for a nightly of a tracked branch; empty otherwise.
+    # "tree", "night"} for a nightly of a tracked branch, {"kind": "bisect", ...}
+    # for a bisect's step, {"kind": "confirm", ...} for a confirmation's run
+    # (schemas/bundle-v2.json); empty for a run nothing started but a person.
     trigger = models.JSONField(default=dict, blank=True)
     # A run of `iowatch check`: {"check": its id, "round": k} (the bundle's
     # check_round); the rounds are the blocks its variants are judged within.
