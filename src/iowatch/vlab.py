@@ -94,14 +94,19 @@ def guest_disks(host: Host) -> list[tuple[str, Device, int]]:
 def guest_path(host: Host, dev: Device, sys_root: str = "/sys") -> str | None:
     """A device's /dev path inside a guest of a qemu host. An SD card's is found
     by its controller: each card sits on an sdhci-pci controller of its own,
-    added in the inventory's order (qemu_device_args), so the k-th card's
-    controller is the guest's k-th MMC host; the mmcblk number is not stable
-    (the cards are detected in parallel, and two boots in three of seed 000's
-    gave the eMMC model's card /dev/mmcblk0). Every other device: its path."""
+    added in the inventory's order (qemu_device_args), so QEMU gives the k-th
+    card's controller the k-th PCI slot of them. Neither the MMC host's number
+    nor the mmcblk number is stable (controllers probe and cards are detected
+    in parallel: in seed 000's boots on vlab-mech mmc0 was once the second
+    controller, 0000:00:0f.0, and the eMMC model's card /dev/mmcblk0). Every
+    other device: its path."""
     if host.kind != "qemu" or (dev.qemu or {}).get("bus") != "sd":
         return dev.path
     cards = [d.name for d in host.devices if (d.qemu or {}).get("bus") == "sd"]
-    controllers = sorted(Path(sys_root, "class", "mmc_host").glob("mmc[0-9]*"), key=lambda p: int(p.name[3:]))
+    # By the controller's PCI address (QEMU gives slots in the order of -device),
+    # not by the MMC host's number: the controllers probe in parallel too.
+    controllers = sorted(Path(sys_root, "class", "mmc_host").glob("mmc[0-9]*"),
+                         key=lambda p: os.path.basename(os.path.realpath(p / "device")))
     if len(controllers) != len(cards):
         return dev.path  # not this host's guest (or not booted yet): the inventory's path, checked as ever
     disks = sorted(controllers[cards.index(dev.name)].glob("mmc*:*/block/mmcblk[0-9]*"))

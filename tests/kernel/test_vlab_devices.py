@@ -204,9 +204,12 @@ def test_an_sd_cards_guest_path_is_found_by_its_controller_not_its_mmcblk_number
 
     host = inventory.load(REPO / "hardware-inventory.yml").host("vlab-mech")
     sys_root = tmp_path / "sys"
-    # The swapped detection: mmc0 (msd's controller) got mmcblk1, mmc1 got mmcblk0.
-    for ctrl, disk in (("mmc0", "mmcblk1"), ("mmc1", "mmcblk0")):
-        (sys_root / "class" / "mmc_host" / ctrl / f"{ctrl}:0001" / "block" / disk).mkdir(parents=True)
+    # As one boot had it: mmc0 on the second controller's slot (00:0f.0) and its
+    # card mmcblk0; msd's controller, the first slot (00:0e.0), is mmc1 with mmcblk1.
+    for ctrl, pci, disk in (("mmc0", "0000:00:0f.0", "mmcblk0"), ("mmc1", "0000:00:0e.0", "mmcblk1")):
+        (sys_root / "devices" / pci).mkdir(parents=True)
+        (sys_root / "class" / "mmc_host" / ctrl / f"{ctrl}:4567" / "block" / disk).mkdir(parents=True)
+        (sys_root / "class" / "mmc_host" / ctrl / "device").symlink_to(sys_root / "devices" / pci)
     assert guest_path(host, host.device("msd"), str(sys_root)) == "/dev/mmcblk1"
     assert guest_path(host, host.device("memmc"), str(sys_root)) == "/dev/mmcblk0"
     assert guest_path(host, host.device("mhdd"), str(sys_root)) == "/dev/sda"
