@@ -294,11 +294,20 @@ def _lab(v: CellVerdict, judged: bool) -> LabChange:
                      v.outcome if judged else "diagnostic", v.words)
 
 
+def modelled_devices(runs: list[dict]) -> frozenset[str]:
+    """The devices of these runs that a device model served (vlab-mech: the
+    bundle's `device_model`, iowatch.vlab.note_device_models)."""
+    return frozenset(d["name"] for r in runs for d in r.get("devices", []) if d.get("device_model"))
+
+
 def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
-                why_missing: str = "") -> list[Judged]:
+                why_missing: str = "", modelled: frozenset[str] = frozenset()) -> list[Judged]:
     """The claim against the lab's comparison of its two sides (None: no
     comparison to read, why_missing says why), one row per lab device of the
-    claim's class. `iowatch reproduce` and the Published results page both call it."""
+    claim's class. A study's "not reproducible in the virtual lab" excuses a
+    device without mechanics only: on a `modelled` device (a card with
+    allocation units, a disk that seeks) a claim the lab does not show is "not
+    reproduced". `iowatch reproduce` and the Published results page both call it."""
     hardware = study.not_reproducible_in_vlab.get(claim.metric, "")
 
     def unmeasured(why: str) -> list[Judged]:
@@ -358,7 +367,7 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
                   if v.ci_low is not None and v.ci_high is not None else "")
             outcome, why = NOT_REPRODUCED, (f"the post {post}, the lab {measured}{ci}: {way}; "
                                             f"{v.words}")
-        if hardware and outcome != REPRODUCED:
+        if hardware and outcome != REPRODUCED and v.key.device not in modelled:
             outcome, why = NOT_REPRODUCIBLE, (f"the post {post}, the lab {measured} "
                                               f"({lab.verdict}); the study: not reproducible "
                                               f"in the virtual lab (below)")
@@ -456,7 +465,8 @@ def judge(seed: Seed, sides: dict[int, Side], studies: dict[str, Study], check_d
             if (b, a) not in compared:
                 compared[b, a] = compare_sides(sides[b], sides[a], studies=studies)
             cmp = compared[b, a]
-        result.rows.extend(judge_claim(claim, cmp, seed.study, why))
+        used = [r for v in (b, a) if v in sides for r in sides[v].runs]
+        result.rows.extend(judge_claim(claim, cmp, seed.study, why, modelled_devices(used)))
     return result
 
 

@@ -248,3 +248,31 @@ def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(stud
     rep = judge_check_dir(FIXTURES / "seed-001", find_seed("001", studies), studies)
     assert claims_table(rep.rows)[-1].endswith("claim 1's post +98.0% (ln 0.68) is met in size "
                                                 "by the lab's +40.7% to ×3.92")
+
+
+def test_the_virtual_labs_excuse_holds_only_for_a_device_without_mechanics(studies, tmp_path):
+    """A study's "not reproducible in the virtual lab" (f2fs-dio-write: the card's
+    FTL) excuses a device that has none; the same runs on devices a model served
+    (`device_model` in the bundle, as vlab-mech's boots record it) are judged
+    plainly: what the lab did not show is "not reproduced"."""
+    import shutil
+
+    seed = find_seed("000", studies, REPO / "kernels" / "series")
+    check = tmp_path / "seed-000"
+    shutil.copytree(FIXTURES / "seed-000", check)
+    for path in check.glob("**/bundle/bundle.json"):
+        doc = json.loads(path.read_text())
+        for dev in doc["devices"]:
+            dev.pop("device_model", None)
+        path.write_text(json.dumps(doc))
+    plain = {r.outcome for r in judge_check_dir(check, seed, studies).rows if r.hardware or r.lab}
+    assert "not-reproducible" in plain
+    for path in check.glob("**/bundle/bundle.json"):
+        doc = json.loads(path.read_text())
+        for dev in doc["devices"]:
+            dev["device_model"] = {"model": "a model", "time_scale": 1.0}
+        path.write_text(json.dumps(doc))
+    modelled = judge_check_dir(check, seed, studies).rows
+    assert not [r for r in modelled if r.outcome == "not-reproducible"]
+    assert {r.outcome for r in modelled if r.claim.metric == "write.bw_kib_s"} <= {"not-reproduced", "reproduced",
+                                                                                  "opposite"}

@@ -185,7 +185,8 @@ def _judge(claims: list[dict], runs: list[Run], spec) -> None:
                 Side(claim["before"]["label"], "the store", [read[r.pk] for r in found["before"]]),
                 Side(claim["after"]["label"], "the store", [read[r.pk] for r in found["after"]]),
                 studies=studies)
-        for judged in seeds.judge_claim(claim["claim"], done[key], spec):
+        modelled = seeds.modelled_devices([read[r.pk] for r in found["before"] + found["after"]])
+        for judged in seeds.judge_claim(claim["claim"], done[key], spec, modelled=modelled):
             if judged.lab is None:
                 claim["missing"].append(f"{host}: {judged.why}")
             else:
