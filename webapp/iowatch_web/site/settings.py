@@ -15,6 +15,8 @@ IOWATCH_VERDICT_ATTEMPTS  tries of a run's verdict work before it is marked fail
 IOWATCH_VERDICT_RETRY_S   wait before the first retry, doubled each time (default 30)
 IOWATCH_VERDICT_STALL_S   a verdict task running this long on a worker that stopped
                         answering is given to another worker (default 600)
+IOWATCH_COMPARE_INLINE_CELLS  a /compare whose sides hold more stored cells than this
+                        is computed by the verdict worker, not in the request (default 2000)
 IOWATCH_HEARTBEAT_TIMEOUT_S  a host whose agent has not beaten for this long is
                         unreachable, and the job it held goes back on the queue (default 600)
 IOWATCH_RETENTION_DAYS  samples of runs older than this are summarised per cell, job
@@ -88,6 +90,8 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["v
 IOWATCH_VERDICT_ATTEMPTS = int(os.environ.get("IOWATCH_VERDICT_ATTEMPTS", 3))
 IOWATCH_VERDICT_RETRY_S = float(os.environ.get("IOWATCH_VERDICT_RETRY_S", 30))
 IOWATCH_VERDICT_STALL_S = float(os.environ.get("IOWATCH_VERDICT_STALL_S", 600))
+# A larger compare is computed once, off the request (dashboard/compare_work.py).
+IOWATCH_COMPARE_INLINE_CELLS = int(os.environ.get("IOWATCH_COMPARE_INLINE_CELLS", 2000))
 IOWATCH_HEARTBEAT_TIMEOUT_S = float(os.environ.get("IOWATCH_HEARTBEAT_TIMEOUT_S", 600))
 # Older runs keep summaries instead of sample rows (retention/retain.py).
 _retention_days = os.environ.get("IOWATCH_RETENTION_DAYS", "90")
