@@ -22,6 +22,7 @@ import json
 import os
 import pstats
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -102,7 +103,6 @@ def report(profile: cProfile.Profile, args, samples: int, store: str) -> None:
     total = stats.total_tt
     print(f"{args.bundles} bundles, {samples} samples, {samples // args.bundles} a bundle, on "
           f"{store}: {total:.2f} s profiled ({samples / total:,.0f} samples/s under the profiler)")
-    import re
     for words, pattern in STEPS.items():
         cum = sum(v[3] for k, v in stats.stats.items()
                   if re.search(pattern, f"{k[0]}:{k[1]}({k[2]})"))
