@@ -74,13 +74,14 @@ def create_agent(env: dict, name: str, *hosts: str) -> str:
 
 @contextmanager
 def running_server(env: dict, port: int | None = None, workers: int = 2, log=None,
-                   args: tuple[str, ...] = ()):
-    """Starts `iowatch serve` (with its verdict worker unless args say --no-worker),
-    waits for /api/v1/health, yields (URL, process); always stops it."""
+                   args: tuple[str, ...] = (), health_port: int | None = None):
+    """Starts `iowatch serve` (with its verdict worker unless args say --no-worker)
+    and its health server on `health_port` (a free one unless given), waits for
+    /api/v1/health, yields (URL, process); always stops it."""
     port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([IOWATCH, "serve", "--port", str(port), "--workers", str(workers),
-                             *args],
+                             "--health-port", str(health_port or free_port()), *args],
                             env=env, stdout=log or subprocess.DEVNULL,
                             stderr=log or subprocess.DEVNULL, start_new_session=True)
     try:

@@ -47,7 +47,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from live_server import create_agent, manage, running_server, scratch_database  # noqa: E402
+from live_server import create_agent, free_port, manage, running_server, scratch_database  # noqa: E402
 
 STUDY = "f2fs-dio-write"
 GROUP = "seqw"
@@ -220,6 +220,31 @@ class RssPeak:
         self._stop.set()
 
 
+class HealthPolls:
+    """/api/v1/health on the health port, asked every second until stop()."""
+
+    def __init__(self, url: str):
+        self.url, self.seconds, self.unanswered = url, [], 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            t = time.perf_counter()
+            try:
+                with urllib.request.urlopen(self.url, timeout=10) as r:
+                    r.read()
+                self.seconds.append(time.perf_counter() - t)
+            except OSError:
+                self.unanswered += 1
+            self._stop.wait(max(0.0, 1.0 - (time.perf_counter() - t)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
@@ -277,8 +302,11 @@ def main() -> int:
               f"{time.monotonic() - t:.0f} s", flush=True)
         token = create_agent(env, "bench")
         serve_args = ("--verdict-workers", str(args.verdict_workers))
-        with running_server(env, workers=args.workers, args=serve_args) as (url, proc):
+        health_port = free_port()
+        with running_server(env, workers=args.workers, args=serve_args,
+                            health_port=health_port) as (url, proc):
             peak = RssPeak(proc.pid)
+            health = HealthPolls(f"http://127.0.0.1:{health_port}/api/v1/health")
             lab = Lab(url, token, args)
             print(f"{args.agents} agents, one bundle of {per_bundle:,} samples each every "
                   f"{args.period:.0f} s, for {args.duration:.0f} s; gunicorn {args.workers} "
@@ -301,6 +329,7 @@ def main() -> int:
                     break
                 time.sleep(5)
             peak.stop()
+            health.stop()
 
     lost = len(set(lab.sent) - lab.stored)
     lags = q["lags"]
@@ -317,6 +346,10 @@ def main() -> int:
           f"{max(1, args.agents // 10)})")
     print(f"peak RSS MiB: server {peak.server / 2**20:.0f} (gunicorn + verdict workers), "
           f"PostgreSQL {peak.postgres / 2**20:.0f}")
+    print(f"health (its own port, every second): {len(health.seconds)} answered, "
+          f"{health.unanswered} unanswered within 10 s, max "
+          f"{max(health.seconds, default=float('nan')) * 1000:.0f} ms, p99 "
+          f"{pct(health.seconds, .99) * 1000:.0f} ms")
     if lab.errors:
         print(f"{len(lab.errors)} upload errors, first: {lab.errors[:3]}")
     return 0

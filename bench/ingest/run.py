@@ -8,11 +8,21 @@ prints:
   - the server's peak RSS (master + workers) after each batch, to show memory
     stays flat as more bundles arrive, and per bundle size (1k .. 100k samples).
 
+With --scale-out it prints instead samples/s through one `iowatch serve`
+process (one gunicorn worker) and through two on the same database, the
+--clients clients spread over them, as two web machines before one
+PostgreSQL would be (docs/lab.md, "Several web and verdict machines"). On a
+machine with fewer cores than processes (the servers, PostgreSQL, the
+clients) the two share the cores and cannot double; the figures say so.
+
 Usage: .venv/bin/python bench/ingest/run.py [--bundles 30] [--samples 10000]
+       .venv/bin/python bench/ingest/run.py --scale-out [--clients 4] [--bundles 40]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import os
 import sys
@@ -89,15 +99,64 @@ class RssWatch:
         self._stop.set()
 
 
+def through(urls: list[str], token: str, bodies: list[bytes], clients: int) -> tuple[float, list]:
+    """Post the bodies with `clients` threads, the i-th body to urls[i % len(urls)];
+    returns (samples/s, the latencies in s, sorted)."""
+    latencies = []
+    targets = itertools.cycle(urls)
+    jobs = [(next(targets), body) for body in bodies]
+
+    def timed(job):
+        t = time.perf_counter()
+        n = post(job[0], token, job[1])
+        latencies.append(time.perf_counter() - t)
+        return n
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        total = sum(pool.map(timed, jobs))
+    return total / (time.perf_counter() - t0), sorted(latencies)
+
+
+def scale_out(args) -> None:
+    """One server process against two on one database, the same clients."""
+    print(f"ingest scale-out: {args.clients} clients, {args.bundles} bundles of "
+          f"{args.samples:,} samples, `iowatch serve --workers 1 --no-worker` processes on one "
+          f"PostgreSQL database, {os.cpu_count()} cores")
+    print(f"{'servers':>8} {'samples/s':>11} {'bundle p50 ms':>14} {'p99 ms':>8}")
+    figures = {}
+    for servers in (1, 2):
+        with scratch_database() as env, contextlib.ExitStack() as stack:
+            urls = [stack.enter_context(running_server(
+                env, workers=1, args=("--no-worker",) + (("--no-migrate",) if i else ())))[0]
+                for i in range(servers)]
+            token = create_agent(env, "bench")
+            for url in urls:  # warm up each process's imports and metric cache
+                post(url, token, make_body(1000))
+            bodies = [make_body(args.samples) for _ in range(args.bundles)]
+            rate, latencies = through(urls, token, bodies, args.clients)
+            figures[servers] = rate
+            p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+            print(f"{servers:>8} {rate:>11,.0f} {latencies[len(latencies) // 2] * 1000:>14.0f} "
+                  f"{p99 * 1000:>8.0f}")
+    print(f"two processes take {figures[2] / figures[1]:.2f}x one's load")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bundles", type=int, default=30, help="bundles per throughput run")
     ap.add_argument("--samples", type=int, default=10_000, help="samples per bundle")
+    ap.add_argument("--scale-out", action="store_true",
+                    help="one server process against two on one database")
+    ap.add_argument("--clients", type=int, default=4, help="clients of the scale-out run")
     args = ap.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         print("bench/ingest: set DATABASE_URL to a PostgreSQL server "
               "(DATABASE_URL=$(scripts/postgres.sh | tail -1))", file=sys.stderr)
         return 2
+    if args.scale_out:
+        scale_out(args)
+        return 0
 
     with scratch_database() as env, running_server(env, workers=2) as (url, proc):
         token = create_agent(env, "bench")

@@ -1,6 +1,7 @@
 """The API against its own OpenAPI description: whatever schemathesis makes of
 /api/v1/openapi.json (reads with odd parameters, bundles built from the bundle
-schema and broken on purpose), a real `iowatch serve` answers without a 5xx.
+schema and broken on purpose), a real `iowatch serve` answers without a 5xx,
+with answers that fit the description, refusing every request that breaks it.
 
 The server runs on a scratch database (PostgreSQL when DATABASE_URL is set)
 holding one stored run, so the reads have rows to page through. The examples
@@ -16,6 +17,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import negative_data_rejection, response_schema_conformance
 
 from bundle_maker import make_bundle, wire
 from live_server import create_agent, get_json, manage, running_server, scratch_database
@@ -57,8 +59,12 @@ def test_the_live_server_serves_this_description(live):
           suppress_health_check=list(HealthCheck))
 def test_no_generated_request_gets_a_server_error(case, live):
     url, token = live
+    # Positive and negative cases (schemathesis' default modes); beside no 5xx,
+    # every answer fits its documented schema (ST108) and every request that
+    # breaks the description is refused (ST201) (issue 42 item 5).
     response = case.call_and_validate(base_url=url, headers={"Authorization": f"Bearer {token}"},
-                                      checks=[not_a_server_error], timeout=60)
+                                      checks=[not_a_server_error, response_schema_conformance,
+                                              negative_data_rejection], timeout=60)
     if response.status_code >= 400 and response.headers.get("Content-Type") == "application/json":
         body = json.loads(response.content)
         # The API's own refusals name what is wrong ({"error", "where"}); the

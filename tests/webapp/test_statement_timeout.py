@@ -51,3 +51,20 @@ def test_a_runs_values_come_a_page_at_a_time_by_default(post, client):
     assert post(doc)[0] == 201
     page = client.get(f"/api/v1/runs/{doc['run_id']}/values").json()
     assert page["limit"] == VALUES_PAGE == 10_000 and page["count"] == len(page["items"])
+
+
+@on_postgresql
+def test_behind_a_transaction_pooler_no_cursor_outlives_its_transaction_and_no_options_are_sent():
+    env = {**os.environ, "IOWATCH_STATEMENT_TIMEOUT_S": "2.5", "IOWATCH_DB_POOLER": "transaction"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    shown = subprocess.run([IOWATCH, "manage", "shell", "-c",
+                            "from django.conf import settings\n"
+                            "db = settings.DATABASES['default']\n"
+                            "print(db.get('DISABLE_SERVER_SIDE_CURSORS'), "
+                            "'options' in db.get('OPTIONS', {}))"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split()[-2:] == ["True", "False"]
+    refused = subprocess.run([IOWATCH, "manage", "check"], capture_output=True, text=True,
+                             env={**env, "IOWATCH_DB_POOLER": "session"}, timeout=120)
+    assert refused.returncode != 0 and "IOWATCH_DB_POOLER='session'" in refused.stderr

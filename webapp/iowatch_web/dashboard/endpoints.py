@@ -7,7 +7,7 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 
 from iowatch_web.dashboard import published as claims
-from iowatch_web.dashboard import compare_page, queries
+from iowatch_web.dashboard import compare_page, compare_work, queries
 from iowatch_web.dashboard.freshness import cached
 from iowatch_web.results.models import Study
 
@@ -36,7 +36,14 @@ def compare(request):
     try:
         compare_page.one_kernel(base, "base")
         compare_page.one_kernel(candidate, "candidate")
-        result = queries.compare(base, candidate)
+        result = compare_work.answer(base, candidate)
+    except compare_work.Computing as e:
+        # Made once, by the verdict worker: ask again after Retry-After.
+        response = JsonResponse(e.as_json(), status=202)
+        response["Retry-After"] = str(compare_work.REFRESH_S)
+        return response
+    except compare_work.CompareFailed as e:
+        return _error(str(e), 500)
     except compare_page.SeveralKernels as e:
         return JsonResponse({"error": str(e), "candidates": e.candidates}, status=400)
     except queries.SideNotFound as e:

@@ -3,16 +3,15 @@
 Every function pages and filters in the database and returns plain values
 (values()/values_list() rows or small dicts), so a page and its JSON endpoint
 read the same thing. Verdicts are read as stored by the regressions app; only
-compare() judges two sides on the fly (two arbitrary kernels have no stored
-comparison), with the same code the CLI's `iowatch compare` uses.
+compare() judges two sides (two arbitrary kernels have no stored comparison),
+with the same code the CLI's `iowatch compare` uses; the pages keep its answer
+and compute it once, off the request when it is large (compare_work.py).
 """
 from __future__ import annotations
 
-import hashlib
 import statistics
 from collections import defaultdict
 
-from django.core.cache import cache
 from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
@@ -142,14 +141,15 @@ def side_runs(spec: str, role: str) -> list[Run]:
 
 
 def compare(base_spec: str, candidate_spec: str) -> dict:
-    """Judge two sides from their stored samples; cached by the runs on each side
-    (a stored run never changes, so new runs make a new key)."""
-    base_runs = side_runs(base_spec, "base")
-    candidate_runs = side_runs(candidate_spec, "candidate")
-    ids = ",".join(str(r.pk) for r in base_runs) + "|" + ",".join(str(r.pk) for r in candidate_runs)
-    key = "dashboard-compare-3-" + hashlib.sha256(f"{base_spec}|{candidate_spec}|{ids}".encode()).hexdigest()
-    if (found := cache.get(key)) is not None:
-        return found
+    """Judge two sides from their stored samples, now (the pages ask
+    compare_work.answer, which keeps the answer and computes it once)."""
+    return judge_sides(base_spec, side_runs(base_spec, "base"),
+                       candidate_spec, side_runs(candidate_spec, "candidate"))
+
+
+def judge_sides(base_spec: str, base_runs: list[Run], candidate_spec: str,
+                candidate_runs: list[Run]) -> dict:
+    """What the compare page and its JSON show of two sides' runs."""
     base = runs_side(base_spec, base_runs)
     candidate = runs_side(candidate_spec, candidate_runs)
     # The deciding cells as every other path judges them (iowatch.judging);
@@ -157,18 +157,16 @@ def compare(base_spec: str, candidate_spec: str) -> dict:
     result = compare_sides(base, candidate, studies=studies())
     cells = comparing.worst_first([_cell_row(v, deciding=True) for v in result.verdicts])
     diagnostics = comparing.worst_first([_cell_row(v, deciding=False) for v in result.diagnostics])
-    out = {"base": {"spec": base_spec, "title": base.title,
-                    "runs": [str(r.run_id) for r in base_runs]},
-           "candidate": {"spec": candidate_spec, "title": candidate.title,
-                         "runs": [str(r.run_id) for r in candidate_runs]},
-           "cells": cells, "diagnostics": diagnostics, "state": result.state,
-           "summary": comparing.summary(cells, result.failed),
-           "failed": [vars(f) for f in result.failed], "report": render_text(result),
-           "platform": {"drifted": bool(result.platform), "words": platform_words(result)},
-           "confounders": [{"name": c.name, "base": str(c.base), "candidate": str(c.candidate),
-                            "why": c.why} for c in result.confounders]}
-    cache.set(key, out, 600)
-    return out
+    return {"base": {"spec": base_spec, "title": base.title,
+                     "runs": [str(r.run_id) for r in base_runs]},
+            "candidate": {"spec": candidate_spec, "title": candidate.title,
+                          "runs": [str(r.run_id) for r in candidate_runs]},
+            "cells": cells, "diagnostics": diagnostics, "state": result.state,
+            "summary": comparing.summary(cells, result.failed),
+            "failed": [vars(f) for f in result.failed], "report": render_text(result),
+            "platform": {"drifted": bool(result.platform), "words": platform_words(result)},
+            "confounders": [{"name": c.name, "base": str(c.base), "candidate": str(c.candidate),
+                             "why": c.why} for c in result.confounders]}
 
 
 def _cell_row(v, *, deciding: bool) -> dict:

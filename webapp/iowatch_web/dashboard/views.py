@@ -12,7 +12,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
 from iowatch_web.dashboard import (
-    attention, compare_page, comparing, lab_hosts, published, queries, run_numbers, series_keys,
+    attention, compare_page, compare_work, comparing, lab_hosts, published, queries, run_numbers, series_keys,
 )
 from iowatch_web.hosts import beats, giveback
 from iowatch_web.regressions import confirm
@@ -65,7 +65,14 @@ def compare(request):
         try:
             compare_page.one_kernel(base, "base")
             compare_page.one_kernel(candidate, "candidate")
-            result = queries.compare(base, candidate)
+            result = compare_work.answer(base, candidate)
+        except compare_work.Computing as e:
+            # A large compare is made by the verdict worker: the page refreshes until it is.
+            context.update(computing=e, refresh_s=compare_work.REFRESH_S)
+            status = 202
+        except compare_work.CompareFailed as e:
+            context["error"] = str(e)
+            status = 500
         except compare_page.SeveralKernels as e:
             sides = {"base": base, "candidate": candidate}
             context.update(error=str(e), candidates=[

@@ -4,7 +4,7 @@ from django.contrib import admin, messages
 
 from iowatch_web.regressions.cancel import NotOpen, cancel
 from iowatch_web.regressions.models import (
-    BisectJob, ConfirmJob, StoredVerdict, StoredChangePoint, StoredComparison, Regression, TriageEvent,
+    BisectJob, CompareAnswer, ConfirmJob, StoredVerdict, StoredChangePoint, StoredComparison, Regression, TriageEvent,
 )
 
 
@@ -116,3 +116,16 @@ class ConfirmJobAdmin(JobAdmin):
     kind = "confirmation"
     list_display = ("id", "regression", "host", "state", "agent", "agent_host", "created",
                     "finished_at")
+
+
+@admin.register(CompareAnswer)
+class CompareAnswerAdmin(admin.ModelAdmin):
+    """The kept answers of /compare: a failed one shows its error; deleting one
+    makes the next reader's compare computed again."""
+    list_display = ("id", "base_spec", "candidate_spec", "cells", "state", "computations",
+                    "seconds", "asked_at", "computed_at")
+    list_filter = ("state",)
+    search_fields = ("base_spec", "candidate_spec")
+    exclude = ("answer",)
+    readonly_fields = ("key", "cells", "state", "error", "computations", "seconds", "asked_at",
+                       "started_at", "computed_at")

@@ -397,3 +397,37 @@ class ConfirmJob(models.Model):
     @property
     def open(self) -> bool:
         return self.state in CONFIRM_OPEN
+
+
+# Where the answer of a compare of two sides stands (dashboard/compare_work.py).
+COMPARE_STATES = ("queued", "running", "done", "failed")
+
+
+class CompareAnswer(models.Model):
+    """The answer of /compare for two sides, made once. Any two kernels can be
+    compared, so this is computed when first asked for (by the asking request
+    when the sides are small, else by the verdict worker) and kept, keyed on
+    the sides and the runs they pool: a new run makes a new key. The unique key
+    is what makes concurrent first readers share one computation."""
+    key = models.CharField(max_length=64, unique=True,
+                           help_text="sha256 of the two sides' specs and their run ids")
+    base_spec = models.CharField(max_length=300)
+    candidate_spec = models.CharField(max_length=300)
+    cells = models.PositiveIntegerField(default=0, help_text="both sides' stored cells")
+    state = models.CharField(max_length=8, choices=[(s, s) for s in COMPARE_STATES],
+                             default="queued")
+    # The answer as zlib-compressed JSON (100,000 cells are about 10 MB so).
+    answer = models.BinaryField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    computations = models.PositiveIntegerField(default=0, help_text="how often it was computed")
+    seconds = models.FloatField(null=True, blank=True, help_text="the last computation's time")
+    asked_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="when its computation began")
+    computed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-asked_at", "-id"]
+        constraints = [one_of("state", COMPARE_STATES, "compareanswer_state_known")]
+
+    def __str__(self) -> str:
+        return f"compare {self.base_spec} vs {self.candidate_spec} ({self.state})"

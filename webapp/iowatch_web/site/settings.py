@@ -15,6 +15,10 @@ IOWATCH_VERDICT_ATTEMPTS  tries of a run's verdict work before it is marked fail
 IOWATCH_VERDICT_RETRY_S   wait before the first retry, doubled each time (default 30)
 IOWATCH_VERDICT_STALL_S   a verdict task running this long on a worker that stopped
                         answering is given to another worker (default 600)
+IOWATCH_COMPARE_INLINE_CELLS  a /compare whose sides hold more stored cells than this
+                        is computed by the verdict worker, not in the request (default 2000)
+IOWATCH_DB_POOLER       "transaction" when DATABASE_URL names PgBouncer in transaction
+                        pooling (no server-side cursors, no startup options)
 IOWATCH_HEARTBEAT_TIMEOUT_S  a host whose agent has not beaten for this long is
                         unreachable, and the job it held goes back on the queue (default 600)
 IOWATCH_RETENTION_DAYS  samples of runs older than this are summarised per cell, job
@@ -88,6 +92,8 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["v
 IOWATCH_VERDICT_ATTEMPTS = int(os.environ.get("IOWATCH_VERDICT_ATTEMPTS", 3))
 IOWATCH_VERDICT_RETRY_S = float(os.environ.get("IOWATCH_VERDICT_RETRY_S", 30))
 IOWATCH_VERDICT_STALL_S = float(os.environ.get("IOWATCH_VERDICT_STALL_S", 600))
+# A larger compare is computed once, off the request (dashboard/compare_work.py).
+IOWATCH_COMPARE_INLINE_CELLS = int(os.environ.get("IOWATCH_COMPARE_INLINE_CELLS", 2000))
 IOWATCH_HEARTBEAT_TIMEOUT_S = float(os.environ.get("IOWATCH_HEARTBEAT_TIMEOUT_S", 600))
 # Older runs keep summaries instead of sample rows (retention/retain.py).
 _retention_days = os.environ.get("IOWATCH_RETENTION_DAYS", "90")
@@ -155,7 +161,17 @@ if os.environ.get("DATABASE_URL"):
     # connection without end. `iowatch serve` sets it for the web workers only
     # (default 60 s); migrations and the verdict worker run unbounded. 0: none.
     STATEMENT_TIMEOUT_S = float(os.environ.get("IOWATCH_STATEMENT_TIMEOUT_S") or 0)
-    if STATEMENT_TIMEOUT_S > 0:
+    # Behind PgBouncer in transaction pooling (docs/lab.md): a server connection
+    # serves many clients, so no cursor may outlive its transaction, and the
+    # startup `options` PgBouncer refuses are not sent: the web role's
+    # statement timeout is then set on the role (ALTER ROLE ... SET statement_timeout).
+    DB_POOLER = os.environ.get("IOWATCH_DB_POOLER", "")
+    if DB_POOLER not in ("", "transaction"):
+        raise ImproperlyConfigured(f"IOWATCH_DB_POOLER={DB_POOLER!r}: give 'transaction' (PgBouncer "
+                                   "in transaction pooling) or nothing")
+    if DB_POOLER:
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    if STATEMENT_TIMEOUT_S > 0 and not DB_POOLER:
         DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
             f"-c statement_timeout={int(STATEMENT_TIMEOUT_S * 1000)}")
 else:
