@@ -10,12 +10,16 @@ from __future__ import annotations
 CLEAN = 0       # every deciding cell decided, none a regression
 REGRESSION = 1  # a deciding cell is confirmed slower
 ERROR = 2       # bad arguments, or nothing could be measured or judged
-UNDECIDED = 3   # no regression, but a deciding cell is still unsure or suspected
+UNDECIDED = 3   # no regression, but a deciding cell is still unsure, suspected, or slower
+#                 by less than X% and not confirmed (issue 41: neither a regression nor a pass)
 
-UNDECIDED_STATES = ("suspected", "unsure")  # iowatch.judging.PATCH_STATES that are not decided
+# iowatch.judging.PATCH_STATES that are not decided: "slower" is a CI below zero that
+# the cap could not confirm beyond the minimum effect; a gate must not read it as a pass.
+UNDECIDED_STATES = ("suspected", "unsure", "slower")
 
 HELP = ("Exit 0: no regression, every deciding cell decided; 1: a regression; 2: an error; "
-        "3: undecided (a deciding cell still unsure or suspected).")
+        "3: undecided (a deciding cell still unsure or suspected, or slower by less than X% "
+        "and not confirmed).")
 
 
 def of_states(states) -> int:

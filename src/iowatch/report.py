@@ -16,7 +16,8 @@ from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
 from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP, look_points
-from iowatch.judging.outcomes import CELL_OUTCOMES, Outcome, outcome_label, verdict_line
+from iowatch.judging.outcomes import (CELL_OUTCOMES, Outcome, noisy_matrix_words, verdict_label,
+                                      verdict_line)
 
 FORMATS = ("text", "json", "junit", "markdown")
 
@@ -96,7 +97,7 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
                        f"[{v.base.n} vs {v.candidate.n} runs]".replace("  ", " "))
             continue
         adj = "" if v.p_adjusted is None else f", adjusted {_p(v.p_adjusted)} against level {v.level:.2g}"
-        head = f"    {k.group} {k.metric}: {outcome_label(v.outcome, v.bound_pct, v.min_effect_pct).upper()}"
+        head = f"    {k.group} {k.metric}: {verdict_label(v).upper()}"
         out += [head,
                 f"      base {_mean_sd(v.base, unit)}; candidate {_mean_sd(v.candidate, unit)}",
                 f"      change {figures.change(v.change_pct)}, 95% CI {ci}, t-test p {_p(v.p_value)}{adj}, "
@@ -153,6 +154,9 @@ def render_text(cmp: Comparison) -> str:
     out = [f"iowatch compare: {cmp.base.spec} -> {cmp.candidate.spec}", ""]
     out += _side_lines("base", cmp.base) + _side_lines("candidate", cmp.candidate)
     out += ["", f"verdict: {_state_words(cmp)}"]
+    noisy = noisy_matrix_words(cmp.verdicts)
+    if noisy:
+        out.append(noisy)
     platform = platform_words(cmp)
     if platform and platform not in out[-1]:
         out.append(f"platform: {platform}")
@@ -163,6 +167,7 @@ def render_text(cmp: Comparison) -> str:
     c = _counts(cmp)
     out += ["", f"deciding cells: {c['regression']} regression(s), {c['suspected']} suspected, "
                 f"{c['improvement']} improvement(s), {c['inconclusive']} unsure, "
+                f"{c['slower']} slower but not confirmed, "
                 f"{c['no-change']} without change, {len(cmp.failed)} failed "
                 f"({len(cmp.verdicts)} cells in one family; one-sided t-tests on log values, "
                 f"Benjamini-Hochberg at a false-discovery rate of {cmp.fdr:g} spent over looks at "
@@ -231,7 +236,7 @@ def _cell_json(v: CellVerdict) -> dict:
             "drift_pct": v.drift_pct, "drift_rounds": list(v.drift_rounds) if v.drift_rounds else None,
             "blocked": v.blocked, "drift_p": v.drift_p,
             "drift_ci": list(v.drift_ci) if v.drift_ci else None,
-            "label": outcome_label(v.outcome, v.bound_pct, v.min_effect_pct), "words": v.words}
+            "label": verdict_label(v), "words": v.words}
 
 
 def render_json(cmp: Comparison) -> str:
@@ -295,6 +300,8 @@ def render_markdown(cmp: Comparison) -> str:
     out = [f"## iowatch compare: {_md(cmp.base.spec)} → {_md(cmp.candidate.spec)}", "",
            f"- base: {_md(cmp.base.title)}", f"- candidate: {_md(cmp.candidate.title)}",
            f"- verdict: **{_md(_state_words(cmp))}**",
+           *([f"- {_md(noisy_matrix_words(cmp.verdicts))}"] if noisy_matrix_words(cmp.verdicts)
+             else []),
            *([f"- platform: {_md(platform_words(cmp))}"] if cmp.canaries else []), "",
            "| study | device class | device | fs | group | metric | base mean ± sd | candidate mean ± sd "
            "| change | CI | p (adj.) | outcome |", "|" + "---|" * 12]
@@ -304,7 +311,8 @@ def render_markdown(cmp: Comparison) -> str:
         out.append("| " + " | ".join(_md(x) for x in (
             k.study, k.device_class, k.device, k.filesystem, k.group, k.metric,
             _mean_sd(v.base, unit), _mean_sd(v.candidate, unit), figures.change(v.change_pct), ci,
-            _p(v.p_adjusted), f"**{v.outcome}**" if v.outcome == "regression" else v.outcome)) + " |")
+            _p(v.p_adjusted), f"**{verdict_label(v)}**" if v.outcome == "regression"
+            else verdict_label(v))) + " |")
     out += ["", "Minimum detectable effect (the smallest slowdown confirmed 80% of the time) and "
                 "equivalence bound (the slowdown not ruled out at 80% confidence) at each "
                 "deciding cell's runs: " + "; ".join(

@@ -130,9 +130,12 @@ def test_at_the_cap_an_undecided_cell_ends_no_change_within_what_it_could_not_ru
     base, cand = rng.normal(100, 12, 20), rng.normal(97, 12, 20)
     v = compare(base, cand, direction="higher")
     assert v.outcome == "no-change" and v.budget_spent and v.needs_runs is None
-    # X is the equivalence bound (what the data rules out), not the minimum detectable effect.
-    assert v.bound_pct == math.ceil(v.hidden_pct) > v.min_effect_pct and v.within_pct == v.bound_pct
-    assert f"no change within {v.bound_pct:g}%" in v.words
+    # The cap came before the equivalence bound reached the minimum effect...
+    assert v.bound_pct == math.ceil(v.hidden_pct) > v.min_effect_pct
+    # ...and X is the reach of the CI the words show (issue 41), which holds zero.
+    assert v.ci_low < 0 < v.ci_high
+    assert v.within_pct == math.ceil(max(-v.ci_low, v.ci_high)) > v.min_effect_pct
+    assert f"no change within {v.within_pct:g}%" in v.words
     assert "budget of 20 runs a side is spent" in v.words
     # Before the cap the same kind of cell is unsure and asks for more runs.
     u = compare(base[:15], cand[:15], direction="higher")

@@ -71,6 +71,7 @@ from scipy.stats import mannwhitneyu
 
 from iowatch.cells import CellKey
 from iowatch.judging.defaults import DEFAULT_MIN_EFFECT, FDR
+from iowatch.judging.outcomes import is_slower, reach
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
 from iowatch.stats.blocks import within_rounds
 from iowatch.stats.detectable import minimum_detectable_effect
@@ -79,7 +80,11 @@ from iowatch.stats.wording import sentence
 
 REGRESSION, SUSPECTED, IMPROVEMENT = "regression", "suspected", "improvement"
 NO_CHANGE, INCONCLUSIVE = "no-change", "inconclusive"
-OUTCOMES = (REGRESSION, SUSPECTED, IMPROVEMENT, NO_CHANGE, INCONCLUSIVE)
+# Slower by less than X%, not confirmed (issue 41): at the cap, a cell whose 95%
+# CI lies wholly on the slower side and reaches beyond the minimum effect, but
+# which is not a confirmed regression. Never "no change".
+SLOWER = "slower"
+OUTCOMES = (REGRESSION, SUSPECTED, SLOWER, IMPROVEMENT, NO_CHANGE, INCONCLUSIVE)
 UNSURE = (SUSPECTED, INCONCLUSIVE)  # more runs would decide these
 SUSPECT_P = 0.02  # one-sided, per cell: at most 2% of clean cells are suspected
 BIG_DROP = 3.0  # with fewer than FEW_RUNS a side, a drop over 3x the minimum effect is suspected
@@ -164,10 +169,10 @@ class Verdict:
 
     @property
     def within_pct(self) -> float | None:
-        """For "no change within X%": X, when it is more than the minimum effect."""
-        if self.outcome != NO_CHANGE or self.bound_pct is None or self.direction == INFO:
-            return None
-        return self.bound_pct if self.bound_pct > self.min_effect_pct else None
+        """X of "no change within X%" (or of "slower by less than X%"): the 95%
+        CI's reach, when it is beyond the minimum effect (iowatch.judging.reach)."""
+        return reach(self.outcome, (self.ci_low, self.ci_high), self.direction,
+                     self.min_effect_pct)
 
 
 @dataclass(frozen=True)
@@ -540,7 +545,9 @@ def _outcome(direction: str, s: _Cell, adj_worse: float | None, adj_better: floa
     if adj_better is not None and adj_better <= level and -s.worse >= min_effect:
         return IMPROVEMENT
     if s.hidden is not None and s.hidden < min_effect:
-        return NO_CHANGE
+        # Its CI wholly on the slower side and beyond the minimum effect: a
+        # slowdown, small or not, is what the data say; more runs, never "no change".
+        return INCONCLUSIVE if is_slower(s.ci, direction, min_effect) else NO_CHANGE
     few = min(s.base.n, s.candidate.n) < FEW_RUNS
     if (s.p_screen is not None and s.p_screen <= SUSPECT_P and s.worse >= min_effect) \
             or (few and s.worse >= BIG_DROP * min_effect):
@@ -597,10 +604,11 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
         at_cap = not s.size_only and (s.candidate.n >= cell_cap or s.n_eff >= cell_cap)
         if at_cap and outcome in (SUSPECTED, INCONCLUSIVE) and bound is not None:
             held = outcome == SUSPECTED and adj_screen.get(i, 1.0) <= SUSPECT_P
-            outcome = SUSPECTED if held else NO_CHANGE
+            outcome = SUSPECTED if held else \
+                SLOWER if is_slower(s.ci, cell.direction, cell.min_effect_pct) else NO_CHANGE
         unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
-        budget_spent = at_cap and (unsure or (outcome == NO_CHANGE and bound is not None
-                                              and bound > cell.min_effect_pct))
+        budget_spent = at_cap and (unsure or outcome == SLOWER or (
+            outcome == NO_CHANGE and bound is not None and bound > cell.min_effect_pct))
         needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap) if unsure and not at_cap \
             else None
         p_adj = None
@@ -614,7 +622,7 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
                          outcome, size_only=s.size_only, min_effect_pct=cell.min_effect_pct,
                          needs_runs=needs, hidden_pct=s.hidden if cell.direction != INFO else None,
                          runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, bound_pct=bound,
-                         statistic=statistic)
+                         statistic=statistic, ci=s.ci)
         out.append(CellVerdict(
             base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=s.ci[0],
             ci_high=s.ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,

@@ -27,7 +27,7 @@ from django.utils.timezone import localtime
 from iowatch_web.dashboard import freshness
 from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
 from iowatch import figures
-from iowatch.judging import PATCH_STATES, Outcome
+from iowatch.judging import PATCH_STATES, Outcome, outcome_label
 from iowatch.judging import state_of as judging_state_of
 from iowatch.metrics import HIGHER, LOWER, METRICS
 from iowatch.stats import UNSURE
@@ -93,7 +93,8 @@ def _rank(cell: dict) -> float:
 CELL_FIELDS = ("id", "comparison_id", "cell_key", "outcome", "study__slug", "device_class",
                "device__name", "device__model", "filesystem", "group", "metric_id", "base_n",
                "base_mean", "candidate_n", "candidate_mean", "change_pct", "ci_low", "ci_high",
-               "p_adjusted", "needs_runs", "words", "severity")
+               "p_adjusted", "needs_runs", "words", "severity", "direction", "min_effect_pct",
+               "mde_pct")
 POINT_FIELDS = ("id", "comparison_id", "cell_key", "study__slug", "device__device_class",
                 "device__name", "device__model", "filesystem", "group", "metric_id",
                 "before_mean", "after_mean", "change_pct", "p_value", "severity",
@@ -112,7 +113,13 @@ def _cell(row: dict) -> dict:
             "outcome": "regression" if point else row["outcome"],
             "base_mean": row["before_mean"] if point else row["base_mean"],
             "candidate_mean": row["after_mean"] if point else row["candidate_mean"],
-            "short": short_metric(row["group"], metric)})
+            "short": short_metric(row["group"], metric),
+            # The policy's label, read off the stored CI ("no change within X%", "slower
+            # by less than X%, not confirmed"), and the cell's minimum detectable effect.
+            "label": "regression" if point else outcome_label(
+                row["outcome"], (row.get("ci_low"), row.get("ci_high")), row["direction"],
+                row["min_effect_pct"]),
+            "mde_pct": None if point else row.get("mde_pct")})
 
 
 def _words(cell: dict) -> dict:

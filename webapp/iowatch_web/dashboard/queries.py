@@ -17,7 +17,8 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from iowatch_web.dashboard import comparing
-from iowatch.judging import Outcome, compare_sides, platform_words
+from iowatch.judging import (Outcome, compare_sides, noisy_matrix_words, platform_words,
+                             verdict_label)
 from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views catch it here)
 from iowatch.metrics import METRICS
 from iowatch.report import render_text
@@ -115,7 +116,7 @@ def suspected_rows(limit: int = 20) -> list[dict]:
                         "comparison__candidate_kernel__series__name")[:limit * 4])
     rows.sort(key=lambda r: (r["outcome"] != "suspected",))  # suspected first, newest first
     for r in rows:
-        r["label"] = Outcome(r["outcome"]).label
+        r["label"] = Outcome(r["outcome"]).label  # suspected or unsure: no X to read
         r["kernel"] = kernel_label(r["comparison__candidate_kernel__release"],
                                    r["comparison__candidate_kernel__git_commit"],
                                    r["comparison__candidate_kernel__patch_index"])
@@ -164,6 +165,7 @@ def compare(base_spec: str, candidate_spec: str) -> dict:
            "summary": comparing.summary(cells, result.failed),
            "failed": [vars(f) for f in result.failed], "report": render_text(result),
            "platform": {"drifted": bool(result.platform), "words": platform_words(result)},
+           "noisy": noisy_matrix_words(result.verdicts),
            "confounders": [{"name": c.name, "base": str(c.base), "candidate": str(c.candidate),
                             "why": c.why} for c in result.confounders]}
     cache.set(key, out, 600)
@@ -184,7 +186,7 @@ def _cell_row(v, *, deciding: bool) -> dict:
         "p_value": v.p_value, "p_adjusted": v.p_adjusted, "p_worse_family": v.p_worse_family,
         "mde_pct": v.mde_pct if deciding else None, "bound_pct": v.bound_pct if deciding else None,
         "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
-        "label": (Outcome(v.outcome) if deciding else Outcome.DIAGNOSTIC).label,
+        "label": verdict_label(v) if deciding else Outcome.DIAGNOSTIC.label,
         "size_only": v.size_only, "words": v.words,
         "shown": comparing.shown(v.base, v.candidate, METRICS[k.metric].unit)}
 
