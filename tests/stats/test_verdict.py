@@ -401,4 +401,6 @@ def test_no_change_that_moved_the_better_way_says_the_gain_is_unconfirmed():
     v = compare(list(base), list(cand), direction="lower", metric="wall_s", cap=15)
     assert v.outcome == "no-change", v.words
     assert "no change that matters" not in v.words
-    assert "no slowdown that matters" in v.words and "is not confirmed" in v.words
+    # Issue 41: its CI holds zero and reaches far: "no change within X%", too noisy to decide.
+    assert v.ci_low < 0 < v.ci_high and f"no change within {v.within_pct:g}%" in v.words
+    assert "the study cannot decide this cell at this noise" in v.words
