@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from iowatch import bundle, exit_status, figures, paths, progress, resources
 from iowatch.bundle import BundleWriter
 from iowatch.side_data import Side
-from iowatch.judging import Comparison, compare_sides, more_runs, platform_words
+from iowatch.judging import Comparison, ci_name, compare_sides, more_runs, platform_words
 from iowatch.judging.adaptive import adapt
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
@@ -441,7 +441,8 @@ def report(result: CheckResult) -> str:
         for c in cmp.verdicts:
             if c.outcome == "no-change" and c.within_pct is None:
                 continue
-            stat = (f" (CI {figures.ci(c.ci_low, c.ci_high)}, p {figures.p_value(c.p_adjusted)} "
+            named = f"{ci_name(c)} " if c.ci_family else "CI "
+            stat = (f" ({named}{figures.ci(c.ci_low, c.ci_high)}, p {figures.p_value(c.p_adjusted)} "
                     f"against {c.level:.2g})" if c.ci_low is not None and c.p_adjusted is not None
                     else "")
             k = c.key

@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 from iowatch import figures, reproduce
 from iowatch.side_data import Side
-from iowatch.judging import Comparison, platform_findings, platform_words
+from iowatch.judging import Comparison, ci_name, platform_findings, platform_words
 from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
@@ -100,7 +100,7 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
         head = f"    {k.group} {k.metric}: {verdict_label(v).upper()}"
         out += [head,
                 f"      base {_mean_sd(v.base, unit)}; candidate {_mean_sd(v.candidate, unit)}",
-                f"      change {figures.change(v.change_pct)}, 95% CI {ci}, t-test p {_p(v.p_value)}{adj}, "
+                f"      change {figures.change(v.change_pct)}, {ci_name(v)} {ci}, t-test p {_p(v.p_value)}{adj}, "
                 f"Cliff's delta {v.cliffs_delta:+.2f}",
                 *([f"      minimum detectable effect at {v.base.n} vs {v.candidate.n} runs: "
                    f"{v.mde_pct:g}% (confirmed 80% of the time; the minimum effect is "
@@ -225,6 +225,8 @@ def _cell_json(v: CellVerdict) -> dict:
     return {**asdict(k), "unit": METRICS[k.metric].unit, "direction": v.direction,
             "base": asdict(v.base), "candidate": asdict(v.candidate),
             "change_pct": v.change_pct, "ci": {"low": v.ci_low, "high": v.ci_high},
+            # The interval's level, and the family's cells when it is family-adjusted (issue 41).
+            "ci_level": v.ci_level or 0.95, "ci_family_cells": v.ci_family,
             "p_value": v.p_value, "p_worse": v.p_worse, "p_worse_family": v.p_worse_family,
             "p_adjusted": v.p_adjusted,
             "level": v.level, "cliffs_delta": v.cliffs_delta, "min_effect_pct": v.min_effect_pct,
@@ -307,7 +309,7 @@ def render_markdown(cmp: Comparison) -> str:
            "| change | CI | p (adj.) | outcome |", "|" + "---|" * 12]
     for v in cmp.verdicts:
         k, unit = v.key, METRICS[v.key.metric].unit
-        ci = figures.ci(v.ci_low, v.ci_high)
+        ci = figures.ci(v.ci_low, v.ci_high) + (f" ({ci_name(v)})" if v.ci_family else "")
         out.append("| " + " | ".join(_md(x) for x in (
             k.study, k.device_class, k.device, k.filesystem, k.group, k.metric,
             _mean_sd(v.base, unit), _mean_sd(v.candidate, unit), figures.change(v.change_pct), ci,

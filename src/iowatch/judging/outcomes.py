@@ -141,16 +141,6 @@ def reach(outcome: str, ci: tuple[float | None, float | None], direction: str,
     return float(math.ceil(x - 1e-9))
 
 
-def is_slower(ci: tuple[float | None, float | None], direction: str,
-              min_effect_pct: float) -> bool:
-    """A CI wholly on the slower side of zero that reaches beyond the minimum
-    effect: not "no change" (issue 41), whatever the equivalence bound says."""
-    if None in ci or direction == "info":
-        return False
-    near, far = worse_side(ci, direction)
-    return near > 0 and far > min_effect_pct
-
-
 def too_noisy(v) -> bool:
     """A deciding cell whose X is over NOISY_TIMES minimum effects: its study
     cannot decide it at this noise. `v` is verdict-shaped (outcome, ci_low,

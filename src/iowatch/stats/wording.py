@@ -52,10 +52,12 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
              needs_runs: int | None, hidden_pct: float | None = None,
              runs: tuple[int, int] | None = None, budget_spent: bool = False,
              bound_pct: float | None = None, statistic: str | None = None,
-             ci: tuple[float | None, float | None] = (None, None)) -> str:
+             ci: tuple[float | None, float | None] = (None, None),
+             ci_words: str | None = None) -> str:
     """`statistic` names what base_mean and cand_mean are ("geometric mean",
     "mean"), said after them; None for single values. `ci` is the change's 95%
-    CI: "no change" and its X are read off it (issue 41)."""
+    CI: "no change" and its X are read off it (issue 41); `ci_words` names it when
+    it is not the cell's own 95% CI ("99.88% CI, family-adjusted over 40 cells")."""
     unit = METRICS[metric].unit if metric in METRICS else ""
     (b, c), unit = figures.amount((base_mean, cand_mean), unit)
     what = metric_phrase(metric)
@@ -81,12 +83,13 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
         # The CI reaches beyond the minimum effect: say what it holds, in its words.
         x = reach(outcome, ci, direction, min_effect_pct)
         label = outcome_label(outcome, ci, direction, min_effect_pct)
+        named = ci_words or "95% CI"
         if outcome == "slower":
-            meaning = (f"{label} (95% CI {figures.ci(*ci)}: slower, but not confirmed beyond "
-                       f"the minimum effect of {min_effect_pct:g}%; not a regression and not "
-                       "\"no change\"")
+            meaning = (f"{label} ({named} {figures.ci(*ci)}: slower at the family's "
+                       f"false-discovery rate, but not confirmed beyond the minimum effect of "
+                       f"{min_effect_pct:g}%; not a regression and not \"no change\"")
         else:
-            meaning = (f"{label} (95% CI {figures.ci(*ci)}; the minimum effect is "
+            meaning = (f"{label} ({named} {figures.ci(*ci)}; the minimum effect is "
                        f"{min_effect_pct:g}%: a change of up to {x:g}% either way is not ruled out")
         if x > NOISY_TIMES * min_effect_pct:
             meaning += (f"; over {NOISY_TIMES}x the minimum effect: the study cannot decide "
