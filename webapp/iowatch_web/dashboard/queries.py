@@ -17,7 +17,7 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from iowatch_web.dashboard import comparing
-from iowatch.judging import (Outcome, compare_sides, noisy_matrix_words, platform_words,
+from iowatch.judging import (Outcome, ci_name, compare_sides, noisy_matrix_words, platform_words,
                              verdict_label)
 from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views catch it here)
 from iowatch.metrics import METRICS
@@ -183,6 +183,9 @@ def _cell_row(v, *, deciding: bool) -> dict:
         "candidate": {"n": v.candidate.n, "mean": v.candidate.mean,
                       "median": v.candidate.median, "sd": v.candidate.sd},
         "change_pct": v.change_pct, "ci_low": v.ci_low, "ci_high": v.ci_high,
+        # The interval is the family-adjusted one of a "slower" or "no change within X%"
+        # cell (issue 41): marked as such beside it.
+        "ci_name": ci_name(v) if v.ci_family else None,
         "p_value": v.p_value, "p_adjusted": v.p_adjusted, "p_worse_family": v.p_worse_family,
         "mde_pct": v.mde_pct if deciding else None, "bound_pct": v.bound_pct if deciding else None,
         "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
