@@ -586,21 +586,13 @@ def _by_family(outcome: str, s: _Cell, cell: CellInput, key: int, family: Slower
       it may be confirmed); holding zero, "no change within X%"; wholly slower
       but not selected (an edge the test of a non-selected p rules out) or not
       reaching past the minimum effect, "unsure" and "no change" as its 95% CI
-      says. Before the cap, a cell the family selects as slower whose 95% CI
-      reaches past the minimum effect is measured again (stopping makes no
-      claim). The word
+      says. Before the cap, a cell the family selects as slower whose adjusted
+      interval reaches past the minimum effect is measured again (stopping
+      makes no claim). The word
       never contradicts the interval printed with it: never
       "no change" of one that excludes zero, never "slower" of one that holds it."""
     if outcome != NO_CHANGE or cell.direction == INFO or s.size_only or s.p_worse is None:
         return outcome, s.ci, None
-    low, high = s.ci
-    if low is not None and -cell.min_effect_pct <= low and high <= cell.min_effect_pct:
-        return NO_CHANGE, s.ci, None
-    if not at_cap and key in family.selected:
-        # Before the cap, a cell the family selects as slower, its 95% CI reaching past
-        # the minimum effect, is measured again, not stopped as "no change": stopping
-        # makes no claim, and more runs may confirm it.
-        return INCONCLUSIVE, s.ci, None
     alpha = family.alpha(key)
     ci = s.interval(alpha)
     if ci is None:
@@ -608,6 +600,14 @@ def _by_family(outcome: str, s: _Cell, cell: CellInput, key: int, family: Slower
     # One cell at 5%: the family's interval is the 95% CI, not marked as adjusted.
     marked = None if math.isclose(alpha, 0.05) else alpha
     near, far = worse_side(ci, cell.direction)
+    if not at_cap and key in family.selected and far > cell.min_effect_pct:
+        # Before the cap, a cell the family selects as slower whose adjusted interval
+        # does not rule the minimum effect out is measured again, not stopped as
+        # "no change": stopping makes no claim, and more runs may confirm it.
+        return INCONCLUSIVE, s.ci, None
+    low, high = s.ci
+    if low is not None and -cell.min_effect_pct <= low and high <= cell.min_effect_pct:
+        return NO_CHANGE, s.ci, None
     if near <= 0:
         return NO_CHANGE, ci, marked
     if key not in family.selected:
