@@ -523,6 +523,8 @@ def _chip(state: dict) -> dict:
     else:
         text = f"{cell['short']} {figures.change(cell['change_pct'], digits=0)}"
         title = cell["words"] or what(cell)
+        if cell.get("mde_pct") is not None:  # issue 41 item 8: the MDE beside every deciding cell
+            title += f" (minimum detectable effect {cell['mde_pct']:g}%)"
         if state["state"] in ("unsure", "suspected") and state["needs_runs"]:
             text += f" · needs about {state['needs_runs']} more runs"
     return {**state, "text": text, "title": title}

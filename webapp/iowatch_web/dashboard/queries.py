@@ -107,8 +107,8 @@ def suspected_rows(limit: int = 20) -> list[dict]:
     rows = list(StoredVerdict.objects.filter(outcome__in=("suspected", "inconclusive"))
                 .order_by("-comparison__computed_at", "-id")
                 .values("outcome", "words", "change_pct", "ci_low", "ci_high", "base_n",
-                        "candidate_n", "needs_runs", "group", "metric_id", "device_class",
-                        "filesystem", "study__slug", "device__model", "comparison__host__name",
+                        "candidate_n", "needs_runs", "mde_pct", "group", "metric_id",
+                        "device_class", "filesystem", "study__slug", "device__model", "comparison__host__name",
                         "comparison__base_kernel_id", "comparison__candidate_kernel_id",
                         "comparison__candidate_kernel__release",
                         "comparison__candidate_kernel__git_commit",

@@ -8,8 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('regressions', '0015_verdict_centre'),
-        ('results', '0009_run_check_round'),
+        ('regressions', '0016_cancelled_jobs'),
     ]
 
     operations = [
