@@ -34,7 +34,7 @@ from email.utils import format_datetime, getaddresses
 
 from iowatch import figures, reproduce
 from iowatch.kernel.build import DEFAULT_BASE, DEFAULT_FRAGMENTS
-from iowatch.judging.outcomes import outcome_label
+from iowatch.judging.outcomes import boots_words, outcome_label
 from iowatch.metrics import METRICS
 from iowatch.stats.confounders import Confounder, shown
 from iowatch.stats.wording import metric_phrase
@@ -184,6 +184,8 @@ def _setup_lines(detail: dict, lead: dict | None) -> list[str]:
             f"  matrix:        {detail.get('matrix') or '?'}",
             f"  good kernel:   {good.name}",
             f"  bad kernel:    {bad.name}"]
+    if detail.get("boots"):
+        out.append(f"  boots:         {boots_words(tuple(detail['boots']))}")
     trigger = detail.get("trigger") or {}
     if trigger.get("branch"):
         out.append(f"  nightly:       branch {trigger['branch']}"

@@ -16,8 +16,8 @@ from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
 from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP, look_points
-from iowatch.judging.outcomes import (CELL_OUTCOMES, Outcome, noisy_matrix_words, verdict_label,
-                                      verdict_line)
+from iowatch.judging.outcomes import (CELL_OUTCOMES, Outcome, boots_words, noisy_matrix_words,
+                                      verdict_label, verdict_line)
 
 FORMATS = ("text", "json", "junit", "markdown")
 
@@ -154,6 +154,9 @@ def render_text(cmp: Comparison) -> str:
     out = [f"iowatch compare: {cmp.base.spec} -> {cmp.candidate.spec}", ""]
     out += _side_lines("base", cmp.base) + _side_lines("candidate", cmp.candidate)
     out += ["", f"verdict: {_state_words(cmp)}"]
+    boots = boots_words(cmp.boots_a_side)
+    if boots:
+        out.append(f"boots: {boots}")
     noisy = noisy_matrix_words(cmp.verdicts)
     if noisy:
         out.append(noisy)
@@ -235,6 +238,7 @@ def _cell_json(v: CellVerdict) -> dict:
             "mde_pct": v.mde_pct, "bound_pct": v.bound_pct, "within_pct": v.within_pct,
             "boots": list(v.boots) if v.boots else None,
             "within_boot_sd_pct": v.within_boot_sd_pct, "between_boot_share": v.between_boot_share,
+            "boot_counts": list(v.boot_counts) if v.boot_counts else None,
             "drift_pct": v.drift_pct, "drift_rounds": list(v.drift_rounds) if v.drift_rounds else None,
             "blocked": v.blocked, "drift_p": v.drift_p,
             "drift_ci": list(v.drift_ci) if v.drift_ci else None,
@@ -244,6 +248,7 @@ def _cell_json(v: CellVerdict) -> dict:
 def render_json(cmp: Comparison) -> str:
     return json.dumps({"base": _side_json(cmp.base), "candidate": _side_json(cmp.candidate),
                        "fdr": cmp.fdr, "state": cmp.state, "summary": _counts(cmp),
+                       "boots_a_side": list(cmp.boots_a_side) if cmp.boots_a_side else None,
                        "cells": [_cell_json(v) for v in cmp.verdicts],
                        "diagnostics": [_cell_json(v) for v in cmp.diagnostics],
                        "canaries": [_cell_json(v) for v in cmp.canaries],
@@ -302,6 +307,7 @@ def render_markdown(cmp: Comparison) -> str:
     out = [f"## iowatch compare: {_md(cmp.base.spec)} → {_md(cmp.candidate.spec)}", "",
            f"- base: {_md(cmp.base.title)}", f"- candidate: {_md(cmp.candidate.title)}",
            f"- verdict: **{_md(_state_words(cmp))}**",
+           *([f"- boots: {_md(boots_words(cmp.boots_a_side))}"] if cmp.boots_a_side else []),
            *([f"- {_md(noisy_matrix_words(cmp.verdicts))}"] if noisy_matrix_words(cmp.verdicts)
              else []),
            *([f"- platform: {_md(platform_words(cmp))}"] if cmp.canaries else []), "",

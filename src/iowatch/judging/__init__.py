@@ -34,7 +34,7 @@ _WHERE = {
     "Outcome": "outcomes", "outcome_label": "outcomes", "verdict_line": "outcomes",
     "NOTHING_TO_COMPARE": "outcomes", "NOISY_TIMES": "outcomes",
     "noisy_matrix_words": "outcomes", "reach": "outcomes", "too_noisy": "outcomes",
-    "verdict_label": "outcomes", "worse_side": "outcomes",
+    "verdict_label": "outcomes", "worse_side": "outcomes", "boots_words": "outcomes",
     "SlowerFamily": "family", "slower_family": "family", "ci_name": "family",
     "DEFAULT_MIN_EFFECT": "defaults", "FDR": "defaults", "Comparison": "policy",
     "FailedCell": "policy", "PlatformDrift": "policy", "RunsWanted": "policy",

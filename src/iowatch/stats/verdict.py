@@ -153,6 +153,9 @@ class Verdict:
     # the within-boot sd in % and the share of the variance that lies between boots.
     within_boot_sd_pct: float | None = None
     between_boot_share: float | None = None
+    # Boots a side, whatever the test (issue 41 item 1): a value without a boot
+    # label is a boot of its own. None when judged by size only.
+    boot_counts: tuple[int, int] | None = None
     # Rounds of a check as blocks (iowatch.stats.blocks): with two or more rounds
     # that measured both sides, the rounds' drift (the fastest round's level less
     # the slowest's, later minus earlier, in %) and those two rounds; `blocked`
@@ -617,6 +620,30 @@ def _by_family(outcome: str, s: _Cell, cell: CellInput, key: int, family: Slower
     return NO_CHANGE, ci, marked  # slower, by less than the minimum effect
 
 
+def boot_count(labels: Sequence | None, n: int) -> int:
+    """The boots of a side of n values: its distinct labels; without labels each
+    value is a boot of its own (independent repetitions)."""
+    return n if labels is None else len(set(labels))
+
+
+def _check_cells(cells: Sequence[CellInput]) -> None:
+    for cell in cells:
+        if cell.direction not in DIRECTIONS:
+            raise ValueError(f"{cell.key}: direction {cell.direction!r} is not one of {DIRECTIONS}")
+        if len(cell.base) == 0 or len(cell.candidate) == 0:
+            raise ValueError(f"{cell.key}: a side has no samples")
+
+
+def _family_prior(sides, cells: Sequence[CellInput], boots) -> VariancePrior | None:
+    """The family's variance prior (variance_prior). It is of one repetition's
+    variance: only cells tested on repetitions lend to it."""
+    pooled = [_log_variance(b, c) for (b, c), cell, (lb, lc) in zip(sides, cells, boots)
+              if cell.direction != INFO and (len(set(lb or ())) < 2 or _independent(lb))
+              and (len(set(lc or ())) < 2 or _independent(lc))]
+    pooled = [v for v in pooled if v is not None]
+    return variance_prior([v for v, _ in pooled], [df for _, df in pooled])
+
+
 def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
                    cap: int = DEFAULT_CAP, family_size: int | None = None,
                    by_information: bool = True) -> list[CellVerdict]:
@@ -627,21 +654,12 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     than the cells given, counts the family's untested members. `by_information`
     False: the level of the effective count's look (look_level), for sides that
     are not looks of an adaptive run (a change point's segments)."""
-    for cell in cells:
-        if cell.direction not in DIRECTIONS:
-            raise ValueError(f"{cell.key}: direction {cell.direction!r} is not one of {DIRECTIONS}")
-        if len(cell.base) == 0 or len(cell.candidate) == 0:
-            raise ValueError(f"{cell.key}: a side has no samples")
+    _check_cells(cells)
     sides = [(np.asarray(cell.base, dtype=float), np.asarray(cell.candidate, dtype=float))
              for cell in cells]
     boots = [(cell.base_boots, cell.candidate_boots) for cell in cells]
     rounds = [(cell.base_rounds, cell.candidate_rounds) for cell in cells]
-    # The prior is of one repetition's variance: only cells tested on repetitions lend to it.
-    pooled = [_log_variance(b, c) for (b, c), cell, (lb, lc) in zip(sides, cells, boots)
-              if cell.direction != INFO and (len(set(lb or ())) < 2 or _independent(lb))
-              and (len(set(lc or ())) < 2 or _independent(lc))]
-    pooled = [v for v in pooled if v is not None]
-    prior = variance_prior([v for v, _ in pooled], [df for _, df in pooled])
+    prior = _family_prior(sides, cells, boots)
     stats = [_cell_stats(b, c, cell.direction, prior, boot, blocks)
              for (b, c), cell, boot, blocks in zip(sides, cells, boots, rounds)]
     tested = [i for i, (cell, s) in enumerate(zip(cells, stats))
@@ -671,6 +689,8 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
             held = outcome == SUSPECTED and adj_screen.get(i, 1.0) <= SUSPECT_P
             outcome = SUSPECTED if held else NO_CHANGE  # then the family's rule
         outcome, ci, alpha = _by_family(outcome, s, cell, i, family, at_cap)
+        counts = (boot_count(cell.base_boots, len(cell.base)),
+                  boot_count(cell.candidate_boots, len(cell.candidate)))
         unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
         budget_spent = at_cap and (unsure or outcome == SLOWER or (
             outcome == NO_CHANGE and bound is not None and bound > cell.min_effect_pct))
@@ -701,7 +721,8 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
             drift_pct=s.drift_pct, drift_rounds=s.drift_rounds, blocked=s.blocked,
             drift_ci=s.drift_ci, drift_p=s.drift_p, centre=tuple(centre), statistic=statistic,
             ci_family=family.m if alpha is not None else None,
-            ci_level=1 - alpha if alpha is not None else None))
+            ci_level=1 - alpha if alpha is not None else None,
+            boot_counts=None if s.size_only else counts))
     return out
 
 

@@ -17,8 +17,8 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from iowatch_web.dashboard import comparing
-from iowatch.judging import (Outcome, ci_name, compare_sides, noisy_matrix_words, platform_words,
-                             verdict_label)
+from iowatch.judging import (Outcome, boots_words, ci_name, compare_sides, noisy_matrix_words,
+                             platform_words, verdict_label)
 from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views catch it here)
 from iowatch.metrics import METRICS
 from iowatch.report import render_text
@@ -147,7 +147,7 @@ def compare(base_spec: str, candidate_spec: str) -> dict:
     base_runs = side_runs(base_spec, "base")
     candidate_runs = side_runs(candidate_spec, "candidate")
     ids = ",".join(str(r.pk) for r in base_runs) + "|" + ",".join(str(r.pk) for r in candidate_runs)
-    key = "dashboard-compare-3-" + hashlib.sha256(f"{base_spec}|{candidate_spec}|{ids}".encode()).hexdigest()
+    key = "dashboard-compare-4-" + hashlib.sha256(f"{base_spec}|{candidate_spec}|{ids}".encode()).hexdigest()
     if (found := cache.get(key)) is not None:
         return found
     base = runs_side(base_spec, base_runs)
@@ -166,6 +166,7 @@ def compare(base_spec: str, candidate_spec: str) -> dict:
            "failed": [vars(f) for f in result.failed], "report": render_text(result),
            "platform": {"drifted": bool(result.platform), "words": platform_words(result)},
            "noisy": noisy_matrix_words(result.verdicts),
+           "boots": boots_words(result.boots_a_side),
            "confounders": [{"name": c.name, "base": str(c.base), "candidate": str(c.candidate),
                             "why": c.why} for c in result.confounders]}
     cache.set(key, out, 600)
