@@ -144,11 +144,11 @@ def run(real, trials: int, seed: int, share: float, *, paths=PATHS,
 def table(out: dict[str, CheckTally], title: str) -> None:
     pct = lambda x: "-" if x is None else f"{100 * x:.0f}%"  # noqa: E731
     print(f"\n{title}")
-    print(f"  {'path':<28} {'no chg':>6} {'unsure':>6} {'susp.':>6} {'regr.':>6} {'FA/chk':>6} "
+    print(f"  {'path':<28} {'no chg':>6} {'unsure':>6} {'slower':>6} {'susp.':>6} {'regr.':>6} {'FA/chk':>6} "
           f"{'-10%':>6} {'-20%':>6} {'-50%':>6} {'runs':>5} {'boots':>5}")
     for path, t in out.items():
-        states = " ".join(f"{pct(t.share(s)):>6}" for s in ("no-change", "unsure", "suspected",
-                                                              "regression"))
+        states = " ".join(f"{pct(t.share(s)):>6}" for s in ("no-change", "unsure", "slower",
+                                                              "suspected", "regression"))
         found = " ".join(f"{pct(t.detected(c)):>6}" for c in simulate.EXACT)
         print(f"  {path:<28} {states} {pct(t.fa):>6} {found} {t.runs / max(t.checks, 1):>5.1f} "
               f"{t.boots / max(t.checks, 1):>5.1f}")

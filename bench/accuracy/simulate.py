@@ -283,7 +283,7 @@ PATHS = ("check adaptive", "5 a side", "run --against")
 BLOCKED = "check adaptive, blocked"
 DRIFT_PATHS = ("check adaptive", BLOCKED)
 ANCHOR_RUNS = (5, 10, 20)
-STATES = ("no-change", "unsure", "suspected", "regression", "improvement")
+STATES = ("no-change", "unsure", "slower", "suspected", "regression", "improvement")
 EXACT = {"slow10": 0.10, "slow20": 0.20, "slow50": 0.50}
 AGAINST_BASE = 5  # the fixed base bundle of `iowatch run --against`
 

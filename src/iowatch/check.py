@@ -17,13 +17,13 @@ from typing import Callable, Sequence
 from iowatch import bundle, exit_status, figures, paths, progress, resources
 from iowatch.bundle import BundleWriter
 from iowatch.side_data import Side
-from iowatch.judging import Comparison, compare_sides, more_runs, platform_words
+from iowatch.judging import Comparison, ci_name, compare_sides, more_runs, platform_words
 from iowatch.judging.adaptive import adapt
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
 from iowatch.stats.sequential import DEFAULT_CAP, FIRST, looks
-from iowatch.judging.outcomes import Outcome
+from iowatch.judging.outcomes import Outcome, noisy_matrix_words, verdict_label
 from iowatch.studies import load_matrix, load_studies
 from iowatch.vlab import boot_and_run, guest_run_command, note_device_models
 from iowatch.yamlfile import DataFileError
@@ -416,6 +416,10 @@ def report(result: CheckResult) -> str:
     """One row per patch, with the cells that changed, like the seeds' tables."""
     lines = [f"iowatch check: series {result.series.name} ({len(result.series.patches)} patches) "
              f"on {result.plan.base[:12]}", ""]
+    # Said once, at the top, when the matrix is mostly cells its studies cannot decide.
+    noisy = noisy_matrix_words([c for r in result.runs if r.vs_parent for c in r.vs_parent.verdicts])
+    if noisy:
+        lines[-1:] = [noisy, ""]
     for r in result.runs:
         v = r.variant
         head = "base" if v.index == 0 else f"patch {v.index}/{len(result.series.patches)}: {v.subject}"
@@ -439,14 +443,14 @@ def report(result: CheckResult) -> str:
         for c in cmp.verdicts:
             if c.outcome == "no-change" and c.within_pct is None:
                 continue
-            stat = (f" (CI {figures.ci(c.ci_low, c.ci_high)}, p {figures.p_value(c.p_adjusted)} "
+            named = f"{ci_name(c)} " if c.ci_family else "CI "
+            stat = (f" ({named}{figures.ci(c.ci_low, c.ci_high)}, p {figures.p_value(c.p_adjusted)} "
                     f"against {c.level:.2g})" if c.ci_low is not None and c.p_adjusted is not None
                     else "")
             k = c.key
             outcome = Outcome(c.outcome)
             # A patch's lines are under its headline: "suspected" says enough there.
-            label = outcome.short if outcome is Outcome.SUSPECTED else \
-                outcome.label_within(c.bound_pct, c.min_effect_pct)
+            label = outcome.short if outcome is Outcome.SUSPECTED else verdict_label(c)
             lines.append(f"    - {label}: {k.study} {k.device} {k.filesystem} [{k.group}] "
                          f"{c.words}{stat}{_mde(c)}")
         for f in cmp.failed:
@@ -468,6 +472,10 @@ def report(result: CheckResult) -> str:
     if unsure:
         lines.append("not decided (rerun): " + ", ".join(
             f"patch {r.variant.index} ({r.vs_parent.state})" for r in unsure))
+    slower = [r for r in result.runs if r.vs_parent and r.vs_parent.state == Outcome.SLOWER.state]
+    if slower:
+        lines.append("slower, not confirmed (not a regression, not \"no change\"): " + ", ".join(
+            f"patch {r.variant.index} ({r.variant.subject})" for r in slower))
     lines += phase_lines(result.phases)
     return "\n".join(lines)
 
@@ -528,7 +536,10 @@ def _state_words(cmp: Comparison) -> str:
     """A patch's state in the report; "at the repetition cap" only when every
     undecided cell is at its cap, else the runs it stopped at."""
     unsure = cmp.unsure
-    if unsure and all(v.budget_spent for v in unsure):
+    if cmp.state == Outcome.SLOWER.state:
+        caps = [v.cap for v in cmp.verdicts if v.outcome == Outcome.SLOWER.word]
+        where = f"at the repetition cap of {max(caps)} a side"
+    elif unsure and all(v.budget_spent for v in unsure):
         where = f"at the repetition cap of {max(v.cap for v in unsure)} a side"
     elif unsure:
         runs = min(min(v.base.n, v.candidate.n) for v in unsure)

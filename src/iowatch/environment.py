@@ -97,6 +97,9 @@ def host_environment() -> dict:
         "uname": " ".join(platform.uname()),
         "release": platform.release(),
         "cmdline": _read("/proc/cmdline"),
+        # The boot the run was measured in: two runs of one boot are one boot of
+        # their kernel to the verdict (iowatch.side_data.run_boot).
+        "boot_id": _read("/proc/sys/kernel/random/boot_id"),
         "kernel_config_hash": config_hash,
         "kernel_config": options,
         "cpu_governor": cpu_governors() or "not exposed (no cpufreq)",

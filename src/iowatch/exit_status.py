@@ -7,16 +7,19 @@ unsure or suspected) has its own status.
 """
 from __future__ import annotations
 
-# The undecided group is the vocabulary's (the commands read it here too).
-from iowatch.judging.outcomes import UNDECIDED_STATES, Outcome  # noqa: F401
+# The undecided group is the vocabulary's, with "slower" (the commands read it here too).
+from iowatch.judging.outcomes import GATE_UNDECIDED_STATES as UNDECIDED_STATES  # noqa: F401
+from iowatch.judging.outcomes import Outcome
 
 CLEAN = 0       # every deciding cell decided, none a regression
 REGRESSION = 1  # a deciding cell is confirmed slower
 ERROR = 2       # bad arguments, or nothing could be measured or judged
-UNDECIDED = 3   # no regression, but a deciding cell is still unsure or suspected
+UNDECIDED = 3   # no regression, but a deciding cell is still unsure, suspected, or slower
+#                 by less than X% and not confirmed (issue 41: neither a regression nor a pass)
 
 HELP = ("Exit 0: no regression, every deciding cell decided; 1: a regression; 2: an error; "
-        "3: undecided (a deciding cell still unsure or suspected).")
+        "3: undecided (a deciding cell still unsure or suspected, or slower by less than X% "
+        "and not confirmed).")
 
 
 def of_states(states) -> int:

@@ -34,6 +34,7 @@ from email.utils import format_datetime, getaddresses
 
 from iowatch import figures, reproduce
 from iowatch.kernel.build import DEFAULT_BASE, DEFAULT_FRAGMENTS
+from iowatch.judging.outcomes import boots_words, outcome_label
 from iowatch.metrics import METRICS
 from iowatch.stats.confounders import Confounder, shown
 from iowatch.stats.wording import metric_phrase
@@ -183,6 +184,8 @@ def _setup_lines(detail: dict, lead: dict | None) -> list[str]:
             f"  matrix:        {detail.get('matrix') or '?'}",
             f"  good kernel:   {good.name}",
             f"  bad kernel:    {bad.name}"]
+    if detail.get("boots"):
+        out.append(f"  boots:         {boots_words(tuple(detail['boots']))}")
     trigger = detail.get("trigger") or {}
     if trigger.get("branch"):
         out.append(f"  nightly:       branch {trigger['branch']}"
@@ -255,9 +258,17 @@ def _trade_off_lines(detail: dict, cells: list[dict]) -> list[str]:
         ci = ("" if v.get("ci_low") is None
               else f", 95% CI {figures.ci(v['ci_low'], v['ci_high'])}")
         out += [f"  {_where(v)}",
-                f"    {figures.change(v.get('change_pct'))} ({v['outcome']}): {b} -> {a} {shown_unit} "
+                f"    {figures.change(v.get('change_pct'))} ({_label(v)}): {b} -> {a} {shown_unit} "
                 f"({statistic}){ci}"]
     return out
+
+
+def _label(v: dict) -> str:
+    """A stored verdict's label, by the policy's words ("slower by less than X%,
+    not confirmed", "no change within X%")."""
+    return outcome_label(v["outcome"], (v.get("ci_low"), v.get("ci_high")),
+                         v.get("direction") or METRICS[v["metric"]].direction,
+                         v.get("min_effect_pct") or 0.0)
 
 
 def _workload_lines(detail: dict, cells: list[dict]) -> list[str]:

@@ -11,12 +11,13 @@ from dataclasses import asdict
 
 from iowatch import figures, reproduce
 from iowatch.side_data import Side
-from iowatch.judging import Comparison, platform_findings, platform_words
+from iowatch.judging import Comparison, ci_name, platform_findings, platform_words
 from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
 from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP, look_points
-from iowatch.judging.outcomes import CELL_OUTCOMES, Outcome, outcome_label, verdict_line
+from iowatch.judging.outcomes import (CELL_OUTCOMES, Outcome, boots_words, noisy_matrix_words,
+                                      verdict_label, verdict_line)
 
 FORMATS = ("text", "json", "junit", "markdown")
 
@@ -96,10 +97,10 @@ def _cell_lines(cmp: Comparison, verdicts, current, out: list[str], judged: bool
                        f"[{v.base.n} vs {v.candidate.n} runs]".replace("  ", " "))
             continue
         adj = "" if v.p_adjusted is None else f", adjusted {_p(v.p_adjusted)} against level {v.level:.2g}"
-        head = f"    {k.group} {k.metric}: {outcome_label(v.outcome, v.bound_pct, v.min_effect_pct).upper()}"
+        head = f"    {k.group} {k.metric}: {verdict_label(v).upper()}"
         out += [head,
                 f"      base {_mean_sd(v.base, unit)}; candidate {_mean_sd(v.candidate, unit)}",
-                f"      change {figures.change(v.change_pct)}, 95% CI {ci}, t-test p {_p(v.p_value)}{adj}, "
+                f"      change {figures.change(v.change_pct)}, {ci_name(v)} {ci}, t-test p {_p(v.p_value)}{adj}, "
                 f"Cliff's delta {v.cliffs_delta:+.2f}",
                 *([f"      minimum detectable effect at {v.base.n} vs {v.candidate.n} runs: "
                    f"{v.mde_pct:g}% (confirmed 80% of the time; the minimum effect is "
@@ -153,6 +154,12 @@ def render_text(cmp: Comparison) -> str:
     out = [f"iowatch compare: {cmp.base.spec} -> {cmp.candidate.spec}", ""]
     out += _side_lines("base", cmp.base) + _side_lines("candidate", cmp.candidate)
     out += ["", f"verdict: {_state_words(cmp)}"]
+    boots = boots_words(cmp.boots_a_side)
+    if boots:
+        out.append(f"boots: {boots}")
+    noisy = noisy_matrix_words(cmp.verdicts)
+    if noisy:
+        out.append(noisy)
     platform = platform_words(cmp)
     if platform and platform not in out[-1]:
         out.append(f"platform: {platform}")
@@ -163,6 +170,7 @@ def render_text(cmp: Comparison) -> str:
     c = _counts(cmp)
     out += ["", f"deciding cells: {c['regression']} regression(s), {c['suspected']} suspected, "
                 f"{c['improvement']} improvement(s), {c['inconclusive']} unsure, "
+                f"{c['slower']} slower but not confirmed, "
                 f"{c['no-change']} without change, {len(cmp.failed)} failed "
                 f"({len(cmp.verdicts)} cells in one family; one-sided t-tests on log values, "
                 f"Benjamini-Hochberg at a false-discovery rate of {cmp.fdr:g} spent over looks at "
@@ -220,6 +228,8 @@ def _cell_json(v: CellVerdict) -> dict:
     return {**asdict(k), "unit": METRICS[k.metric].unit, "direction": v.direction,
             "base": asdict(v.base), "candidate": asdict(v.candidate),
             "change_pct": v.change_pct, "ci": {"low": v.ci_low, "high": v.ci_high},
+            # The interval's level, and the family's cells when it is family-adjusted (issue 41).
+            "ci_level": v.ci_level or 0.95, "ci_family_cells": v.ci_family,
             "p_value": v.p_value, "p_worse": v.p_worse, "p_worse_family": v.p_worse_family,
             "p_adjusted": v.p_adjusted,
             "level": v.level, "cliffs_delta": v.cliffs_delta, "min_effect_pct": v.min_effect_pct,
@@ -228,15 +238,17 @@ def _cell_json(v: CellVerdict) -> dict:
             "mde_pct": v.mde_pct, "bound_pct": v.bound_pct, "within_pct": v.within_pct,
             "boots": list(v.boots) if v.boots else None,
             "within_boot_sd_pct": v.within_boot_sd_pct, "between_boot_share": v.between_boot_share,
+            "boot_counts": list(v.boot_counts) if v.boot_counts else None,
             "drift_pct": v.drift_pct, "drift_rounds": list(v.drift_rounds) if v.drift_rounds else None,
             "blocked": v.blocked, "drift_p": v.drift_p,
             "drift_ci": list(v.drift_ci) if v.drift_ci else None,
-            "label": outcome_label(v.outcome, v.bound_pct, v.min_effect_pct), "words": v.words}
+            "label": verdict_label(v), "words": v.words}
 
 
 def render_json(cmp: Comparison) -> str:
     return json.dumps({"base": _side_json(cmp.base), "candidate": _side_json(cmp.candidate),
                        "fdr": cmp.fdr, "state": cmp.state, "summary": _counts(cmp),
+                       "boots_a_side": list(cmp.boots_a_side) if cmp.boots_a_side else None,
                        "cells": [_cell_json(v) for v in cmp.verdicts],
                        "diagnostics": [_cell_json(v) for v in cmp.diagnostics],
                        "canaries": [_cell_json(v) for v in cmp.canaries],
@@ -295,16 +307,20 @@ def render_markdown(cmp: Comparison) -> str:
     out = [f"## iowatch compare: {_md(cmp.base.spec)} → {_md(cmp.candidate.spec)}", "",
            f"- base: {_md(cmp.base.title)}", f"- candidate: {_md(cmp.candidate.title)}",
            f"- verdict: **{_md(_state_words(cmp))}**",
+           *([f"- boots: {_md(boots_words(cmp.boots_a_side))}"] if cmp.boots_a_side else []),
+           *([f"- {_md(noisy_matrix_words(cmp.verdicts))}"] if noisy_matrix_words(cmp.verdicts)
+             else []),
            *([f"- platform: {_md(platform_words(cmp))}"] if cmp.canaries else []), "",
            "| study | device class | device | fs | group | metric | base mean ± sd | candidate mean ± sd "
            "| change | CI | p (adj.) | outcome |", "|" + "---|" * 12]
     for v in cmp.verdicts:
         k, unit = v.key, METRICS[v.key.metric].unit
-        ci = figures.ci(v.ci_low, v.ci_high)
+        ci = figures.ci(v.ci_low, v.ci_high) + (f" ({ci_name(v)})" if v.ci_family else "")
         out.append("| " + " | ".join(_md(x) for x in (
             k.study, k.device_class, k.device, k.filesystem, k.group, k.metric,
             _mean_sd(v.base, unit), _mean_sd(v.candidate, unit), figures.change(v.change_pct), ci,
-            _p(v.p_adjusted), f"**{v.outcome}**" if v.outcome == "regression" else v.outcome)) + " |")
+            _p(v.p_adjusted), f"**{verdict_label(v)}**" if v.outcome == "regression"
+            else verdict_label(v))) + " |")
     out += ["", "Minimum detectable effect (the smallest slowdown confirmed 80% of the time) and "
                 "equivalence bound (the slowdown not ruled out at 80% confidence) at each "
                 "deciding cell's runs: " + "; ".join(

@@ -209,8 +209,8 @@ class CellContext:
 class PooledSide:
     """A side's cells with their runs pooled."""
     values: dict[PooledKey, list[float]]  # group-level values of passed repetitions
-    # The boot each value came from: a run is one boot of its kernel (a round of a
-    # check boots the variant again; the runner records no boot id of its own).
+    # The boot each value came from (run_boot): a run is one boot of its kernel
+    # unless its environment names the boot (the kernel's boot_id), which runs share.
     boots: dict[PooledKey, list[str]]
     cells: dict[CellLocation, dict]  # the bundle's cell that stands for each location
     hosts: str  # the hosts the runs came from, joined
@@ -242,6 +242,14 @@ def run_round(run: dict):
     return CheckRound(cr["check"], cr["round"]) if cr else None
 
 
+def run_boot(run: dict, index: int) -> str:
+    """The boot a run was measured in: the kernel's boot_id its bundle records
+    (environment.boot_id: runs of one boot are one boot), else the run itself
+    (a bundle is one boot: a check's every boot is a bundle of its own)."""
+    env = run.get("environment") or {}
+    return str(env.get("boot_id") or run.get("run_id") or index)
+
+
 def pool(side: Side) -> PooledSide:
     """Pool the side's runs: group-level values by PooledKey, one cell per location."""
     values: dict[PooledKey, list[float]] = defaultdict(list)
@@ -251,7 +259,7 @@ def pool(side: Side) -> PooledSide:
     models: dict[str, str] = {}
     hosts = set()
     for i, run in enumerate(side.runs):
-        boot = str(run.get("run_id") or i)
+        boot = run_boot(run, i)
         block = run_round(run)
         classes = {d["name"]: d.get("class") or d.get("device_class") for d in run.get("devices") or []}
         models.update({d["name"]: d.get("model") for d in run.get("devices") or [] if d.get("model")})

@@ -18,8 +18,8 @@ def test_a_state_and_its_outcome_are_one_member():
 
 
 def test_the_states_are_worst_first():
-    assert PATCH_STATES == ("regression", "failed", "suspected", "unsure", "improvement",
-                            "no-change")
+    assert PATCH_STATES == ("regression", "failed", "suspected", "unsure", "slower",
+                            "improvement", "no-change")
     assert [o.rank for o in Outcome] == sorted(o.rank for o in Outcome)
 
 
@@ -31,6 +31,8 @@ def test_the_states_are_worst_first():
     (["no-change", "inconclusive"], False, False, "unsure"),
     (["improvement", "no-change"], False, False, "improvement"),
     (["no-change"], False, False, "no-change"),
+    (["no-change", "slower", "improvement"], False, False, "slower"),
+    (["slower"], False, True, "unsure"),
     (["regression"], False, True, "unsure"),
     (["suspected"], False, True, "suspected"),
 ])

@@ -6,7 +6,6 @@ table is `bench/accuracy/run.py --paths`). 40-cell checks of the lognormal
 CV 10% model with exact slowdowns that keep their noise."""
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -18,13 +17,16 @@ sys.path.insert(0, str(ROOT / "bench" / "accuracy"))
 import check_boots  # noqa: E402
 import simulate  # noqa: E402
 
-CLEAN = 400
-# The false alarms of a clean check are BH's level under the global null, 5% by
-# design, so a measured rate scatters around it: 4.0-7.5% per 200 checks at
-# 10% between boots (5.3% over 1,000, seeds 24-28), 3.0-6.0% at 25% (4.5% over
-# 800). The test holds the rate to 5% within two binomial standard errors of
-# CLEAN checks: a rate of 7.5% or more fails it (docs/verdicts.md).
-RATE_BOUND = 0.05 + 2 * math.sqrt(0.05 * 0.95 / CLEAN)
+# Clean checks a share of between-boot variance. The goals are held as they are
+# (issue 41 item 9), with enough checks that the bound is honest, not widened:
+# - false alarms <= 5% a clean check, designed for 3.5%: at 1,000 checks a true
+#   3.5% exceeds 5% with probability about 0.5% (binomial);
+# - "no change" >= 90%: measured 92.1% [91.0, 93.1] at 10% between boots and
+#   91.9% [90.8, 92.9] at 25% (2,400 checks each, seeds 24-29, docs/verdicts.md),
+#   so at 1,000 checks a true 92% falls under 90% with probability about 1%.
+# The seed is the one the test had; no seed was chosen because it passes.
+CLEAN = 1000
+GOAL = 0.05
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +34,22 @@ def model():
     return simulate.exact_slowdowns(simulate.lognormal_cells(0.10))
 
 
-@pytest.mark.parametrize("share", [0.10, 0.25])
-def test_clean_checks_in_boots_stay_within_the_rate(model, share):
-    out = check_boots.run(model, CLEAN, 24, share, paths=(check_boots.SHIPPED,), conditions=())
-    t = out[check_boots.SHIPPED]
-    assert t.clean == CLEAN
-    assert t.fa <= RATE_BOUND, t.states
-    assert t.share("no-change") >= 0.90, t.states
+@pytest.fixture(scope="module", params=[0.10, 0.25])
+def clean(request, model):
+    out = check_boots.run(model, CLEAN, 24, request.param, paths=(check_boots.SHIPPED,),
+                          conditions=())
+    return out[check_boots.SHIPPED]
+
+
+def test_clean_checks_in_boots_stay_within_the_rate(clean):
+    assert clean.clean == CLEAN
+    assert clean.fa <= GOAL, clean.states
+
+
+def test_clean_checks_in_boots_end_no_change(clean):
+    assert clean.share("no-change") >= 0.90, clean.states
     # A boot a repetition: as many boots as runs a side, the first round's 5 at least.
-    assert t.boots == t.runs and t.runs / t.checks >= simulate.FIRST
+    assert clean.boots == clean.runs and clean.runs / clean.checks >= simulate.FIRST
 
 
 def test_a_50_percent_slowdown_is_confirmed(model):

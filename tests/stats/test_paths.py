@@ -49,17 +49,25 @@ def test_run_against_a_fixed_base_keeps_false_alarms_within_the_rate(model):
     assert t.share("unsure") == 0, t.states  # at the candidate's cap the cell is decided
 
 
+BOOT_CHECKS = 1000
+
+
 @pytest.mark.parametrize("share", [0.10, 0.25])
 def test_boot_clustered_clean_checks_stay_clean_and_end_no_change(model, share):
     """Repetitions nested in boots (2 a boot, each round new boots), 10% and 25%
     of the variance between boots: judged as independent repetitions, the issue
     measured 28.5% and 74% false alarms per clean check; on boot means the
-    adaptive check stays within the rate and ends "no change". The rate sits at
-    the goal, not below it: over 800 clean checks (seeds 100-103) 5.1% at a 10%
-    share (2.5-8.0% per 200) and 2.4% at 25%; independent draws 4.3% (the
-    model's own figure, docs/verdicts.md). This seed's 200 checks are one such draw."""
-    out = simulate.run_paths(model, CLEAN, 102, simulate.Boots(share, 2), paths=("check adaptive",),
-                             anchors=False, conditions=())
+    adaptive check stays within the rate and ends "no change". The goals are
+    held as they are, on enough checks that the bound is honest (issue 41 item
+    9): at BOOT_CHECKS = 1,000 a true 3.5% (the design) exceeds 5% with
+    probability about 0.5%. Measured on this seed (the one the test had, not
+    chosen to pass), 2026-11-28: false alarms 4.4% [3.3, 5.9] at 10% between
+    boots and 3.2% [2.3, 4.5] at 25%; "no change" 92.8% [91.0, 94.2] and
+    94.3% [92.7, 95.6] (95% Wilson intervals). At 10% the rate is above the
+    3.5% the goal was designed for: the test can fail on a change that moves
+    it little."""
+    out = simulate.run_paths(model, BOOT_CHECKS, 102, simulate.Boots(share, 2),
+                             paths=("check adaptive",), anchors=False, conditions=())
     t = out["check adaptive"]
     assert t.fa <= 0.05, t.states
     assert t.share("no-change") >= 0.90, t.states

@@ -105,3 +105,26 @@ def test_a_compare_pages_its_cells_and_every_page_says_the_same_decision(post, c
         assert f"cells {2 * n - 1}–{min(2 * n, 5)} of 5" in page
         headlines.add(re.search(r'class="compare-verdict"><strong>Verdict:</strong>\s*(.*?)</p>', page, re.S)[1])
     assert len(headlines) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_compare_page_says_no_change_within_x_and_each_cells_minimum_detectable_effect(
+        post, client):
+    """Issue 41 items 2 and 8: a cell whose 95% CI holds zero but reaches past the
+    minimum effect reads "no change within X%" on the page, never a bare "no
+    change", and every deciding cell shows its minimum detectable effect."""
+    a = planted_bundle({"write.bw_kib_s": [1000 + 10 * e for e in NOISE]}, kernel=_kernel(1))
+    b = planted_bundle({"write.bw_kib_s": [1030 + 10 * e for e in NOISE]}, kernel=_kernel(2))
+    for doc in (a, b):
+        assert post(doc)[0] == 201
+    sides = {"base": a["run_id"], "candidate": b["run_id"]}
+    (cell,) = client.get("/dashboard/api/compare", sides).json()["cells"]
+    assert cell["outcome"] == "no-change" and cell["ci_low"] < 0 < cell["ci_high"]
+    x = -(-max(-cell["ci_low"], cell["ci_high"]) // 1)
+    assert x > 5 and cell["label"] == f"no change within {x:g}%"
+    page = client.get("/compare", sides).content.decode()
+    table = page[page.index('class="cells compare-table"'):]
+    table = table[:table.index("</table>")]
+    assert f">no change within {x:g}%</span>" in table and ">no change</span>" not in table
+    mde = f"minimum detectable effect {cell['mde_pct']:g}% at 5 vs 5 runs"
+    assert mde in table

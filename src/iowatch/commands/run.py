@@ -206,6 +206,14 @@ def _adaptive(runner: Runner, base) -> dict:
 def _against_report(base, out: Path) -> str:
     from iowatch.report import render_text
     cmp = _judge(base, out)
+    boots = cmp.boots_a_side
+    if boots and min(boots) < 2:
+        # Run here, this bundle is one boot, and so is a base of one bundle: the
+        # boots' own noise is not in the test (issue 41 item 1).
+        print(f"iowatch run: --against: {boots[0]} boot(s) on the base side and {boots[1]} on this "
+              "one: a boot's own offset is not in the test; to trust a change, measure each "
+              "kernel in two boots or more and compare the pooled runs (`iowatch check` boots "
+              "them itself)", file=sys.stderr)
     print()
     print(render_text(cmp), end="")
     return cmp.state

@@ -33,7 +33,10 @@ import importlib
 _WHERE = {
     "CELL_OUTCOMES": "outcomes", "CONFIDENT_STATES": "outcomes", "PATCH_STATES": "outcomes",
     "Outcome": "outcomes", "outcome_label": "outcomes", "verdict_line": "outcomes",
-    "NOTHING_TO_COMPARE": "outcomes",
+    "NOTHING_TO_COMPARE": "outcomes", "NOISY_TIMES": "outcomes",
+    "noisy_matrix_words": "outcomes", "reach": "outcomes", "too_noisy": "outcomes",
+    "verdict_label": "outcomes", "worse_side": "outcomes", "boots_words": "outcomes",
+    "SlowerFamily": "family", "slower_family": "family", "ci_name": "family",
     "DEFAULT_MIN_EFFECT": "defaults", "FDR": "defaults", "Comparison": "policy",
     "FailedCell": "policy", "PlatformDrift": "policy", "RunsWanted": "policy",
     "column_states": "policy", "compare_sides": "policy", "decision_of": "policy",

@@ -80,7 +80,8 @@ def judge_step(good: Side, bad: Side, step: Side, target: CellVerdict, *,
     elif confirmed(g):
         outcome, error = "bad", g.p_adjusted
     elif g is not None and (g.outcome == "improvement" or g.outcome == "no-change"
-                            and g.within_pct is None) and confirmed(b):
+                            and g.bound_pct is not None and g.bound_pct <= g.min_effect_pct) \
+            and confirmed(b):
         # "No change within X%" with X above the minimum effect is no evidence of good.
         outcome, error = "good", b.p_adjusted
     else:

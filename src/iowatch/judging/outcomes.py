@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from enum import Enum
+import math
 
 from iowatch import figures
 
@@ -52,6 +53,13 @@ class Outcome(Enum):
         "inconclusive", "unsure", "unsure, rerun", "unsure", "unsure", "inconclusive", "ERROR",
         "UNSURE: a deciding cell is undecided; rerun with more repetitions",
         "UNSURE (a deciding cell is undecided {where}; rerun)")
+    SLOWER = _Words(
+        "slower", "slower", "slower, not confirmed", "slower, not confirmed",
+        "slower, not confirmed", "slower", "ERROR",
+        "SLOWER, NOT CONFIRMED: a deciding cell's 95% CI lies wholly on the slower side, "
+        "but the slowdown is not confirmed beyond the minimum effect within the cap",
+        "SLOWER, NOT CONFIRMED (a deciding cell's CI is below zero {where}; not a regression, "
+        "not \"no change\")")
     IMPROVEMENT = _Words(
         "improvement", "improvement", "improvement", "improvement", "improvements", "improvement",
         "PASS", "improvement, and no deciding cell slower", "improvement",
@@ -76,31 +84,117 @@ class Outcome(Enum):
         """A state's word: "unsure" is the outcome "inconclusive"."""
         return next((o for o in cls if o.state == word), None)
 
-    def label_within(self, bound_pct: float | None, min_effect_pct: float) -> str:
-        """The cell's label, "no change within X%" when its equivalence bound X is
-        above the minimum effect (decided at the cap)."""
-        if self is Outcome.NO_CHANGE and bound_pct is not None and bound_pct > min_effect_pct:
-            return f"no change within {bound_pct:g}%"
-        return self.label
+    def label_of(self, ci: tuple[float | None, float | None], direction: str,
+                 min_effect_pct: float) -> str:
+        """The cell's label, read off its 95% CI (issue 41): "no change" only when
+        the CI lies inside ± the minimum effect; "no change within X%" when it
+        holds zero and reaches X; "slower by less than X%, not confirmed" for the
+        SLOWER outcome; a better-side CI not confirmed says so. A cell whose X is
+        over NOISY_TIMES minimum effects says the study cannot decide it."""
+        x = reach(self.word, ci, direction, min_effect_pct)
+        if x is None:
+            return self.label
+        noisy = ", too noisy to decide" if x > NOISY_TIMES * min_effect_pct else ""
+        if self is Outcome.SLOWER:
+            return f"slower by less than {x:g}%, not confirmed{noisy}"
+        _, far = worse_side(ci, direction)
+        if far < 0:  # wholly on the better side
+            return f"faster by less than {x:g}%, not confirmed{noisy}"
+        return f"no change within {x:g}%{noisy}"
 
 
 # A comparison's states, worst first.
 PATCH_STATES = tuple(o.state for o in Outcome if o.state)
 # The states a drifted platform takes away: they claim the kernels' difference.
-CONFIDENT_STATES = tuple(o.state for o in (Outcome.REGRESSION, Outcome.IMPROVEMENT,
-                                            Outcome.NO_CHANGE))
+def boots_words(boots: tuple[int, int] | None) -> str | None:
+    """"N boots a side" of a comparison's (base, candidate) boots, and what one
+    boot a side cannot carry (issue 41 item 1); None when no cell counted them."""
+    if boots is None:
+        return None
+    b, c = boots
+    words = f"{b} boot{'s' if b != 1 else ''} a side" if b == c else \
+        f"{b} vs {c} boots a side (base vs candidate)"
+    if min(b, c) < 2:
+        words += ("; a boot's own offset is not in the test with one boot a side: boot each "
+                  "kernel again (or `iowatch check`) before trusting a change")
+    return words
+
+
+CONFIDENT_STATES = tuple(o.state for o in (Outcome.REGRESSION, Outcome.SLOWER,
+                                            Outcome.IMPROVEMENT, Outcome.NO_CHANGE))
 # The undecided group: the outcomes more repetitions would decide (a gate's
 # exit status 3, iowatch.exit_status), as a comparison's states and as a cell's words.
 UNDECIDED = (Outcome.SUSPECTED, Outcome.UNSURE)
 UNDECIDED_STATES = tuple(o.state for o in UNDECIDED)
 UNDECIDED_OUTCOMES = tuple(o.word for o in UNDECIDED)
+# What a gate does not read as a pass (exit status 3, iowatch.exit_status): the
+# undecided group, and "slower" (a CI wholly on the slower side that the cap could
+# not confirm beyond the minimum effect: decided, but neither a regression nor a pass).
+GATE_UNDECIDED_STATES = (*UNDECIDED_STATES, Outcome.SLOWER.state)
 # The outcomes a deciding cell can have, worst first.
 CELL_OUTCOMES = tuple(o.word for o in Outcome if o.kcidb is not None)
 
 
-def outcome_label(outcome: str, bound_pct: float | None, min_effect_pct: float) -> str:
-    """A cell's outcome as a report's label (Outcome.label_within)."""
-    return Outcome(outcome).label_within(bound_pct, min_effect_pct)
+# A cell whose X (the CI's reach) is over this many minimum effects cannot be
+# decided by its study at this noise: its label and the reports say so.
+NOISY_TIMES = 3
+# A matrix is dominated by such cells when more than this share of its deciding
+# cells are: the report says so once, at the top.
+NOISY_SHARE = 0.5
+
+
+def worse_side(ci: tuple[float | None, float | None], direction: str) -> tuple[float, float]:
+    """The 95% CI (in % change) as (near, far) slowdowns: the interval's ends in
+    the metric's worse direction, smaller first. Near > 0: wholly slower."""
+    low, high = ci
+    return (-high, -low) if direction == "higher" else (low, high)
+
+
+def reach(outcome: str, ci: tuple[float | None, float | None], direction: str,
+          min_effect_pct: float) -> float | None:
+    """X of a cell's words, None when there is none: for "slower" the far end of
+    its CI, for "no-change" the CI's largest distance from zero, rounded up to a
+    whole %, when it is beyond the minimum effect (inside it: plain "no change")."""
+    if outcome not in ("slower", "no-change") or None in ci or direction == "info":
+        return None
+    near, far = worse_side(ci, direction)
+    x = far if outcome == "slower" else max(abs(near), abs(far))
+    if not math.isfinite(x) or x <= min_effect_pct:
+        return None
+    return float(math.ceil(x - 1e-9))
+
+
+def too_noisy(v) -> bool:
+    """A deciding cell whose X is over NOISY_TIMES minimum effects: its study
+    cannot decide it at this noise. `v` is verdict-shaped (outcome, ci_low,
+    ci_high, direction, min_effect_pct)."""
+    x = reach(v.outcome, (v.ci_low, v.ci_high), v.direction, v.min_effect_pct)
+    return x is not None and x > NOISY_TIMES * v.min_effect_pct
+
+
+def noisy_matrix_words(verdicts) -> str:
+    """One line for the top of a report when most deciding cells are too noisy
+    for their studies' minimum effect; "" otherwise."""
+    verdicts = [v for v in verdicts if v.direction != "info" and not v.size_only]
+    noisy = [v for v in verdicts if too_noisy(v)]
+    if not verdicts or len(noisy) <= NOISY_SHARE * len(verdicts):
+        return ""
+    effects = "/".join(f"{m:g}%" for m in sorted({v.min_effect_pct for v in noisy}))
+    return (f"too noisy to decide: {len(noisy)} of {len(verdicts)} deciding cells ended with a "
+            f"95% CI reaching over {NOISY_TIMES}x their studies' minimum effect ({effects}); "
+            "at this noise the study cannot tell a change of that size from none: measure on "
+            "a quieter host or raise the study's max_runs")
+
+
+def outcome_label(outcome: str, ci: tuple[float | None, float | None], direction: str,
+                  min_effect_pct: float) -> str:
+    """A cell's outcome as a report's label (Outcome.label_of)."""
+    return Outcome(outcome).label_of(ci, direction, min_effect_pct)
+
+
+def verdict_label(v) -> str:
+    """The label of a verdict-shaped object (a CellVerdict, a stored verdict)."""
+    return outcome_label(v.outcome, (v.ci_low, v.ci_high), v.direction, v.min_effect_pct)
 
 
 NOTHING_TO_COMPARE = ("nothing to compare: the two sides have no deciding cell in common "

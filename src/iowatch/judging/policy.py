@@ -170,6 +170,15 @@ class Comparison:
         return sorted({v.cap for v in self.verdicts})
 
     @property
+    def boots_a_side(self) -> tuple[int, int] | None:
+        """The fewest boots a side over the deciding cells (base, candidate); None
+        without a cell judged beyond its size (issue 41 item 1)."""
+        counts = [v.boot_counts for v in self.verdicts if v.boot_counts]
+        if not counts:
+            return None
+        return min(b for b, _ in counts), min(c for _, c in counts)
+
+    @property
     def regressions(self) -> list[CellVerdict]:
         """The regressions the comparison stands behind: none while the platform
         drifted (each cell's verdict still says what its test found)."""

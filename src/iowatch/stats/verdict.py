@@ -71,6 +71,8 @@ from scipy.stats import mannwhitneyu
 
 from iowatch.cells import CellKey
 from iowatch.judging.defaults import DEFAULT_MIN_EFFECT, FDR
+from iowatch.judging.family import SlowerFamily, slower_family
+from iowatch.judging.outcomes import reach, worse_side
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
 from iowatch.stats.blocks import within_rounds
 from iowatch.stats.detectable import minimum_detectable_effect
@@ -79,7 +81,12 @@ from iowatch.stats.wording import sentence
 
 REGRESSION, SUSPECTED, IMPROVEMENT = "regression", "suspected", "improvement"
 NO_CHANGE, INCONCLUSIVE = "no-change", "inconclusive"
-OUTCOMES = (REGRESSION, SUSPECTED, IMPROVEMENT, NO_CHANGE, INCONCLUSIVE)
+# Slower by less than X%, not confirmed (issue 41): at the cap, a cell that
+# Benjamini-Hochberg at the family's rate selects as slower (iowatch.judging.family)
+# and whose family-adjusted interval reaches beyond the minimum effect, but which
+# is not a confirmed regression. Never "no change".
+SLOWER = "slower"
+OUTCOMES = (REGRESSION, SUSPECTED, SLOWER, IMPROVEMENT, NO_CHANGE, INCONCLUSIVE)
 UNSURE = (SUSPECTED, INCONCLUSIVE)  # more runs would decide these
 SUSPECT_P = 0.02  # one-sided, per cell: at most 2% of clean cells are suspected
 BIG_DROP = 3.0  # with fewer than FEW_RUNS a side, a drop over 3x the minimum effect is suspected
@@ -146,6 +153,9 @@ class Verdict:
     # the within-boot sd in % and the share of the variance that lies between boots.
     within_boot_sd_pct: float | None = None
     between_boot_share: float | None = None
+    # Boots a side, whatever the test (issue 41 item 1): a value without a boot
+    # label is a boot of its own. None when judged by size only.
+    boot_counts: tuple[int, int] | None = None
     # Rounds of a check as blocks (iowatch.stats.blocks): with two or more rounds
     # that measured both sides, the rounds' drift (the fastest round's level less
     # the slowest's, later minus earlier, in %) and those two rounds; `blocked`
@@ -164,10 +174,10 @@ class Verdict:
 
     @property
     def within_pct(self) -> float | None:
-        """For "no change within X%": X, when it is more than the minimum effect."""
-        if self.outcome != NO_CHANGE or self.bound_pct is None or self.direction == INFO:
-            return None
-        return self.bound_pct if self.bound_pct > self.min_effect_pct else None
+        """X of "no change within X%" (or of "slower by less than X%"): the 95%
+        CI's reach, when it is beyond the minimum effect (iowatch.judging.reach)."""
+        return reach(self.outcome, (self.ci_low, self.ci_high), self.direction,
+                     self.min_effect_pct)
 
 
 @dataclass(frozen=True)
@@ -192,6 +202,11 @@ class CellInput:
 class CellVerdict(Verdict):
     key: CellKey = None  # type: ignore[assignment]
     p_adjusted: float | None = None  # Benjamini–Hochberg over the family, in the tested direction
+    # When ci_low/ci_high are the family-adjusted interval (a "slower" or a "no
+    # change within X%" cell, iowatch.judging.family): the family's m cells and the
+    # interval's level (0.99875 for 1 - 0.05/40); None: the cell's own 95% CI.
+    ci_family: int | None = None
+    ci_level: float | None = None
 
 
 def benjamini_hochberg(p_values: Sequence[float], family_size: int | None = None) -> list[float]:
@@ -253,6 +268,17 @@ class _Cell:
     blocked: bool = False
     drift_ci: tuple[float, float] | None = None
     drift_p: float | None = None
+    d: float | None = None  # the difference on the test's scale, and its degrees of freedom
+    df: float | None = None
+
+    def interval(self, alpha: float) -> tuple[float, float] | None:
+        """The change's two-sided CI at level 1 - alpha, in %, from the same t as
+        the 95% CI (a family-adjusted interval); None without a t."""
+        if self.d is None or self.se is None or self.df is None:
+            return None
+        half = float(stdtrit(self.df, 1 - alpha / 2)) * self.se
+        to_pct = (lambda v: math.expm1(v) * 100) if self.log_scale else (lambda v: v * 100)
+        return (to_pct(self.d - half), to_pct(self.d + half))
 
 
 @dataclass(frozen=True)
@@ -493,7 +519,8 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
         centre = ((math.exp(float(xb.mean())), math.exp(float(xc.mean()))) if log_scale
                   else (bs.mean, cs.mean))  # geometric means on the log scale
     return _Cell(bs, cs, change, ci, p_two, p_worse, p_better, cliffs, sign * change, hidden,
-                 sd_pooled, n_eff, False, se, log_scale, centre, p_screen, **diagnostics)
+                 sd_pooled, n_eff, False, se, log_scale, centre, p_screen, **diagnostics,
+                 d=d, df=df)
 
 
 def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | None:
@@ -540,12 +567,81 @@ def _outcome(direction: str, s: _Cell, adj_worse: float | None, adj_better: floa
     if adj_better is not None and adj_better <= level and -s.worse >= min_effect:
         return IMPROVEMENT
     if s.hidden is not None and s.hidden < min_effect:
-        return NO_CHANGE
+        return NO_CHANGE  # iowatch.judging.family's rule may still hold it (_by_family)
     few = min(s.base.n, s.candidate.n) < FEW_RUNS
     if (s.p_screen is not None and s.p_screen <= SUSPECT_P and s.worse >= min_effect) \
             or (few and s.worse >= BIG_DROP * min_effect):
         return SUSPECTED
     return INCONCLUSIVE
+
+
+def _by_family(outcome: str, s: _Cell, cell: CellInput, key: int, family: SlowerFamily,
+               at_cap: bool) -> tuple[str, tuple[float | None, float | None], float | None]:
+    """The family's rule on a cell that is neither confirmed nor held suspected
+    (iowatch.judging.family): (outcome, the CI it is read off, 1 - that CI's
+    level when it is the family-adjusted one and not the 95% CI, else None).
+
+    - Its 95% CI inside +- the minimum effect: plain "no change".
+    - Else its interval at the family level (Benjamini-Yekutieli: 1 - R*q/m
+      when Benjamini-Hochberg selected it as slower, 1 - max(R, 1)*q/m when not):
+      wholly on the slower side and reaching beyond the minimum effect, a
+      selected cell is "slower" at the cap and "unsure" before it (more runs:
+      it may be confirmed); holding zero, "no change within X%"; wholly slower
+      but not selected (an edge the test of a non-selected p rules out) or not
+      reaching past the minimum effect, "unsure" and "no change" as its 95% CI
+      says. Before the cap, a cell the family selects as slower whose adjusted
+      interval reaches past the minimum effect is measured again (stopping
+      makes no claim). The word
+      never contradicts the interval printed with it: never
+      "no change" of one that excludes zero, never "slower" of one that holds it."""
+    if outcome != NO_CHANGE or cell.direction == INFO or s.size_only or s.p_worse is None:
+        return outcome, s.ci, None
+    alpha = family.alpha(key)
+    ci = s.interval(alpha)
+    if ci is None:
+        return outcome, s.ci, None
+    # One cell at 5%: the family's interval is the 95% CI, not marked as adjusted.
+    marked = None if math.isclose(alpha, 0.05) else alpha
+    near, far = worse_side(ci, cell.direction)
+    if not at_cap and key in family.selected and far > cell.min_effect_pct:
+        # Before the cap, a cell the family selects as slower whose adjusted interval
+        # does not rule the minimum effect out is measured again, not stopped as
+        # "no change": stopping makes no claim, and more runs may confirm it.
+        return INCONCLUSIVE, s.ci, None
+    low, high = s.ci
+    if low is not None and -cell.min_effect_pct <= low and high <= cell.min_effect_pct:
+        return NO_CHANGE, s.ci, None
+    if near <= 0:
+        return NO_CHANGE, ci, marked
+    if key not in family.selected:
+        return INCONCLUSIVE, ci, marked
+    if far > cell.min_effect_pct:
+        return (SLOWER if at_cap else INCONCLUSIVE), ci, marked
+    return NO_CHANGE, ci, marked  # slower, by less than the minimum effect
+
+
+def boot_count(labels: Sequence | None, n: int) -> int:
+    """The boots of a side of n values: its distinct labels; without labels each
+    value is a boot of its own (independent repetitions)."""
+    return n if labels is None else len(set(labels))
+
+
+def _check_cells(cells: Sequence[CellInput]) -> None:
+    for cell in cells:
+        if cell.direction not in DIRECTIONS:
+            raise ValueError(f"{cell.key}: direction {cell.direction!r} is not one of {DIRECTIONS}")
+        if len(cell.base) == 0 or len(cell.candidate) == 0:
+            raise ValueError(f"{cell.key}: a side has no samples")
+
+
+def _family_prior(sides, cells: Sequence[CellInput], boots) -> VariancePrior | None:
+    """The family's variance prior (variance_prior). It is of one repetition's
+    variance: only cells tested on repetitions lend to it."""
+    pooled = [_log_variance(b, c) for (b, c), cell, (lb, lc) in zip(sides, cells, boots)
+              if cell.direction != INFO and (len(set(lb or ())) < 2 or _independent(lb))
+              and (len(set(lc or ())) < 2 or _independent(lc))]
+    pooled = [v for v in pooled if v is not None]
+    return variance_prior([v for v, _ in pooled], [df for _, df in pooled])
 
 
 def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
@@ -558,21 +654,12 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     than the cells given, counts the family's untested members. `by_information`
     False: the level of the effective count's look (look_level), for sides that
     are not looks of an adaptive run (a change point's segments)."""
-    for cell in cells:
-        if cell.direction not in DIRECTIONS:
-            raise ValueError(f"{cell.key}: direction {cell.direction!r} is not one of {DIRECTIONS}")
-        if len(cell.base) == 0 or len(cell.candidate) == 0:
-            raise ValueError(f"{cell.key}: a side has no samples")
+    _check_cells(cells)
     sides = [(np.asarray(cell.base, dtype=float), np.asarray(cell.candidate, dtype=float))
              for cell in cells]
     boots = [(cell.base_boots, cell.candidate_boots) for cell in cells]
     rounds = [(cell.base_rounds, cell.candidate_rounds) for cell in cells]
-    # The prior is of one repetition's variance: only cells tested on repetitions lend to it.
-    pooled = [_log_variance(b, c) for (b, c), cell, (lb, lc) in zip(sides, cells, boots)
-              if cell.direction != INFO and (len(set(lb or ())) < 2 or _independent(lb))
-              and (len(set(lc or ())) < 2 or _independent(lc))]
-    pooled = [v for v in pooled if v is not None]
-    prior = variance_prior([v for v, _ in pooled], [df for _, df in pooled])
+    prior = _family_prior(sides, cells, boots)
     stats = [_cell_stats(b, c, cell.direction, prior, boot, blocks)
              for (b, c), cell, boot, blocks in zip(sides, cells, boots, rounds)]
     tested = [i for i, (cell, s) in enumerate(zip(cells, stats))
@@ -582,6 +669,9 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     adj_worse = dict(zip(tested, benjamini_hochberg([stats[i].p_worse for i in tested], m)))
     adj_better = dict(zip(tested, benjamini_hochberg([stats[i].p_better for i in tested], m)))
     adj_screen = dict(zip(tested, benjamini_hochberg([stats[i].p_screen for i in tested], m)))
+    # "Slower" is a discovery: Benjamini-Hochberg at this comparison's rate over
+    # the one-sided p for slower of its deciding cells (iowatch.judging.family).
+    family = slower_family({i: stats[i].p_worse for i in tested}, fdr, m)
     out = []
     for i, (cell, s) in enumerate(zip(cells, stats)):
         cell_cap = cell.cap or cap
@@ -597,10 +687,13 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
         at_cap = not s.size_only and (s.candidate.n >= cell_cap or s.n_eff >= cell_cap)
         if at_cap and outcome in (SUSPECTED, INCONCLUSIVE) and bound is not None:
             held = outcome == SUSPECTED and adj_screen.get(i, 1.0) <= SUSPECT_P
-            outcome = SUSPECTED if held else NO_CHANGE
+            outcome = SUSPECTED if held else NO_CHANGE  # then the family's rule
+        outcome, ci, alpha = _by_family(outcome, s, cell, i, family, at_cap)
+        counts = (boot_count(cell.base_boots, len(cell.base)),
+                  boot_count(cell.candidate_boots, len(cell.candidate)))
         unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
-        budget_spent = at_cap and (unsure or (outcome == NO_CHANGE and bound is not None
-                                              and bound > cell.min_effect_pct))
+        budget_spent = at_cap and (unsure or outcome == SLOWER or (
+            outcome == NO_CHANGE and bound is not None and bound > cell.min_effect_pct))
         needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap) if unsure and not at_cap \
             else None
         p_adj = None
@@ -614,10 +707,11 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
                          outcome, size_only=s.size_only, min_effect_pct=cell.min_effect_pct,
                          needs_runs=needs, hidden_pct=s.hidden if cell.direction != INFO else None,
                          runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, bound_pct=bound,
-                         statistic=statistic)
+                         statistic=statistic, ci=ci,
+                         ci_words=family.words(i) if alpha is not None else None)
         out.append(CellVerdict(
-            base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=s.ci[0],
-            ci_high=s.ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,
+            base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=ci[0],
+            ci_high=ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,
             direction=cell.direction, min_effect_pct=cell.min_effect_pct, outcome=outcome,
             needs_runs=needs, size_only=s.size_only, words=words, level=level,
             hidden_pct=s.hidden, budget_spent=budget_spent, cap=cell_cap, key=cell.key,
@@ -625,7 +719,10 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
             boots=s.boots,
             within_boot_sd_pct=s.within_boot_sd_pct, between_boot_share=s.between_boot_share,
             drift_pct=s.drift_pct, drift_rounds=s.drift_rounds, blocked=s.blocked,
-            drift_ci=s.drift_ci, drift_p=s.drift_p, centre=tuple(centre), statistic=statistic))
+            drift_ci=s.drift_ci, drift_p=s.drift_p, centre=tuple(centre), statistic=statistic,
+            ci_family=family.m if alpha is not None else None,
+            ci_level=1 - alpha if alpha is not None else None,
+            boot_counts=None if s.size_only else counts))
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from iowatch import figures
-from iowatch.judging.outcomes import outcome_label
+from iowatch.judging.outcomes import NOISY_TIMES, outcome_label, reach
 from iowatch.metrics import HIGHER, INFO, METRICS
 
 # Suffix of a metric name -> how a maintainer says it ({d} is the I/O direction).
@@ -51,9 +51,13 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
              change_pct: float | None, outcome: str, *, size_only: bool, min_effect_pct: float,
              needs_runs: int | None, hidden_pct: float | None = None,
              runs: tuple[int, int] | None = None, budget_spent: bool = False,
-             bound_pct: float | None = None, statistic: str | None = None) -> str:
+             bound_pct: float | None = None, statistic: str | None = None,
+             ci: tuple[float | None, float | None] = (None, None),
+             ci_words: str | None = None) -> str:
     """`statistic` names what base_mean and cand_mean are ("geometric mean",
-    "mean"), said after them; None for single values."""
+    "mean"), said after them; None for single values. `ci` is the change's 95%
+    CI: "no change" and its X are read off it (issue 41); `ci_words` names it when
+    it is not the cell's own 95% CI ("99.88% CI, family-adjusted over 40 cells")."""
     unit = METRICS[metric].unit if metric in METRICS else ""
     (b, c), unit = figures.amount((base_mean, cand_mean), unit)
     what = metric_phrase(metric)
@@ -74,13 +78,24 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
         meaning = f"a regression ({better})"
     elif outcome == "improvement":
         meaning = f"an improvement ({better})"
-    elif outcome == "no-change" and bound_pct is not None and bound_pct > min_effect_pct:
-        # The cap came before the minimum effect could be ruled out: say what was.
-        meaning = (f"{outcome_label(outcome, bound_pct, min_effect_pct)} (the minimum effect is "
-                   f"{min_effect_pct:g}%; {slowdown} of more than {bound_pct:g}% is ruled out at 80% "
-                   f"confidence, smaller ones are not"
-                   + (f": the budget of {min(runs) if runs else '?'} runs a side is spent)"
-                      if budget_spent else ")"))
+    elif outcome in ("no-change", "slower") and reach(outcome, ci, direction,
+                                                       min_effect_pct) is not None:
+        # The CI reaches beyond the minimum effect: say what it holds, in its words.
+        x = reach(outcome, ci, direction, min_effect_pct)
+        label = outcome_label(outcome, ci, direction, min_effect_pct)
+        named = ci_words or "95% CI"
+        if outcome == "slower":
+            meaning = (f"{label} ({named} {figures.ci(*ci)}: slower at the family's "
+                       f"false-discovery rate, but not confirmed beyond the minimum effect of "
+                       f"{min_effect_pct:g}%; not a regression and not \"no change\"")
+        else:
+            meaning = (f"{label} ({named} {figures.ci(*ci)}; the minimum effect is "
+                       f"{min_effect_pct:g}%: a change of up to {x:g}% either way is not ruled out")
+        if x > NOISY_TIMES * min_effect_pct:
+            meaning += (f"; over {NOISY_TIMES}x the minimum effect: the study cannot decide "
+                        "this cell at this noise")
+        meaning += (f"; the budget of {min(runs) if runs else '?'} runs a side is spent)"
+                    if budget_spent else ")")
     elif outcome == "no-change":
         if change_pct is not None and not size_only and abs(change_pct) > min_effect_pct \
                 and (change_pct > 0) == (direction == HIGHER):

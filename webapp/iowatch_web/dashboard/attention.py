@@ -31,7 +31,7 @@ from django.utils.timezone import localtime
 from iowatch_web.dashboard import freshness
 from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
 from iowatch import figures
-from iowatch.judging import PATCH_STATES, Outcome
+from iowatch.judging import PATCH_STATES, Outcome, outcome_label
 from iowatch.judging.outcomes import UNDECIDED_OUTCOMES, UNDECIDED_STATES
 from iowatch.metrics import HIGHER, LOWER, METRICS
 from iowatch_web.regressions.models import REASONS, STATES, StoredVerdict, StoredChangePoint, StoredComparison, Regression
@@ -96,7 +96,8 @@ def _rank(cell: dict) -> float:
 CELL_FIELDS = ("id", "comparison_id", "cell_key", "outcome", "study__slug", "device_class",
                "device__name", "device__model", "filesystem", "group", "metric_id", "base_n",
                "base_mean", "candidate_n", "candidate_mean", "change_pct", "ci_low", "ci_high",
-               "p_adjusted", "needs_runs", "words", "severity")
+               "p_adjusted", "needs_runs", "words", "severity", "direction", "min_effect_pct",
+               "mde_pct")
 POINT_FIELDS = ("id", "comparison_id", "cell_key", "study__slug", "device__device_class",
                 "device__name", "device__model", "filesystem", "group", "metric_id",
                 "before_mean", "after_mean", "change_pct", "p_value", "severity",
@@ -115,7 +116,13 @@ def _cell(row: dict) -> dict:
             "outcome": "regression" if point else row["outcome"],
             "base_mean": row["before_mean"] if point else row["base_mean"],
             "candidate_mean": row["after_mean"] if point else row["candidate_mean"],
-            "short": short_metric(row["group"], metric)})
+            "short": short_metric(row["group"], metric),
+            # The policy's label, read off the stored CI ("no change within X%", "slower
+            # by less than X%, not confirmed"), and the cell's minimum detectable effect.
+            "label": "regression" if point else outcome_label(
+                row["outcome"], (row.get("ci_low"), row.get("ci_high")), row["direction"],
+                row["min_effect_pct"]),
+            "mde_pct": None if point else row.get("mde_pct")})
 
 
 def _words(cell: dict) -> dict:
@@ -497,6 +504,8 @@ def _chip(state: dict) -> dict:
     else:
         text = f"{cell['short']} {figures.change(cell['change_pct'], digits=0)}"
         title = cell["words"] or what(cell)
+        if cell.get("mde_pct") is not None:  # issue 41 item 8: the MDE beside every deciding cell
+            title += f" (minimum detectable effect {cell['mde_pct']:g}%)"
         if state["state"] in UNDECIDED_STATES and state["needs_runs"]:
             text += f" · needs about {state['needs_runs']} more runs"
     return {**state, "text": text, "title": title}

@@ -10,7 +10,7 @@ from iowatch.figures import amount
 
 # The summary's counts, in the order a maintainer reads them (the words are the outcomes').
 SUMMARY = (Outcome.REGRESSION, Outcome.IMPROVEMENT, Outcome.SUSPECTED, Outcome.UNSURE,
-           Outcome.NO_CHANGE)
+           Outcome.SLOWER, Outcome.NO_CHANGE)
 
 
 def worst_first(rows: list[dict]) -> list[dict]:

@@ -16,7 +16,8 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from iowatch_web.dashboard import comparing
-from iowatch.judging import Outcome, compare_sides, platform_words
+from iowatch.judging import (Outcome, boots_words, ci_name, compare_sides, noisy_matrix_words,
+                             platform_words, verdict_label)
 from iowatch.judging.outcomes import UNDECIDED_OUTCOMES
 from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views catch it here)
 from iowatch.metrics import METRICS
@@ -106,8 +107,8 @@ def suspected_rows(limit: int = 20) -> list[dict]:
     rows = list(StoredVerdict.objects.filter(outcome__in=UNDECIDED_OUTCOMES)
                 .order_by("-comparison__computed_at", "-id")
                 .values("outcome", "words", "change_pct", "ci_low", "ci_high", "base_n",
-                        "candidate_n", "needs_runs", "group", "metric_id", "device_class",
-                        "filesystem", "study__slug", "device__model", "comparison__host__name",
+                        "candidate_n", "needs_runs", "mde_pct", "group", "metric_id",
+                        "device_class", "filesystem", "study__slug", "device__model", "comparison__host__name",
                         "comparison__base_kernel_id", "comparison__candidate_kernel_id",
                         "comparison__candidate_kernel__release",
                         "comparison__candidate_kernel__git_commit",
@@ -115,7 +116,7 @@ def suspected_rows(limit: int = 20) -> list[dict]:
                         "comparison__candidate_kernel__series__name")[:limit * 4])
     rows.sort(key=lambda r: (r["outcome"] != "suspected",))  # suspected first, newest first
     for r in rows:
-        r["label"] = Outcome(r["outcome"]).label
+        r["label"] = Outcome(r["outcome"]).label  # suspected or unsure: no X to read
         r["kernel"] = kernel_label(r["comparison__candidate_kernel__release"],
                                    r["comparison__candidate_kernel__git_commit"],
                                    r["comparison__candidate_kernel__patch_index"])
@@ -165,6 +166,8 @@ def judge_sides(base_spec: str, base_runs: list[Run], candidate_spec: str,
             "summary": comparing.summary(cells, result.failed),
             "failed": [vars(f) for f in result.failed], "report": render_text(result),
             "platform": {"drifted": bool(result.platform), "words": platform_words(result)},
+            "noisy": noisy_matrix_words(result.verdicts),
+            "boots": boots_words(result.boots_a_side),
             "confounders": [{"name": c.name, "base": str(c.base), "candidate": str(c.candidate),
                              "why": c.why} for c in result.confounders]}
 
@@ -180,10 +183,13 @@ def _cell_row(v, *, deciding: bool) -> dict:
         "candidate": {"n": v.candidate.n, "mean": v.candidate.mean,
                       "median": v.candidate.median, "sd": v.candidate.sd},
         "change_pct": v.change_pct, "ci_low": v.ci_low, "ci_high": v.ci_high,
+        # The interval is the family-adjusted one of a "slower" or "no change within X%"
+        # cell (issue 41): marked as such beside it.
+        "ci_name": ci_name(v) if v.ci_family else None,
         "p_value": v.p_value, "p_adjusted": v.p_adjusted, "p_worse_family": v.p_worse_family,
         "mde_pct": v.mde_pct if deciding else None, "bound_pct": v.bound_pct if deciding else None,
         "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
-        "label": (Outcome(v.outcome) if deciding else Outcome.DIAGNOSTIC).label,
+        "label": verdict_label(v) if deciding else Outcome.DIAGNOSTIC.label,
         "size_only": v.size_only, "words": v.words,
         "shown": comparing.shown(v.base, v.candidate, METRICS[k.metric].unit)}
 

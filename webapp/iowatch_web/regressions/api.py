@@ -266,6 +266,7 @@ class RegressionDetail(RegressionOut):
     confounders: list[dict]
     mail: dict
     workloads: dict  # cell key -> the workload as run (regressions/detail.py)
+    boots: list[int]  # [base, candidate] boots a side (regressions/detail.py)
 
     @staticmethod
     def resolve_good(r: Regression) -> dict:
@@ -306,6 +307,10 @@ class RegressionDetail(RegressionOut):
     @staticmethod
     def resolve_workloads(r: Regression) -> dict:
         return detail.workloads(r)
+
+    @staticmethod
+    def resolve_boots(r: Regression) -> list[int]:
+        return detail.boots(r)
 
     @staticmethod
     def resolve_base_runs(r: Regression) -> list:

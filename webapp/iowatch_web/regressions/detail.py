@@ -11,6 +11,7 @@ from dataclasses import asdict
 
 from django.conf import settings
 
+from iowatch.side_data import run_boot
 from iowatch.stats import confounders as find_confounders
 from iowatch_web.regressions.models import Regression
 from iowatch_web.results.models import Artifact, Cell, Kernel
@@ -39,6 +40,16 @@ def confounders(regression: Regression) -> list[dict]:
     # The manifests without samples' job rows: confounders read setup, not numbers.
     b, k = manifests([base, candidate], job_samples=False)
     return [asdict(x) for x in find_confounders(b, k)]
+
+
+def boots(regression: Regression) -> list[int]:
+    """[base, candidate] boots of the comparison's sides, counted as the verdict
+    counts them (iowatch.side_data.run_boot: a run is a boot unless its
+    environment names the boot_id it shares with another run)."""
+    c = regression.comparison
+    return [len({run_boot({"environment": env, "run_id": run_id}, i) for i, (env, run_id)
+                 in enumerate(runs.values_list("environment", "run_id"))})
+            for runs in (c.base_runs, c.candidate_runs)]
 
 
 def series(kernel: Kernel) -> dict | None:
