@@ -83,7 +83,7 @@ def test_compare_puts_the_verdict_summary_first_and_its_table_fits(guests, watch
         counts = {li.get_attribute("data-outcome"): li.locator("strong").text_content()
                   for li in summary.locator(".compare-counts li").all()}
         assert counts == {"regression": "1", "improvement": "1", "suspected": "0",
-                          "inconclusive": "0", "no-change": "0"}
+                          "inconclusive": "0", "slower": "0", "no-change": "0"}
         first = summary.locator("table.compare-deciding tbody tr").first
         assert "write.bw_kib_s" in first.text_content() and "writer" in first.text_content()
         assert first.locator(".change").text_content() == f"{writer['change_pct']:.1f}%"
@@ -116,7 +116,8 @@ def test_compare_of_the_series_counts_both_regressed_cells(store, watched, live_
     wait_for_charts(page)
     counts = [re.sub(r"\s+", " ", c).strip()
               for c in page.locator("#compare-summary .compare-counts li").all_text_contents()]
-    assert counts == ["2 regressions", "0 improvements", "0 suspected", "0 unsure", "0 no change"]
+    assert counts == ["2 regressions", "0 improvements", "0 suspected", "0 unsure",
+                      "0 slower, not confirmed", "0 no change"]
     deciding = page.locator("#compare-summary table.compare-deciding tbody tr")
     assert deciding.count() == 2
     for i in range(2):
