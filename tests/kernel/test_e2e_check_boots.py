@@ -98,15 +98,18 @@ def test_the_e2e_check_in_several_boots_a_side():
 
 def test_the_comment_patch_in_every_recorded_boot_is_no_change():
     """Base and patch 1 with every boot of them there is: 20 runs a side in 4
-    boots, the writer "no change within 7%" (the difference follows the boot:
+    boots, the writer "no change within 12%" (the difference follows the boot:
     the interleaved boots' writer medians were 285, 294, 304 for the base and
-    297, 300, 303 for patch 1)."""
+    297, 300, 303 for patch 1). X is the reach of the family-adjusted interval
+    (issue 41: 97.5% for the family of 2 deciding cells), which is wider than
+    the 95% CI that gave "within 7%" before."""
     result = replay(variants=2, interleaved=True)
     patch1 = result.runs[1].vs_parent
     w1 = writer(patch1)
     assert patch1.state == "no-change", report(result)
     assert (w1.base.n, w1.candidate.n) == (20, 20) and w1.boots == (4, 4)
-    assert w1.within_pct is not None and w1.within_pct < 10 and w1.ci_low < 0 < w1.ci_high
+    assert w1.ci_level == 0.975 and w1.ci_family == 2
+    assert w1.within_pct is not None and w1.within_pct < 15 and w1.ci_low < 0 < w1.ci_high
     assert exit_code(result) == exit_status.CLEAN
 
 
