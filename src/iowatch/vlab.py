@@ -103,8 +103,6 @@ def guest_path(host: Host, dev: Device, sys_root: str = "/sys") -> str | None:
     if host.kind != "qemu" or (dev.qemu or {}).get("bus") != "sd":
         return dev.path
     cards = [d.name for d in host.devices if (d.qemu or {}).get("bus") == "sd"]
-    # By the controller's PCI address (QEMU gives slots in the order of -device),
-    # not by the MMC host's number: the controllers probe in parallel too.
     controllers = sorted(Path(sys_root, "class", "mmc_host").glob("mmc[0-9]*"),
                          key=lambda p: os.path.basename(os.path.realpath(p / "device")))
     if len(controllers) != len(cards):
