@@ -81,7 +81,7 @@ def _family(d: simulate.Draw, base: list[BootedSide], cand: list[BootedSide], ca
 
 
 def judge_check(path: str, d: simulate.Draw, rng, share: float, cap: int = DEFAULT_CAP):
-    """(verdicts, runs a side, boots a side) of one simulated check: round 0 in
+    """(verdicts, runs a side, boots a side, the variant's boots) of one simulated check: round 0 in
     one or two boots a side, then iowatch.judging.more_runs' next look of each
     unsure cell, both sides, one new boot a side a round, until nothing is wanted."""
     base = [BootedSide(p, share, rng, "b") for p in d.base_pool]
@@ -105,13 +105,16 @@ def judge_check(path: str, d: simulate.Draw, rng, share: float, cap: int = DEFAU
                     grew = True
         if not grew:
             sides = base + cand
+            # A boot runs every cell still wanted: a variant boots as often as its
+            # most-measured cell did.
             return (verdicts, float(np.mean([len(s) for s in sides])),
-                    float(np.mean([s.boots for s in sides])))
+                    float(np.mean([s.boots for s in sides])), max(s.boots for s in cand))
 
 
 @dataclass
 class CheckTally(simulate.PathTally):
     boots: float = 0.0  # summed over checks: boots a side, averaged over the check's cells
+    variant_boots: float = 0.0  # summed over checks: the candidate's boots (its busiest cell's)
 
 
 def run(real, trials: int, seed: int, share: float, *, paths=PATHS,
@@ -124,11 +127,12 @@ def run(real, trials: int, seed: int, share: float, *, paths=PATHS,
         for _ in range(trials):
             d = simulate.draw_matrix(real, rng, None if condition == "aa" else condition, size)
             for path in paths:
-                verdicts, runs, boots = judge_check(path, d, rng, share, cap)
+                verdicts, runs, boots, variant = judge_check(path, d, rng, share, cap)
                 t = out[path]
                 t.checks += 1
                 t.runs += runs
                 t.boots += boots
+                t.variant_boots += variant
                 flagged = [v.outcome == "regression" for v in verdicts]
                 if condition == "aa":
                     state = Comparison(None, None, 0.05, verdicts, [], {}, {}).state
@@ -145,13 +149,13 @@ def table(out: dict[str, CheckTally], title: str) -> None:
     pct = lambda x: "-" if x is None else f"{100 * x:.0f}%"  # noqa: E731
     print(f"\n{title}")
     print(f"  {'path':<28} {'no chg':>6} {'unsure':>6} {'slower':>6} {'susp.':>6} {'regr.':>6} {'FA/chk':>6} "
-          f"{'-10%':>6} {'-20%':>6} {'-50%':>6} {'runs':>5} {'boots':>5}")
+          f"{'-10%':>6} {'-20%':>6} {'-50%':>6} {'runs':>5} {'boots':>5} {'b/var':>5}")
     for path, t in out.items():
         states = " ".join(f"{pct(t.share(s)):>6}" for s in ("no-change", "unsure", "slower",
                                                               "suspected", "regression"))
         found = " ".join(f"{pct(t.detected(c)):>6}" for c in simulate.EXACT)
         print(f"  {path:<28} {states} {pct(t.fa):>6} {found} {t.runs / max(t.checks, 1):>5.1f} "
-              f"{t.boots / max(t.checks, 1):>5.1f}")
+              f"{t.boots / max(t.checks, 1):>5.1f} {t.variant_boots / max(t.checks, 1):>5.1f}")
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ from iowatch.judging.outcomes import reach, worse_side
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
 from iowatch.stats.blocks import within_rounds
 from iowatch.stats.detectable import minimum_detectable_effect
-from iowatch.stats.sequential import DEFAULT_CAP, effective_n, level_at, look_level
+from iowatch.stats.sequential import DEFAULT_CAP, effective_n, futile, level_at, look_level
 from iowatch.stats.wording import sentence
 
 REGRESSION, SUSPECTED, IMPROVEMENT = "regression", "suspected", "improvement"
@@ -134,6 +134,9 @@ class Verdict:
     # that the data cannot rule out at 80% confidence; <= 0 when none.
     hidden_pct: float | None = None
     budget_spent: bool = False  # unsure at the cap: no more runs will be added
+    # The budget was spent before the cap: no decision was in reach by it on the
+    # current trend (iowatch.stats.sequential.futile, issue 41 item 3).
+    futile: bool = False
     cap: int = DEFAULT_CAP  # the most repetitions a side this cell may take (its study's max_runs)
     # One-sided p of the worse direction with the family's variance lent (the
     # moderated t): what "suspected" reads. p_worse when the family lends nothing.
@@ -672,58 +675,76 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     # "Slower" is a discovery: Benjamini-Hochberg at this comparison's rate over
     # the one-sided p for slower of its deciding cells (iowatch.judging.family).
     family = slower_family({i: stats[i].p_worse for i in tested}, fdr, m)
-    out = []
-    for i, (cell, s) in enumerate(zip(cells, stats)):
-        cell_cap = cell.cap or cap
-        level = None if s.size_only else (
-            level_at(s.base.n, s.candidate.n, fdr, cap=cell_cap) if by_information
-            else look_level(s.n_eff, fdr, cap=cell_cap))
-        outcome = _outcome(cell.direction, s, adj_worse.get(i), adj_better.get(i), level or 0.0,
-                           cell.min_effect_pct)
-        bound = _bound(s) if cell.direction != INFO else None
-        mde = _mde(s, cell.direction, level, m)
-        # The candidate at the cap spends the budget: under `run --against` the
-        # base bundle cannot grow, so waiting for n_eff to reach the cap would wait for ever.
-        at_cap = not s.size_only and (s.candidate.n >= cell_cap or s.n_eff >= cell_cap)
-        if at_cap and outcome in (SUSPECTED, INCONCLUSIVE) and bound is not None:
-            held = outcome == SUSPECTED and adj_screen.get(i, 1.0) <= SUSPECT_P
-            outcome = SUSPECTED if held else NO_CHANGE  # then the family's rule
-        outcome, ci, alpha = _by_family(outcome, s, cell, i, family, at_cap)
-        counts = (boot_count(cell.base_boots, len(cell.base)),
-                  boot_count(cell.candidate_boots, len(cell.candidate)))
-        unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
-        budget_spent = at_cap and (unsure or outcome == SLOWER or (
-            outcome == NO_CHANGE and bound is not None and bound > cell.min_effect_pct))
-        needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap) if unsure and not at_cap \
-            else None
-        p_adj = None
-        if i in adj_worse:
-            p_adj = adj_better[i] if outcome == IMPROVEMENT else adj_worse[i]
-        centre = s.centre or (s.base.mean, s.candidate.mean)
-        # The words name what they are between: the change is of these (issue 28).
-        statistic = ("geometric mean" if s.log_scale else "mean") if s.centre else \
-            ("mean" if max(s.base.n, s.candidate.n) > 1 else None)
-        words = sentence(cell.key.metric, cell.direction, centre[0], centre[1], s.change,
-                         outcome, size_only=s.size_only, min_effect_pct=cell.min_effect_pct,
-                         needs_runs=needs, hidden_pct=s.hidden if cell.direction != INFO else None,
-                         runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, bound_pct=bound,
-                         statistic=statistic, ci=ci,
-                         ci_words=family.words(i) if alpha is not None else None)
-        out.append(CellVerdict(
-            base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=ci[0],
-            ci_high=ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,
-            direction=cell.direction, min_effect_pct=cell.min_effect_pct, outcome=outcome,
-            needs_runs=needs, size_only=s.size_only, words=words, level=level,
-            hidden_pct=s.hidden, budget_spent=budget_spent, cap=cell_cap, key=cell.key,
-            p_adjusted=p_adj, p_worse_family=s.p_screen, mde_pct=mde, bound_pct=bound,
-            boots=s.boots,
-            within_boot_sd_pct=s.within_boot_sd_pct, between_boot_share=s.between_boot_share,
-            drift_pct=s.drift_pct, drift_rounds=s.drift_rounds, blocked=s.blocked,
-            drift_ci=s.drift_ci, drift_p=s.drift_p, centre=tuple(centre), statistic=statistic,
-            ci_family=family.m if alpha is not None else None,
-            ci_level=1 - alpha if alpha is not None else None,
-            boot_counts=None if s.size_only else counts))
-    return out
+    return [_cell_verdict(i, cell, s, cap, fdr, m, family, adj_worse, adj_better, adj_screen,
+                          by_information) for i, (cell, s) in enumerate(zip(cells, stats))]
+
+
+def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: int,
+                  family: SlowerFamily, adj_worse: dict, adj_better: dict, adj_screen: dict,
+                  by_information: bool) -> CellVerdict:
+    """One cell's verdict, the family's tests done (compare_matrix)."""
+    cell_cap = cell.cap or cap
+    level = None if s.size_only else (
+        level_at(s.base.n, s.candidate.n, fdr, cap=cell_cap) if by_information
+        else look_level(s.n_eff, fdr, cap=cell_cap))
+    outcome = _outcome(cell.direction, s, adj_worse.get(i), adj_better.get(i), level or 0.0,
+                       cell.min_effect_pct)
+    bound = _bound(s) if cell.direction != INFO else None
+    mde = _mde(s, cell.direction, level, m)
+    # The candidate at the cap spends the budget: under `run --against` the
+    # base bundle cannot grow, so waiting for n_eff to reach the cap would wait for ever.
+    at_cap = not s.size_only and (s.candidate.n >= cell_cap or s.n_eff >= cell_cap)
+    # A cell that can reach no decision by the cap stops now, as at the cap (futility).
+    early = not at_cap and outcome in (SUSPECTED, INCONCLUSIVE) and _futile(s, cell, cell_cap, fdr, m)
+    stop = at_cap or early
+    if stop and outcome in (SUSPECTED, INCONCLUSIVE) and bound is not None:
+        held = outcome == SUSPECTED and adj_screen.get(i, 1.0) <= SUSPECT_P
+        outcome = SUSPECTED if held else NO_CHANGE  # then the family's rule
+    outcome, ci, alpha = _by_family(outcome, s, cell, i, family, stop)
+    counts = (boot_count(cell.base_boots, len(cell.base)),
+              boot_count(cell.candidate_boots, len(cell.candidate)))
+    unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
+    budget_spent = stop and (unsure or outcome == SLOWER or (
+        outcome == NO_CHANGE and bound is not None and bound > cell.min_effect_pct))
+    needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap) if unsure and not stop \
+        else None
+    p_adj = None
+    if i in adj_worse:
+        p_adj = adj_better[i] if outcome == IMPROVEMENT else adj_worse[i]
+    centre = s.centre or (s.base.mean, s.candidate.mean)
+    # The words name what they are between: the change is of these (issue 28).
+    statistic = ("geometric mean" if s.log_scale else "mean") if s.centre else \
+        ("mean" if max(s.base.n, s.candidate.n) > 1 else None)
+    words = sentence(cell.key.metric, cell.direction, centre[0], centre[1], s.change,
+                     outcome, size_only=s.size_only, min_effect_pct=cell.min_effect_pct,
+                     needs_runs=needs, hidden_pct=s.hidden if cell.direction != INFO else None,
+                     runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, bound_pct=bound,
+                     statistic=statistic, ci=ci, cap=cell_cap if early and budget_spent else None,
+                     ci_words=family.words(i) if alpha is not None else None)
+    return CellVerdict(
+        base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=ci[0],
+        ci_high=ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,
+        direction=cell.direction, min_effect_pct=cell.min_effect_pct, outcome=outcome,
+        needs_runs=needs, size_only=s.size_only, words=words, level=level,
+        hidden_pct=s.hidden, budget_spent=budget_spent, cap=cell_cap, key=cell.key,
+        p_adjusted=p_adj, p_worse_family=s.p_screen, mde_pct=mde, bound_pct=bound,
+        boots=s.boots,
+        within_boot_sd_pct=s.within_boot_sd_pct, between_boot_share=s.between_boot_share,
+        drift_pct=s.drift_pct, drift_rounds=s.drift_rounds, blocked=s.blocked,
+        drift_ci=s.drift_ci, drift_p=s.drift_p, centre=tuple(centre), statistic=statistic,
+        ci_family=family.m if alpha is not None else None,
+        ci_level=1 - alpha if alpha is not None else None,
+        boot_counts=None if s.size_only else counts, futile=early and budget_spent)
+
+
+def _futile(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int) -> bool:
+    """iowatch.stats.sequential.futile of a tested cell, on its test's scale."""
+    if s.size_only or s.d is None or s.se is None or cell.direction == INFO:
+        return False
+    me = cell.min_effect_pct / 100
+    delta = math.log1p(me) if s.log_scale else me
+    return futile(s.d, s.se, s.n_eff, worse_sign=-1.0 if cell.direction == HIGHER else 1.0,
+                  delta=delta, cap=cap, q=fdr, family=family)
 
 
 def compare(base: Sequence[float], candidate: Sequence[float], *, direction: str,

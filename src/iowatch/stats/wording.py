@@ -53,11 +53,13 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
              runs: tuple[int, int] | None = None, budget_spent: bool = False,
              bound_pct: float | None = None, statistic: str | None = None,
              ci: tuple[float | None, float | None] = (None, None),
-             ci_words: str | None = None) -> str:
+             ci_words: str | None = None, cap: int | None = None) -> str:
     """`statistic` names what base_mean and cand_mean are ("geometric mean",
     "mean"), said after them; None for single values. `ci` is the change's 95%
     CI: "no change" and its X are read off it (issue 41); `ci_words` names it when
-    it is not the cell's own 95% CI ("99.88% CI, family-adjusted over 40 cells")."""
+    it is not the cell's own 95% CI ("99.88% CI, family-adjusted over 40 cells").
+    `cap`: the cell stopped before this cap because no decision was in reach by
+    it (iowatch.stats.sequential.futile); its budget is spent all the same."""
     unit = METRICS[metric].unit if metric in METRICS else ""
     (b, c), unit = figures.amount((base_mean, cand_mean), unit)
     what = metric_phrase(metric)
@@ -94,8 +96,7 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
         if x > NOISY_TIMES * min_effect_pct:
             meaning += (f"; over {NOISY_TIMES}x the minimum effect: the study cannot decide "
                         "this cell at this noise")
-        meaning += (f"; the budget of {min(runs) if runs else '?'} runs a side is spent)"
-                    if budget_spent else ")")
+        meaning += f"; {_spent(runs, cap)})" if budget_spent else ")"
     elif outcome == "no-change":
         if change_pct is not None and not size_only and abs(change_pct) > min_effect_pct \
                 and (change_pct > 0) == (direction == HIGHER):
@@ -113,7 +114,7 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
         meaning = ("a suspected regression, not confirmed" if outcome == "suspected"
                    else "unsure")
         if budget_spent:
-            meaning += (f"; the budget of {min(runs) if runs else '?'} runs a side is spent and "
+            meaning += (f"; {_spent(runs, cap)} and "
                         f"{slowdown} of up to {figures.change(max(hidden_pct or 0, 0), signed=False)} is not ruled out")
         elif needs_runs:
             meaning += f": rerun, needs about {needs_runs} more runs per side"
@@ -122,3 +123,12 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
     elif runs and direction != INFO:
         meaning += f" [{runs[0]} vs {runs[1]} runs]"
     return f"{moved}: {meaning}"
+
+
+def _spent(runs: tuple[int, int] | None, cap: int | None) -> str:
+    """Why no more runs come: the budget spent at the cap, or stopped before it."""
+    n = min(runs) if runs else "?"
+    if cap is None:
+        return f"the budget of {n} runs a side is spent"
+    return (f"stopped at {n} runs a side: no decision is in reach by the cap of {cap} "
+            "at this noise")

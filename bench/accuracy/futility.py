@@ -1,0 +1,78 @@
+"""What futility stopping buys and costs (issue 41 item 3): `iowatch check` as it
+boots (bench/accuracy/check_boots.py, the shipped path: one repetition a boot),
+with and without stopping a cell whose decisions are all out of reach by the
+cap (iowatch.stats.sequential.futile), at 0, 10, 25 and 40% of each cell's
+variance between boots, on the lognormal CV 10% model and on the real
+collections. Each row: the clean checks' end states and false alarms, the
+exact slowdowns found, the repetitions a side per cell, and the variant's
+boots (its busiest cell's: a boot runs every cell still wanted). Figures in
+brackets are 95% Wilson intervals.
+
+    .venv/bin/python bench/accuracy/futility.py --trials 200
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from scipy.stats import binomtest  # noqa: E402
+
+import check_boots  # noqa: E402
+import simulate  # noqa: E402
+from iowatch.stats import sequential  # noqa: E402
+
+COLLECTIONS = ("model", "real-samples-in-memory.json", "real-samples-vlab.json")
+SHARES = (0.0, 0.10, 0.25, 0.40)
+
+
+def wilson(k: float, n: int) -> str:
+    """k of n as a percentage with its 95% Wilson interval."""
+    if not n:
+        return "-"
+    lo, hi = binomtest(round(k), n).proportion_ci(method="wilson")
+    return f"{100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def cells(name: str):
+    if name == "model":
+        return simulate.exact_slowdowns(simulate.lognormal_cells(0.10))
+    return simulate.load(simulate.SAMPLES.with_name(name))
+
+
+def row(t: check_boots.CheckTally) -> str:
+    found = "  ".join(f"{c} {wilson(t.slowed[c][1], t.slowed[c][0])}" for c in simulate.EXACT
+                      if c in t.slowed)
+    return (f"no change {wilson(t.states['no-change'], t.clean)}  false alarms "
+            f"{wilson(t.false_alarm, t.clean)}  {found}  runs a side {t.runs / t.checks:.1f}  "
+            f"boots a variant {t.variant_boots / t.checks:.1f}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--trials", type=int, default=200)
+    p.add_argument("--seed", type=int, default=41)
+    p.add_argument("--collections", nargs="*", default=list(COLLECTIONS))
+    p.add_argument("--shares", type=float, nargs="*", default=list(SHARES))
+    args = p.parse_args()
+    shipped = sequential.FUTILE
+    for name in args.collections:
+        real = cells(name)
+        for share in args.shares:
+            for label, chance in (("futility", shipped), ("to the cap", 0.0)):
+                sequential.FUTILE = chance
+                t0 = time.monotonic()
+                out = check_boots.run(real, args.trials, args.seed, share,
+                                      paths=(check_boots.SHIPPED,))
+                print(f"{name}, {share:.0%} between boots, {label} ({time.monotonic() - t0:.0f} s):\n"
+                      f"  {row(out[check_boots.SHIPPED])}", flush=True)
+    sequential.FUTILE = shipped
+
+
+if __name__ == "__main__":
+    main()
