@@ -17,7 +17,7 @@ round after (TWO), or one boot a round (ONE), all judged by today's rule.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -115,6 +115,9 @@ def judge_check(path: str, d: simulate.Draw, rng, share: float, cap: int = DEFAU
 class CheckTally(simulate.PathTally):
     boots: float = 0.0  # summed over checks: boots a side, averaged over the check's cells
     variant_boots: float = 0.0  # summed over checks: the candidate's boots (its busiest cell's)
+    # Slowed checks in which an unchanged cell was confirmed beside the slowed one
+    # (issue 41 item 6: what a true discovery's loosening of BH costs the rest).
+    beside: dict = field(default_factory=dict)  # condition -> checks with a false confirmation
 
 
 def run(real, trials: int, seed: int, share: float, *, paths=PATHS,
@@ -142,6 +145,8 @@ def run(real, trials: int, seed: int, share: float, *, paths=PATHS,
                 else:
                     n, found = t.slowed.get(condition, (0, 0))
                     t.slowed[condition] = (n + 1, found + flagged[d.slowed])
+                    others = any(f for i, f in enumerate(flagged) if i != d.slowed)
+                    t.beside[condition] = t.beside.get(condition, 0) + others
     return out
 
 

@@ -5,8 +5,10 @@ cap (iowatch.stats.sequential.futile), at 0, 10, 25 and 40% of each cell's
 variance between boots, on the lognormal CV 10% model and on the real
 collections. Each row: the clean checks' end states and false alarms, the
 exact slowdowns found, the repetitions a side per cell, and the variant's
-boots (its busiest cell's: a boot runs every cell still wanted). Figures in
-brackets are 95% Wilson intervals.
+boots (its busiest cell's: a boot runs every cell still wanted); and, in the
+slowed checks, how often an unchanged cell was confirmed beside the slowed
+one (issue 41 item 6: a true discovery loosens Benjamini-Hochberg for the
+rest of its family). Figures in brackets are 95% Wilson intervals.
 
     .venv/bin/python bench/accuracy/futility.py --trials 200
 """
@@ -48,9 +50,12 @@ def cells(name: str):
 def row(t: check_boots.CheckTally) -> str:
     found = "  ".join(f"{c} {wilson(t.slowed[c][1], t.slowed[c][0])}" for c in simulate.EXACT
                       if c in t.slowed)
+    beside = "  ".join(f"{c} {wilson(t.beside.get(c, 0), t.slowed[c][0])}"
+                       for c in simulate.EXACT if c in t.slowed)
     return (f"no change {wilson(t.states['no-change'], t.clean)}  false alarms "
             f"{wilson(t.false_alarm, t.clean)}  {found}  runs a side {t.runs / t.checks:.1f}  "
-            f"boots a variant {t.variant_boots / t.checks:.1f}")
+            f"boots a variant {t.variant_boots / t.checks:.1f}\n"
+            f"  an unchanged cell confirmed beside the slowed one: {beside}")
 
 
 def main() -> None:

@@ -427,13 +427,7 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
     sign = -1.0 if direction == HIGHER else 1.0  # worse = lower for "higher is better"
     n_eff = effective_n(nb, nc)
     if min(nb, nc) == 1:
-        if bs.mean == 0:
-            change = 0.0 if cs.mean == 0 else None
-        else:
-            change = (cs.mean - bs.mean) / abs(bs.mean) * 100
-        worse = None if change is None else sign * change
-        return _Cell(bs, cs, change, (None, None), None, None, None, cliffs, worse, None, None,
-                     n_eff, True)
+        return _size_only(bs, cs, sign, cliffs, n_eff)
     if (b > 0).all() and (c > 0).all():
         xb, xc = np.log(b), np.log(c)
         to_pct = lambda v: math.expm1(v) * 100  # noqa: E731
@@ -448,29 +442,11 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
             return _Cell(bs, cs, None, (None, None), None, None, None, cliffs, None, None, None,
                          n_eff, False)
         return _Cell(bs, cs, 0.0, (0.0, 0.0), 1.0, 1.0, 1.0, cliffs, 0.0, 0.0, 0.0, n_eff, False)
-    # Repetitions come in boots: when a side's values came from two boots or more,
-    # the test is on boot means (issue 24), so the noise between boots counts.
-    # When every value is its own boot the boot means are the values: tested as
-    # independent repetitions, with the family's prior (of one repetition's
-    # variance, which then holds the between-boot variance too).
-    bb, bc = _boot_means(xb, boots[0]), _boot_means(xc, boots[1])
-    by_boot = (bb is not None or bc is not None) and not (
-        _independent(boots[0]) and _independent(boots[1]))
+    # Repetitions come in boots: on boot means when a side had two or more (_by_boot).
+    by_boot = _by_boot(xb, xc, boots, to_pct)
     diagnostics: dict = {}
-    if by_boot:
-        # A side without labels: each value its own boot; with one label: one boot.
-        one = lambda x, labels: (x, np.ones(len(x), dtype=int)) if labels is None \
-            else (np.asarray([x.mean()]), np.asarray([len(x)]))  # noqa: E731
-        bb = bb or one(xb, boots[0])
-        bc = bc or one(xc, boots[1])
-        d = float(bc[0].mean() - bb[0].mean())
-        se, df, sd_boots = _boot_t_scale(bb[0], bc[0])
-        # needs_runs counts repetitions: a boot mean of m runs stands for m of them.
-        sd_pooled = sd_boots * math.sqrt(float(np.mean(np.concatenate([bb[1], bc[1]]))))
-        within, share = _anova([(xb, *bb), (xc, *bc)])
-        diagnostics = {"boots": (len(bb[0]), len(bc[0])),
-                       "within_boot_sd_pct": to_pct(within) if log_scale else within * 100,
-                       "between_boot_share": share}
+    if by_boot is not None:
+        d, se, df, sd_pooled, (bb, bc), diagnostics = by_boot
         prior = None  # the family's prior is of one repetition's variance, not a boot mean's
     else:
         d = float(xc.mean() - xb.mean())
@@ -480,12 +456,7 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
     rt = within_rounds(xb, rounds[0], xc, rounds[1]) \
         if rounds[0] is not None and rounds[1] is not None else None
     if rt is not None:
-        half_drift = float(stdtrit(rt.drift_df, 0.975)) * rt.drift_se \
-            if rt.drift_se is not None else None
-        diagnostics.update(drift_pct=to_pct(rt.drift), drift_rounds=rt.drift_rounds,
-                           blocked=rt.drifted, drift_p=rt.drift_p,
-                           drift_ci=(to_pct(rt.drift - half_drift), to_pct(rt.drift + half_drift))
-                           if half_drift is not None else None)
+        diagnostics.update(_drift(rt, to_pct))
     if rt is not None and rt.drifted:
         d, se, df, sd_pooled = rt.d, rt.se, rt.df, rt.sd_per_run
         prior = None  # the family's prior is of one repetition's variance
@@ -513,17 +484,61 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
         m_se, m_df, _ = _t_scale(xb, xc, prior)
         p_screen = float(stdtr(m_df, (d if direction == HIGHER else -d) / m_se))
     if rt is not None and rt.drifted:
-        centre = ((math.exp(rt.centre[0]), math.exp(rt.centre[1])) if log_scale
-                  else (rt.centre[0] * abs(bs.mean), rt.centre[1] * abs(bs.mean)))
-    elif by_boot:
-        centre = ((math.exp(float(bb[0].mean())), math.exp(float(bc[0].mean()))) if log_scale
-                  else (float(bb[0].mean()) * abs(bs.mean), float(bc[0].mean()) * abs(bs.mean)))
+        levels = rt.centre
+    elif by_boot is not None:
+        levels = (float(bb[0].mean()), float(bc[0].mean()))
     else:
-        centre = ((math.exp(float(xb.mean())), math.exp(float(xc.mean()))) if log_scale
-                  else (bs.mean, cs.mean))  # geometric means on the log scale
+        levels = (float(xb.mean()), float(xc.mean()))
+    # On the log scale the levels are geometric means; else fractions of the base's mean.
+    centre = (tuple(math.exp(v) for v in levels) if log_scale
+              else tuple(v * abs(bs.mean) for v in levels))
     return _Cell(bs, cs, change, ci, p_two, p_worse, p_better, cliffs, sign * change, hidden,
                  sd_pooled, n_eff, False, se, log_scale, centre, p_screen, **diagnostics,
                  d=d, df=df)
+
+
+def _size_only(bs: SideStats, cs: SideStats, sign: float, cliffs: float, n_eff: float) -> _Cell:
+    """A side of one sample (published numbers): the change of the means, judged by size."""
+    if bs.mean == 0:
+        change = 0.0 if cs.mean == 0 else None
+    else:
+        change = (cs.mean - bs.mean) / abs(bs.mean) * 100
+    worse = None if change is None else sign * change
+    return _Cell(bs, cs, change, (None, None), None, None, None, cliffs, worse, None, None,
+                 n_eff, True)
+
+
+def _drift(rt, to_pct) -> dict:
+    """The rounds' drift as a verdict's diagnostics: its size, rounds, 95% CI and p."""
+    half = float(stdtrit(rt.drift_df, 0.975)) * rt.drift_se if rt.drift_se is not None else None
+    return dict(drift_pct=to_pct(rt.drift), drift_rounds=rt.drift_rounds, blocked=rt.drifted,
+                drift_p=rt.drift_p,
+                drift_ci=(to_pct(rt.drift - half), to_pct(rt.drift + half))
+                if half is not None else None)
+
+
+def _by_boot(xb: np.ndarray, xc: np.ndarray, boots: tuple[Sequence | None, Sequence | None],
+             to_pct) -> tuple | None:
+    """The test on boot means, when a side's values came from two boots or more
+    (issue 24), so the noise between boots counts: (d, se, df, the sd of one
+    repetition, the boot means and sizes a side, diagnostics). None when every
+    value is its own boot: tested as independent repetitions (the family's prior
+    is of one repetition's variance, which then holds the between-boot variance too)."""
+    bb, bc = _boot_means(xb, boots[0]), _boot_means(xc, boots[1])
+    if (bb is None and bc is None) or (_independent(boots[0]) and _independent(boots[1])):
+        return None
+    # A side without labels: each value its own boot; with one label: one boot.
+    one = lambda x, labels: (x, np.ones(len(x), dtype=int)) if labels is None \
+        else (np.asarray([x.mean()]), np.asarray([len(x)]))  # noqa: E731
+    bb = bb or one(xb, boots[0])
+    bc = bc or one(xc, boots[1])
+    se, df, sd_boots = _boot_t_scale(bb[0], bc[0])
+    # needs_runs counts repetitions: a boot mean of m runs stands for m of them.
+    sd_pooled = sd_boots * math.sqrt(float(np.mean(np.concatenate([bb[1], bc[1]]))))
+    within, share = _anova([(xb, *bb), (xc, *bc)])
+    diagnostics = {"boots": (len(bb[0]), len(bc[0])), "within_boot_sd_pct": to_pct(within),
+                   "between_boot_share": share}
+    return float(bc[0].mean() - bb[0].mean()), se, df, sd_pooled, (bb, bc), diagnostics
 
 
 def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | None:
