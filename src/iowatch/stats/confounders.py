@@ -253,13 +253,20 @@ _IDENTITY_FIELDS = {"serial": "a different serial number within one side is a di
                                 "its flash translation layer is part of what is measured"}
 
 
+def _read_states(name: str, seen: dict) -> dict[str, dict]:
+    """The device's state records that hold a reading (iowatch.devstate: not
+    "nothing" or "unavailable")."""
+    return {who: s for who, s in _device_states(name, seen).items()
+            if s.get("status", "read") == "read"}
+
+
 def side_gaps(base_envs: list[dict], candidate_envs: list[dict]) -> list[Confounder]:
     """What comparing the two sides' first runs cannot see, over all their runs:
     a device whose state one side recorded and the other never did, and a
     device's serial or firmware that changed between the runs of one side."""
     out: list[Confounder] = []
     recorded = [{who for env in envs for name, seen in _devices(env).items()
-                 for who in _device_states(name, seen)} for envs in (base_envs, candidate_envs)]
+                 for who in _read_states(name, seen)} for envs in (base_envs, candidate_envs)]
     named = {name for envs in (base_envs, candidate_envs) for env in envs for name in _devices(env)}
     for who in sorted(recorded[0] ^ recorded[1]):
         if who.split(" member ")[0] in named:
@@ -269,7 +276,7 @@ def side_gaps(base_envs: list[dict], candidate_envs: list[dict]) -> list[Confoun
         values: dict[tuple[str, str], list] = {}
         for env in envs:
             for name, seen in _devices(env).items():
-                for who, state in _device_states(name, seen).items():
+                for who, state in _read_states(name, seen).items():
                     for field in _IDENTITY_FIELDS:
                         if state.get(field) not in (None, ""):
                             values.setdefault((who, field), []).append(state[field])
