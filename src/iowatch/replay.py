@@ -115,7 +115,7 @@ def _tool_lines(run: CellRun, mnt: str) -> list[str]:
     if run.tool == "fs_mark":
         command = (run.tool_text or "").strip() or "fs_mark"
         # Its -d paths are relative to the mount point's parent, where the runner runs it.
-        return [f"(cd {mnt}/.. && {command})"]
+        return [f"(cd {mnt}/.. && {command}) | tee fs_mark-$i.txt"]
     script = run.workload["script"]
     n, every = script["create_files"], script["delete_every"]
     return [f"mkdir {mnt}/files && cd {mnt}/files",
