@@ -7,18 +7,19 @@ regression page and `iowatch report` all call it on that same JSON, so they
 give one text. The numbers are the stored verdict's (the detail's cells),
 never recomputed here.
 
-What it says: a one-line subject in the form of the kernel test robot's
-reports ("[iowatch] [ext4] db56ccc63f66: 33.2% write bandwidth regression on
-hdd (odirect-vs-readers)": the subsystem once, then the first bad commit or
-the kernel), the device class, model and host, before and after with the
-change, its 95% CI and the repetitions a side, the trade-off (the study's
-other deciding cells that moved, such as the readers' gain beside the
-writer's loss), the first bad commit with its author, who found it and from
-which runs, the confounders (iowatch.stats.confounders, the command line
-without what the virtual lab sets per run), the workload as it ran (the fio
-job file or the fs_mark command line), a reproduction that needs no iowatch,
-and the commands that reproduce it with iowatch (iowatch.reproduce). The body
-is folded at 72 columns, commands with a backslash. When the bad kernel is a
+What it says, in the shape of 0-day's reports: a subject of at most 72
+characters ("[iowatch] ext4: yield to buffered read...: write bandwidth
+-33.2% on hdd"), the regression page's link, the device class, model and
+test machine, a parameters block, a base-versus-commit table, the
+Reported-by:/Closes: tags to paste, before and after with the change, its
+95% CI and the repetitions a side, the trade-off (the study's other deciding
+cells that moved), the first bad commit with its author, who found it and
+how many runs a side, the confounders, the workload as it ran, a
+reproduction without iowatch (iowatch.replay: what the runner did, as a
+shell script) and the commands that reproduce it with iowatch
+(iowatch.reproduce). The body is folded at 72 columns, commands with a
+backslash; the mail is 7bit or 8bit UTF-8, never base64. Its Message-ID is
+one per regression; its Date, when it is written. When the bad kernel is a
 patch of a series that came by mail, the e-mail replies in its thread
 (In-Reply-To the patch, References the cover letter and patch), to the
 patch's author with the series' To and Cc copied; without an author, to the
