@@ -28,6 +28,7 @@ series' own To.
 from __future__ import annotations
 
 import email.policy
+import re
 import textwrap
 from datetime import datetime, timezone
 from email.message import EmailMessage
@@ -114,7 +115,8 @@ def _end(detail: dict, side: str) -> reproduce.End:
 def _subsystem(title: str) -> str | None:
     """"ext4" of "ext4: yield to readers" (the prefix a patch subject starts with)."""
     prefix, sep, _ = title.partition(": ")
-    return prefix if sep and prefix and " " not in prefix else None
+    # One word, or several joined by commas ("block, iomap: ...").
+    return prefix if sep and re.fullmatch(r"[\w./-]+(?:, ?[\w./-]+)*", prefix) else None
 
 
 def subject(detail: dict) -> str:
@@ -319,7 +321,7 @@ def _parameters_lines(detail: dict, cells: list[dict]) -> list[str]:
     lead, work = _lead_work(detail, cells)
     if lead is None:
         return []
-    out = ["", "parameters:"]
+    out = ["", f"parameters ({lead['cell_key']}):"]
     if work and "cell" in work:
         run = _replay(work, lead)
         out += [f"  scheduler:     {run.scheduler or 'the kernel default'}",
@@ -353,10 +355,12 @@ def _table_lines(detail: dict, cells: list[dict]) -> list[str]:
     out = ["", f"base versus commit ({statistic}):", "",
            f"  {names[0]:>16} {'%change':>9} {names[1]:>16}",
            f"  {'-' * 16} {'-' * 9} {'-' * 16}"]
-    for r in rows:
-        b, a, unit, _ = _before_after(r)
-        out.append(f"  {b + ' ' + unit:>16} {figures.change(r.get('change_pct')):>9} "
-                   f"{a + ' ' + unit:>16}  {r['group']}.{r['metric']}")
+    for study in dict.fromkeys(r["study"] for r in rows):
+        out.append(f"  {study}:")
+        for r in (r for r in rows if r["study"] == study):
+            b, a, unit, _ = _before_after(r)
+            out.append(f"  {b + ' ' + unit:>16} {figures.change(r.get('change_pct')):>9} "
+                       f"{a + ' ' + unit:>16}  {r['group']}.{r['metric']}")
     return out
 
 

@@ -106,8 +106,14 @@ def test_the_subject_has_0days_shape_within_72_characters(live_server, client):
     for patch in detail["series"]["patches"]:
         patch["subject"] = "yield"
     assert mailreport.subject(detail).startswith("[iowatch] ext4: yield: write bandwidth")
+    # A prefix of several subsystems is the commit's own (seed 003's patch).
+    for patch in detail["series"]["patches"]:
+        patch["subject"] = "block, iomap: stop marking direct writes REQ_SYNC"
+    assert mailreport.subject(detail).startswith("[iowatch] block, iomap: stop marking")
     body = mailreport.render(detail, "text")
-    assert "base versus commit (geometric means):" in body and "parameters:" in body
+    assert "base versus commit (geometric means):" in body
+    assert "parameters (odirect-vs-readers/vhdd/ext4):\n  scheduler:     bfq\n" in body
+    assert "  odirect-vs-readers:\n" in body.split("base versus commit")[1]
     assert "test machine:  vlab (qemu)" in body
 
 
