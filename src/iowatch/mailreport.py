@@ -298,21 +298,29 @@ def _replay(work: dict, lead: dict) -> replay.CellRun:
 
 
 def _workload_lines(detail: dict, cells: list[dict]) -> list[str]:
-    """The workload as it ran and the same without iowatch (iowatch.replay:
-    the queue, the md array, mkfs, mount, caches dropped, the tool)."""
-    lead, work = _lead_work(detail, cells)
-    if not work:
+    """Each regressed cell's workload as it ran and the same without iowatch
+    (iowatch.replay: the queue, the md array, mkfs, mount, caches dropped, the
+    tool): two studies of one device may differ in all of that (seed 003's
+    halves: BFQ with wbt off, no scheduler with wbt on)."""
+    works = {}
+    for c in cells:
+        work = (detail.get("workloads") or {}).get(c["cell_key"])
+        if work and c["cell_key"] not in works:
+            works[c["cell_key"]] = (c, work)
+    if not works:
         return []
     out = []
-    if work.get("text"):
-        out += ["", f"the workload as run ({work['file']} of {lead['cell_key']}):"]
-        out += [f"  {line}".rstrip() for line in work["text"].rstrip("\n").splitlines()]
+    for key, (_, work) in works.items():
+        if work.get("text"):
+            out += ["", f"the workload as run ({work['file']} of {key}):"]
+            out += [f"  {line}".rstrip() for line in work["text"].rstrip("\n").splitlines()]
     out += ["", "the kernels' config, the same for both: " + _config_words(detail)]
-    if "cell" not in work:  # a detail from a server older than iowatch.replay
-        return out
-    saved = " (job.fio: the job file above)" if work.get("tool") == "fio" else ""
-    out += ["", f"to reproduce without iowatch, booted into each kernel in turn{saved}:"]
-    out += [f"  {step}" for step in replay.steps(_replay(work, lead))]
+    for key, (cell, work) in works.items():
+        if "cell" not in work:  # a detail from a server older than iowatch.replay
+            continue
+        saved = f" (job.fio: the job file of {key} above)" if work.get("tool") == "fio" else ""
+        out += ["", f"to reproduce without iowatch, booted into each kernel in turn{saved}:"]
+        out += [f"  {step}" for step in replay.steps(_replay(work, cell))]
     return out
 
 

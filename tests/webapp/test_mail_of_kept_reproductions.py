@@ -50,6 +50,14 @@ def test_every_kept_reproductions_mail_is_plain_text_within_72_columns(tmp_path,
             plain = body[body.index("to reproduce without iowatch"):]
             assert "echo 3 > /proc/sys/vm/drop_caches" in plain
         studies = set(regression.regressed_cells().values_list("study__slug", flat=True))
+        if {"odirect-vs-readers", "odirect-vs-readers-wbt"} <= studies:
+            # Seed 003's two halves, each with the queue it ran on.
+            for key, queue in (("odirect-vs-readers/mhdd/ext4", 'bfq > "$Q/scheduler"\n'
+                                '  echo 0 > "$Q/wbt_lat_usec"'),
+                               ("odirect-vs-readers-wbt/mhdd/ext4", 'none > "$Q/scheduler"\n'
+                                '  echo 75000 > "$Q/wbt_lat_usec"')):
+                script = body[body.index(f"  # {key}, as root"):]
+                assert f"  echo {queue}" in script.split("  done")[0], key
         studies_seen |= studies
         if "odirect-vs-readers" in studies and os.environ.get("IOWATCH_MAIL_OUT"):
             Path(os.environ["IOWATCH_MAIL_OUT"]).write_text(text)
