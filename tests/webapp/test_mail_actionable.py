@@ -82,6 +82,13 @@ def test_recipients_come_from_the_command_line_and_the_api(live_server, client):
         "cc": "axboe@kernel.dk"}).content.decode())
     assert via_api["To"] == '"Doe, Jo" <jo@example.org>, linux-block@vger.kernel.org'
     assert via_api["Cc"] == "axboe@kernel.dk"
+    # A UTF-8 name stays as written (no RFC 2047 word); a non-address is refused, named.
+    raw = client.get(f"/api/v1/regressions/{regression.pk}/report",
+                     {"to": "Jürgen Groß <jg@example.org>"}).content.decode()
+    assert "\nTo: Jürgen Groß <jg@example.org>\n" in raw
+    bad = client.get(f"/api/v1/regressions/{regression.pk}/report", {"cc": "ann, bob@example.org"})
+    assert bad.status_code == 400 and bad.json()["where"] == "query field cc"
+    assert "'ann' is not an e-mail address" in bad.json()["error"]
     cli = subprocess.run([IOWATCH, "report", str(regression.pk), "--server", live_server.url,
                           "--to", "linux-ext4@vger.kernel.org", "--cc", "Ann <ann@example.org>",
                           "--cc", "bob@example.org"], capture_output=True, text=True, timeout=120)

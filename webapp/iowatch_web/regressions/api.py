@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from email.utils import formataddr, getaddresses
+from email.errors import HeaderParseError
+from email.headerregistry import Address
+from email.utils import getaddresses
 from typing import Annotated
 
 from django.db import transaction
@@ -472,9 +474,20 @@ def report_text(regression_id: int, fmt: str, page: str | None = None,
     return mailreport.render(mailreport.with_recipients(doc, to, cc, page), fmt)
 
 
-def _addresses(value: str) -> list[str]:
-    """Comma-separated addresses ("Doe, Jo" <jo@example.org> stays one)."""
-    return [formataddr(pair) for pair in getaddresses([value]) if pair[1]]
+def _addresses(value: str, field: str) -> list[str]:
+    """Comma-separated addresses ("Doe, Jo" <jo@example.org> stays one), as
+    written (a UTF-8 name stays UTF-8: the mail is 8bit, never RFC 2047);
+    ValueError naming the one that is not an address."""
+    out = []
+    for name, addr in getaddresses([value]) if value.strip() else []:
+        try:
+            if "@" not in addr:
+                raise ValueError(addr)
+            out.append(str(Address(display_name=name, addr_spec=addr)))
+        except (ValueError, IndexError, HeaderParseError) as e:
+            raise ValueError(f"query field {field}: {addr or value!r} is not an e-mail address "
+                             "(give name <user@host>, comma-separated)") from e
+    return out
 
 
 # Its 200 is text/plain, said by openapi_extra (ninja would describe a JSON string).
@@ -500,6 +513,10 @@ def report(request, regression_id: StoreId,
         return JsonResponse({"error": f"regression #{regression_id} is {pending['words']}: the "
                              "mail goes out after it (add unconfirmed=true to write it now)",
                              "where": "confirmation"}, status=409)
+    try:
+        recipients = _addresses(to, "to"), _addresses(cc, "cc")
+    except ValueError as e:
+        return error_response(400, str(e), str(e).split(":")[0])
     page = request.build_absolute_uri(f"/regressions/{regression_id}/")
-    return HttpResponse(report_text(regression_id, format, page, _addresses(to), _addresses(cc)),
+    return HttpResponse(report_text(regression_id, format, page, *recipients),
                         content_type="text/plain; charset=utf-8")
