@@ -47,7 +47,11 @@ class CellRun:
 
     @property
     def tool(self) -> str:
-        return next(k for k in ("fio", "fs_mark", "script") if k in self.workload)
+        found = [k for k in ("fio", "fs_mark", "script") if k in self.workload]
+        if found:
+            return found[0]
+        # A cell recorded without its workload: its artifact says which tool ran.
+        return "fio" if (self.tool_text or "").lstrip().startswith("[") else "fs_mark"
 
 
 def cell_run(cell: dict, device: dict, tool_text: str | None, reps: int,
