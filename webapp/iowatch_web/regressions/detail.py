@@ -15,7 +15,7 @@ from iowatch.side_data import run_boot
 from iowatch.stats import confounders as find_confounders
 from iowatch.stats.confounders import side_gaps
 from iowatch_web.regressions.models import Regression
-from iowatch_web.results.models import Artifact, Cell, Kernel
+from iowatch_web.results.models import Artifact, Cell, Kernel, Run
 from iowatch_web.store.sides import manifests
 
 DEFAULT_FROM = "iowatch <iowatch@localhost>"
@@ -36,15 +36,25 @@ def confounders(regression: Regression) -> list[dict]:
     see over all the sides' runs (iowatch.stats.confounders.side_gaps): a device
     state one side never recorded, a firmware that changed within a side."""
     c = regression.comparison
-    sides = [list(runs.select_related("host", "kernel__series").order_by("id"))
-             for runs in (c.base_runs, c.candidate_runs)]
-    if not sides[0] or not sides[1]:
+    base = c.base_runs.select_related("host", "kernel__series").order_by("id").first()
+    candidate = c.candidate_runs.select_related("host", "kernel__series").order_by("id").first()
+    if base is None or candidate is None:
         return []
     # The manifests without samples' job rows: confounders read setup, not numbers.
-    docs = manifests(sides[0] + sides[1], job_samples=False)
-    base, candidate = docs[:len(sides[0])], docs[len(sides[0]):]
-    found = find_confounders(base[0], candidate[0]) + side_gaps(base, candidate)
+    b, k = manifests([base, candidate], job_samples=False)
+    found = find_confounders(b, k) + side_gaps(_device_setups(c.base_runs),
+                                               _device_setups(c.candidate_runs))
     return [asdict(x) for x in found]
+
+
+def _device_setups(runs) -> list[dict]:
+    """Each run's devices and environment only (what side_gaps reads), without
+    the cells and samples a manifest carries: a side may pool many runs."""
+    rows = list(runs.order_by("id").values_list("id", "environment"))
+    devices: dict[int, list] = {pk: [] for pk, _ in rows}
+    for link in Run.devices.through.objects.filter(run_id__in=devices).select_related("device"):
+        devices[link.run_id].append({**link.device.inventory, "name": link.device.name})
+    return [{"devices": devices[pk], "environment": env or {}} for pk, env in rows]
 
 
 def boots(regression: Regression) -> list[int]:
