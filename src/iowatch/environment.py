@@ -114,13 +114,17 @@ def host_environment() -> dict:
     }
 
 
+# Where a block device's queue settings are (scheduler, wbt_lat_usec, rotational).
+SYS_BLOCK = Path("/sys/block")
+
+
 def block_name(dev_path: str) -> str:
     """/dev/loop3 or a /dev/disk/by-id link -> loop3 (the name in /sys/block)."""
     return os.path.basename(os.path.realpath(dev_path))
 
 
 def device_queue(dev_path: str) -> dict:
-    q = Path("/sys/block") / block_name(dev_path) / "queue"
+    q = SYS_BLOCK / block_name(dev_path) / "queue"
     sched = _read(q / "scheduler") or ""
     m = re.search(r"\[([^\]]+)\]", sched)
     return {
@@ -130,13 +134,13 @@ def device_queue(dev_path: str) -> dict:
         # Writeback throttling's latency target: 0 off; None when the kernel has no wbt.
         "wbt_lat_usec": int(w) if (w := _read(q / "wbt_lat_usec")) not in (None, "") else None,
         "logical_block_size": int(_read(q / "logical_block_size") or 0) or None,
-        "model": _read(Path("/sys/block") / block_name(dev_path) / "device" / "model"),
+        "model": _read(SYS_BLOCK / block_name(dev_path) / "device" / "model"),
     }
 
 
 def set_scheduler(dev_path: str, scheduler: str) -> str:
     """Select the I/O scheduler; returns the one in force (it may not exist here)."""
-    q = Path("/sys/block") / block_name(dev_path) / "queue" / "scheduler"
+    q = SYS_BLOCK / block_name(dev_path) / "queue" / "scheduler"
     available = device_queue(dev_path)["schedulers"]
     if scheduler not in available:
         raise RuntimeError(f"{dev_path}: I/O scheduler {scheduler!r} is not available "
@@ -147,7 +151,7 @@ def set_scheduler(dev_path: str, scheduler: str) -> str:
 
 def set_wbt(dev_path: str, usec: int) -> int:
     """Set writeback throttling's latency target (0: off); returns the one in force."""
-    q = Path("/sys/block") / block_name(dev_path) / "queue" / "wbt_lat_usec"
+    q = SYS_BLOCK / block_name(dev_path) / "queue" / "wbt_lat_usec"
     if not q.exists():
         raise RuntimeError(f"{dev_path}: this kernel has no writeback throttling "
                            f"({q} is missing: CONFIG_BLK_WBT is not set)")
@@ -156,5 +160,5 @@ def set_wbt(dev_path: str, usec: int) -> int:
 
 
 def set_rotational(dev_path: str, rotational: bool) -> None:
-    (Path("/sys/block") / block_name(dev_path) / "queue" / "rotational").write_text(
+    (SYS_BLOCK / block_name(dev_path) / "queue" / "rotational").write_text(
         "1" if rotational else "0")

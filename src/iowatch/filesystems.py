@@ -26,6 +26,8 @@ MKFS = {
 # What makes each mkfs leave the device's blocks alone (inventory `discard: false`).
 NO_DISCARD = {"ext4": ["-E", "nodiscard"], "xfs": ["-K"], "btrfs": ["-K"], "f2fs": ["-t", "0"]}
 MOUNT_ROOT = Path("/run/iowatch")
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+DROP_ALL = "3"  # page cache, dentries and inodes
 # A canary's filesystem (iowatch.studies): memory, no device, no mkfs. Its size
 # caps what the canary may write: the guests have 2 GiB.
 TMPFS_OPTIONS = "size=512m,mode=0755"
@@ -91,6 +93,25 @@ def _run(argv: list[str], what: str) -> None:
                               f"{(out.stderr or out.stdout).strip()[-500:]}")
 
 
+def mkfs_argv(filesystem: str, options: str, device: str) -> list[str]:
+    """The mkfs command of a repetition, with the options the bundle records."""
+    return [MKFS[filesystem][0], *options.split(), device]
+
+
+def mount_argv(filesystem: str, options: str, device: str, mountpoint: str) -> list[str]:
+    return ["mount", "-t", filesystem, "-o", options, device, mountpoint]
+
+
+def mountpoint_in(path: str) -> str | None:
+    """The runner's mount point a path of a job file lies under (MOUNT_ROOT /
+    data directory hash / device name), or None when it is not under MOUNT_ROOT."""
+    parts = Path(path).parts
+    root = MOUNT_ROOT.parts
+    if parts[:len(root)] != root or len(parts) < len(root) + 2:
+        return None
+    return str(Path(*parts[:len(root) + 2]))
+
+
 def make_and_mount(device: str, filesystem: str, mountpoint: Path, *,
                    discard: bool = True) -> Mounted:
     if filesystem == "tmpfs":  # nothing to make, and the device is left alone
@@ -99,11 +120,11 @@ def make_and_mount(device: str, filesystem: str, mountpoint: Path, *,
              f"mount tmpfs on {mountpoint}")
         return Mounted(device, filesystem, mountpoint, "", TMPFS_OPTIONS)
     flags = MKFS[filesystem][1:] + ([] if discard else NO_DISCARD[filesystem])
-    argv = [MKFS[filesystem][0], *flags, device]
+    argv = mkfs_argv(filesystem, " ".join(flags), device)
     _run(argv, f"{' '.join(argv)}")
     mountpoint.mkdir(parents=True, exist_ok=True)
     opts = MOUNT_OPTIONS[filesystem]
-    _run(["mount", "-t", filesystem, "-o", opts, device, str(mountpoint)],
+    _run(mount_argv(filesystem, opts, device, str(mountpoint)),
          f"mount {device} on {mountpoint}")
     return Mounted(device, filesystem, mountpoint, " ".join(flags), opts)
 
@@ -170,6 +191,6 @@ def drop_caches() -> None:
     its NAT entries deliberately dirty, as its seed does (no sync in step 4),
     so that the timed sync after it is the one that writes the checkpoint."""
     try:
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        DROP_CACHES.write_text(DROP_ALL + "\n")
     except OSError as e:
         raise FilesystemError(f"cannot drop caches ({e.strerror}): iowatch run needs root") from None

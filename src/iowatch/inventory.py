@@ -86,7 +86,10 @@ class Device:
         return {"name": self.name, "class": self.device_class,
                 "path": self.path or (f"image:{self.image}" if self.image else None),
                 "model": self.model, "size_bytes": self.size_bytes,
-                "rotational": self.wants_rotational}
+                "rotational": self.wants_rotational,
+                # An md RAID0 iowatch makes (iowatch.mdraid): how many members, for the
+                # mail's reproduction without iowatch (iowatch.replay).
+                **({"md_members": len(self.members)} if self.members and not self.path else {})}
 
 
 @dataclass(frozen=True)

@@ -7,18 +7,19 @@ regression page and `iowatch report` all call it on that same JSON, so they
 give one text. The numbers are the stored verdict's (the detail's cells),
 never recomputed here.
 
-What it says: a one-line subject in the form of the kernel test robot's
-reports ("[iowatch] [ext4] db56ccc63f66: 33.2% write bandwidth regression on
-hdd (odirect-vs-readers)": the subsystem once, then the first bad commit or
-the kernel), the device class, model and host, before and after with the
-change, its 95% CI and the repetitions a side, the trade-off (the study's
-other deciding cells that moved, such as the readers' gain beside the
-writer's loss), the first bad commit with its author, who found it and from
-which runs, the confounders (iowatch.stats.confounders, the command line
-without what the virtual lab sets per run), the workload as it ran (the fio
-job file or the fs_mark command line), a reproduction that needs no iowatch,
-and the commands that reproduce it with iowatch (iowatch.reproduce). The body
-is folded at 72 columns, commands with a backslash. When the bad kernel is a
+What it says, in the shape of 0-day's reports: a subject of at most 72
+characters ("[iowatch] ext4: yield to buffered read...: write bandwidth
+-33.2% on hdd"), the regression page's link, the device class, model and
+test machine, a parameters block, a base-versus-commit table, the
+Reported-by:/Closes: tags to paste, before and after with the change, its
+95% CI and the repetitions a side, the trade-off (the study's other deciding
+cells that moved), the first bad commit with its author, who found it and
+how many runs a side, the confounders, the workload as it ran, a
+reproduction without iowatch (iowatch.replay: what the runner did, as a
+shell script) and the commands that reproduce it with iowatch
+(iowatch.reproduce). The body is folded at 72 columns, commands with a
+backslash; the mail is 7bit or 8bit UTF-8, never base64. Its Message-ID is
+one per regression; its Date, when it is written. When the bad kernel is a
 patch of a series that came by mail, the e-mail replies in its thread
 (In-Reply-To the patch, References the cover letter and patch), to the
 patch's author with the series' To and Cc copied; without an author, to the
@@ -27,12 +28,13 @@ series' own To.
 from __future__ import annotations
 
 import email.policy
+import re
 import textwrap
-from datetime import datetime
+from datetime import datetime, timezone
 from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses
 
-from iowatch import figures, reproduce
+from iowatch import figures, replay, reproduce
 from iowatch.kernel.build import DEFAULT_BASE, DEFAULT_FRAGMENTS
 from iowatch.judging.outcomes import boots_words, outcome_label
 from iowatch.metrics import METRICS
@@ -40,13 +42,17 @@ from iowatch.stats.confounders import Confounder, shown
 from iowatch.stats.wording import metric_phrase
 
 FORMATS = ("email", "text")
-# Plain text the lists take: 8-bit UTF-8. Headers are not folded below RFC
-# 5322's limit, so the subject stays one line (mail clients and lore show it
-# whole); the body is folded at BODY_WIDTH by fold().
-_POLICY = email.policy.default.clone(linesep="\n", max_line_length=998)
+# Plain text the lists take: 7bit, or 8bit UTF-8 (RFC 6532 headers), never
+# base64 or RFC 2047 words (lore and the list archives show those as blobs).
+# Headers are not folded below RFC 5322's limit, so the subject stays one line
+# (mail clients and lore show it whole); the body is folded at BODY_WIDTH by fold().
+_POLICY = email.policy.default.clone(linesep="\n", max_line_length=998, utf8=True)
 BODY_WIDTH = 72
+SUBJECT_WIDTH = 72
+DEFAULT_FROM = "iowatch <iowatch@localhost>"
 # Lines that are shell commands: folded with a backslash, never mid-word.
-_COMMANDS = ("iowatch ", "fio ", "fs_mark ", "mkfs", "mount ", "umount ")
+_COMMANDS = ("iowatch ", "fio ", "fs_mark ", "mkfs", "mount ", "umount ", "mdadm ", "(cd ",
+             "echo ", "seq ", "sed ", ": ")
 _KIND_WORDS = {"nightly": "the nightly", "check": "a check of a patch series",
                "ab": "a comparison of two kernels"}
 
@@ -109,26 +115,33 @@ def _end(detail: dict, side: str) -> reproduce.End:
 def _subsystem(title: str) -> str | None:
     """"ext4" of "ext4: yield to readers" (the prefix a patch subject starts with)."""
     prefix, sep, _ = title.partition(": ")
-    return prefix if sep and prefix and " " not in prefix else None
+    # One word, or several joined by commas ("block, iomap: ...").
+    return prefix if sep and re.fullmatch(r"[\w./-]+(?:, ?[\w./-]+)*", prefix) else None
 
 
 def subject(detail: dict) -> str:
-    """One line: [iowatch] [subsystem] commit-or-kernel: size metric regression
-    on device class (study). The subsystem is the bad patch's prefix, else the
-    filesystem, and is said once."""
+    """One line of at most SUBJECT_WIDTH, in the shape of 0-day's reports:
+    "[iowatch] <subsystem>: <commit subject>: <metric> <change> on <device
+    class>". The commit subject is the first bad commit's (it carries its
+    subsystem prefix; else the filesystem is put before it), or the bad
+    kernel's name; it is the part shortened with "..." to fit."""
     cells, points = _cells(detail), _points(detail)
     lead = cells[0] if cells else (points[0] if points else None)
-    bad = first_bad(detail)
-    where = (bad.get("commit") or "")[:12] if bad else ""
-    where = where or _end(detail, "candidate").name
+    bad = first_bad(detail) or {}
+    title = (bad.get("subject") or "").strip() or _end(detail, "candidate").name
     fs = (lead or {}).get("filesystem") or "block"
-    tag = _subsystem((bad or {}).get("subject") or "") or fs
+    if not _subsystem(title):
+        title = f"{fs}: {title}"
     if lead is None:
-        return f"[iowatch] [{tag}] {where}: regression"
-    size = abs(lead.get("change_pct") or 0.0)
-    device_class = lead.get("device_class") or "?"
-    return (f"[iowatch] [{tag}] {where}: {figures.change(size, signed=False)} {metric_phrase(lead['metric'])} "
-            f"regression on {device_class} ({lead['study']})")
+        tail = ": regression"
+    else:
+        change = figures.change(lead.get("change_pct")).replace(figures.TIMES, "x")
+        tail = (f": {metric_phrase(lead['metric'])} {change} on "
+                f"{lead.get('device_class') or '?'}")
+    room = SUBJECT_WIDTH - len("[iowatch] ") - len(tail)
+    if len(title) > room:
+        title = title[:max(room - 3, 0)].rstrip() + "..."
+    return f"[iowatch] {title}{tail}"
 
 
 def _where(c: dict) -> str:
@@ -180,7 +193,7 @@ def _setup_lines(detail: dict, lead: dict | None) -> list[str]:
                 f"  device:        {lead.get('device') or 'none'} ({model})",
                 f"  filesystem:    {lead.get('filesystem') or 'none (raw device)'}",
                 f"  study:         {lead['study']}"]
-    out += [f"  host:          {host} ({detail.get('host_kind') or 'host'})",
+    out += [f"  test machine:  {host} ({detail.get('host_kind') or 'host'})",
             f"  matrix:        {detail.get('matrix') or '?'}",
             f"  good kernel:   {good.name}",
             f"  bad kernel:    {bad.name}"]
@@ -196,8 +209,8 @@ def _setup_lines(detail: dict, lead: dict | None) -> list[str]:
 def _first_bad_lines(detail: dict) -> list[str]:
     bad = first_bad(detail)
     bisect = detail.get("bisect") or {}
-    good_runs = ", ".join((detail.get("good") or {}).get("runs") or []) or "none"
-    bad_runs = ", ".join((detail.get("bad") or {}).get("runs") or []) or "none"
+    good_runs = (detail.get("good") or {}).get("runs") or []
+    bad_runs = (detail.get("bad") or {}).get("runs") or []
     if bad is None:
         state = bisect.get("state")
         if state in ("queued", "running"):
@@ -226,11 +239,13 @@ def _first_bad_lines(detail: dict) -> list[str]:
                     + ", ".join(c[:12] for c in result["candidates"])
                     + (f" (probability {chance:.1%} together)" if chance is not None else ""))
     prov = result.get("provenance") or {}
-    head.append("  provenance:")
+    good_n = len(prov.get("good_runs") or []) or len(good_runs)
+    bad_n = len(prov.get("bad_runs") or []) or len(bad_runs)
+    page = (detail.get("mail") or {}).get("page")
+    head.append(f"  provenance: runs: {good_n} good, {bad_n} bad"
+                + (f", listed on {page}" if page else ""))
     if prov.get("nightly"):
         head.append(f"    nightly run {prov['nightly']}")
-    head += [f"    good runs: {', '.join(prov.get('good_runs') or []) or good_runs}",
-             f"    bad runs:  {', '.join(prov.get('bad_runs') or []) or bad_runs}"]
     steps = bisect.get("steps") or []
     if steps:
         head.append(f"  steps ({len(steps)} measured):")
@@ -271,33 +286,101 @@ def _label(v: dict) -> str:
                          v.get("min_effect_pct") or 0.0)
 
 
-def _workload_lines(detail: dict, cells: list[dict]) -> list[str]:
-    """The workload as it ran and the same without iowatch: mkfs, mount, the tool."""
+def _lead_work(detail: dict, cells: list[dict]) -> tuple[dict | None, dict | None]:
     lead = cells[0] if cells else None
     work = (detail.get("workloads") or {}).get(lead["cell_key"]) if lead else None
-    if not work:
+    return lead, work
+
+
+def _replay(work: dict, lead: dict) -> replay.CellRun:
+    return replay.cell_run(work["cell"], work["device"], work.get("text"), lead["candidate"]["n"],
+                           work.get("declared"))
+
+
+def _workload_lines(detail: dict, cells: list[dict]) -> list[str]:
+    """Each regressed cell's workload as it ran and the same without iowatch
+    (iowatch.replay: the queue, the md array, mkfs, mount, caches dropped, the
+    tool): two studies of one device may differ in all of that (seed 003's
+    halves: BFQ with wbt off, no scheduler with wbt on)."""
+    works = {}
+    for c in cells:
+        work = (detail.get("workloads") or {}).get(c["cell_key"])
+        if work and c["cell_key"] not in works:
+            works[c["cell_key"]] = (c, work)
+    if not works:
         return []
-    text = work["text"].rstrip("\n")
-    out = ["", f"the workload as run ({work['file']} of {lead['cell_key']}):"]
-    out += [f"  {line}".rstrip() for line in text.splitlines()]
-    fs, reps = work.get("filesystem"), lead["candidate"]["n"]
-    steps = []
-    if fs:
-        mkfs = " ".join(x for x in (f"mkfs.{fs}", work.get("mkfs_options"), "DEV") if x)
-        mount = (f"mount -o {work['mount_options']} DEV /mnt/test" if work.get("mount_options")
-                 else "mount DEV /mnt/test")
-        steps += [mkfs, mount]
-    if work["tool"] == "fio":
-        steps.append("fio job.fio" + ("   (its directory= set to /mnt/test)" if fs else ""))
-    else:
-        steps.append(text.splitlines()[0] if text else "fs_mark ...")
-    if fs:
-        steps.append("umount /mnt/test")
+    out = []
+    for key, (_, work) in works.items():
+        if work.get("text"):
+            out += ["", f"the workload as run ({work['file']} of {key}):"]
+            out += [f"  {line}".rstrip() for line in work["text"].rstrip("\n").splitlines()]
     out += ["", "the kernels' config, the same for both: " + _config_words(detail)]
-    out += ["", "to reproduce without iowatch, on a scratch DEV of the same class "
-                f"({work.get('device_class') or lead.get('device_class') or '?'}), booted into each "
-                f"kernel in turn, {reps} times each with a fresh filesystem:"]
-    out += [f"  {step}" for step in steps]
+    for key, (cell, work) in works.items():
+        if "cell" not in work:  # a detail from a server older than iowatch.replay
+            continue
+        saved = f" (job.fio: the job file of {key} above)" if work.get("tool") == "fio" else ""
+        out += ["", f"to reproduce without iowatch, booted into each kernel in turn{saved}:"]
+        out += [f"  {step}" for step in replay.steps(_replay(work, cell))]
+    return out
+
+
+def _parameters_lines(detail: dict, cells: list[dict]) -> list[str]:
+    """0-day's parameters block: what the cell ran with, one per line."""
+    lead, work = _lead_work(detail, cells)
+    if lead is None:
+        return []
+    out = ["", f"parameters ({lead['cell_key']}):"]
+    if work and "cell" in work:
+        run = _replay(work, lead)
+        out += [f"  scheduler:     {run.scheduler or 'the kernel default'}",
+                f"  wbt_lat_usec:  "
+                f"{run.wbt_lat_usec if run.wbt_lat_usec is not None else 'the kernel default'}"]
+        if run.md_members is not None:
+            out.append(f"  md RAID0:      of {run.md_members or 'its'} members")
+        profile = (work["cell"].get("params") or {}).get("profile")
+        if profile:
+            out.append(f"  profile:       {profile}")
+        if run.mkfs_options or run.mount_options:
+            out += [f"  mkfs options:  {run.mkfs_options or 'none'}",
+                    f"  mount options: {run.mount_options or 'none'}"]
+    out.append(f"  repetitions:   {lead['base']['n']} vs {lead['candidate']['n']}")
+    return out
+
+
+def _table_lines(detail: dict, cells: list[dict]) -> list[str]:
+    """0-day's base-versus-commit table: the regressed cells, then the same
+    studies' other deciding cells that moved, one number a side."""
+    regressed = {(c["cell_key"], c["group"], c["metric"]) for c in cells}
+    studies = {c["study"] for c in cells}
+    moved = [v for v in detail.get("verdicts") or []
+             if v["study"] in studies and (v["cell_key"], v["group"], v["metric"]) not in regressed
+             and v["outcome"] != "no-change"]
+    rows = cells + sorted(moved, key=lambda v: -abs(v.get("change_pct") or 0))
+    if not rows:
+        return []
+    names = [(_end(detail, side).commit or _end(detail, side).name)[:12] for side in ("base", "candidate")]
+    statistic = _before_after(rows[0])[3]
+    out = ["", f"base versus commit ({statistic}):", "",
+           f"  {names[0]:>16} {'%change':>9} {names[1]:>16}",
+           f"  {'-' * 16} {'-' * 9} {'-' * 16}"]
+    for study in dict.fromkeys(r["study"] for r in rows):
+        out.append(f"  {study}:")
+        for r in (r for r in rows if r["study"] == study):
+            b, a, unit, _ = _before_after(r)
+            out.append(f"  {b + ' ' + unit:>16} {figures.change(r.get('change_pct')):>9} "
+                       f"{a + ' ' + unit:>16}  {r['group']}.{r['metric']}")
+    return out
+
+
+def _tag_lines(detail: dict) -> list[str]:
+    """The trailers to paste, as 0-day's reports give them."""
+    sender = (detail.get("mail") or {}).get("from") or DEFAULT_FROM
+    page = (detail.get("mail") or {}).get("page")
+    out = ["", "If you fix the issue in a separate patch (not just a new version of the",
+           "same patch), kindly add the following tags:",
+           f"| Reported-by: {sender}"]
+    if page:
+        out.append(f"| Closes: {page}")
     return out
 
 
@@ -328,6 +411,9 @@ def fold(line: str, width: int = BODY_WIDTH) -> list[str]:
             else:
                 current = candidate
         return out + [current]
+    if text.startswith("# "):  # a shell comment goes on as one
+        return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "# ",
+                             break_long_words=True, break_on_hyphens=False)
     # A paragraph wraps flush; an indented line's continuation goes two further in.
     return textwrap.wrap(text, width, initial_indent=indent,
                          subsequent_indent=indent + "  " if indent else "",
@@ -337,8 +423,9 @@ def fold(line: str, width: int = BODY_WIDTH) -> list[str]:
 def _confounder_lines(detail: dict) -> list[str]:
     found = [Confounder(**c) for c in detail.get("confounders") or []]
     if not found:
-        return ["  none: the two kernels' recorded debug options, preemption model, command line "
-                "(without the virtual lab's per-run parameters), tools, governor and devices agree"]
+        return ["  none: no difference in what both sides recorded (debug options, preemption "
+                "model, command line without the virtual lab's per-run parameters, tools, "
+                "governor, device queue and device state)"]
     kernel = [c for c in found if c.name.startswith("kernel ")]
     other = [c for c in found if not c.name.startswith("kernel ")]
     out = []
@@ -368,9 +455,12 @@ def body(detail: dict) -> str:
     cells, points = _cells(detail), _points(detail)
     lead = cells[0] if cells else (points[0] if points else None)
     kind = _KIND_WORDS.get(detail.get("kind"), "a comparison")
+    page = (detail.get("mail") or {}).get("page")
     out = ["Hi,", "", f"iowatch (storage performance CI) found a regression in {kind}, "
-                      f"regression #{detail['id']}:", ""]
-    out += _setup_lines(detail, lead) + ["", "before and after (the stored verdict):"]
+                      f"regression #{detail['id']}" + (f" ({page})" if page else "") + ":", ""]
+    out += _setup_lines(detail, lead)
+    out += _parameters_lines(detail, cells) + _table_lines(detail, cells) + _tag_lines(detail)
+    out += ["", "before and after (the stored verdict):"]
     for c in cells:
         out += _cell_lines(c)
     if not cells:
@@ -420,9 +510,32 @@ def _recipients(detail: dict) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(to)), cc
 
 
-def render(detail: dict, fmt: str = "email") -> str:
+def with_recipients(detail: dict, to: list[str] | tuple = (), cc: list[str] | tuple = (),
+                    page: str | None = None) -> dict:
+    """The detail with more To and Cc (`iowatch report --to/--cc`, the API's
+    to= and cc=) and the regression page's address when the server has none
+    configured."""
+    mail = dict(detail.get("mail") or {})
+    mail["to"] = [*(mail.get("to") or []), *to]
+    mail["cc"] = [*(mail.get("cc") or []), *cc]
+    if page and not mail.get("page"):
+        mail["page"] = page
+    return {**detail, "mail": mail}
+
+
+def message_id(detail: dict) -> str:
+    """The report's Message-ID: one per regression, whatever its state or
+    bisect, on the configured domain (IOWATCH_MAIL_DOMAIN), else the sender's."""
+    mail = detail.get("mail") or {}
+    sender = mail.get("from") or DEFAULT_FROM
+    domain = mail.get("domain") or getaddresses([sender])[0][1].rpartition("@")[2] or "localhost"
+    return f"<iowatch-regression-{detail['id']}@{domain}>"
+
+
+def render(detail: dict, fmt: str = "email", now: datetime | None = None) -> str:
     """The report of a regression detail (the API's JSON) as `fmt`: "email"
-    (headers and body, ready for git send-email or a mail client) or "text"."""
+    (headers and body, ready for git send-email or a mail client; Date: `now`,
+    the time it is written) or "text"."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
     text = body(detail)
@@ -430,22 +543,17 @@ def render(detail: dict, fmt: str = "email") -> str:
         return f"{subject(detail)}\n\n{text}"
     msg = EmailMessage(policy=_POLICY)
     mail = detail.get("mail") or {}
-    sender = mail.get("from") or "iowatch <iowatch@localhost>"
     to, cc = _recipients(detail)
-    msg["From"] = sender
+    msg["From"] = mail.get("from") or DEFAULT_FROM
     msg["To"] = ", ".join(to) if to else "undisclosed-recipients:;"
     if cc:
         msg["Cc"] = ", ".join(cc)
     msg["Subject"] = subject(detail)
-    when = detail.get("updated") or detail.get("created")
-    if when:
-        msg["Date"] = format_datetime(datetime.fromisoformat(str(when).replace("Z", "+00:00")))
-    domain = getaddresses([sender])[0][1].rpartition("@")[2] or "localhost"
-    bisect = detail.get("bisect") or {}
-    msg["Message-ID"] = f"<iowatch-regression-{detail['id']}-{bisect.get('id', 0)}@{domain}>"
+    msg["Date"] = format_datetime(now or datetime.now(timezone.utc))
+    msg["Message-ID"] = message_id(detail)
     reply_to, refs = _thread(detail)
     if reply_to:
         msg["In-Reply-To"] = reply_to
         msg["References"] = " ".join(refs)
-    msg.set_content(text, cte="8bit")
-    return msg.as_string()
+    msg.set_content(text, cte="7bit" if text.isascii() else "8bit")
+    return msg.as_bytes().decode("utf-8")

@@ -41,6 +41,16 @@ def _mdadm(*args: str) -> str:
     return out.stdout
 
 
+def array_name(device_name: str) -> str:
+    return f"/dev/md/iowatch-{device_name}"
+
+
+def create_args(name: str, members: list[str]) -> list[str]:
+    """mdadm's arguments that make the RAID0 array `name` of `members`."""
+    return ["--create", name, "--run", "--level=0", f"--raid-devices={len(members)}",
+            "--metadata=1.2", "--homehost=iowatch", *members]
+
+
 @contextmanager
 def assembled(host: Host, device: Device, data_dir=None) -> Iterator[str]:
     """Yield the md device made of `device.members` (RAID0), stopped on the way out."""
@@ -50,9 +60,8 @@ def assembled(host: Host, device: Device, data_dir=None) -> Iterator[str]:
         safety.require(host, member, data_dir)
     for member in device.members:
         subprocess.run(["mdadm", "--zero-superblock", member], capture_output=True)
-    name = f"/dev/md/iowatch-{device.name}"
-    _mdadm("--create", name, "--run", "--level=0", f"--raid-devices={len(device.members)}",
-           "--metadata=1.2", "--homehost=iowatch", *device.members)
+    name = array_name(device.name)
+    _mdadm(*create_args(name, list(device.members)))
     for _ in range(50):  # udev may be absent (a virtme-ng guest): find the node ourselves
         md = _md_node(name, device.members)
         if md:

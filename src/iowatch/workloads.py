@@ -127,14 +127,19 @@ def _regroup(samples: list[Sample], groups: dict[str, str]) -> list[Sample]:
             for s in samples]
 
 
+def fio_argv(job_path: str, json_path: str, readonly: bool) -> list[str]:
+    argv = ["fio", "--output-format=json", f"--output={json_path}", job_path]
+    if readonly:
+        argv.insert(1, "--readonly")  # fio itself refuses any write (a command-line-only option)
+    return argv
+
+
 def run_fio(workload: dict, ctx: Context) -> Result:
     job = render_fio(workload, ctx)
     job_path = ctx.workdir / "job.fio"
     job_path.write_text(job)
     json_path = ctx.workdir / "fio.json"
-    argv = ["fio", "--output-format=json", f"--output={json_path}", str(job_path)]
-    if workload["fio"].get("readonly"):
-        argv.insert(1, "--readonly")  # fio itself refuses any write (a command-line-only option)
+    argv = fio_argv(str(job_path), str(json_path), bool(workload["fio"].get("readonly")))
     rc, stdout, stderr, wall, user, sys_ = _timed(argv, ctx.workdir)
     res = Result(wall_s=wall, tool_s=wall)
     res.artifacts["job.fio"] = job.encode()
@@ -179,6 +184,12 @@ def run_fs_mark(workload: dict, ctx: Context) -> Result:
     return res
 
 
+def touch_argv(script: dict) -> list[str]:
+    """The seed's `xargs -P 16 -n 1 touch`, in batches of 64 names per touch:
+    the same parallel creates without 650,000 process starts."""
+    return ["xargs", "-P", str(script["workers"]), "-n", "64", "touch"]
+
+
 def run_script(workload: dict, ctx: Context, drop_caches) -> Result:
     """The f2fs checkpoint workload (seed 002): create, sync, sparse delete,
     drop caches, then time the sync that writes the checkpoint."""
@@ -205,10 +216,7 @@ def run_script(workload: dict, ctx: Context, drop_caches) -> Result:
 
     names = "\n".join(str(i) for i in range(1, sc["create_files"] + 1)) + "\n"
     try:
-        # The seed runs `xargs -P 16 -n 1 touch`; batches of 64 names per touch
-        # keep the same parallel creates without 650,000 process starts.
-        t = step("create", ["xargs", "-P", str(sc["workers"]), "-n", "64", "touch"],
-                 input=names, cwd=d)
+        t = step("create", touch_argv(sc), input=names, cwd=d)
         res.samples.append(Sample.of("step.time_ms", t, group, "create"))
         res.samples.append(Sample.of("step.time_ms", step("sync", ["sync", "-f", str(d)]), group, "sync"))
 

@@ -145,8 +145,10 @@ def test_claim_steps_and_result_round_trip(nights, client, agent_token):
 
     # The e-mail names the first bad commit, the bisect and the nightly it came from.
     text = client.get(f"/api/v1/regressions/{job.regression_id}/report?format=text").content.decode()
-    assert text.startswith("[iowatch] [ext4] abababababab: ")  # the subsystem of the commit's subject
-    assert text.split("\n", 1)[0].endswith("regression on sdcard (f2fs-dio-write)")
+    # 0-day's shape: the first bad commit's subject (with its subsystem), the metric, the class.
+    title = text.split("\n", 1)[0]
+    assert title.startswith("[iowatch] ext4: wait before each di...: write bandwidth -")
+    assert title.endswith("% on sdcard") and len(title) <= 72
     # The body is folded at 72 columns: the lines are read with their words rejoined.
     words = " ".join(text.replace(" \\\n", " ").split())
     for line in (f'first bad commit: abababababab ("{STEP["subject"]}"), probability 98.7%',

@@ -3,6 +3,7 @@ cache and made a git repository, or any kernel git tree the user names."""
 from __future__ import annotations
 
 import glob
+import os
 import subprocess
 from pathlib import Path
 
@@ -35,16 +36,33 @@ def _identity(tree: Path) -> None:
     git(tree, "config", "user.name", "iowatch")
 
 
+# The debian-base commit's identity and dates, the same on every machine, so
+# that its hash (which `iowatch check --base` and the mail's reproduction name)
+# is the tarball's alone: Linux 6.12's release day, not the day it was unpacked.
+BASE_COMMIT_ENV = {"GIT_AUTHOR_NAME": "iowatch", "GIT_AUTHOR_EMAIL": "iowatch@localhost",
+                   "GIT_AUTHOR_DATE": "2024-11-17T00:00:00+0000",
+                   "GIT_COMMITTER_NAME": "iowatch", "GIT_COMMITTER_EMAIL": "iowatch@localhost",
+                   "GIT_COMMITTER_DATE": "2024-11-17T00:00:00+0000"}
+
+
 def debian_source() -> Path:
     """The unpacked, committed Debian kernel source; made on first use."""
     tarballs = sorted(glob.glob(DEBIAN_TARBALLS))
     if not tarballs:
         raise SourceError("no Debian kernel source in /usr/src: install linux-source-6.12 "
                           "(scripts/setup.sh --kernel does) or pass --source TREE")
-    tarball = Path(tarballs[-1])
-    tree = cache_dir() / tarball.name.removesuffix(".tar.xz")
+    return committed_tarball(Path(tarballs[-1]), cache_dir())
+
+
+def committed_tarball(tarball: Path, parent: Path) -> Path:
+    """The kernel tarball unpacked under `parent` and committed as BASE_TAG, a
+    commit whose hash depends on the tarball only (BASE_COMMIT_ENV). A tree
+    unpacked by an older iowatch, whose commit carries the day it was made, gets
+    its tag moved to the reproducible commit of the same files."""
+    tree = parent / tarball.name.removesuffix(".tar.xz")
     if (tree / ".git").is_dir() and git(tree, "rev-parse", "-q", "--verify", BASE_TAG,
                                         check=False).returncode == 0:
+        _reproducible_tag(tree)
         return tree
     if tree.exists():
         subprocess.run(["rm", "-rf", str(tree)], check=True)
@@ -63,10 +81,20 @@ def debian_source() -> Path:
     dotfiles = git(tree, "ls-files", "-o", "-i", "--exclude-standard", "--", ".*", "*/.*").stdout.split()
     for i in range(0, len(dotfiles), 500):
         git(tree, "add", "-f", "--", *dotfiles[i:i + 500])
-    version = _makefile_version(tree)
-    git(tree, "commit", "-q", "-m", f"{tarball.name}: Linux {version} as Debian ships it")
+    message = f"{tarball.name}: Linux {_makefile_version(tree)} as Debian ships it"
+    git(tree, "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", message,
+        env={**os.environ, **BASE_COMMIT_ENV})
     git(tree, "tag", BASE_TAG)
     return tree
+
+
+def _reproducible_tag(tree: Path) -> None:
+    """Point BASE_TAG at the commit BASE_COMMIT_ENV makes of its tree and message."""
+    message = git(tree, "log", "-1", "--format=%B", BASE_TAG).stdout.rstrip("\n") + "\n"
+    commit = git(tree, "commit-tree", f"{BASE_TAG}^{{tree}}", input=message,
+                 env={**os.environ, **BASE_COMMIT_ENV}).stdout.strip()
+    if commit != resolve(tree, BASE_TAG):
+        git(tree, "tag", "-f", BASE_TAG, commit)
 
 
 def _makefile_version(tree: Path) -> str:

@@ -242,3 +242,47 @@ def confounders(base_env: dict, candidate_env: dict) -> list[Confounder]:
             check(f"{cid} wbt_lat_usec", a_queue.get("wbt_lat_usec"), b_queue.get("wbt_lat_usec"),
                   WHY_WBT)
     return out
+
+
+NOT_RECORDED = "not recorded"
+WHY_UNRECORDED = ("one side recorded no state of the device, so its firmware, wear and "
+                  "temperature cannot be compared: the devices are not known to agree")
+# Device state fields that name the device itself: one side's runs should agree on them.
+_IDENTITY_FIELDS = {"serial": "a different serial number within one side is a different device",
+                    "firmware": "the device's firmware changed between one side's runs: "
+                                "its flash translation layer is part of what is measured"}
+
+
+def _read_states(name: str, seen: dict) -> dict[str, dict]:
+    """The device's state records that hold a reading (iowatch.devstate: not
+    "nothing" or "unavailable")."""
+    return {who: s for who, s in _device_states(name, seen).items()
+            if s.get("status", "read") == "read"}
+
+
+def side_gaps(base_envs: list[dict], candidate_envs: list[dict]) -> list[Confounder]:
+    """What comparing the two sides' first runs cannot see, over all their runs:
+    a device whose state one side recorded and the other never did, and a
+    device's serial or firmware that changed between the runs of one side."""
+    out: list[Confounder] = []
+    recorded = [{who for env in envs for name, seen in _devices(env).items()
+                 for who in _read_states(name, seen)} for envs in (base_envs, candidate_envs)]
+    named = {name for envs in (base_envs, candidate_envs) for env in envs for name in _devices(env)}
+    for who in sorted(recorded[0] ^ recorded[1]):
+        if who.split(" member ")[0] in named:
+            seen = ("recorded", NOT_RECORDED) if who in recorded[0] else (NOT_RECORDED, "recorded")
+            out.append(Confounder(f"{who} device state", *seen, WHY_UNRECORDED))
+    for side, envs in (("base", base_envs), ("candidate", candidate_envs)):
+        values: dict[tuple[str, str], list] = {}
+        for env in envs:
+            for name, seen in _devices(env).items():
+                for who, state in _read_states(name, seen).items():
+                    for field in _IDENTITY_FIELDS:
+                        if state.get(field) not in (None, ""):
+                            values.setdefault((who, field), []).append(state[field])
+        for (who, field), seen_values in sorted(values.items()):
+            distinct = list(dict.fromkeys(seen_values))
+            if len(distinct) > 1:
+                out.append(Confounder(f"{who} {field} within the {side} side's runs",
+                                      distinct[0], distinct[-1], _IDENTITY_FIELDS[field]))
+    return out

@@ -150,13 +150,18 @@ def regression_detail(request, regression_id: int):
     comparison = regression.comparison
     keys = queries.history_keys_of_regression(regression)
     bisect = latest_bisect(regression)
+    confirmation = confirm.state(regression)
+    # While a second host's confirmation is pending, the page offers no mail (the API's 409).
+    report = None if confirmation["state"] == "pending" else report_text(
+        regression.pk, "email",
+        request.build_absolute_uri(reverse("dashboard:regression", args=[regression.pk])))
     return render(request, "dashboard/regression.html", {
         "regression": regression, "comparison": comparison, "states": STATES, "max_note": MAX_NOTE,
         **attention.regression_cells(regression, request.GET.get("page")),
         "events": regression.events.select_related("user", "agent").order_by("-at", "-id"),
-        "bisect": bisect, "report": report_text(regression.pk, "email"),
+        "bisect": bisect, "report": report,
         "given_back": list(giveback.given_back("bisect", bisect.pk)) if bisect else [],
-        "confirmation": confirm.state(regression),
+        "confirmation": confirmation,
         "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(key),
                           reverse("dashboard:history") + "?" + urlencode(key)) for key in keys[:4]],
     })

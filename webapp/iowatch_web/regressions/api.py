@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from email.errors import HeaderParseError
+from email.headerregistry import Address
+from email.utils import getaddresses
 from typing import Annotated
 
 from django.db import transaction
@@ -302,7 +305,7 @@ class RegressionDetail(RegressionOut):
 
     @staticmethod
     def resolve_mail(r: Regression) -> dict:
-        return detail.mail_headers()
+        return detail.mail_headers(r)
 
     @staticmethod
     def resolve_workloads(r: Regression) -> dict:
@@ -461,23 +464,45 @@ def bisect(request, regression_id: StoreId, body: BisectIn):
     return get_object_or_404(_regressions(), pk=regression_id)
 
 
-def report_text(regression_id: int, fmt: str) -> str:
-    """The mailing-list report, rendered from the detail's own JSON."""
+def report_text(regression_id: int, fmt: str, page: str | None = None,
+                to: list[str] | tuple = (), cc: list[str] | tuple = ()) -> str:
+    """The mailing-list report, rendered from the detail's own JSON, with more
+    recipients and the page's address (`page`, when IOWATCH_PUBLIC_URL is unset)."""
     regression = get_object_or_404(_regressions(), pk=regression_id)
     regression.moved_only = True
-    return mailreport.render(RegressionDetail.from_orm(regression).model_dump(mode="json"), fmt)
+    doc = RegressionDetail.from_orm(regression).model_dump(mode="json")
+    return mailreport.render(mailreport.with_recipients(doc, to, cc, page), fmt)
+
+
+def _addresses(value: str, field: str) -> list[str]:
+    """Comma-separated addresses ("Doe, Jo" <jo@example.org> stays one), as
+    written (a UTF-8 name stays UTF-8: the mail is 8bit, never RFC 2047);
+    ValueError naming the one that is not an address."""
+    out = []
+    for name, addr in getaddresses([value]) if value.strip() else []:
+        try:
+            if "@" not in addr:
+                raise ValueError(addr)
+            out.append(str(Address(display_name=name, addr_spec=addr)))
+        except (ValueError, IndexError, HeaderParseError) as e:
+            raise ValueError(f"query field {field}: {addr or value!r} is not an e-mail address "
+                             "(give name <user@host>, comma-separated)") from e
+    return out
 
 
 # Its 200 is text/plain, said by openapi_extra (ninja would describe a JSON string).
 @router.get("/{regression_id}/report", response={400: Error, 404: Error, 409: Error},
             summary="The regression as a mailing-list report (text/plain): format email "
-                    "(with headers, a reply in the series' thread) or text",
+                    "(with headers, a reply in the series' thread) or text; to and cc add "
+                    "recipients (comma-separated)",
             openapi_extra={"responses": {200: {"description": "the report",
                                                "content": {"text/plain": {"schema": {
                                                    "type": "string"}}}}}})
 def report(request, regression_id: StoreId,
            format: Annotated[str, one_of(mailreport.FORMATS)] = "email",
-           unconfirmed: bool = False):
+           unconfirmed: bool = False,
+           to: Annotated[str, Field(max_length=MAX_NOTE)] = "",
+           cc: Annotated[str, Field(max_length=MAX_NOTE)] = ""):
     if format not in mailreport.FORMATS:
         return error_response(400, f"format {format!r} is not one of {', '.join(mailreport.FORMATS)}",
                             "query field format")
@@ -488,4 +513,10 @@ def report(request, regression_id: StoreId,
         return JsonResponse({"error": f"regression #{regression_id} is {pending['words']}: the "
                              "mail goes out after it (add unconfirmed=true to write it now)",
                              "where": "confirmation"}, status=409)
-    return HttpResponse(report_text(regression_id, format), content_type="text/plain; charset=utf-8")
+    try:
+        recipients = _addresses(to, "to"), _addresses(cc, "cc")
+    except ValueError as e:
+        return error_response(400, str(e), str(e).split(":")[0])
+    page = request.build_absolute_uri(f"/regressions/{regression_id}/")
+    return HttpResponse(report_text(regression_id, format, page, *recipients),
+                        content_type="text/plain; charset=utf-8")

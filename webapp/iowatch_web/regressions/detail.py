@@ -13,8 +13,9 @@ from django.conf import settings
 
 from iowatch.side_data import run_boot
 from iowatch.stats import confounders as find_confounders
+from iowatch.stats.confounders import side_gaps
 from iowatch_web.regressions.models import Regression
-from iowatch_web.results.models import Artifact, Cell, Kernel
+from iowatch_web.results.models import Artifact, Cell, Kernel, Run
 from iowatch_web.store.sides import manifests
 
 DEFAULT_FROM = "iowatch <iowatch@localhost>"
@@ -31,7 +32,9 @@ def _addresses(text: str) -> list[str]:
 def confounders(regression: Regression) -> list[dict]:
     """Differences between the first run of each side (pooled runs of one
     kernel share a setup), as iowatch.judging reports them: the command line
-    without what the virtual lab sets per run."""
+    without what the virtual lab sets per run; then what that comparison cannot
+    see over all the sides' runs (iowatch.stats.confounders.side_gaps): a device
+    state one side never recorded, a firmware that changed within a side."""
     c = regression.comparison
     base = c.base_runs.select_related("host", "kernel__series").order_by("id").first()
     candidate = c.candidate_runs.select_related("host", "kernel__series").order_by("id").first()
@@ -39,7 +42,19 @@ def confounders(regression: Regression) -> list[dict]:
         return []
     # The manifests without samples' job rows: confounders read setup, not numbers.
     b, k = manifests([base, candidate], job_samples=False)
-    return [asdict(x) for x in find_confounders(b, k)]
+    found = find_confounders(b, k) + side_gaps(_device_setups(c.base_runs),
+                                               _device_setups(c.candidate_runs))
+    return [asdict(x) for x in found]
+
+
+def _device_setups(runs) -> list[dict]:
+    """Each run's devices and environment only (what side_gaps reads), without
+    the cells and samples a manifest carries: a side may pool many runs."""
+    rows = list(runs.order_by("id").values_list("id", "environment"))
+    devices: dict[int, list] = {pk: [] for pk, _ in rows}
+    for link in Run.devices.through.objects.filter(run_id__in=devices).select_related("device"):
+        devices[link.run_id].append({**link.device.inventory, "name": link.device.name})
+    return [{"devices": devices[pk], "environment": env or {}} for pk, env in rows]
 
 
 def boots(regression: Regression) -> list[int]:
@@ -68,37 +83,66 @@ def series(kernel: Kernel) -> dict | None:
             "archive": mail.get("archive"), "patches": patches}
 
 
-def mail_headers() -> dict:
+def mail_headers(regression: Regression | None = None) -> dict:
     """From, To and Cc of the report (settings or the environment:
-    IOWATCH_MAIL_FROM, IOWATCH_MAIL_TO, IOWATCH_MAIL_CC, comma-separated)."""
+    IOWATCH_MAIL_FROM, IOWATCH_MAIL_TO, IOWATCH_MAIL_CC, comma-separated), the
+    Message-ID's domain (IOWATCH_MAIL_DOMAIN) and the regression page's address
+    under IOWATCH_PUBLIC_URL (None when the server does not know its address)."""
+    public = _setting("IOWATCH_PUBLIC_URL").rstrip("/")
+    page = f"{public}/regressions/{regression.pk}/" if public and regression is not None else None
     return {"from": _setting("IOWATCH_MAIL_FROM", DEFAULT_FROM),
             "to": _addresses(_setting("IOWATCH_MAIL_TO")),
-            "cc": _addresses(_setting("IOWATCH_MAIL_CC"))}
+            "cc": _addresses(_setting("IOWATCH_MAIL_CC")),
+            "domain": _setting("IOWATCH_MAIL_DOMAIN") or None, "page": page}
 
 
 # The artifact that holds a workload as the runner ran it (iowatch.workloads).
 WORKLOAD_FILES = {"job.fio": "fio", "command": "fs_mark"}
 
 
+def _declared_queue(slug: str) -> dict | None:
+    """The study's own scheduler and wbt_lat_usec, for a cell of a bundle from
+    before the runner recorded the queue it ran on (params.queue)."""
+    from iowatch_web.store.sides import judging_studies
+
+    study = judging_studies().get(slug)
+    if study is None:
+        return None
+    return {"scheduler": study.scheduler, "wbt_lat_usec": study.wbt_lat_usec}
+
+
 def workloads(regression: Regression) -> dict[str, dict]:
     """The workload as run of each regressed cell, by cell key: the fio job
-    file or the fs_mark command line of a candidate run's first repetition,
-    with the filesystem's mkfs and mount options (for a reproduction that
-    needs no iowatch)."""
+    file or the fs_mark command line of a candidate run's first repetition
+    (none for a scripted workload), and what iowatch.replay makes the
+    reproduction without iowatch of: the cell as its bundle gave it (id,
+    filesystem, params with the workload and the queue, mkfs and mount
+    options), its device's entry, and the study's declared queue."""
     keys = set(regression.regressed_cells().values_list("cell_key", flat=True))
     out = {}
     cells = (Cell.objects.filter(run__in=regression.comparison.candidate_runs.all(), key__in=keys)
-             .select_related("device").order_by("key", "id"))
+             .select_related("device", "study").order_by("key", "id"))
     for cell in cells:
         if cell.key in out:
             continue
         artifact = (Artifact.objects.filter(cell=cell, name__in=WORKLOAD_FILES)
                     .order_by("repetition", "name").first())
-        if artifact is None:
+        workload = (cell.params or {}).get("workload") or {}
+        if artifact is None and "script" not in workload:
             continue
-        out[cell.key] = {"tool": WORKLOAD_FILES[artifact.name], "file": artifact.name,
-                         "text": bytes(artifact.content).decode("utf-8", "replace"),
-                         "filesystem": cell.filesystem, "mkfs_options": cell.mkfs_options,
-                         "mount_options": cell.mount_options,
-                         "device_class": cell.device.device_class if cell.device_id else None}
+        device = cell.device
+        out[cell.key] = {
+            "tool": WORKLOAD_FILES[artifact.name] if artifact else "script",
+            "file": artifact.name if artifact else None,
+            "text": bytes(artifact.content).decode("utf-8", "replace") if artifact else None,
+            "filesystem": cell.filesystem, "mkfs_options": cell.mkfs_options,
+            "mount_options": cell.mount_options,
+            "device_class": device.device_class if device else None,
+            "cell": {"id": cell.key, "filesystem": cell.filesystem, "params": cell.params or {},
+                     "mkfs_options": cell.mkfs_options, "mount_options": cell.mount_options},
+            "device": {**(device.inventory if device else {}),
+                       "name": device.name if device else "?",
+                       "class": device.device_class if device else None,
+                       "path": device.path if device else None},
+            "declared": _declared_queue(cell.study.slug)}
     return out
