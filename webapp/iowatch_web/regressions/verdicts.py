@@ -226,19 +226,7 @@ def change_point_alerts(run: Run) -> list[StoredComparison]:
     outside any series: a series is compared patch by patch instead."""
     if run.kernel.series_id is not None:
         return []
-    at = run_time(run)
-    history = (_measured(run.host_id, run.matrix).filter(kernel__series__isnull=True)
-               .filter(Q(at__lt=at) | Q(at=at, id__lte=run.id)))
-    # A bounded window: the latest CHANGE_POINT_WINDOW kernels by their first
-    # run (index run_host_matrix_time), so the work per run stays flat as the
-    # history grows.
-    window = [k for k, _ in history.values("kernel_id").annotate(first=Min("at"))
-              .order_by("-first", "-kernel_id").values_list("kernel_id", "first")
-              [:CHANGE_POINT_WINDOW]]
-    history = history.filter(kernel_id__in=window)
-    first_runs = {}
-    for r in history.order_by("at", "id").only("id", "kernel_id", "started_at", "received_at"):
-        first_runs.setdefault(r.kernel_id, r)
+    history, first_runs = _history_window(run)
     order = list(first_runs)  # kernels by their first run
     touched = _group_samples([run.pk])
     cells = Cell.objects.filter(run__in=history, status="passed",
@@ -287,31 +275,55 @@ def change_point_alerts(run: Run) -> list[StoredComparison]:
             continue
         steps[kernels[i - 1], kernels[i]].append(((key, group, metric), newest))
 
-    comparisons = []
-    for (before, after), found in steps.items():
-        with transaction.atomic():
-            # One change, one regression: a step a nightly's night-over-night
-            # regression already names gets its change points there.
-            comparison = (nightly.same_change(run.host_id, run.matrix, after, order)
-                          or _change_point_comparison(run, before, after, history))
-            for (key, group, metric), cp in found:
-                cell = cells[key]
-                StoredChangePoint.objects.get_or_create(
-                    host_id=run.host_id, cell_key=key, group=group, metric_id=metric,
-                    kernel_id=after,
-                    defaults={"comparison": comparison, "study": cell.study, "device": cell.device,
-                              "filesystem": cell.filesystem, "run": first_runs[after],
-                              "before_mean": cp.point.before_mean, "after_mean": cp.point.after_mean,
-                              "change_pct": cp.point.change_pct, "p_value": cp.verdict.p_value,
-                              "min_effect_pct": cp.verdict.min_effect_pct})
-            _update_regression(comparison)
-        if comparison.reason == "change-point":
-            # The A/B of the kernels either side, by the one policy (iowatch.judging):
-            # the numbers, CI and repetitions a report of the step gives.
-            comparison = compare_kernels(Pairing("change-point", comparison.base_kernel,
-                                                 comparison.candidate_kernel), run)
-        comparisons.append(comparison)
-    return comparisons
+    return [_step_comparison(run, before, after, found, cells, history, first_runs)
+            for (before, after), found in steps.items()]
+
+
+def _history_window(run: Run):
+    """The runs a change point of `run` is looked for in (the host's runs of its
+    matrix up to it, of kernels outside any series), bounded to the latest
+    CHANGE_POINT_WINDOW kernels by their first run (index run_host_matrix_time)
+    so the work per run stays flat as the history grows; and each kernel's
+    first run, in order."""
+    at = run_time(run)
+    history = (_measured(run.host_id, run.matrix).filter(kernel__series__isnull=True)
+               .filter(Q(at__lt=at) | Q(at=at, id__lte=run.id)))
+    window = [k for k, _ in history.values("kernel_id").annotate(first=Min("at"))
+              .order_by("-first", "-kernel_id").values_list("kernel_id", "first")
+              [:CHANGE_POINT_WINDOW]]
+    history = history.filter(kernel_id__in=window)
+    first_runs = {}
+    for r in history.order_by("at", "id").only("id", "kernel_id", "started_at", "received_at"):
+        first_runs.setdefault(r.kernel_id, r)
+    return history, first_runs
+
+
+def _step_comparison(run: Run, before: int, after: int, found: list, cells: dict, history,
+                     first_runs: dict) -> StoredComparison:
+    """The regression of one step (kernel `before` to `after`) and its change
+    points `found` ([(series key, change point)]), stored."""
+    with transaction.atomic():
+        # One change, one regression: a step a nightly's night-over-night
+        # regression already names gets its change points there.
+        comparison = (nightly.same_change(run.host_id, run.matrix, after, list(first_runs))
+                      or _change_point_comparison(run, before, after, history))
+        for (key, group, metric), cp in found:
+            cell = cells[key]
+            StoredChangePoint.objects.get_or_create(
+                host_id=run.host_id, cell_key=key, group=group, metric_id=metric,
+                kernel_id=after,
+                defaults={"comparison": comparison, "study": cell.study, "device": cell.device,
+                          "filesystem": cell.filesystem, "run": first_runs[after],
+                          "before_mean": cp.point.before_mean, "after_mean": cp.point.after_mean,
+                          "change_pct": cp.point.change_pct, "p_value": cp.verdict.p_value,
+                          "min_effect_pct": cp.verdict.min_effect_pct})
+        _update_regression(comparison)
+    if comparison.reason == "change-point":
+        # The A/B of the kernels either side, by the one policy (iowatch.judging):
+        # the numbers, CI and repetitions a report of the step gives.
+        comparison = compare_kernels(Pairing("change-point", comparison.base_kernel,
+                                             comparison.candidate_kernel), run)
+    return comparison
 
 
 def _change_point_comparison(run: Run, before: int, after: int, history) -> StoredComparison:
