@@ -12,7 +12,8 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
 from iowatch_web.dashboard import (
-    attention, compare_page, compare_work, comparing, lab_hosts, published, queries, run_numbers, series_keys,
+    attention, compare_page, compare_work, comparing, device_classes as rollup, lab_hosts, published, queries,
+    run_numbers, series_keys,
 )
 from iowatch_web.hosts import beats, giveback
 from iowatch_web.regressions import confirm
@@ -43,6 +44,25 @@ def hosts(request):
     return render(request, "dashboard/hosts.html", {
         "hosts": states, "silent": lab_hosts.silent_hosts(states),
         "timeout_s": beats.timeout().total_seconds()})
+
+
+def device_classes(request):
+    """Each device class and study on a branch, a series or the whole lab over the last days."""
+    branch = request.GET.get("branch", "").strip()
+    series, days = request.GET.get("series", "").strip(), request.GET.get("days", "7").strip()
+    scopes = rollup.scopes()
+    problems = []
+    if branch and branch not in scopes["branches"]:
+        problems.append(f"no nightly runs of a branch named {branch!r}: pick one of the list")
+    if series and not (series.isdigit() and any(s["id"] == int(series) for s in scopes["series"])):
+        problems.append(f"no series {series!r}: pick one of the list")
+    if days not in {str(d) for d in rollup.WINDOWS}:
+        problems.append(f"days={days!r}: pick one of {', '.join(map(str, rollup.WINDOWS))}")
+    context = {"scopes": scopes, "windows": rollup.WINDOWS, "problems": problems,
+               "branch": branch, "series": series, "days": days}
+    if not problems:
+        context.update(rollup.rollup(branch, int(series) if series else None, int(days)))
+    return render(request, "dashboard/device_classes.html", context, status=400 if problems else 200)
 
 
 def series_index(request):
