@@ -177,7 +177,8 @@ def regression_detail(request, regression_id: int):
         "bisect": bisect, "report": report_text(regression.pk, "email"),
         "given_back": list(giveback.given_back("bisect", bisect.pk)) if bisect else [],
         "confirmation": confirm.state(regression),
-        "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(key),
+        "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(
+                              {**key, "good": comparison.base_kernel_id, "bad": comparison.candidate_kernel_id}),
                           reverse("dashboard:history") + "?" + urlencode(key)) for key in keys[:4]],
     })
 
