@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods
 
 from iowatch_web.dashboard import (
     attention, compare_page, compare_work, comparing, device_classes as rollup, lab_hosts, published, queries,
-    run_numbers, series_keys,
+    run_numbers, series_checks, series_keys,
 )
 from iowatch_web.hosts import beats, giveback
 from iowatch_web.regressions import confirm
@@ -66,7 +66,8 @@ def device_classes(request):
 
 
 def series_index(request):
-    return render(request, "dashboard/series_index.html", {"checks": attention.series_index()})
+    return render(request, "dashboard/series_index.html",
+                  {"groups": series_checks.grouped(attention.series_index())})
 
 
 def series_check(request, series_id: int):
