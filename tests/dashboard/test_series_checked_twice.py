@@ -59,3 +59,17 @@ def test_the_checks_of_one_series_are_one_group_that_names_the_patch_they_disagr
     assert twice.count('href="/series/') == 2
     [alone] = [g for g in groups if g is not twice]
     assert "checked" not in alone and "v6.13" in alone
+
+
+def test_each_checks_page_names_the_other_check_and_the_patch_they_disagree_on(checked_twice, client):
+    from iowatch_web.results.models import PatchSeries
+
+    first = PatchSeries.objects.get(base="v6.12")
+    other = PatchSeries.objects.get(base="c12fff06aa55")
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", client.get(f"/series/{first.pk}/")
+                                         .content.decode())).split())
+    assert "was also checked on c12fff06aa55" in text and "v6.13" not in text
+    assert "patch 2 (f2fs: drop the write lock):" in text
+    assert f'href="/series/{other.pk}/"' in client.get(f"/series/{first.pk}/").content.decode()
+    alone = PatchSeries.objects.get(base="v6.13")
+    assert "also checked" not in client.get(f"/series/{alone.pk}/").content.decode()

@@ -12,8 +12,6 @@ The CI-sized case reads a 10,000-cell run; the issue's own, 100,000 cells (about
 """
 from __future__ import annotations
 
-import statistics
-import threading
 import time
 import urllib.request
 
@@ -21,7 +19,7 @@ import pytest
 
 from live_server import create_agent, free_port, get_json, running_server, scratch_database, \
     wait_verdict
-from test_compare_served import CLIENTS, MAX_BUNDLE_BYTES, _bundle, _poll_health, _upload
+from test_compare_served import CLIENTS, MAX_BUNDLE_BYTES, _bundle, _upload, beside_health
 
 
 def _open_run_page(url: str, out: list) -> None:
@@ -48,25 +46,7 @@ def _served_run_page(cells: int) -> None:
 
 
 def _four_readers(url: str, health: str, page: str) -> None:
-    polls: list = []
-    stop = threading.Event()
-    poller = threading.Thread(target=_poll_health, args=(health, stop, polls))
-    poller.start()
-    answers: list = []
-    readers = [threading.Thread(target=_open_run_page, args=(page, answers)) for _ in range(CLIENTS)]
-    try:
-        time.sleep(1.5)  # health polled before the reads too
-        for r in readers:
-            r.start()
-        for r in readers:
-            r.join()
-        time.sleep(1.5)
-    finally:
-        stop.set()
-        poller.join()
-    seconds = [s for s, _ in polls]
-    print(f"health: {len(polls)} polls, max {max(seconds) * 1000:.0f} ms, "
-          f"median {statistics.median(seconds) * 1000:.0f} ms (goal: max under 1000 ms)")
+    polls, answers = beside_health(health, _open_run_page, page)
     for a in answers:
         print(f"reader: the run page ({a['bytes']} bytes) in {a['seconds']:.1f} s")
     assert [status for _, status in polls] == [200] * len(polls)

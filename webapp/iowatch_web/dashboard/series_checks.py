@@ -60,3 +60,15 @@ def disagreements(series: list) -> list[dict]:
     return [{"patch": index, "subject": subjects.get(index, ""), "checks": found}
             for index, found in sorted(per_patch.items())
             if len({f["state"] for f in found}) > 1]
+
+
+def other_checks(series) -> dict:
+    """The series page's note: the other checks of the same series (name and
+    patches) and the patches they disagree on with this one."""
+    from iowatch_web.results.models import PatchSeries
+
+    same_name = list(PatchSeries.objects.filter(name=series.name).exclude(pk=series.pk))
+    ids = identity([series.pk] + [s.pk for s in same_name])
+    others = [s for s in same_name if ids[s.pk] == ids[series.pk]]
+    return {"other_checks": others,
+            "disagreements": disagreements([series, *others]) if others else []}

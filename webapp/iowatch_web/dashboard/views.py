@@ -73,7 +73,7 @@ def series_index(request):
 def series_check(request, series_id: int):
     series = get_object_or_404(PatchSeries, pk=series_id)
     return render(request, "dashboard/series_check.html",
-                  {"series": series, **attention.series_rows(series)})
+                  {"series": series, **attention.series_rows(series), **series_checks.other_checks(series)})
 
 
 def compare(request):
