@@ -47,8 +47,11 @@ def test_a_series_shows_its_patches_against_their_parents(store, client):
     parents = StoredComparison.objects.filter(reason="parent",
                                               candidate_kernel__series_id=store.series_id)
     assert row.count("chip dot ") == parents.count() == 2
-    # Patch 2 halves the bandwidth: the latest is a regression, worse than patch 1's state.
-    assert 'class="chip regression"' in row and "worse than before" in row
+    # Patch 2 halves the bandwidth: the latest is a regression; what patch 1 was is said beside it.
+    first = parents.order_by("computed_at", "id").first()
+    [was] = [c["state"] for c in first.column_states if c["study"] == store.study]
+    assert 'class="chip regression"' in row
+    assert f'changed: was <span class="chip {was}">{Outcome(was).short}</span>' in row
     assert f"#{store.ab_regression}</a>" in row and f"#{store.change_point_regression}</a>" not in row
 
 

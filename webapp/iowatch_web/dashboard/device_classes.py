@@ -5,8 +5,8 @@ comparisons and its open regressions, so "how does eMMC look on for-next this
 week" is one page.
 
 It reads what the verdict worker stored (StoredComparison.column_states) and
-never judges again; the trend orders the stored states by the policy's own
-rank (iowatch.judging.outcomes: worst first)."""
+never judges again: the trend is the stored states in order, with their
+labels (iowatch.judging.outcomes)."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -105,13 +105,13 @@ def _class_order(device_class: str) -> tuple:
 
 
 def _row(study: str, states: list[dict], regressions: list[int]) -> dict:
-    """A study on a device class: its latest state, the last TREND states and
-    which way the latest moved from the one before, by the policy's rank."""
+    """A study on a device class: its latest state, the last TREND states, and
+    the state before the latest when it differs (the move is said in the
+    states' own words: an improvement after "no change" is neither better
+    nor worse in one word)."""
     latest = states[-1] if states else None
-    trend = "none"
-    if len(states) > 1:
-        now, before = _outcome(states[-1]["state"]), _outcome(states[-2]["state"])
-        if now and before:
-            trend = "same" if now.rank == before.rank else "worse" if now.rank < before.rank else "better"
-    return {"study": study, "latest": latest, "trend": states[-TREND:], "direction": trend,
+    before = states[-2] if len(states) > 1 else None
+    return {"study": study, "latest": latest, "trend": states[-TREND:],
+            "changed_from": before if before and before["state"] != latest["state"] else None,
+            "same": bool(before) and before["state"] == latest["state"],
             "compared": len(states), "regressions": regressions}
