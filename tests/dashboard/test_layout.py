@@ -1,10 +1,17 @@
-"""Every page of the dashboard at 1,400 and 1,000 px wide (Debian's chromium):
-no horizontal overflow (the widest element past the window is named), no
-console error or uncaught exception, and no failed request (a request that
-failed, or an answer of 400 or more). Every page's failures are listed in one
-message; a full-page screenshot of each is kept as
-test-artifacts/screenshots/<page>-<width>.png."""
+"""Every page of the dashboard at 1,400, 1,000 and 390 px wide (Debian's
+chromium), on a store that also holds the seeds' kept reproductions
+(tests/fixtures/reproductions, imported as `make run` imports them, their
+verdicts done): no horizontal overflow (document.scrollWidth within the
+window; the widest element past the window is named), no console error or
+uncaught exception, and no failed request (a request that failed, or an
+answer of 400 or more). Every page's failures are listed in one message; a
+full-page screenshot of each is kept as
+test-artifacts/screenshots/<page>-<width>.png (at 390 px: every page as a
+phone shows it)."""
 from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
 
 import pytest
 from dashboard_browser import screenshot
@@ -12,7 +19,8 @@ from test_pages import pages
 
 from iowatch_web.results.models import Run
 
-WIDTHS = (1400, 1000)
+WIDTHS = (1400, 1000, 390)
+KEPT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "reproductions"
 
 # The element past the window's right edge that is widest, as "tag#id.class (N px): text".
 WIDEST_PAST_THE_EDGE = """() => {
@@ -32,9 +40,48 @@ WIDEST_PAST_THE_EDGE = """() => {
 }"""
 
 
+@pytest.fixture
+def reproduced(claims, tmp_path):
+    """The claims' store and the seeds' kept reproductions, stored as
+    `iowatch import-reproductions` stores them, with their verdict work done."""
+    from django.core.management import call_command
+
+    from iowatch import resources
+    from iowatch.commands.import_reproductions import kept_reproductions, stored_bundles
+    from iowatch.studies import load_studies
+    from iowatch_web.regressions.work import drain
+
+    studies = load_studies(resources.studies_dir())
+    kept = kept_reproductions(KEPT, studies)
+    call_command("ingest_bundle", *map(str, stored_bundles(kept, studies, tmp_path / "kept")),
+                 stdout=StringIO())
+    drain()
+    return claims
+
+
+def seed_pages() -> dict[str, str]:
+    """Each seed's series page, its newest regression and its run pages' first."""
+    from iowatch_web.regressions.models import Regression
+    from iowatch_web.results.models import PatchSeries
+
+    found = {}
+    for series in PatchSeries.objects.filter(name__startswith="seed-"):
+        seed = series.name[:8]
+        found[f"{seed}-series"] = f"/series/{series.pk}/"
+        regression = Regression.objects.filter(comparison__candidate_kernel__series=series).first()
+        if regression is not None:
+            found[f"{seed}-regression"] = f"/regressions/{regression.pk}/"
+        run = Run.objects.filter(kernel__series=series).order_by("-received_at").first()
+        if run is not None:
+            found[f"{seed}-run"] = f"/runs/{run.run_id}/"
+    return found
+
+
 def every_page(store) -> dict[str, str]:
-    """test_pages' pages, every study's published results and a published run."""
+    """test_pages' pages, every study's published results, a published run,
+    and the seeds' series, regressions and runs."""
     found = pages(store)
+    found.update(seed_pages())
     for slug in ("odirect-vs-readers", "ext4-dio-randread", "f2fs-nat-flush",
                  "xfs-smallfile-writeback"):
         found[f"study-{slug}"] = f"/studies/{slug}/"
@@ -85,8 +132,14 @@ def bisected(regression_id: int) -> str:
     return f"/regressions/{regression_id}/"
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_every_page_fits_the_window_without_errors(claims, browser, live_server, width):  # noqa: F811
+def test_every_page_fits_every_window_without_errors(reproduced, browser, live_server):  # noqa: F811
+    """One store, the three widths: the seeds' import and verdicts are made once."""
+    paths = every_page(reproduced)
+    failures = [f for width in WIDTHS for f in [_fits(browser, live_server, paths, width)] if f]
+    assert not failures, "\n".join(failures)
+
+
+def _fits(browser, live_server, paths: dict[str, str], width: int) -> str:
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
@@ -101,7 +154,7 @@ def test_every_page_fits_the_window_without_errors(claims, browser, live_server,
     page.on("requestfailed", lambda r: problem(f"request failed: {r.url} ({r.failure})"))
     page.on("response", lambda r: problem(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
     try:
-        for name, path in every_page(claims).items():
+        for name, path in paths.items():
             current["name"] = name
             page.goto(live_server.url + path)
             page.wait_for_load_state("networkidle")
@@ -118,5 +171,5 @@ def test_every_page_fits_the_window_without_errors(claims, browser, live_server,
             screenshot(page, f"{name}-{width}")
     finally:
         context.close()
-    assert not problems, f"at {width} px:\n" + "\n".join(
+    return "" if not problems else f"at {width} px:\n" + "\n".join(
         f"  {name}: " + "; ".join(found) for name, found in problems.items())

@@ -39,6 +39,7 @@ def pages(store) -> dict[str, str]:
         "runs": "/runs/",
         "runs-filtered": "/runs/?host=lab-2&published=no",
         "hosts": "/hosts/",
+        "device-classes": "/device-classes/",
         "run": f"/runs/{store.nightly_runs[7]}/",
         "studies": "/studies/",
         "study-published": f"/studies/{store.study}/",

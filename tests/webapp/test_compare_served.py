@@ -114,17 +114,17 @@ def _served_compare(cells: int) -> None:
                                docs[0]["run_id"], docs[1]["run_id"], cells)
 
 
-def _four_cold_readers(url: str, health: str, base: str, candidate: str, cells: int) -> None:
+def beside_health(health: str, read, url: str) -> tuple[list, list]:
+    """CLIENTS readers each call read(url, answers) at once while health is
+    asked every second: the polls (seconds, status) and the readers' answers."""
     polls: list = []
     stop = threading.Event()
     poller = threading.Thread(target=_poll_health, args=(health, stop, polls))
     poller.start()
     answers: list = []
-    compare = f"{url}/dashboard/api/compare?base={base}&candidate={candidate}"
-    readers = [threading.Thread(target=_open_compare, args=(compare, answers))
-               for _ in range(CLIENTS)]
+    readers = [threading.Thread(target=read, args=(url, answers)) for _ in range(CLIENTS)]
     try:
-        time.sleep(1.5)  # health polled before the compares too
+        time.sleep(1.5)  # health polled before the reads too
         for r in readers:
             r.start()
         for r in readers:
@@ -136,6 +136,12 @@ def _four_cold_readers(url: str, health: str, base: str, candidate: str, cells: 
     seconds = [s for s, _ in polls]
     print(f"health: {len(polls)} polls, max {max(seconds) * 1000:.0f} ms, "
           f"median {statistics.median(seconds) * 1000:.0f} ms (goal: max under 1000 ms)")
+    return polls, answers
+
+
+def _four_cold_readers(url: str, health: str, base: str, candidate: str, cells: int) -> None:
+    compare = f"{url}/dashboard/api/compare?base={base}&candidate={candidate}"
+    polls, answers = beside_health(health, _open_compare, compare)
     for a in answers:
         print(f"reader: first answer in {a['first_answer_s'] * 1000:.0f} ms, the compare after "
               f"{a['answered_s']:.1f} s and {a['asks']} asks; computed once in "

@@ -57,7 +57,7 @@ def test_a_run_comes_back_as_it_was_sent(client, stored):
     assert (run["cell_count"], run["sample_count"]) == (2, 12)
     assert run["started_at"].startswith("2024-05-01T10:00:00")
     missing = client.get("/api/v1/runs/00000000-0000-4000-8000-000000000000")
-    assert missing.status_code == 404 and "No Run matches" in missing.json()["error"]
+    assert missing.json() == {"error": "no run 00000000-0000-4000-8000-000000000000", "where": "url"}
 
 
 def test_cells_samples_and_artifacts_come_back_equal(client, stored):

@@ -61,10 +61,13 @@ def history(request):
         return _error(f"the series key needs {', '.join(missing)}")
     limit = _int(request, "limit", 100, queries.MAX_HISTORY_KERNELS) or 1
     offset = _int(request, "offset", 0, 10**9)
+    # A regression's page marks its two kernels: good (the base) and bad (the candidate).
+    marks = {role: int(request.GET[role]) for role in ("good", "bad")
+             if request.GET.get(role, "").isdigit()}
     # Read again only after the store changed (a run, a verdict): see dashboard.freshness.
-    # "-2": the answer names each kernel's patch subject (a new name, so no older answer is read).
-    return JsonResponse(cached("history-2", (sorted(key.items()), limit, offset),
-                               lambda: queries.history(key, limit=limit, offset=offset)))
+    # "-3": the answer has a line per series or branch and the marks (a new name, so no older answer is read).
+    return JsonResponse(cached("history-3", (sorted(key.items()), limit, offset, sorted(marks.items())),
+                               lambda: queries.history(key, limit=limit, offset=offset, marks=marks)))
 
 
 def published(request, slug: str):

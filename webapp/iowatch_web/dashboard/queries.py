@@ -25,7 +25,7 @@ from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
 from iowatch_web.regressions.models import STATES, StoredVerdict, StoredChangePoint, Regression
 from iowatch_web.store.sides import judging_studies, manifest, runs_side, stored_runs
-from iowatch_web.results.models import Cell, Host, Kernel, Patch, Run
+from iowatch_web.results.models import Cell, Host, Kernel, Patch, PatchSeries, Run
 from iowatch_web.store.values import sample_values
 
 OPEN_STATES = ("new", "acknowledged", "bisecting")
@@ -206,10 +206,13 @@ def filter_cells(cells: list[dict], filters: dict) -> list[dict]:
 HISTORY_KEYS = ("study", "host", "device", "filesystem", "group", "metric")
 
 
-def history(key: dict, limit: int = 100, offset: int = 0) -> dict:
+def history(key: dict, limit: int = 100, offset: int = 0, marks: dict | None = None) -> dict:
     """Every group-level sample of one series key, by kernel (kernels in the
     order of their first run on the host, the newest `limit` after skipping
-    `offset` of the newest), with the median per kernel and the stored change points."""
+    `offset` of the newest), with the median per kernel, one line per series
+    or tracked branch the kernels belong to, the stored change points, and
+    `marks` ({"good": kernel id, "bad": kernel id}: a regression's two
+    kernels) at their places."""
     cells = Q(cells__study__slug=key["study"], cells__filesystem=key.get("filesystem") or "",
               cells__status="passed")
     if key.get("device"):
@@ -270,8 +273,36 @@ def history(key: dict, limit: int = 100, offset: int = 0) -> dict:
                            "before_mean": before, "after_mean": after}
                           for kernel_id, pct, before, after in steps.values_list(
                               "kernel_id", "change_pct", "before_mean", "after_mean")],
+        "lines": history_lines(key["host"], found, order, per_kernel),
+        "marks": [{"x": order[kernel_id], "role": role, "kernel": names.get(kernel_id, "?")}
+                  for role, kernel_id in (marks or {}).items() if kernel_id in order],
         "limit": limit, "offset": offset,
     }
+
+
+def history_lines(host: str, kernels: list[dict], order: dict, per_kernel: dict) -> list[dict]:
+    """The kernels of a history grouped as a reader follows them: a series'
+    patches (each check of it, on its own base, is its own line), a tracked
+    branch's nightlies, and the other kernels; each line the medians of its
+    kernels in order. One line across them all drew a sawtooth (issue 44)."""
+    series = {s["id"]: s for s in PatchSeries.objects.filter(
+        pk__in={k["series_id"] for k in kernels} - {None}).values("id", "name", "base")}
+    branches = dict(Run.objects.filter(host__name=host, kernel_id__in=list(order), trigger__kind="nightly")
+                    .values_list("kernel_id", "trigger__branch"))
+    lines: dict[tuple, dict] = {}
+    for k in sorted(kernels, key=lambda k: order[k["id"]]):
+        if k["series_id"] in series:
+            s = series[k["series_id"]]
+            line = ("series", s["id"], f"{s['name']} on {(s['base'] or '?')[:12]}")
+        elif branches.get(k["id"]):
+            line = ("branch", branches[k["id"]], f"nightly {branches[k['id']]}")
+        else:
+            line = ("other", None, "other kernels")
+        values = per_kernel.get(k["id"])
+        entry = lines.setdefault(line, {"kind": line[0], "name": line[2], "points": []})
+        entry["points"].append({"x": order[k["id"]],
+                                "y": statistics.median(values) if values else None})
+    return list(lines.values())
 
 
 def history_keys_of_regression(regression: Regression) -> list[dict]:

@@ -15,6 +15,7 @@ urlpatterns = [
     path("regressions/<int:regression_id>/", views.regression_detail, name="regression"),
     path("runs/", views.runs, name="runs"),
     path("hosts/", views.hosts, name="hosts"),
+    path("device-classes/", views.device_classes, name="device-classes"),
     path("runs/<uuid:run_id>/", views.run_detail, name="run"),
     path("studies/", views.studies, name="studies"),
     path("studies/<slug:slug>/", views.study_published, name="study"),

@@ -12,7 +12,8 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
 from iowatch_web.dashboard import (
-    attention, compare_page, compare_work, comparing, lab_hosts, published, queries, run_numbers, series_keys,
+    attention, compare_page, compare_work, comparing, device_classes as rollup, lab_hosts, published, queries,
+    run_numbers, series_checks, series_keys,
 )
 from iowatch_web.hosts import beats, giveback
 from iowatch_web.regressions import confirm
@@ -45,14 +46,34 @@ def hosts(request):
         "timeout_s": beats.timeout().total_seconds()})
 
 
+def device_classes(request):
+    """Each device class and study on a branch, a series or the whole lab over the last days."""
+    branch = request.GET.get("branch", "").strip()
+    series, days = request.GET.get("series", "").strip(), request.GET.get("days", "7").strip()
+    scopes = rollup.scopes()
+    problems = []
+    if branch and branch not in scopes["branches"]:
+        problems.append(f"no nightly runs of a branch named {branch!r}: pick one of the list")
+    if series and not (series.isdigit() and any(s["id"] == int(series) for s in scopes["series"])):
+        problems.append(f"no series {series!r}: pick one of the list")
+    if days not in {str(d) for d in rollup.WINDOWS}:
+        problems.append(f"days={days!r}: pick one of {', '.join(map(str, rollup.WINDOWS))}")
+    context = {"scopes": scopes, "windows": rollup.WINDOWS, "problems": problems,
+               "branch": branch, "series": series, "days": days}
+    if not problems:
+        context.update(rollup.rollup(branch, int(series) if series else None, int(days)))
+    return render(request, "dashboard/device_classes.html", context, status=400 if problems else 200)
+
+
 def series_index(request):
-    return render(request, "dashboard/series_index.html", {"checks": attention.series_index()})
+    return render(request, "dashboard/series_index.html",
+                  {"groups": series_checks.grouped(attention.series_index())})
 
 
 def series_check(request, series_id: int):
     series = get_object_or_404(PatchSeries, pk=series_id)
     return render(request, "dashboard/series_check.html",
-                  {"series": series, **attention.series_rows(series)})
+                  {"series": series, **attention.series_rows(series), **series_checks.other_checks(series)})
 
 
 def compare(request):
@@ -162,7 +183,8 @@ def regression_detail(request, regression_id: int):
         "bisect": bisect, "report": report,
         "given_back": list(giveback.given_back("bisect", bisect.pk)) if bisect else [],
         "confirmation": confirmation,
-        "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(key),
+        "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(
+                              {**key, "good": comparison.base_kernel_id, "bad": comparison.candidate_kernel_id}),
                           reverse("dashboard:history") + "?" + urlencode(key)) for key in keys[:4]],
     })
 

@@ -11,13 +11,12 @@ from datetime import datetime, timezone as dt_timezone
 from typing import Annotated, Literal
 
 from django.http import JsonResponse
-from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema
 
 from iowatch.heartbeat import JOB_KINDS, PHASES
 from iowatch_web.hosts import beats, grants
 from iowatch_web.hosts.models import HostState
-from iowatch_web.site.api import AgentInput, AgentToken, Error
+from iowatch_web.site.api import AgentInput, AgentToken, Error, found
 from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_RULE, STORE_MAX, JsonInt, is_host_name
 
 router = Router(tags=["hosts"])
@@ -130,5 +129,5 @@ def list_hosts(request):
 def get_host(request, name: HostName):
     if bad := _bad_name(name):
         return bad
-    host = get_object_or_404(HostState.objects.select_related("agent"), name=name)
+    host = found(HostState.objects.select_related("agent"), "host", name=name)
     return beats.state_of(host, changes=True)

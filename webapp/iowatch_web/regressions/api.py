@@ -29,7 +29,7 @@ from iowatch_web.regressions.models import (KINDS, STATES, StoredVerdict, Stored
                                             Regression, TriageEvent)
 from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused
 from iowatch_web.results.bounds import MAX_PAGE, Offset, PageLimit, StoreId, one_of
-from iowatch_web.site.api import Error, error_response, page_problem
+from iowatch_web.site.api import Error, error_response, found, page_problem
 from iowatch_web.regressions.triage import triage as apply_triage
 
 router = Router(tags=["regressions"])
@@ -422,7 +422,7 @@ def get_regression(request, regression_id: StoreId, verdicts_limit: PageLimit | 
     limit = MAX_PAGE if verdicts_limit is None else verdicts_limit
     if error := page_problem(limit, verdicts_offset, MAX_PAGE, ("verdicts_limit", "verdicts_offset")):
         return error
-    regression = get_object_or_404(_regressions(), pk=regression_id)
+    regression = found(_regressions(), "regression", pk=regression_id)
     regression.verdict_window = (verdicts_offset, limit)
     return regression
 
@@ -437,7 +437,7 @@ def triage(request, regression_id: StoreId, body: TriageIn):
         apply_triage(regression_id, request.auth, body.state, body.note)
     except TriageRefused as e:
         return error_response(400, str(e), e.where)
-    return get_object_or_404(_regressions(), pk=regression_id)
+    return found(_regressions(), "regression", pk=regression_id)
 
 
 class BisectIn(Schema):
@@ -453,7 +453,7 @@ class BisectIn(Schema):
 def bisect(request, regression_id: StoreId, body: BisectIn):
     try:
         with transaction.atomic():
-            regression = get_object_or_404(Regression, pk=regression_id)
+            regression = found(Regression, "regression", pk=regression_id)
             nightly.queue_bisect(regression, origin="maintainer", user=request.auth, cell=body.cell)
             if body.note:  # logged beside the state it leaves as it is
                 apply_triage(regression_id, request.auth, regression.state, body.note)
@@ -461,7 +461,7 @@ def bisect(request, regression_id: StoreId, body: BisectIn):
         return error_response(400, str(e), e.where)
     except nightly.NoCell as e:
         return error_response(400, str(e), "body field cell")
-    return get_object_or_404(_regressions(), pk=regression_id)
+    return found(_regressions(), "regression", pk=regression_id)
 
 
 def report_text(regression_id: int, fmt: str, page: str | None = None,

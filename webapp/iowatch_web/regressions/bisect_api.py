@@ -16,15 +16,15 @@ from typing import Annotated, Literal
 from django.db import transaction
 from django.db.models import Case, IntegerField, Value, When
 from django.http import HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Field, Router, Schema
 from pydantic import StrictBool, StrictFloat, field_validator
 
 from iowatch_web.hosts import giveback, grants
 from iowatch_web.regressions import cancel, nightly, triage
-from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_OR_EMPTY, JsonInt, StoreId, not_one_of, one_of
-from iowatch_web.site.api import AgentInput, AgentToken, Error, error_response
+from iowatch_web.results.bounds import (HOST_NAME, HOST_NAME_OR_EMPTY, MAX_PAGE, JsonInt, Offset,
+                                        PageLimit, StoreId, not_one_of, one_of)
+from iowatch_web.site.api import AgentInput, AgentToken, Error, Page, error_response, found, one_page
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
 from iowatch_web.results.models import DEVICE_CLASSES
 
@@ -99,8 +99,7 @@ class Claimed(Schema):
     branch: str | None
 
 
-class BisectPage(Schema):
-    count: int
+class BisectPage(Page):
     items: list[BisectOut]
 
 
@@ -222,7 +221,7 @@ def _lost(job: BisectJob, agent, host: str) -> JsonResponse | None:
 
 
 def _locked(job_id: int) -> BisectJob:
-    return get_object_or_404(BisectJob.objects.select_for_update(), pk=job_id)
+    return found(BisectJob.objects.select_for_update(), "bisect job", pk=job_id)
 
 
 @router.post("/claim", auth=AgentToken(),
@@ -245,20 +244,22 @@ def claim_job(request, body: ClaimIn):
             "tree": trigger.get("tree"), "branch": trigger.get("branch")}
 
 
-@router.get("", response={200: BisectPage, 400: Error}, summary="Bisect jobs, oldest first")
-def list_jobs(request, state: Annotated[str | None, one_of(BISECT_STATES)] = None):
+@router.get("", response={200: BisectPage, 400: Error},
+            summary="A page of bisect jobs, oldest first; filter by state")
+def list_jobs(request, state: Annotated[str | None, one_of(BISECT_STATES)] = None,
+              limit: PageLimit = 100, offset: Offset = 0):
     if refused := not_one_of("state", state, BISECT_STATES):
         return refused
     jobs = _jobs()
     if state is not None:
         jobs = jobs.filter(state=state)
-    items = list(jobs[:1000])
-    return {"count": jobs.count(), "items": items}
+    page, error = one_page(jobs, limit, offset, MAX_PAGE)
+    return error or page
 
 
-@router.get("/{job_id}", response={200: BisectOut, 404: Error}, summary="One bisect job")
+@router.get("/{job_id}", response={200: BisectOut, 404: Error}, summary="One bisect job: its regression, its steps and its first bad commit")
 def get_job(request, job_id: StoreId):
-    return get_object_or_404(_jobs(), pk=job_id)
+    return found(_jobs(), "bisect job", pk=job_id)
 
 
 @router.post("/{job_id}/steps", auth=AgentToken(),
@@ -283,7 +284,7 @@ def post_step(request, job_id: StoreId, body: StepIn):
             fields += ["state", "agent", "claimed_at", "agent_host"]
             triage.bisect_claimed(job)
         job.save(update_fields=fields)
-    return get_object_or_404(_jobs(), pk=job_id)
+    return found(_jobs(), "bisect job", pk=job_id)
 
 
 @router.post("/{job_id}/result", auth=AgentToken(),
@@ -311,7 +312,7 @@ def post_result(request, job_id: StoreId, body: ResultIn):
             job.agent, job.claimed_at, job.agent_host = request.auth, job.finished_at, body.host
         job.save()
         triage.bisect_finished(job)
-    return get_object_or_404(_jobs(), pk=job_id)
+    return found(_jobs(), "bisect job", pk=job_id)
 
 
 def latest(regression) -> BisectJob | None:

@@ -9,7 +9,6 @@ from typing import Annotated, Literal
 
 from django.db import transaction
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Field, Router, Schema
 
@@ -17,9 +16,10 @@ from iowatch_web.hosts import giveback, grants
 from iowatch_web.regressions import cancel, confirm
 from iowatch_web.regressions.bisect_api import MAX_RUNS, ClaimIn
 from iowatch_web.regressions.models import CONFIRM_STATES, ConfirmJob
-from iowatch_web.results.bounds import HOST_NAME_OR_EMPTY, StoreId, not_one_of, one_of
+from iowatch_web.results.bounds import (HOST_NAME_OR_EMPTY, MAX_PAGE, Offset, PageLimit, StoreId,
+                                        not_one_of, one_of)
 from iowatch_web.results.models import Run
-from iowatch_web.site.api import AgentInput, AgentToken, Error, error_response
+from iowatch_web.site.api import AgentInput, AgentToken, Error, Page, error_response, found, one_page
 
 router = Router(tags=["confirmations"])
 
@@ -57,8 +57,7 @@ class ConfirmOut(Schema):
         return {"kernel": job.bad_kernel, "commit": job.bad_commit}
 
 
-class ConfirmPage(Schema):
-    count: int
+class ConfirmPage(Page):
     items: list[ConfirmOut]
 
 
@@ -83,19 +82,22 @@ def claim_job(request, body: ClaimIn):
     return job
 
 
-@router.get("", response={200: ConfirmPage, 400: Error}, summary="Confirmation jobs, oldest first")
-def list_jobs(request, state: Annotated[str | None, one_of(CONFIRM_STATES)] = None):
+@router.get("", response={200: ConfirmPage, 400: Error},
+            summary="A page of confirmation jobs, oldest first; filter by state")
+def list_jobs(request, state: Annotated[str | None, one_of(CONFIRM_STATES)] = None,
+              limit: PageLimit = 100, offset: Offset = 0):
     if refused := not_one_of("state", state, CONFIRM_STATES):
         return refused
     jobs = ConfirmJob.objects.all()
     if state is not None:
         jobs = jobs.filter(state=state)
-    return {"count": jobs.count(), "items": list(jobs[:1000])}
+    page, error = one_page(jobs, limit, offset, MAX_PAGE)
+    return error or page
 
 
-@router.get("/{job_id}", response={200: ConfirmOut, 404: Error}, summary="One confirmation job")
+@router.get("/{job_id}", response={200: ConfirmOut, 404: Error}, summary="One confirmation job: its regression, host, rounds and outcome")
 def get_job(request, job_id: StoreId):
-    return get_object_or_404(ConfirmJob, pk=job_id)
+    return found(ConfirmJob, "confirmation job", pk=job_id)
 
 
 @router.post("/{job_id}/result", auth=AgentToken(),
@@ -109,7 +111,7 @@ def post_result(request, job_id: StoreId, body: ConfirmResultIn):
         return error_response(400, "a done confirmation names the runs of both kernels",
                       "body fields good_runs, bad_runs")
     with transaction.atomic():
-        job = get_object_or_404(ConfirmJob.objects.select_for_update(), pk=job_id)
+        job = found(ConfirmJob.objects.select_for_update(), "confirmation job", pk=job_id)
         if refused := grants.forbidden_for_job(job, "confirmation", request.auth, body.host):
             return refused
         if job.state == "cancelled":

@@ -19,7 +19,6 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef
 from django.http import HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
-from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Query, Router, Schema
 
@@ -29,7 +28,7 @@ from iowatch_web.results import ingest
 from iowatch_web.results.bounds import (MAX_PAGE, MAX_SAMPLES_FILTERED, MAX_SAMPLES_UNFILTERED,
                                         Offset, PageLimit, SampleLimit, StoreId, ValueLimit)
 from iowatch_web.results.models import Artifact, Cell, Metric, Run, Sample
-from iowatch_web.site.api import AgentToken, Error, Page, error_response, one_page
+from iowatch_web.site.api import AgentToken, Error, Page, error_response, found, one_page
 # The one API object is site/api.py's; read here too by the tests that describe it.
 from iowatch_web.site.api import api  # noqa: F401
 from iowatch_web.site.middleware import RETRY_AFTER_S
@@ -303,9 +302,10 @@ def list_runs(request, filters: Query[RunFilters]):
     return error or page
 
 
-@router.get("/runs/{run_id}", response={200: RunDetail, 404: Error}, tags=["reads"])
+@router.get("/runs/{run_id}", response={200: RunDetail, 404: Error}, tags=["reads"],
+         summary="One run: its kernel, host, devices, environment and verdict state")
 def get_run(request, run_id: uuid.UUID):
-    return get_object_or_404(_runs(), run_id=run_id)
+    return found(_runs(), "run", run_id=run_id)
 
 
 class RepetitionOut(Schema):
@@ -386,9 +386,9 @@ def _cells():
 
 
 @router.get("/runs/{run_id}/cells", response={200: CellPage, 400: Error, 404: Error},
-         tags=["reads"])
+         tags=["reads"], summary="A page of a run's cells, by key, with their sample counts")
 def list_run_cells(request, run_id: uuid.UUID, limit: PageLimit = 100, offset: Offset = 0):
-    run = get_object_or_404(Run, run_id=run_id)
+    run = found(Run, "run", run_id=run_id)
     # The page's cell ids first, then their sample counts: counting every cell's
     # samples before the offset took seconds on a 100,000-cell run (issue 28).
     page, error = one_page(Cell.objects.filter(run=run).order_by("key").values_list("pk", flat=True),
@@ -399,9 +399,10 @@ def list_run_cells(request, run_id: uuid.UUID, limit: PageLimit = 100, offset: O
     return page
 
 
-@router.get("/cells/{cell_id}", response={200: CellDetail, 404: Error}, tags=["reads"])
+@router.get("/cells/{cell_id}", response={200: CellDetail, 404: Error}, tags=["reads"],
+         summary="One cell of a run: its study, device, filesystem and parameters")
 def get_cell(request, cell_id: StoreId):
-    return get_object_or_404(_cells(), pk=cell_id)
+    return found(_cells(), "cell", pk=cell_id)
 
 
 class SampleOut(Schema):
@@ -462,18 +463,19 @@ def list_samples(request, filters: Query[SampleFilters]):
 
 
 @router.get("/cells/{cell_id}/samples", response={200: SamplePage, 400: Error, 404: Error},
-         tags=["reads"])
+         tags=["reads"], summary="A page of one cell's samples, every repetition and metric")
 def list_cell_samples(request, cell_id: StoreId, limit: ValueLimit = MAX_SAMPLES_UNFILTERED,
                       offset: Offset = 0):
-    cell = get_object_or_404(Cell, pk=cell_id)
+    cell = found(Cell, "cell", pk=cell_id)
     return _sample_page(Sample.objects.filter(cell=cell), limit, offset, filtered=True)
 
 
 @router.get("/artifacts/{artifact_id}", tags=["reads"], response={200: bytes, 404: Error},
+         summary="Download one raw file a run kept (tool output, diskstats), as it was written",
          openapi_extra={"responses": {200: {"description": "the raw file",
                                             "content": {"application/octet-stream": {}}}}})
 def get_artifact(request, artifact_id: StoreId):
-    artifact = get_object_or_404(Artifact, pk=artifact_id)
+    artifact = found(Artifact, "artifact", pk=artifact_id)
     # Tool output is untrusted text: sent as a download, never rendered as a page.
     response = HttpResponse(bytes(artifact.content), content_type="application/octet-stream")
     response["Content-Disposition"] = f'attachment; filename="{artifact.name}"'
@@ -490,7 +492,7 @@ class MetricOut(Schema):
     nonnegative: bool
 
 
-@router.get("/metrics", response=list[MetricOut], tags=["reads"], summary="The metric table")
+@router.get("/metrics", response=list[MetricOut], tags=["reads"], summary="The metric table: each metric's unit and direction")
 def list_metrics(request):
     # Read here, not while the answer is built: a database that is down is then a plain OperationalError.
     return list(Metric.objects.all())
@@ -504,7 +506,8 @@ class Health(Schema):
     oldest_open_s: float | None = None
 
 
-@router.get("/health", response={200: Health, 503: Health}, tags=["reads"])
+@router.get("/health", response={200: Health, 503: Health}, tags=["reads"],
+         summary="Whether the server reaches its database, and how far behind its verdict work is")
 def health(request):
     try:
         with connection.cursor() as cursor:

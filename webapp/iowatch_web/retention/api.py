@@ -7,12 +7,11 @@ from __future__ import annotations
 import uuid
 
 from django.http import JsonResponse
-from django.shortcuts import get_object_or_404
 from ninja import Router, Schema
 
 from iowatch_web.results.bounds import MAX_SAMPLES_FILTERED, VALUES_PAGE, Offset, ValueLimit
 from iowatch_web.results.models import Cell, Run
-from iowatch_web.site.api import Error, Page, page_problem
+from iowatch_web.site.api import Error, Page, found, page_problem
 from iowatch_web.store.values import values_page
 
 router = Router()
@@ -44,7 +43,7 @@ def list_run_values(request, run_id: uuid.UUID, limit: ValueLimit = VALUES_PAGE,
     values unless `limit` asks for more (up to MAX_SAMPLES_FILTERED)."""
     if error := page_problem(limit, offset, MAX_SAMPLES_FILTERED):
         return error
-    run = get_object_or_404(Run, run_id=run_id)
+    run = found(Run, "run", run_id=run_id)
     cells = Cell.objects.filter(run=run).values("id")
     count, values = values_page(cells, limit, offset)
     # The page's cells by their id range (a list of thousands of ids costs the driver).

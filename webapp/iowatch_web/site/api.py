@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 
 import pydantic_core
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse, UnreadablePostError
 from django.utils import timezone
@@ -26,6 +27,7 @@ from pydantic import field_validator
 
 from iowatch_web.results.bounds import MAX_OFFSET, NO_NUL, STORE_MAX, STORE_MIN
 from iowatch_web.results.models import Agent
+from iowatch_web.site.api_docs import ReferenceDocs
 from iowatch_web.site.middleware import client_went_away, out_of_range, store_unavailable
 
 
@@ -79,13 +81,39 @@ def _a_string(schema: dict) -> bool:
 
 
 api = IowatchAPI(
-    title="iowatch API", version="1",
+    title="iowatch API", version="1", docs=ReferenceDocs(),
     description="Result bundles in (agents, with a token); runs, cells, samples, "
                 "artifacts and the metric table out (anyone).")
 
 
 # Each app adds its router when Django starts it (its AppConfig.ready, in
 # INSTALLED_APPS order): results, then regressions, then hosts.
+
+
+class Endpoint(Schema):
+    path: str
+    methods: list[str]
+    summary: str
+
+
+class Index(Schema):
+    title: str
+    version: str
+    docs: str
+    openapi: str
+    endpoints: list[Endpoint]
+
+
+@api.get("", response=Index, tags=["reads"], summary="What this API holds: its endpoints, "
+         "with a line each, and where its documentation is")
+def index(request):
+    """Read from the OpenAPI description, so it lists what the apps added."""
+    paths = api.get_openapi_schema()["paths"]
+    endpoints = [{"path": path, "methods": sorted(m.upper() for m in operations),
+                  "summary": next(iter(operations.values())).get("summary", "")}
+                 for path, operations in paths.items() if path != request.path]
+    return {"title": api.title, "version": api.version, "docs": request.path + "docs",
+            "openapi": request.path + "openapi.json", "endpoints": endpoints}
 
 
 class AgentTokenRefused(Exception):
@@ -137,7 +165,18 @@ def _refused(request, exc):
 
 @api.exception_handler(Http404)
 def _not_found(request, exc):
-    return error_response(404, str(exc) or "not found")
+    return error_response(404, str(exc) or "not found", "url")
+
+
+def found(rows, what: str, **lookup):
+    """The one row of `rows` (a model or a queryset) that `lookup` names, or a
+    404 that names it as a reader would: "no run 0d9c…", not Django's "No Run
+    matches the given query"."""
+    queryset = rows._default_manager.all() if isinstance(rows, type) else rows
+    try:
+        return queryset.get(**lookup)
+    except ObjectDoesNotExist:
+        raise Http404(f"no {what} {next(iter(lookup.values()))}") from None
 
 
 @api.exception_handler(ValidationError)

@@ -121,6 +121,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Pages and JSON go out gzipped (Django's GZip pads against BREACH); static
+    # files are served pre-compressed by whitenoise after collectstatic.
+    "django.middleware.gzip.GZipMiddleware",
     "iowatch_web.site.middleware.ContentSecurityPolicyMiddleware",
     # Every error under /api/ is JSON {"error", "where"}, whoever answered it.
     "iowatch_web.site.middleware.ApiErrorShapeMiddleware",
@@ -229,6 +232,9 @@ STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 # The embedded server runs without a collectstatic step.
 WHITENOISE_USE_FINDERS = True
+# After collectstatic, hashed names cached for a year (site/static_files.py).
+STORAGES = {"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+            "staticfiles": {"BACKEND": "iowatch_web.site.static_files.HashedStaticFiles"}}
 
 LOGGING = {
     "version": 1,

@@ -81,7 +81,32 @@
     },
   };
 
-  Chart.register(errorBarsPlugin, changePointsPlugin);
+  // A regression's two kernels: options.plugins.iowatchMarks.marks = [{x, role, kernel}],
+  // a solid line through each kernel, named "good" or "bad" at the bottom of the area.
+  // The canvas names them in data-marks ("good:3,bad:4"; the tests read it).
+  const marksPlugin = {
+    id: "iowatchMarks",
+    afterDatasetsDraw(chart, args, options) {
+      const marks = (options && options.marks) || [];
+      if (!marks.length) return;
+      const x = chart.scales.x, area = chart.chartArea, ctx = chart.ctx;
+      ctx.save();
+      ctx.lineWidth = 2;
+      ctx.font = "bold 12px system-ui, sans-serif";
+      marks.forEach((m) => {
+        const px = x.getPixelForValue(m.x);
+        ctx.strokeStyle = ctx.fillStyle = m.role === "bad" ? COLORS.regression : COLORS.improvement;
+        ctx.beginPath(); ctx.moveTo(px, area.top); ctx.lineTo(px, area.bottom); ctx.stroke();
+        const right = px + 4 + ctx.measureText(m.role).width < area.right;
+        ctx.textAlign = right ? "left" : "right";
+        ctx.fillText(m.role, right ? px + 4 : px - 4, area.bottom - 6);
+      });
+      chart.canvas.dataset.marks = marks.map((m) => `${m.role}:${m.x}`).join(",");
+      ctx.restore();
+    },
+  };
+
+  Chart.register(errorBarsPlugin, changePointsPlugin, marksPlugin);
   Chart.defaults.animation = false;
   Chart.defaults.maintainAspectRatio = false;
 
@@ -182,6 +207,8 @@
     return (pct > 0 ? "+" : "") + pct.toFixed(1) + "%";
   }
 
+  const LINE_COLORS = [COLORS.median, "#2f6db5", "#27874a", "#8e44ad", "#7f8fa6", "#b5762f"];
+
   function drawHistory(canvas, data) {
     if (!data.points.length) { note(canvas, "No samples for this series key."); return; }
     const labels = data.kernels.map((k) => k.label);
@@ -190,6 +217,7 @@
                                            k.patch_index == null ? null : `[${k.patch_index}]`].filter(Boolean).join(" "));
     const ticks = data.kernels.map((k, i) => k.subject ? [names[i], clip(k.subject, 28)] : names[i]);
     const subjects = data.kernels.some((k) => k.subject);
+    const lines = data.lines || [];
     const chart = new Chart(canvas, {
       type: "line",
       data: {
@@ -197,9 +225,11 @@
         datasets: [
           {type: "scatter", label: "samples", data: data.points.map((p) => ({x: p.x, y: p.y})),
            backgroundColor: COLORS.point, pointRadius: 4, pointHoverRadius: 6},
-          {type: "line", label: "median per kernel", data: data.kernels.map((k, i) => ({x: i, y: k.median})),
-           borderColor: COLORS.median, backgroundColor: COLORS.median, pointRadius: 2, tension: 0},
-        ],
+        ].concat(lines.map((line, i) => ({
+          // One line per series (each check of it) or branch: medians of its own kernels only.
+          type: "line", label: `median, ${line.name}`, data: line.points,
+          borderColor: LINE_COLORS[i % LINE_COLORS.length], backgroundColor: LINE_COLORS[i % LINE_COLORS.length],
+          pointRadius: 3, tension: 0, spanGaps: true}))),
       },
       options: {
         parsing: false,
@@ -209,12 +239,14 @@
                                            + (subjects ? " (patch subject)" : "") + ", in the order of its first run"},
               // One tick per kernel, named by the kernel (the axis is the kernels' order).
               afterBuildTicks: (axis) => { axis.ticks = labels.map((_, i) => ({value: i})); },
-              ticks: {autoSkip: true, autoSkipPadding: 8, maxRotation: 0, font: {size: 11},
+              // Every kernel named, the regression's own among them: none skipped (issue 44).
+              ticks: {autoSkip: false, maxRotation: labels.length > 8 ? 60 : 0, font: {size: 11},
                       callback: (v) => ticks[v] || ""}},
           y: {title: {display: true, text: `${data.key.metric} (${data.unit})`}},
         },
         plugins: {
           legend: {position: "bottom"},
+          iowatchMarks: {marks: data.marks || []},
           iowatchChangePoints: {at: data.change_points.map((c) => c.x),
                                 labels: data.change_points.map((c) => c.change_pct == null ? "change point" : signed(c.change_pct))},
           tooltip: {callbacks: {title: (items) => {
