@@ -123,6 +123,8 @@ class LavaBoard:
     device_type: str
     tags: tuple[str, ...] = ()
     arch: str = "x86_64"
+    rootfs: str | None = None       # default: the lab's
+    dtb: str | None = None          # U-Boot boards: the device tree, under the kernel's dtbs/
 
 
 @dataclass(frozen=True)
@@ -446,7 +448,8 @@ def _lava_board(file: str, hname: str, hvars: dict, host_groups: list[str], labs
                                 hname, None, "iowatch_kind"))
         return None
     b = hvars["iowatch_lava_board"]
-    return LavaBoard(labs[mine[-1]], b["device_type"], tuple(b.get("tags") or ()), b.get("arch", "x86_64"))
+    return LavaBoard(labs[mine[-1]], b["device_type"], tuple(b.get("tags") or ()), b.get("arch", "x86_64"),
+                     b.get("rootfs") or labs[mine[-1]].rootfs, b.get("dtb"))
 
 
 def _qemu_problems(file: str, hname: str, dev: Device, enode) -> list[Problem]:
