@@ -513,16 +513,16 @@ def _device(entry: dict, line: int | None) -> Device:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m iowatch.inventory --group G`: the group's hosts, one a line
-    (the lab-agent pipeline fans out over them)."""
+    """`python -m iowatch.inventory --group G [--group H]`: the groups' hosts, one
+    a line (the lab-agent pipeline fans out over them)."""
     import argparse
     ap = argparse.ArgumentParser(prog="python -m iowatch.inventory",
                                  description="print the hosts of an inventory group, one a line")
-    ap.add_argument("--group", required=True)
+    ap.add_argument("--group", required=True, action="append")
     ap.add_argument("--inventory", default=None, help="default: as iowatch run finds it")
     args = ap.parse_args(argv)
     inv = load(args.inventory)
-    for name in sorted(n for n, h in inv.hosts.items() if args.group in h.groups):
+    for name in sorted(n for n, h in inv.hosts.items() if set(args.group) & set(h.groups)):
         print(name)
     return 0
 

@@ -30,6 +30,26 @@ class RecordedLava:
             answers.append((status, kind, text))
         self.routes[method, path] = answers
 
+    def submits(self, *job_ids: int) -> None:
+        """Each submission answers the next of these job ids (201, as LAVA does)."""
+        self.routes["POST", "/api/v0.2/jobs/"] = [
+            (201, "application/json", json.dumps({"message": "job(s) successfully submitted", "job_ids": [i]}))
+            for i in job_ids]
+
+    def finished_job(self, job_id: int, *job_answers: str, tests: tuple[str, ...] = (),
+                     logs: str | None = None) -> None:
+        """Job `job_id` polled through job_answers, its suites and test pages
+        (page 2 at ?page=2), and its log (a fixture name or the text itself)."""
+        api = f"/api/v0.2/jobs/{job_id}/"
+        self.answer("GET", api, *job_answers)
+        self.answer("GET", api + "suites/", f"suites-{job_id}.json")
+        for page, name in enumerate(tests, 1):
+            self.answer("GET", api + "tests/" + (f"?page={page}" if page > 1 else ""), name)
+        if logs is not None and logs.endswith(".yaml") and "\n" not in logs:
+            self.answer("GET", api + "logs/", logs)
+        elif logs is not None:
+            self.routes["GET", api + "logs/"] = [(200, "application/yaml", logs)]
+
     def _handler(self):
         lava = self
 

@@ -36,12 +36,8 @@ def job_def(host):
 
 def answer_job_4211(lava):
     lava.answer("POST", API + "jobs/", "submit-201.json", status=201)
-    lava.answer("GET", API + "jobs/4211/", "job-4211-submitted.json", "job-4211-running.json",
-                "job-4211-complete.json")
-    lava.answer("GET", API + "jobs/4211/suites/", "suites-4211.json")
-    lava.answer("GET", API + "jobs/4211/tests/", "tests-4211-page1.json")
-    lava.answer("GET", API + "jobs/4211/tests/?page=2", "tests-4211-page2.json")
-    lava.answer("GET", API + "jobs/4211/logs/", "logs-4211.yaml")
+    lava.finished_job(4211, "job-4211-submitted.json", "job-4211-running.json", "job-4211-complete.json",
+                      tests=("tests-4211-page1.json", "tests-4211-page2.json"), logs="logs-4211.yaml")
 
 
 def test_a_job_is_submitted_followed_to_its_end_and_read(lava, host):
@@ -72,11 +68,8 @@ def test_cases_read_every_page_with_their_suites(lava):
 
 def test_an_infrastructure_error_is_tried_again_on_another_board_of_the_type(lava, host):
     answer_job_4211(lava)   # the retry
-    lava.routes["POST", API + "jobs/"] = [(201, "application/json", json.dumps({"job_ids": [4212]})),
-                                          (201, "application/json", json.dumps({"job_ids": [4211]}))]
-    lava.answer("GET", API + "jobs/4212/", "job-4212-incomplete.json")
-    lava.answer("GET", API + "jobs/4212/suites/", "suites-4212.json")
-    lava.answer("GET", API + "jobs/4212/tests/", "tests-4212.json")
+    lava.submits(4212, 4211)
+    lava.finished_job(4212, "job-4212-incomplete.json", tests=("tests-4212.json",))
     lava.answer("GET", API + "devices/?device_type=qemu", "devices-qemu.json")
     said = []
     run = follow.run_job(lava_client.LavaClient(lava.url, "t"), host, job_def(host), poll_s=0,
@@ -89,10 +82,8 @@ def test_an_infrastructure_error_is_tried_again_on_another_board_of_the_type(lav
 
 
 def test_an_infrastructure_error_with_no_other_usable_board_is_the_runs_failure(lava, host):
-    lava.routes["POST", API + "jobs/"] = [(201, "application/json", json.dumps({"job_ids": [4212]}))]
-    lava.answer("GET", API + "jobs/4212/", "job-4212-incomplete.json")
-    lava.answer("GET", API + "jobs/4212/suites/", "suites-4212.json")
-    lava.answer("GET", API + "jobs/4212/tests/", "tests-4212.json")
+    lava.submits(4212)
+    lava.finished_job(4212, "job-4212-incomplete.json", tests=("tests-4212.json",))
     lava.answer("GET", API + "devices/?device_type=qemu", "devices-qemu.json")
     c = lava_client.LavaClient(lava.url, "t")
     # qemu-01 is the only other usable board; with it failed too there is none left
@@ -105,10 +96,8 @@ def test_an_infrastructure_error_with_no_other_usable_board_is_the_runs_failure(
 
 
 def test_a_kernel_that_never_reaches_the_test_is_boot_failed_with_lavas_reason(lava, host):
-    lava.routes["POST", API + "jobs/"] = [(201, "application/json", json.dumps({"job_ids": [4213]}))]
-    lava.answer("GET", API + "jobs/4213/", "job-4213-incomplete.json")
-    lava.answer("GET", API + "jobs/4213/suites/", "suites-4213.json")
-    lava.answer("GET", API + "jobs/4213/tests/", "tests-4213.json")
+    lava.submits(4213)
+    lava.finished_job(4213, "job-4213-incomplete.json", tests=("tests-4213.json",))
     run = follow.run_job(lava_client.LavaClient(lava.url, "t"), host, job_def(host), poll_s=0,
                          sleep=lambda s: None, say=lambda s: None)
     assert run.state == "boot-failed" and run.run_id is None
@@ -118,7 +107,7 @@ def test_a_kernel_that_never_reaches_the_test_is_boot_failed_with_lavas_reason(l
 
 
 def test_a_job_of_another_board_class_is_never_read_as_this_hosts(lava, host):
-    lava.routes["POST", API + "jobs/"] = [(201, "application/json", json.dumps({"job_ids": [4214]}))]
+    lava.submits(4214)
     lava.answer("GET", API + "jobs/4214/", "job-4214-other-type.json")
     with pytest.raises(lava_client.LavaError, match="ran on device type rk3399-gru-kevin, not qemu of host "
                                                     "lava-qemu"):

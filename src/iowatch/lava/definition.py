@@ -29,6 +29,7 @@ from iowatch.vlab import device_args, guest_disks, throttling
 
 BOARD_INVENTORY = "/tmp/iowatch-board.yml"
 BOARD_BUNDLE = "/var/tmp/iowatch-bundle"
+BUNDLE_LINE = "iowatch-bundle: "        # each line of the bundle's base64 tar.xz on the console
 TOKEN_SECRET = "IOWATCH_TOKEN"          # the agent token's name in the job's secrets
 RUN_CASE = "iowatch-run"                # the test case that carries iowatch run's exit status
 SUITE = "iowatch"                       # the inline definition's name: LAVA's suite is 1_iowatch
@@ -48,7 +49,8 @@ class Measurement:
     matrix: str
     commit: str
     label: str
-    server: str                         # the iowatch server the board uploads the bundle to
+    server: str | None                  # the iowatch server the board uploads the bundle to; None:
+                                        # the bundle comes back in LAVA's log (the agent uploads it)
     cells: tuple[str, ...] = ()
     reps: int | None = None
     profile: str | None = None
@@ -75,7 +77,7 @@ def board_inventory(host: Host) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def make(host: Host, m: Measurement, token: str) -> dict:
+def make(host: Host, m: Measurement, token: str | None = None) -> dict:
     """The job definition (a dict, as LAVA's schema reads it) of `m` on `host`."""
     board = _board(host)
     kernel = m.kernel_url or kernel_url(board, m.commit)
@@ -94,9 +96,12 @@ def make(host: Host, m: Measurement, token: str) -> dict:
                      "connection": {"minutes": 2}},
         "metadata": {"iowatch.host": host.name, "iowatch.commit": m.commit, "iowatch.label": m.label,
                      "iowatch.matrix": m.matrix, **m.extra},
-        "secrets": {TOKEN_SECRET: token},
         "actions": boot_actions + [_test_action(host, m)],
     }
+    if m.server:
+        if not token:
+            raise DefinitionInvalid(f"the board uploads its bundle to {m.server}: give the agent token")
+        job["secrets"] = {TOKEN_SECRET: token}
     if board.tags:
         job["tags"] = list(board.tags)
     if board.device_type == "qemu":
@@ -163,8 +168,9 @@ def _compression(url: str) -> dict:
 def run_command(host: Host, m: Measurement) -> list[str]:
     """`iowatch run` as the board runs it."""
     argv = ["iowatch", "run", m.matrix, "--target", host.name, "--inventory", BOARD_INVENTORY,
-            "--no-progress", "--out", BOARD_BUNDLE, "--kernel-commit", m.commit, "--label", m.label,
-            "--upload", m.server]
+            "--no-progress", "--out", BOARD_BUNDLE, "--kernel-commit", m.commit, "--label", m.label]
+    if m.server:
+        argv += ["--upload", m.server]
     if m.cells:
         argv += ["--cells", ",".join(m.cells)]
     if m.reps is not None:
@@ -180,13 +186,18 @@ def _test_action(host: Host, m: Measurement) -> dict:
     inv = base64.b64encode(board_inventory(host).encode()).decode()
     run = " ".join(shlex.quote(a) for a in run_command(host, m))
     steps = [
-        # LAVA writes the job's secrets as KEY=VALUE lines into the overlay's secrets file.
-        'for f in /lava-*/secrets; do [ -f "$f" ] && . "$f"; done; export IOWATCH_TOKEN',
         f"echo {inv} | base64 -d > {BOARD_INVENTORY}",
         f"rc=0; {run} || rc=$?",
         f"if [ $rc -eq 0 ]; then r=pass; else r=fail; fi; "
         f"lava-test-case {RUN_CASE} --result $r --measurement $rc --units exit-status",
     ]
+    if m.server:
+        # LAVA writes the job's secrets as KEY=VALUE lines into the overlay's secrets file.
+        steps.insert(0, 'for f in /lava-*/secrets; do [ -f "$f" ] && . "$f"; done; export IOWATCH_TOKEN')
+    else:
+        # The bundle comes back on the console, a prefixed base64 line each (follow.bundle_from).
+        steps.append(f"[ -d {BOARD_BUNDLE} ] && tar -C {BOARD_BUNDLE} -cJf - . | base64 -w 96 | "
+                     f"sed 's/^/{BUNDLE_LINE}/'")
     definition = {"metadata": {"format": "Lava-Test Test Definition 1.0", "name": SUITE,
                                "description": f"iowatch run {m.matrix} on {host.name}"},
                   "run": {"steps": steps}}

@@ -16,8 +16,13 @@ was submitted for: its device type must be the host's.
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import io
 import re
+import tarfile
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -27,6 +32,7 @@ from iowatch.lava.client import (HEALTH_COMPLETE, HEALTH_INCOMPLETE, INFRASTRUCT
                                  LavaClient, LavaError)
 
 POLL_S = 30.0
+BUNDLE_LINE = re.compile(re.escape(definition.BUNDLE_LINE) + r"([A-Za-z0-9+/=]+)\s*$")
 RUN_LINE = re.compile(r"\bbundle (\S+) \(([\w-]+), run ([0-9a-f]{8}-[0-9a-f-]{27})\)")
 
 
@@ -89,6 +95,24 @@ def run_id_from(logs: list[dict]) -> str | None:
     return None
 
 
+def bundle_from(logs: list[dict], out: Path) -> Path | None:
+    """The bundle a board printed on its console (definition.BUNDLE_LINE lines,
+    base64 of a tar.xz), unpacked into `out`; None when it printed none."""
+    chunks = [m.group(1) for e in logs if e.get("lvl") == "target"
+              for m in [BUNDLE_LINE.match(str(e.get("msg", "")).strip())] if m]
+    if not chunks:
+        return None
+    try:
+        data = base64.b64decode("".join(chunks), validate=True)
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:xz") as tar:
+            out.mkdir(parents=True, exist_ok=True)
+            tar.extractall(out, filter="data")
+    except (binascii.Error, tarfile.TarError, EOFError) as e:
+        raise LavaError(f"the bundle the board printed on its console is damaged ({e}); "
+                        "LAVA's log has the lines") from None
+    return out
+
+
 def _same_class(host: Host, job: Job) -> None:
     wanted = host.lava.device_type
     if job.device_type and job.device_type != wanted:
@@ -96,7 +120,7 @@ def _same_class(host: Host, job: Job) -> None:
                         f"{host.name}: its results belong to another board class and are not read")
 
 
-def _read(client: LavaClient, host: Host, job: Job) -> LavaRun:
+def read_finished(client: LavaClient, host: Host, job: Job) -> LavaRun:
     """The outcome of one finished job."""
     _same_class(host, job)
     cases = client.cases(job.id)
@@ -138,7 +162,7 @@ def run_job(client: LavaClient, host: Host, job: dict, *, retries: int = 1, poll
     while True:
         job_id = client.submit(text)
         say(f"lava: {host.name}: submitted job {job_id} ({client.job_url(job_id)})")
-        run = _read(client, host, wait(client, job_id, poll_s=poll_s, sleep=sleep, say=say))
+        run = read_finished(client, host, wait(client, job_id, poll_s=poll_s, sleep=sleep, say=say))
         if run.board in failed:
             run.detail += f" (LAVA scheduled the retry on {run.board} again)"
         run.attempts = attempts + run.attempts
