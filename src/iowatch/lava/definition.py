@@ -90,7 +90,7 @@ def make(host: Host, m: Measurement, token: str | None = None) -> dict:
         "job_name": f"iowatch {host.name}: {m.label} {m.commit[:12]} {m.matrix}"[:200],
         "device_type": board.device_type,
         "priority": m.priority,
-        # A job with secrets may not be public (LAVA refuses it): the agent token rides in it.
+        # personal: when the board uploads, the agent token rides in the job's secrets.
         "visibility": "personal",
         "timeouts": {"job": {"minutes": 15 + 10 + m.test_minutes}, "action": {"minutes": 10},
                      "connection": {"minutes": 2}},
