@@ -79,7 +79,10 @@ def test_the_qemu_board_boots_the_variant_with_the_board_disks_of_the_inventory(
     job = definition.make(qemu_host(), MEASUREMENTS[0], token="t")
     images = job["actions"][0]["deploy"]["images"]
     assert images["kernel"]["url"] == f"file:///var/lib/iowatch/lava/kernels/{'a' * 40}/bzImage"
-    assert images["rootfs"]["image_arg"].startswith("-drive format=raw,if=virtio,file={rootfs}")
+    # the root is the first virtio-blk device (/dev/vda) made with -device, as the disks are:
+    # an if=virtio drive would be created after them
+    assert images["rootfs"]["image_arg"] == ("-drive format=raw,if=none,id=iow-rootfs,file={rootfs} "
+                                             "-device virtio-blk-pci,drive=iow-rootfs")
     assert list(images) == ["kernel", "rootfs", "disk_lssd", "disk_lhdd", "disk_lsd"]
     assert "throttling.iops-total=150" in images["disk_lhdd"]["image_arg"]
     assert "-device sd-card,drive=iow-lsd" in images["disk_lsd"]["image_arg"]

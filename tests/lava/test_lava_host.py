@@ -138,3 +138,17 @@ def test_the_lab_agent_pipeline_works_lava_board_classes_with_the_same_command(t
         "    lava_boards:\n      hosts: {}", "    lava_boards:\n      hosts: {lava-qemu: {}}"))
     assert inventory.main(["--inventory", str(inv), "--group", "lab_agents", "--group", "lava_boards"]) == 0
     assert capsys.readouterr().out == "lava-qemu\n"
+
+
+def test_iowatch_lava_follow_and_boards_read_the_lab_of_the_inventory(tmp_path, monkeypatch, capsys):
+    with RecordedLava() as lava:
+        inv = tmp_path / "inv.yml"
+        inv.write_text((REPO / "hardware-inventory.yml").read_text().replace("http://127.0.0.1:8000/", lava.url))
+        monkeypatch.setenv("IOWATCH_LAVA_TOKEN", "lava-token")
+        lava.finished_job(4213, "job-4213-incomplete.json", tests=("tests-4213.json",))
+        lava.answer("GET", API + "devices/?device_type=qemu", "devices-qemu.json")
+        assert main(["lava", "follow", "lava-qemu", "4213", "--inventory", str(inv), "--poll", "0"]) == 1
+        assert "job 4213 on qemu-01: boot-failed: the job ended Incomplete before iowatch ran" in capsys.readouterr().out
+        assert main(["lava", "boards", "lava-qemu", "--inventory", str(inv)]) == 0
+        assert "qemu-03                  bad health  (LAVA: Idle, health Bad" in capsys.readouterr().out
+        assert {r["authorization"] for r in lava.requests} == {"Token lava-token"}

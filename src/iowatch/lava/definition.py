@@ -126,7 +126,11 @@ def _qemu_actions(host: Host, board: LavaBoard, kernel: str) -> list[dict]:
     cmdline = f"root=/dev/vda rw console={CONSOLE[board.arch]},115200 rootwait"
     images = {
         "kernel": {"url": kernel, "image_arg": f'-kernel {{kernel}} -append "{cmdline}"'},
-        "rootfs": {"url": board.rootfs, "image_arg": "-drive format=raw,if=virtio,file={rootfs}",
+        # An explicit -device, not if=virtio: QEMU creates if=virtio drives after every
+        # -device, so the root would come after the board's disks (lava-run here: the
+        # 2 GiB disk became vda and the kernel found no root filesystem on it).
+        "rootfs": {"url": board.rootfs, "image_arg": "-drive format=raw,if=none,id=iow-rootfs,file={rootfs} "
+                                                      "-device virtio-blk-pci,drive=iow-rootfs",
                    **_compression(board.rootfs)},
     }
     if guest_disks(host) and not board.lab.disks:
