@@ -62,7 +62,7 @@ def test_cases_read_every_page_with_their_suites(lava):
     cases = lava_client.LavaClient(lava.url, None).cases(4211)
     assert [(c.suite, c.name, c.result) for c in cases] == [
         ("lava", "validate", "pass"), ("lava", "auto-login-action", "pass"),
-        ("1_iowatch", "iowatch-run", "pass"), ("lava", "job", "pass")]
+        ("0_iowatch", "iowatch-run", "pass"), ("lava", "job", "pass")]
     assert cases[2].measurement == 0.0 and cases[1].metadata["duration"] == "12.30"
 
 
