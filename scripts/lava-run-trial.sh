@@ -16,10 +16,16 @@
 # busybox root has not). Needs root, lava-dispatcher, python3-guestfs and a
 # kernel iowatch built (IOWATCH_LAVA_KERNEL, default: the newest under
 # ~/.local/share/iowatch/kernel/artifacts). Not in CI.
+# With --measure the board runs one cell for real (ext4-dio-randread on the
+# board's ssd): the busybox root gets an `iowatch` that runs this machine's
+# iowatch, fio and mkfs over 9p in a chroot (scripts/lava/busybox-iowatch; the
+# job's context adds the 9p share), and the bundle the board prints on its
+# console is taken back from LAVA's log by iowatch.lava.follow.bundle_from.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 work=${IOWATCH_LAVA_TRIAL_DIR:-/tmp/iowatch-lava-trial}
+measure=${1:-}
 serve=/var/lib/iowatch/lava
 mkdir -p "$work" "$serve/disks"
 t0=$(date +%s)
@@ -42,14 +48,29 @@ printf '::sysinit:/etc/init.d/rcS\nttyS0::respawn:/sbin/getty -L 115200 ttyS0 vt
 install -m 755 scripts/lava/busybox-rcS "$root/etc/init.d/rcS"
 printf 'root::0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"; printf 'root:x:0:\n' > "$root/etc/group"
 printf "export PS1='root@board:\\\\w# '\n" | tee "$root/etc/profile" > "$root/root/.profile"
+if [ "$measure" = --measure ]; then
+    mkdir -p "$root/usr/local/bin"
+    sed -e "s|@VENV@|$(readlink -f .venv)|g" -e "s|@SRC@|$repo/src|g" scripts/lava/busybox-iowatch > "$root/bin/iowatch"
+    chmod 755 "$root/bin/iowatch"
+fi
 rm -f "$work/rootfs.ext4" "$work/rootfs.ext4.xz"
 truncate -s 64M "$work/rootfs.ext4" && mkfs.ext4 -q -d "$root" "$work/rootfs.ext4" && xz -0 -T1 "$work/rootfs.ext4"
 cp "$work/rootfs.ext4.xz" "$serve/rootfs.ext4.xz"
 
 phase "2. the definition (LAVA's schema, then lava-run --validate)"
 .venv/bin/iowatch lava submit lava-qemu jobs/smoke.yml --commit "$commit" --label trial --reps 1 \
-    --inventory "$repo/hardware-inventory.yml" --dry-run | sed 's/^    os: debian$/    os: oe/' > "$work/job.yaml"
-lava-run --job-id 1 --output-dir "$work/out-validate" --device scripts/lava/qemu-01.yaml --validate "$work/job.yaml" \
+    --inventory "$repo/hardware-inventory.yml" --dry-run \
+    ${measure:+--cells ext4-dio-randread/lssd/ext4} | sed 's/^    os: debian$/    os: oe/' > "$work/job.yaml"
+device=scripts/lava/qemu-01.yaml
+if [ "$measure" = --measure ]; then
+    # The 9p share of this machine's root, read-only. A job's context reaches the
+    # device configuration when lava-server renders it; lava-run alone takes it
+    # from the device configuration, so it goes there.
+    device=$work/qemu-01-9p.yaml
+    sed 's|^          - -monitor none$|&\n          extra:\n          - -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on|' \
+        scripts/lava/qemu-01.yaml > "$device"
+fi
+lava-run --job-id 1 --output-dir "$work/out-validate" --device "$device" --validate "$work/job.yaml" \
     > "$work/validate.log" 2>&1 || { tail -5 "$work/validate.log"; exit 1; }
 
 phase "3. lava-run (TCG; libguestfs builds LAVA's test overlay with the same kernel)"
@@ -57,8 +78,22 @@ modules=$work/no-modules/lib/modules/iowatch
 mkdir -p "$modules" && touch "$modules"/modules.{dep,order,builtin}
 LIBGUESTFS_BACKEND=direct LIBGUESTFS_BACKEND_SETTINGS=force_tcg SUPERMIN_KERNEL=$kernel \
 SUPERMIN_MODULES=$modules SUPERMIN_KERNEL_VERSION=iowatch \
-    timeout 1200 lava-run --job-id 2 --output-dir "$work/out-run" --device scripts/lava/qemu-01.yaml "$work/job.yaml" \
+    timeout 1200 lava-run --job-id 2 --output-dir "$work/out-run" --device "$device" "$work/job.yaml" \
     > "$work/run.log" 2>&1 || true
 grep -E '"lvl": "info", "msg": "(start|end): [0-9]' "$work/run.log" | sed -E 's/.*"msg": "([^"]*)".*/   \1/'
 grep -E '"lvl": "results"' "$work/run.log" | grep -E '"case": "(iowatch-run|job)"' | sed -E 's/^.*"msg": /   /'
+if [ "$measure" = --measure ]; then
+    phase "4. the bundle back from LAVA's log"
+    PYTHONPATH=$repo/src .venv/bin/python - "$work/run.log" "$work/bundle" <<'PY'
+import sys
+from pathlib import Path
+from iowatch import bundle
+from iowatch.lava.follow import bundle_from, run_id_from
+import yaml
+logs = [yaml.safe_load(line) for line in open(sys.argv[1]) if line.startswith("{")]
+out = bundle_from(logs, Path(sys.argv[2]))
+doc = bundle.load(out) if out else None
+print(f"   run {run_id_from(logs)}: bundle {out}, status {doc and doc['status']}, host {doc and doc['host']['name']}")
+PY
+fi
 phase "done: $work/run.log"

@@ -29,7 +29,7 @@ from iowatch.vlab import device_args, guest_disks, throttling
 
 BOARD_INVENTORY = "/tmp/iowatch-board.yml"
 BOARD_BUNDLE = "/var/tmp/iowatch-bundle"
-BUNDLE_LINE = "iowatch-bundle: "        # each line of the bundle's base64 tar.xz on the console
+BUNDLE_LINE = "iowatch-bundle: "        # each line of the bundle's base64 tar.gz on the console
 TOKEN_SECRET = "IOWATCH_TOKEN"          # the agent token's name in the job's secrets
 RUN_CASE = "iowatch-run"                # the test case that carries iowatch run's exit status
 SUITE = "iowatch"                       # the inline definition's name: LAVA's suite is 0_iowatch (lava-run here)
@@ -199,8 +199,9 @@ def _test_action(host: Host, m: Measurement) -> dict:
         # LAVA writes the job's secrets as KEY=VALUE lines into the overlay's secrets file.
         steps.insert(0, 'for f in /lava-*/secrets; do [ -f "$f" ] && . "$f"; done; export IOWATCH_TOKEN')
     else:
-        # The bundle comes back on the console, a prefixed base64 line each (follow.bundle_from).
-        steps.append(f"[ -d {BOARD_BUNDLE} ] && tar -C {BOARD_BUNDLE} -cJf - . | base64 -w 96 | "
+        # The bundle comes back on the console, a prefixed base64 line each (follow.bundle_from);
+        # gzip, which every root has (busybox's xz only decompresses).
+        steps.append(f"[ -d {BOARD_BUNDLE} ] && tar -C {BOARD_BUNDLE} -czf - . | base64 -w 96 | "
                      f"sed 's/^/{BUNDLE_LINE}/'")
     definition = {"metadata": {"format": "Lava-Test Test Definition 1.0", "name": SUITE,
                                "description": f"iowatch run {m.matrix} on {host.name}"},

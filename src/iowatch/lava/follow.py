@@ -97,14 +97,14 @@ def run_id_from(logs: list[dict]) -> str | None:
 
 def bundle_from(logs: list[dict], out: Path) -> Path | None:
     """The bundle a board printed on its console (definition.BUNDLE_LINE lines,
-    base64 of a tar.xz), unpacked into `out`; None when it printed none."""
+    base64 of a tar.gz), unpacked into `out`; None when it printed none."""
     chunks = [m.group(1) for e in logs if e.get("lvl") == "target"
               for m in [BUNDLE_LINE.match(str(e.get("msg", "")).strip())] if m]
     if not chunks:
         return None
     try:
         data = base64.b64decode("".join(chunks), validate=True)
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:xz") as tar:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
             out.mkdir(parents=True, exist_ok=True)
             tar.extractall(out, filter="data")
     except (binascii.Error, tarfile.TarError, EOFError) as e:
