@@ -152,3 +152,17 @@ def test_iowatch_lava_follow_and_boards_read_the_lab_of_the_inventory(tmp_path, 
         assert main(["lava", "boards", "lava-qemu", "--inventory", str(inv)]) == 0
         assert "qemu-03                  bad health  (LAVA: Idle, health Bad" in capsys.readouterr().out
         assert {r["authorization"] for r in lava.requests} == {"Token lava-token"}
+
+
+def test_the_bundle_comes_back_from_a_real_lava_run_log(tmp_path):
+    """lava-run's own log of a measured job (fixtures/README.md): the bundle the
+    board printed, with the run id iowatch run said, and LAVA's result lines."""
+    logs = [yaml.safe_load(line) for line in (FIXTURES / "lava-run-qemu-measure.log").read_text().splitlines()
+            if line.startswith("{")]
+    doc = bundle.load(follow.bundle_from(logs, tmp_path / "back"))
+    assert (doc["status"], doc["host"]["name"], doc["run_id"]) == ("passed", "lava-qemu", follow.run_id_from(logs))
+    assert {d["name"]: d["path"] for d in doc["devices"]} == {"lssd": "/dev/vdb", "lhdd": "/dev/sda",
+                                                              "lsd": "/dev/mmcblk0"}
+    results = {e["msg"]["case"]: e["msg"] for e in logs if e["lvl"] == "results"}
+    assert (results["iowatch-run"]["definition"], results["iowatch-run"]["result"]) == ("0_iowatch", "pass")
+    assert results["job"]["result"] == "pass"
