@@ -24,7 +24,11 @@ SYSTEM_PACKAGES=(fio fsmark xfsprogs e2fsprogs btrfs-progs f2fs-tools util-linux
                  flex bison
                  # the virtual lab's device models (iowatch.mechanics; tests/mechanics serve
                  # them to fio on the host): nbdkit runs the model as a Python plugin
-                 nbdkit nbdkit-plugin-python)
+                 nbdkit nbdkit-plugin-python
+                 # LAVA's job schema (iowatch.lava.definition.validate, tests/lava): lava_common
+                 # is not on PyPI; Debian ships it with the voluptuous it was released with.
+                 # Not lava-server: its postinst reconfigures PostgreSQL.
+                 lava-common python3-voluptuous)
 
 # With --kernel: what building kernels and the virtual lab need (not in CI).
 KERNEL_PACKAGES=(linux-source-6.12 qemu-system-x86 ccache bc bison flex libelf-dev libssl-dev
@@ -63,6 +67,12 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
+# The venv sees Debian's lava_common and voluptuous and nothing else of the system's
+# Python packages: one link each in its site-packages.
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+for module in lava_common voluptuous; do
+    [ -e "$site/$module" ] || ln -s "/usr/lib/python3/dist-packages/$module" "$site/$module"
+done
 stamp=.venv/.iowatch-installed-${extras//,/-}
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/pip install -q --upgrade pip

@@ -14,7 +14,7 @@ from iowatch import __version__
 
 COMMANDS = ("parse", "run", "import_published", "upload", "serve", "manage", "device",
             "kernel", "check", "bisect", "compare", "export", "import_lkp", "nightly", "report",
-            "claims", "reproduce", "import_reproductions", "agent")
+            "claims", "reproduce", "import_reproductions", "agent", "lava")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -20,7 +20,8 @@ import yaml
 from iowatch import yamlfile
 
 DEFAULT_FILE = "hardware-inventory.yml"
-IOWATCH_HOST_VARS = ("iowatch_kind", "iowatch_devices")
+IOWATCH_HOST_VARS = ("iowatch_kind", "iowatch_devices", "iowatch_lava_board")
+LAVA_GROUP_VAR = "iowatch_lava"     # on a group: the group is a LAVA lab (iowatch.lava)
 
 _UNITS = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4,
           "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4,
@@ -93,12 +94,50 @@ class Device:
 
 
 @dataclass(frozen=True)
+class LavaLab:
+    """A LAVA lab: a group whose hosts are board classes of one LAVA server.
+    The API token is read from the environment variable `token_env` when it is
+    used, and never written in the inventory."""
+    group: str
+    server: str
+    token_env: str
+    user: str | None = None
+    rootfs: str | None = None       # the root filesystem image with iowatch's runner, fio and fs_mark
+    kernels: str | None = None      # where built kernels are served: KERNELS/<commit>/bzImage
+    disks: str | None = None        # qemu boards: blank disk images, DISKS/blank-<bytes>.img.xz
+    file: str = DEFAULT_FILE
+
+    def token(self, environ=os.environ) -> str:
+        value = environ.get(self.token_env, "").strip()
+        if not value:
+            raise InventoryError([Problem(self.file, None, (
+                f"the LAVA lab {self.group!r} ({self.server}) takes its API token from the environment "
+                f"variable {self.token_env}, which is not set; export {self.token_env}=<token> (a LAVA "
+                "API token of the lab's user; never write it in the inventory)"), key="token_env")])
+        return value
+
+
+@dataclass(frozen=True)
+class LavaBoard:
+    """Which boards of a LAVA lab an iowatch host stands for: one device type,
+    narrowed by device tags. The host's iowatch_devices are the board's disks,
+    as the board sees them; the runner on the board writes to those only."""
+    lab: LavaLab
+    device_type: str
+    tags: tuple[str, ...] = ()
+    arch: str = "x86_64"
+    rootfs: str | None = None       # default: the lab's
+    dtb: str | None = None          # U-Boot boards: the device tree, under the kernel's dtbs/
+
+
+@dataclass(frozen=True)
 class Host:
     name: str
     kind: str
     devices: tuple[Device, ...] = ()
     vars: dict = field(default_factory=dict, compare=False)
     groups: tuple[str, ...] = ()
+    lava: LavaBoard | None = field(default=None, compare=False)
 
     def device(self, name: str) -> Device:
         for d in self.devices:
@@ -207,6 +246,11 @@ def _host_device(path: list, data: Any) -> tuple[str | None, str | None, str | N
             break
     if device is not None and key == "iowatch_devices":
         key = None
+    for var in (LAVA_GROUP_VAR, "iowatch_lava_board"):
+        if var in path and path.index(var) + 1 < len(path):
+            key = f"{var}.{path[path.index(var) + 1]}"
+        elif var in path:
+            key = var
     return host, device, key
 
 
@@ -228,13 +272,23 @@ def _problem(error, data: Any, root: yaml.Node, file: str) -> Problem:
         unknown = [k for k in parent
                    if k.startswith("iowatch_") and (path[-1] == "vars" or k not in IOWATCH_HOST_VARS)]
         k_node, _ = yamlfile.child(node, unknown[0]) if unknown else (None, None)
-        where = "group variables" if path[-1] == "vars" else "host variables"
-        return Problem(file, yamlfile.line_of(k_node) or line, f"unknown iowatch variable in {where}; iowatch reads "
-                       f"{' and '.join(IOWATCH_HOST_VARS)}, set on the host itself",
+        if path[-1] == "vars":
+            unknown = [k for k in parent if k.startswith("iowatch_") and k != LAVA_GROUP_VAR]
+            k_node, _ = yamlfile.child(node, unknown[0]) if unknown else (None, None)
+            text = (f"unknown iowatch variable in group variables; a group takes only {LAVA_GROUP_VAR} "
+                    f"(the group is a LAVA lab); {', '.join(IOWATCH_HOST_VARS)} are set on the host itself")
+        else:
+            text = f"unknown iowatch variable in host variables; iowatch reads {', '.join(IOWATCH_HOST_VARS)}"
+        return Problem(file, yamlfile.line_of(k_node) or line, text,
                        host, device, unknown[0] if unknown else None)
     if what == "additionalProperties":
         extra = [k for k in instance if k not in error.schema.get("properties", {})]
         k_node, _ = yamlfile.child(node, extra[0])
+        if "token" in extra and "token_env" in error.schema.get("properties", {}):
+            return Problem(file, yamlfile.line_of(k_node) or line, "a LAVA token is never written in the "
+                           "inventory: remove it, export it in an environment variable and name that "
+                           "variable in token_env (such as token_env: IOWATCH_LAVA_TOKEN)",
+                           host, device, _lava_key(path, "token"))
         allowed = ", ".join(error.schema.get("properties", {}))
         if device is None and host is None and "hosts" in allowed:
             context = "a group holds only"
@@ -246,8 +300,15 @@ def _problem(error, data: Any, root: yaml.Node, file: str) -> Problem:
     if what == "required":
         missing = re.match(r"'([^']+)'", error.message)
         miss = missing.group(1) if missing else error.message
-        return Problem(file, yamlfile.line_of(node), f"missing key {miss!r}; a device needs "
-                       f"{', '.join(error.schema['required'])}", host, device, miss)
+        if device is None and host is not None and "iowatch_lava_board" in error.schema["required"]:
+            return Problem(file, yamlfile.line_of(node), f"missing key {miss!r}; a host of iowatch_kind lava "
+                           "needs iowatch_lava_board (its LAVA device type) and iowatch_devices (the "
+                           "board's disks iowatch may write to)", host, None, miss)
+        owner = "a device" if device is not None else "a LAVA lab (iowatch_lava)" if "token_env" in \
+            error.schema["required"] else "a LAVA board (iowatch_lava_board)" if "device_type" in \
+            error.schema["required"] else "this entry"
+        return Problem(file, yamlfile.line_of(node), f"missing key {miss!r}; {owner} needs "
+                       f"{', '.join(error.schema['required'])}", host, device, _lava_key(path, miss))
     if what == "dependencies":
         needed = re.match(r"'([^']+)'", error.message)
         return Problem(file, line, error.message.replace("is a dependency of", "is needed with"),
@@ -274,6 +335,14 @@ def _problem(error, data: Any, root: yaml.Node, file: str) -> Problem:
         return Problem(file, line, f"{instance!r} is not allowed; allowed: {', '.join(map(str, allowed))}",
                        host, device, key)
     return Problem(file, line, f"{instance!r}: {about or error.message}", host, device, key)
+
+
+def _lava_key(path: list, key: str | None) -> str | None:
+    """A key inside iowatch_lava or iowatch_lava_board, named with its variable."""
+    for var in (LAVA_GROUP_VAR, "iowatch_lava_board"):
+        if var in path and key is not None and key != var:
+            return f"{var}.{key}"
+    return key
 
 
 def _yaml_type(value: Any) -> str:
@@ -319,6 +388,7 @@ def _model(data: dict, root: yaml.Node, file: str) -> Inventory:
             merged.setdefault(hname, {})[key] = value
         merged.setdefault(hname, {})
 
+    labs = _lava_labs(data, file)
     hosts: dict[str, Host] = {}
     for hname, hvars in merged.items():
         devs = []
@@ -341,10 +411,48 @@ def _model(data: dict, root: yaml.Node, file: str) -> Inventory:
             devs.append(dev)
         kind = hvars.get("iowatch_kind") or (
             "local" if hvars.get("ansible_connection") == "local" else "bare-metal")
-        hosts[hname] = Host(hname, kind, tuple(devs), hvars, tuple(groups.get(hname, ())))
+        board = None
+        if kind == "lava":
+            board = _lava_board(file, hname, hvars, groups.get(hname, []), labs,
+                                where.get((hname, "iowatch_kind")), devs, problems)
+        hosts[hname] = Host(hname, kind, tuple(devs), hvars, tuple(groups.get(hname, ())), board)
     if problems:
         raise InventoryError(_sorted(problems))
     return Inventory(file, hosts)
+
+
+def _lava_labs(groups: dict, file: str) -> dict[str, LavaLab]:
+    """Every group that declares iowatch_lava (at any depth), by group name."""
+    labs: dict[str, LavaLab] = {}
+    for gname, group in (groups or {}).items():
+        group = group or {}
+        lab = (group.get("vars") or {}).get(LAVA_GROUP_VAR)
+        if lab:
+            labs[gname] = LavaLab(gname, lab["server"], lab["token_env"], lab.get("user"),
+                                  lab.get("rootfs"), lab.get("kernels"), lab.get("disks"), file)
+        labs.update(_lava_labs(group.get("children") or {}, file))
+    return labs
+
+
+def _lava_board(file: str, hname: str, hvars: dict, host_groups: list[str], labs: dict[str, LavaLab],
+                line: int | None, devs: list[Device], problems: list[Problem]) -> LavaBoard | None:
+    """The board class a host of kind lava stands for, in the innermost LAVA lab
+    group it belongs to; its devices must be the board's own disks (path or members)."""
+    mine = [g for g in host_groups if g in labs]
+    for dev in devs:
+        if dev.is_image:
+            problems.append(Problem(file, dev.line, "a LAVA board's devices are its own disks as the "
+                                    "board sees them: give path (such as /dev/mmcblk0), not image",
+                                    hname, repr(dev.name), "image"))
+    if not mine:
+        problems.append(Problem(file, line, "a host of iowatch_kind lava belongs to a LAVA lab: list it "
+                                f"under a group whose vars set {LAVA_GROUP_VAR} (server, token_env)"
+                                + (f"; LAVA labs here: {', '.join(sorted(labs))}" if labs else ""),
+                                hname, None, "iowatch_kind"))
+        return None
+    b = hvars["iowatch_lava_board"]
+    return LavaBoard(labs[mine[-1]], b["device_type"], tuple(b.get("tags") or ()), b.get("arch", "x86_64"),
+                     b.get("rootfs") or labs[mine[-1]].rootfs, b.get("dtb"))
 
 
 def _qemu_problems(file: str, hname: str, dev: Device, enode) -> list[Problem]:
@@ -408,16 +516,16 @@ def _device(entry: dict, line: int | None) -> Device:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m iowatch.inventory --group G`: the group's hosts, one a line
-    (the lab-agent pipeline fans out over them)."""
+    """`python -m iowatch.inventory --group G [--group H]`: the groups' hosts, one
+    a line (the lab-agent pipeline fans out over them)."""
     import argparse
     ap = argparse.ArgumentParser(prog="python -m iowatch.inventory",
                                  description="print the hosts of an inventory group, one a line")
-    ap.add_argument("--group", required=True)
+    ap.add_argument("--group", required=True, action="append")
     ap.add_argument("--inventory", default=None, help="default: as iowatch run finds it")
     args = ap.parse_args(argv)
     inv = load(args.inventory)
-    for name in sorted(n for n, h in inv.hosts.items() if args.group in h.groups):
+    for name in sorted(n for n, h in inv.hosts.items() if set(args.group) & set(h.groups)):
         print(name)
     return 0
 

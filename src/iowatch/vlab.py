@@ -73,7 +73,7 @@ def _image(images: Path, name: str, size: int) -> Path:
     return path
 
 
-def _throttling(q: dict) -> str:
+def throttling(q: dict) -> str:
     opts = [f"throttling.{k}={v}" for k, v in sorted(q.get("throttle", {}).items())]
     return ("," + ",".join(opts)) if opts else ""
 
@@ -191,26 +191,28 @@ def qemu_device_args(host: Host, images: Path, exports: dict[str, Path] | None =
         drive = f"iow-{disk_id}"
         if disk_id in exports:
             args += ["-drive", f"driver=nbd,server.type=unix,server.path={exports[disk_id]},"
-                               f"if=none,id={drive}{_throttling(q)}"]
+                               f"if=none,id={drive}{throttling(q)}"]
         else:
             img = _image(images, disk_id, size)
             args += ["-drive", f"file={img},if=none,id={drive},format=raw,cache=none,aio=threads"
-                               f"{_throttling(q)}"]
-        bus = q.get("bus", "virtio-blk")
-        if bus == "sd":
-            # No bus=: QEMU names every SDHCI bus "sd-bus" and puts the card on a free one.
-            args += ["-device", f"sdhci-pci,id=iow-sdhci-{disk_id}",
-                     "-device", f"sd-card,drive={drive}"]
-        elif bus == "scsi-hd":
-            if not scsi:
-                args += ["-device", "virtio-scsi-pci,id=iowscsi"]
-                scsi = True
-            rate = q.get("rotation_rate", 7200)
-            args += ["-device", f"scsi-hd,drive={drive},bus=iowscsi.0,rotation_rate={rate},"
-                                f"serial={drive}"]
-        else:
-            args += ["-device", f"virtio-blk-pci,drive={drive},serial={drive}"]
+                               f"{throttling(q)}"]
+        args += device_args(q, disk_id, drive, first_scsi=not scsi)
+        scsi = scsi or q.get("bus") == "scsi-hd"
     return args
+
+
+def device_args(q: dict, disk_id: str, drive: str, first_scsi: bool) -> list[str]:
+    """The QEMU -device options that put drive `drive` on the device's bus (the
+    virtual lab's guests and LAVA's qemu boards, iowatch.lava.definition)."""
+    bus = q.get("bus", "virtio-blk")
+    if bus == "sd":
+        # No bus=: QEMU names every SDHCI bus "sd-bus" and puts the card on a free one.
+        return ["-device", f"sdhci-pci,id=iow-sdhci-{disk_id}", "-device", f"sd-card,drive={drive}"]
+    if bus == "scsi-hd":
+        rate = q.get("rotation_rate", 7200)
+        return ((["-device", "virtio-scsi-pci,id=iowscsi"] if first_scsi else [])
+                + ["-device", f"scsi-hd,drive={drive},bus=iowscsi.0,rotation_rate={rate},serial={drive}"])
+    return ["-device", f"virtio-blk-pci,drive={drive},serial={drive}"]
 
 
 def guest_kernel_args(host: Host) -> list[str]:

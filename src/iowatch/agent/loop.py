@@ -104,6 +104,8 @@ class Agent:
         (None when the boot failed)."""
         row = {"commit": variant.commit, "label": request.label}
         self.beat.set("booting", commit=variant.commit, job=job, detail=request.label)
+        if hasattr(self.host, "boot_and_run"):  # a LAVA board class: one job boots and runs
+            return self._boot_and_run_at_once(variant, request, out, job, row)
         booted = self.host.boot(Path(variant.artifacts or "."), variant.commit)
         row.update(boot=booted.state, boot_s=round(booted.seconds, 1))
         self.say(f"agent: {self.host.name}: {variant.commit[:12]} ({request.label}): {booted.state}"
@@ -120,6 +122,20 @@ class Agent:
             "running", commit=variant.commit, job=job, cell=cell, detail=request.label))
         row["run_s"] = round(time.monotonic() - t0, 1)
         self.log.append(row)
+        return booted, path
+
+    def _boot_and_run_at_once(self, variant, request: RunRequest, out: Path, job: dict | None,
+                              row: dict) -> tuple[BootOutcome, Path | None]:
+        """A host whose boot is the job that runs (iowatch.lava.host.LavaHost)."""
+        self.beat.set("running", commit=variant.commit, job=job, cell=",".join(request.cells) or request.matrix,
+                      detail=request.label)
+        booted, path = self.host.boot_and_run(Path(variant.artifacts or "."), variant.commit, request, out)
+        row.update(boot=booted.state, boot_s=round(booted.seconds, 1))
+        self.say(f"agent: {self.host.name}: {variant.commit[:12]} ({request.label}): {booted.state}"
+                 + (f": {booted.detail}" if booted.detail else ""))
+        self.log.append(row)
+        if path is None:
+            self.beat.set("boot-failed", commit=variant.commit, job=job, detail=booted.detail[-500:])
         return booted, path
 
     def upload(self, path: Path, job: dict | None = None) -> str:

@@ -87,6 +87,13 @@ def _builds(args):
     return source_builds(open_source(args.source or None), [Path(f) for f in args.fragment], args.config_base)
 
 
+def _lava_host(host):
+    """A board class of a LAVA lab: its boots are LAVA jobs (iowatch.lava.host)."""
+    from iowatch.lava.client import LavaClient
+    from iowatch.lava.host import LavaHost
+    return LavaHost(host, LavaClient.for_lab(host.lava.lab))
+
+
 def run(args) -> int:
     from iowatch.agent.hosts import AnsibleHost, LabHostError, RecordedHost
     from iowatch.agent.loop import Agent
@@ -105,8 +112,13 @@ def run(args) -> int:
         return 2
     out = Path(args.out) if args.out else paths.data_dir() / "agent" / args.host
     out.mkdir(parents=True, exist_ok=True)
-    lab = (RecordedHost(args.host, Path(args.replay)) if args.replay
-           else AnsibleHost(host, inv_path, logs=out / "logs"))
+    try:
+        lab = (RecordedHost(args.host, Path(args.replay)) if args.replay
+               else _lava_host(host) if host.kind == "lava"
+               else AnsibleHost(host, inv_path, logs=out / "logs"))
+    except ValueError as e:
+        print(f"iowatch agent: {e}", file=sys.stderr)
+        return 2
     client = Client(args.server, args.token or "", host=args.host)
     devices: dict[str, list[str]] = {}
     for d in host.devices:
