@@ -29,13 +29,12 @@ from iowatch.check import (REPS_PER_BOOT, VariantRun, boot_sizes, first_round_bo
                            run_variant)
 from iowatch.side_data import Side, pool
 from iowatch.judging.adaptive import adapt
-from iowatch.judging import (Comparison, StepVerdict, compare_sides, judge_step, more_runs,
-                             platform_words)
+from iowatch.judging import Comparison, StepVerdict, compare_sides, judge_step, platform_words
+from iowatch.judging.next_measurement import ALONE, WITH_ENDS, next_measurement
 from iowatch.judging.bisect import Culprit, Observation, culprit, steps_left
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
 from iowatch.kernel.series import Series
-from iowatch.stats.sequential import DEFAULT_CAP, looks
 from iowatch.stats.verdict import CellVerdict
 from iowatch.studies import load_studies
 
@@ -89,13 +88,6 @@ def culprit_of(steps: list[Step], n: int) -> Culprit:
     return culprit(n, [Observation(s.index, s.verdict.outcome == "bad", s.verdict.error)
                        for s in steps if 0 < s.index < n and s.verdict is not None
                        and s.verdict.outcome in ("good", "bad")])
-
-
-def _end_attempts(cmp: Comparison) -> int:
-    """Extra measurements of both ends while their comparison is unsure: one per
-    look after the first up to the largest cap (3 for 20 a side: 10, 15 and 20
-    with the default 5 repetitions a measurement)."""
-    return looks(max(cmp.caps, default=DEFAULT_CAP)) - 1
 
 
 def side_of(runs: list[VariantRun], rounds: dict[int, int] | None = None) -> Side:
@@ -185,14 +177,13 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
         return judged[-1]
 
     def ends_wanted(cmp: Comparison) -> str | None:
-        """Why both ends are measured again; None when they differ, or never will."""
+        """Why both ends are measured again (judging's next_measurement asks for
+        both sides); None when they differ, or it asks nothing."""
         try:
             choose(cmp)
             return None
         except NothingToBisect:
-            # A drifted platform (a canary moved between the ends' boots) is one
-            # more reason to measure again: pooled boots are what the canary asks for.
-            if len(judged) > _end_attempts(cmp) or not (more_runs(cmp) or cmp.platform):
+            if not next_measurement(cmp, studies):
                 return None
         return (platform_words(cmp) if cmp.platform else ", ".join(
             f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure) or "unsure")
@@ -203,7 +194,9 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
             ends[i] += in_round([r for r in boots(i, attempt) if _measured([r])], attempt)
         return True
 
-    ended = adapt(ends_judged, ends_wanted, ends_measure)
+    first = ends_judged()
+    ended = adapt(ends_judged, ends_wanted, ends_measure, first=first,
+                  max_rounds=next_measurement(first, studies).rounds)
     target = choose(ended.judgement)  # NothingToBisect, saying why, when they never differed
     key = target.key.pooled
 
@@ -254,24 +247,18 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
             return max((block[id(r)] for r in joint.get(mid, [])), default=0)
 
         def step_wanted(j: StepVerdict) -> tuple[list[int], str] | None:
-            if j.outcome != "unsure" or not remeasure_unclear:
+            nxt = next_measurement(j, studies, joint=bool(joint))
+            if not nxt or not remeasure_unclear:
                 return None
-            if j.wants_runs and (j.platform or joint):
-                # The step's boots and an end's saw different platforms: more
-                # boots of the step alone would compare them again across the
-                # move. Good, the step and bad are measured together, a round
-                # at a time, and the step is judged on those rounds only.
+            if nxt.plan == WITH_ENDS:
                 return [0, mid, n], (f"bisect: variant {mid} unsure ({j.words}); measuring good, "
                                      f"it and bad together (round {joint_rounds() + 1})")
-            if joint:
-                return None  # at the cap in its rounds: boots of an end alone are not in them
-            if j.wants_runs:
+            if nxt.plan == ALONE:
                 return [mid], (f"bisect: variant {mid} unsure ({j.words}); measuring it again "
-                               f"toward {j.wants_runs} repetitions")
-            grow = [i for i, want in ((0, j.wants_good), (n, j.wants_bad)) if want]
-            return (grow, f"bisect: variant {mid} unsure ({j.words}) at its cap; measuring "
-                    + " and ".join("good" if i == 0 else "bad" for i in grow) + " again"
-                    ) if grow else None
+                               f"toward {nxt.reps['step']} repetitions")
+            return ([0 if side == "good" else n for side in nxt.sides],
+                    f"bisect: variant {mid} unsure ({j.words}) at its cap; measuring "
+                    + " and ".join(nxt.sides) + " again")
 
         def step_measure(want: tuple[list[int], str], _round: int) -> bool:
             indices, words = want
