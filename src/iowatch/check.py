@@ -17,12 +17,13 @@ from typing import Callable, Sequence
 from iowatch import bundle, exit_status, figures, paths, progress, resources
 from iowatch.bundle import BundleWriter
 from iowatch.side_data import Side
-from iowatch.judging import Comparison, ci_name, compare_sides, more_runs, platform_words
+from iowatch.judging import Comparison, ci_name, compare_sides, platform_words
 from iowatch.judging.adaptive import adapt
+from iowatch.judging.next_measurement import next_measurement, rounds_allowed
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
-from iowatch.stats.sequential import DEFAULT_CAP, FIRST, looks
+from iowatch.stats.sequential import FIRST
 from iowatch.judging.outcomes import Outcome, noisy_matrix_words, verdict_label
 from iowatch.studies import load_matrix, load_studies
 from iowatch.vlab import boot_and_run, guest_run_command, note_device_models
@@ -219,12 +220,11 @@ def add_repetitions(result: CheckResult,
     deciding cells, measure both sides of it again (only those cells, as many
     repetitions as the next look needs, in boots of at most `per_boot`
     interleaved between the variants: measure_more(variant, cell ids,
-    repetitions, round) boots it once) and compare again, at most one round per
-    look after the first of the largest cap (3 rounds for 20 a side: 10, 15 and
-    20), and one more when the first round had fewer repetitions than the first
-    look (3 a side: 5, 10, 15 and 20; issue 24 saw a check stop at 15 and call
-    it the cap). on_compare() hears each comparison (the check writes its
-    summary then). Returns the rounds taken."""
+    repetitions, round) boots it once) and compare again, for at most the
+    rounds judging allows (next_measurement.rounds_allowed: 3 for 20 a side).
+    What each round measures is judging's too (next_measurement: the unsure
+    cells, their ratio partners and the canaries). on_compare() hears each
+    comparison (the check writes its summary then). Returns the rounds taken."""
     def judge() -> CheckResult:
         compare_with_parents(result)
         on_compare()
@@ -248,48 +248,25 @@ def add_repetitions(result: CheckResult,
         result.phases[f"round {round_no}"] = time.monotonic() - t_round
         return True  # a round whose boots failed still ends: the next asks again
 
-    compared = [r.vs_parent for r in judge().runs if r.vs_parent]
-    caps = [cap for cmp in compared for cap in cmp.caps]
-    fewest = min((min(v.base.n, v.candidate.n) for cmp in compared for v in cmp.verdicts),
-                 default=FIRST)
-    max_rounds = looks(max(caps, default=DEFAULT_CAP)) - 1 + (fewest < FIRST)
+    max_rounds = rounds_allowed(r.vs_parent for r in judge().runs if r.vs_parent)
     return adapt(judge, _wanted_repetitions, measure, max_rounds=max_rounds, first=result).rounds
 
 
 def _wanted_repetitions(result: CheckResult) -> dict[int, dict[str, int]]:
-    """variant index -> cell id -> repetitions to add, for the next look of
-    every unsure comparison of a patch with its parent."""
+    """variant index -> cell id -> repetitions to add: what judging's
+    next_measurement asks of each patch's comparison with its parent (ratio
+    partners and canaries included), the parent's side on the parent."""
+    studies = load_studies(resources.studies_dir())
     wants: dict[int, dict[str, int]] = {}
     for cur in result.runs:
-        cmp = cur.vs_parent
-        if cmp is None:
+        if cur.vs_parent is None:
             continue
         parent = _parent(result, cur)
-        for where, target in more_runs(cmp).items():
-            n = [(v.base.n, v.candidate.n) for v in cmp.verdicts if v.key.location == where]
-            have_base, have_cand = min(b for b, _ in n), min(c for _, c in n)
-            for vr, add in ((parent, target.base - have_base), (cur, target.candidate - have_cand)):
+        for cell_id, want in next_measurement(cur.vs_parent, studies).cells.items():
+            for vr, add in ((parent, want.add_base), (cur, want.add_candidate)):
                 if vr is not None and add > 0:
                     cells = wants.setdefault(vr.variant.index, {})
-                    cells[where.cell_id] = max(cells.get(where.cell_id, 0), add)
-    return _with_ratio_partners(wants)
-
-
-def _with_ratio_partners(wants: dict[int, dict[str, int]]) -> dict[int, dict[str, int]]:
-    """A ratio study's filesystem cell measured again takes its partner (the raw
-    device's cell) along, as many repetitions: the ratio is one value per pair
-    of repetitions of one boot (iowatch.ratio), so without the partner a round
-    adds filesystem values and no ratio (seed 001's claim stayed at 5 values
-    a side while its ext4 cell grew to 25)."""
-    studies = load_studies(resources.studies_dir())
-    for cells in wants.values():
-        for cell_id, n in list(cells.items()):
-            slug, device, fs = cell_id.split("/", 2)
-            study = studies.get(slug)
-            ratio = study.spec.ratio if study else None
-            if ratio and fs in (ratio.filesystem, ratio.against):
-                partner = f"{slug}/{device}/{ratio.against if fs == ratio.filesystem else ratio.filesystem}"
-                cells[partner] = max(cells.get(partner, 0), n)
+                    cells[cell_id] = max(cells.get(cell_id, 0), add)
     return wants
 
 

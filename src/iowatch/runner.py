@@ -75,6 +75,14 @@ def plan(matrix: Matrix, host: Host) -> list[Cell]:
     return cells
 
 
+def boot_cells(matrix: Matrix, host: Host, only: set[str] | None = None) -> list[Cell]:
+    """The cells one boot runs: the matrix's (or those of `only`, the cell ids a
+    path asked for), and the canary whichever cells were asked for: it is what
+    tells a drift of the platform between boots (iowatch.judging). load_matrix
+    puts a canary in every matrix (studies.with_canaries)."""
+    return [c for c in plan(matrix, host) if only is None or c.id in only or c.study.canary]
+
+
 def _canary_cells(study: Study, filesystems_: list[str], host: Host) -> list[Cell]:
     """A canary's cells: one a host, whatever devices it has. Its workload runs on
     a tmpfs and writes to no device, but a cell is addressed by a device (its id,
@@ -397,10 +405,7 @@ class Runner:
     # -- the whole matrix -------------------------------------------------
 
     def run(self) -> dict:
-        # A canary runs in every boot, whichever cells the boot was asked for: it is
-        # what tells a drift of the platform between boots (iowatch.judging).
-        cells = [c for c in plan(self.matrix, self.host)
-                 if self.only is None or c.id in self.only or c.study.canary]
+        cells = boot_cells(self.matrix, self.host, self.only)
         for c in cells if self.harness is not None else ():
             c.skip = c.skip or self.harness.skip_reason(
                 c.study.workload(self.profile, c.device.device_class), c.filesystem, c.id)

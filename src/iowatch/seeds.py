@@ -578,6 +578,11 @@ class KeptReproduction:
     check_dir: Path
     bundles: list[tuple[int, Path]]  # (variant index, bundle directory), in check.json's order
 
+    # Whether a run of it measured the platform canary: the kept reproductions
+    # made before the canary ran in every boot (issue 41 item 7) did not, so
+    # their verdicts cannot say the platform held; they are marked, not re-made.
+    with_canary: bool = False
+
 
 def kept_dirs(root: Path) -> list[Path]:
     """The seed-* directories under root, each one reproduction (sorted by name)."""
@@ -599,7 +604,7 @@ def load_kept(check_dir: Path, studies: dict[str, Study], root: Path | None = No
     if not any(v.measured for v in variants):
         raise SeedError(f"{check_dir / 'check.json'}: no variant of the check has a measured bundle")
     labels = seed.run_labels()
-    out = []
+    out, canary = [], False
     for v in variants:
         if not v.measured:
             continue  # did not build or boot: the judge says so, nothing to store
@@ -614,7 +619,9 @@ def load_kept(check_dir: Path, studies: dict[str, Study], root: Path | None = No
                                 f"{doc.get('label')!r}, not {want!r} (iowatch reproduce labels "
                                 f"each variant's runs with the post's label of its side)")
             out.append((v.index, path))
-    return KeptReproduction(seed, check_dir, out)
+            canary = canary or any(studies.get(c.get("study")) is not None
+                                   and studies[c["study"]].canary for c in doc.get("cells") or [])
+    return KeptReproduction(seed, check_dir, out, with_canary=canary)
 
 
 # --- the text report -------------------------------------------------------------

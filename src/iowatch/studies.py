@@ -471,13 +471,34 @@ class Matrix:
     device_classes: dict[str, list[str]] = field(default_factory=dict)  # per study, optional subset
 
 
+def canaries_in(directory: Path) -> list[Study]:
+    """The canary studies (`canary: true`) among a directory's study files."""
+    if not directory.is_dir():
+        return []
+    return [load_study(p) for p in sorted(directory.glob("*.yml"))
+            if load_yaml_head(p).get("canary") is True]
+
+
+def with_canaries(studies: list[Study], directory: Path) -> list[Study]:
+    """A matrix's studies with the platform canary in every boot (issue 41 item
+    7): a matrix or a study run alone that lists no canary gets its studies
+    directory's canaries after its own studies, so every path (check,
+    reproduce, bisect, nightly, the agents' jobs, run) measures the platform
+    beside what it was asked for. A directory with no canary adds none."""
+    if any(s.canary for s in studies):
+        return studies
+    return [*studies, *canaries_in(directory)]
+
+
 def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matrix:
-    """A matrix file (kind: matrix) or a single study file run on its own."""
+    """A matrix file (kind: matrix) or a single study file run on its own, with
+    the canary of its studies directory when it lists none (with_canaries)."""
     path = matrix_path(path)
     head = load_yaml_head(path)
     if "study" in head:
         s = load_study(path)
-        return Matrix(name=s.slug, path=path, studies=[s])
+        beside = Path(studies_dir or os.environ.get("IOWATCH_STUDIES") or path.parent)
+        return Matrix(name=s.slug, path=path, studies=with_canaries([s], beside))
     data, root = load_with_nodes(path, "matrix-v1.json")
     # --studies DIR / $IOWATCH_STUDIES name the study files for every matrix; else
     # a matrix reads the studies/ beside it (the packaged matrices: the packaged studies).
@@ -504,7 +525,7 @@ def load_matrix(path: str | Path, studies_dir: str | Path | None = None) -> Matr
                                     f"{', '.join(s.device_classes)})")
             classes[s.slug] = entry["device_classes"]
         studies.append(s)
-    return Matrix(name=data["matrix"], path=path, studies=studies,
+    return Matrix(name=data["matrix"], path=path, studies=with_canaries(studies, studies_dir),
                   profile=data.get("profile", "quick"), reps=data.get("reps", 3),
                   filesystems=filesystems, device_classes=classes)
 

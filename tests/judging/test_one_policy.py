@@ -206,3 +206,32 @@ def test_the_web_app_never_runs_the_cli():
              or isinstance(node, ast.ImportFrom) and node.module == "iowatch"
              and any(a.name == "commands" for a in node.names)}
     assert found == set()
+
+
+# What comes next is judging's (issue 43 item 2): the repetitions a look wants
+# (more_runs) and the look schedule that bounds the rounds (looks) are called
+# in iowatch.judging and iowatch.stats only; a path asks next_measurement. The
+# check and the bisect each computed `looks(max(caps)) - 1` before, and run
+# --against read more_runs without the ratio's raw partner.
+WANTS_RULES = {"looks", "more_runs"}
+
+
+def wants_calls(tree: ast.AST) -> list[str]:
+    """The wanted-repetitions rules a module calls, however it reaches them."""
+    return [name for node in ast.walk(tree) if isinstance(node, ast.Call)
+            for name in [node.func.id if isinstance(node.func, ast.Name) else
+                         node.func.attr if isinstance(node.func, ast.Attribute) else None]
+            if name in WANTS_RULES]
+
+
+def test_no_path_works_out_the_next_measurement_itself():
+    found = {m: calls for m, _, tree in modules() if not inside(m, POLICY)
+             for calls in [wants_calls(tree)] if calls}
+    assert found == {}
+
+
+def test_the_walk_would_see_a_path_of_its_own_wanting_repetitions():
+    tree = ast.parse("rounds = looks(max(caps, default=DEFAULT_CAP)) - 1\n"
+                     "for where, want in judging.more_runs(cmp).items():\n    pass\n"
+                     "more = next_measurement(cmp, studies)\n")
+    assert wants_calls(tree) == ["looks", "more_runs"]

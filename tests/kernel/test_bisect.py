@@ -28,7 +28,7 @@ FAST, SLOW = FIXTURES / "guest-00" / "bundle", FIXTURES / "guest-02" / "bundle"
 def measurer(kinds: dict[int, str], calls: list[int]):
     """measure(index, attempt) over the fixture bundles: kinds maps an index to
     fast, slow or a failure status."""
-    def measure(index: int, attempt: int) -> VariantRun:
+    def measure(index: int, attempt: int, want=None) -> VariantRun:
         calls.append(index)
         v = Variant(index, f"{index:040x}", f"commit {index}", status="built")
         kind = kinds[index]
@@ -201,7 +201,7 @@ def test_an_ambiguous_middle_step_is_measured_again_and_the_result_says_how_sure
     from iowatch.bisect.search import culprit_of
     calls: list[tuple[int, int]] = []
 
-    def measure(index: int, attempt: int) -> VariantRun:
+    def measure(index: int, attempt: int, want=None) -> VariantRun:
         calls.append((index, attempt))
         v = Variant(index, f"{index:040x}", f"commit {index}", status="built")
         where = tmp_path / f"variant-{index:02d}-{attempt}"
@@ -252,7 +252,7 @@ def test_a_measurement_in_several_boots_pools_them(tmp_path):
     single = measurer({i: "fast" if i < 4 else "slow" for i in range(7)}, calls)
     copies = iter(range(1000))
 
-    def measure(index: int, attempt: int) -> list[VariantRun]:
+    def measure(index: int, attempt: int, want=None) -> list[VariantRun]:
         one = single(index, attempt)
         other = _copy(one.bundle, tmp_path / f"m{next(copies)}")
         failed = VariantRun(one.variant, None, status="boot-failed", reason="on purpose")
@@ -275,7 +275,7 @@ def test_ends_measured_while_the_platform_drifted_are_measured_again_then_refuse
     and when the drift stays it says the platform drifted."""
     calls = []
 
-    def measure(index: int, attempt: int) -> VariantRun:
+    def measure(index: int, attempt: int, want=None) -> VariantRun:
         calls.append((index, attempt))
         v = Variant(index, f"{index:040x}")
         v.status = "built"
@@ -346,7 +346,7 @@ def test_a_step_measured_while_the_platform_drifted_is_measured_again_with_both_
     moved = _canary_scaled(bad_path, tmp_path / "moved", 0.7)
     calls: list[tuple[int, int]] = []
 
-    def measure(index: int, attempt: int) -> VariantRun:
+    def measure(index: int, attempt: int, want=None) -> VariantRun:
         calls.append((index, attempt))
         v = Variant(index, f"{index:040x}", f"commit {index}", status="built")
         path = LAB_VM / "good" if index == 0 else moved if (index, attempt) == (1, 0) else bad_path

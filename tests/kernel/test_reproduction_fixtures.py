@@ -278,3 +278,17 @@ def test_the_virtual_labs_excuse_holds_only_for_a_device_without_mechanics(studi
     assert not [r for r in modelled if r.outcome == "not-reproducible"]
     assert {r.outcome for r in modelled if r.claim.metric == "write.bw_kib_s"} <= {"not-reproduced", "reproduced",
                                                                                   "opposite"}
+
+
+def test_the_reproductions_made_without_a_canary_are_marked_so(studies, capsys):
+    """Issue 41 item 7: the canary now runs in every boot, but seeds 000, 001,
+    002 and 004 were reproduced before it did. They are not made again: the
+    import says each was made without a canary, and the README says it too."""
+    from iowatch.commands.import_reproductions import kept_reproductions
+    kept = {k.check_dir.name: k.with_canary for k in kept_reproductions(FIXTURES, studies)}
+    assert kept == {"seed-000": False, "seed-001": False, "seed-002": False, "seed-003": True,
+                    "seed-004": False}
+    readme = (FIXTURES / "README.md").read_text()
+    for name, canary in kept.items():
+        section = readme.split(f"## {name}\n", 1)[1].split("\n## ", 1)[0]
+        assert ("Made without a canary" in section) == (not canary), name

@@ -189,3 +189,59 @@ def test_the_canary_grows_with_the_unsure_cells_and_a_drifted_platform_is_undeci
     grown = {c["id"]: len(c["repetitions"]) for c in bundle.load(out)["cells"]}
     assert grown[canary["id"]] == grown[CELL] == CAP
     assert "the platform drifted (canary canary-tmpfs-read read.bw_kib_s moved" in r.stdout
+
+
+RATIO_STUDY = "ext4-dio-randread"
+RATIO_CAP = 10
+FS_CELL, RAW_CELL = "ext4-dio-randread/loop-ssd/ext4", "ext4-dio-randread/loop-ssd/raw"
+
+
+def _ratio_study(env) -> Path:
+    """The ext4/raw study with a cap of 10 a side (its file says 60)."""
+    study = Path(env["IOWATCH_STUDIES"]) / f"{RATIO_STUDY}.yml"
+    text = study.read_text()
+    if f"\nmax_runs: {RATIO_CAP}\n" not in text:
+        assert "\nmax_runs: 60\n" in text
+        study.write_text(text.replace("\nmax_runs: 60\n", f"\nmax_runs: {RATIO_CAP}\n", 1))
+    return study
+
+
+def test_a_ratio_cell_grows_with_its_raw_partner_and_is_decided(env, tmp_path):
+    """run --against on ext4-dio-randread (issue 43 item 2): the base's ext4/raw
+    ratios scattered over a factor of 25 keep the ratio cell unsure, so ext4
+    gets more repetitions, and its raw partner with it (judging's
+    next_measurement): each pair of one boot gives one ratio, so the ratio cell
+    grows to the cap and is judged there. Before, the raw cell stayed at 5, the
+    ratio at 5 values, and the loop ended with the ratio still asking for more."""
+    study = _ratio_study(env)
+    measured = tmp_path / "measured"
+    r = _run("run", study, "--profile", "quick", "--target", "localhost", "--reps", 5,
+             "--out", measured, "--no-progress", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    base = tmp_path / "scattered-base"
+    shutil.copytree(measured, base)
+    doc = copy.deepcopy(bundle.load(base))
+    doc["run_id"] = doc["run_id"][:-4] + "beef"
+    (fs,) = [c for c in doc["cells"] if c["id"] == FS_CELL]
+    for i, rep in enumerate(fs["repetitions"]):
+        for s in rep["samples"]:
+            if s["metric"] == "ratio.fs_to_raw":
+                s["value"] *= [0.2, 5.0, 1 / 3, 3.0, 1.0][i % 5]
+    bundle.write_manifest(base, doc)
+
+    out = tmp_path / "candidate"
+    r = _run("run", study, "--profile", "quick", "--target", "localhost", "--against", base,
+             "--out", out, "--no-progress", env=env)
+    assert r.returncode in (0, 1, 3), r.stdout + r.stderr
+    assert f"{FS_CELL} to 10" in r.stderr and f"{RAW_CELL} to 10" in r.stderr
+    cells = {c["id"]: c for c in bundle.load(out)["cells"]}
+    assert len(cells[FS_CELL]["repetitions"]) == len(cells[RAW_CELL]["repetitions"]) == RATIO_CAP
+    ratios = [s for rep in cells[FS_CELL]["repetitions"] for s in rep["samples"]
+              if s["metric"] == "ratio.fs_to_raw"]
+    assert len(ratios) == RATIO_CAP  # one per repetition pair, the added ones too
+    cmp = subprocess.run([IOWATCH, "compare", str(base), str(out), "--format", "json"],
+                         capture_output=True, text=True, cwd=ROOT, env=env)
+    (ratio,) = [c for c in json.loads(cmp.stdout)["cells"] if c["metric"] == "ratio.fs_to_raw"]
+    assert (ratio["base"]["n"], ratio["candidate"]["n"]) == (5, RATIO_CAP)
+    # Decided: a verdict that needs nothing more, or unsure with its budget spent at the cap.
+    assert ratio["outcome"] not in ("inconclusive", "suspected") or ratio["budget_spent"]

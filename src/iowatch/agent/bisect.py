@@ -13,12 +13,22 @@ from iowatch.agent.hosts import RunRequest
 from iowatch.ciapi import JobCancelled, ServerError
 
 
-def cells_of(cell: dict, devices: dict[str, list[str]]) -> list[str]:
-    """The bundle cell ids of a followed cell on this host ([] when the cell
-    names no study, filesystem or class: the whole matrix runs)."""
-    if not (cell.get("study") and cell.get("filesystem") and cell.get("device_class")):
+def cells_of(cell: dict, devices: dict[str, list[str]], want: dict[str, int] | None = None,
+             studies: dict | None = None) -> list[str]:
+    """The bundle cell ids a measurement runs on this host: the followed cell
+    with its ratio partner, and the cells judging's next_measurement wants
+    (`want`, the search's); [] when the followed cell names no study,
+    filesystem or class and nothing more is wanted: the whole matrix runs."""
+    from iowatch import resources
+    from iowatch.judging import with_partners
+    from iowatch.studies import load_studies
+    followed = []
+    if cell.get("study") and cell.get("filesystem") and cell.get("device_class"):
+        followed = cell_ids([cell], devices)
+    if not followed and not want:
         return []
-    return cell_ids([cell], devices)
+    return with_partners([*followed, *(want or {})],
+                         studies if studies is not None else load_studies(resources.studies_dir()))
 
 
 def work_bisect(agent, claim: dict) -> str:
@@ -40,19 +50,20 @@ def work_bisect(agent, claim: dict) -> str:
     except (OSError, ValueError, RuntimeError) as e:
         return _failed(agent, job, f"cannot make the range {good[:12]}..{bad[:12]}: {e}")
     matrix = agent.matrix or job.matrix or "check-quick"
-    cells = cells_of(job.cell, getattr(agent, "devices", {}))
     out = agent.out / f"bisect-{job.job}"
     poster = Poster(agent.client, job, identities(plan, agent.builds.tree), agent.say)
     trigger = {"kind": "bisect", "regression": job.regression, "job": job.job}
 
-    def measure(index: int, attempt: int) -> list:
+    def measure(index: int, attempt: int, want: dict[str, int] | None = None) -> list:
         agent.beat.set("building", job=tag, detail=f"variant {index}")
         v = agent.builds.built(plan, index)
         if v.status != "built":
             return [VariantRun(v, None, status=v.status, reason=v.error or "")]
         where = measurement_dir(out, index, attempt)
         booted, path = agent.boot_and_run(
-            v, RunRequest(matrix, v.commit, v.label, agent.reps, agent.profile, cells), where, tag)
+            v, RunRequest(matrix, v.commit, v.label, max(want.values()) if want else agent.reps,
+                          agent.profile, cells_of(job.cell, getattr(agent, "devices", {}), want)),
+            where, tag)
         if path is None:
             # The server records the boot failure as the step's run (no cells).
             path = failure_bundle(where, v, plan, agent.inventory_host, "boot-failed", booted.detail, {})

@@ -201,7 +201,7 @@ def result_body(result: BisectResult, poster: Poster) -> dict:
     return body
 
 
-def work(job: Assignment, plan: Plan, measure: Callable[[int, int], object], poster: Poster, *,
+def work(job: Assignment, plan: Plan, measure: Callable[[int, int, object], object], poster: Poster, *,
          say: Callable[[str], None] = print) -> tuple[BisectResult, dict]:
     """Search plan's variants with measure(), posting as it goes; returns the
     driver's result and the body posted (state done or failed)."""

@@ -29,13 +29,13 @@ from iowatch.check import (REPS_PER_BOOT, VariantRun, boot_sizes, first_round_bo
                            run_variant)
 from iowatch.side_data import Side, pool
 from iowatch.judging.adaptive import adapt
-from iowatch.judging import (Comparison, StepVerdict, compare_sides, judge_step, more_runs,
-                             platform_words)
+from iowatch.judging import Comparison, StepVerdict, compare_sides, judge_step, platform_words
+from iowatch.judging.next_measurement import (ALONE, WITH_ENDS, NextMeasurement, next_measurement,
+                                              with_partners)
 from iowatch.judging.bisect import Culprit, Observation, culprit, steps_left
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
 from iowatch.kernel.series import Series
-from iowatch.stats.sequential import DEFAULT_CAP, looks
 from iowatch.stats.verdict import CellVerdict
 from iowatch.studies import load_studies
 
@@ -91,13 +91,6 @@ def culprit_of(steps: list[Step], n: int) -> Culprit:
                        and s.verdict.outcome in ("good", "bad")])
 
 
-def _end_attempts(cmp: Comparison) -> int:
-    """Extra measurements of both ends while their comparison is unsure: one per
-    look after the first up to the largest cap (3 for 20 a side: 10, 15 and 20
-    with the default 5 repetitions a measurement)."""
-    return looks(max(cmp.caps, default=DEFAULT_CAP)) - 1
-
-
 def side_of(runs: list[VariantRun], rounds: dict[int, int] | None = None) -> Side:
     """The measured runs of one commit as a comparison side. `rounds` gives a
     run (by id) the round (block) it was measured in together with the other
@@ -135,25 +128,39 @@ def drift_words(cmp: Comparison) -> str:
     return f"; {platform_words(cmp)}" if cmp.platform else ""
 
 
+def ends_want(nxt: NextMeasurement) -> Want:
+    """What judging's next_measurement of the ends asks, as one measurement of
+    each end: every wanted cell (ratio partners and canaries with it) with the
+    larger side's repetitions to add, at both ends so that each round is a
+    block of both; the whole matrix (None) when only the platform drifted."""
+    return {cell: max(w.add_base, w.add_candidate, 1) for cell, w in nxt.cells.items()} or None
+
+
 def _measured(runs: list[VariantRun]) -> bool:
     return bool(runs) and all(r.status in ("passed", "failed") and r.bundle for r in runs)
 
 
-def search(n: int, measure: Callable[[int, int], VariantRun], *,
+# What one measurement of a commit runs: cell id -> repetitions to add (judging's
+# next_measurement), or None for the whole matrix at its repetitions.
+Want = dict[str, int] | None
+
+
+def search(n: int, measure: Callable[[int, int, Want], VariantRun], *,
            choose: Callable[[Comparison], CellVerdict] = choose_target,
            studies: dict | None = None, say: Callable[[str], None] = print,
            remeasure_unclear: bool = True, on_step: Callable[[Step], None] = lambda step: None,
            ) -> tuple[CellVerdict, list[Step], int, int, list[int]]:
-    """Bisect variants 0 (good) .. n (bad); measure(index, attempt) runs one.
+    """Bisect variants 0 (good) .. n (bad); measure(index, attempt, want) runs
+    one: the whole matrix first, then what judging's next_measurement wants.
     on_step(step) hears each step once it is decided (the ends first), so a
     server can show the bisect's progress. Returns the target, the steps, the
     last good and first bad index, and the untestable indices between them."""
     studies = studies if studies is not None else load_studies(resources.studies_dir())
 
-    def boots(index: int, attempt: int) -> list[VariantRun]:
+    def boots(index: int, attempt: int, want: Want = None) -> list[VariantRun]:
         """One measurement: a run, or the boots a guest measurement took
         (guest_measure); the boots that measured, else the first failure."""
-        got = measure(index, attempt)
+        got = measure(index, attempt, want)
         got = got if isinstance(got, list) else [got]
         return [r for r in got if _measured([r])] or got[:1]
 
@@ -184,26 +191,30 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
                                     studies=studies))
         return judged[-1]
 
-    def ends_wanted(cmp: Comparison) -> str | None:
-        """Why both ends are measured again; None when they differ, or never will."""
+    def ends_wanted(cmp: Comparison) -> tuple[str, Want] | None:
+        """Why both ends are measured again and what (ends_want); None when they
+        differ, or judging's next_measurement asks nothing."""
         try:
             choose(cmp)
             return None
         except NothingToBisect:
-            # A drifted platform (a canary moved between the ends' boots) is one
-            # more reason to measure again: pooled boots are what the canary asks for.
-            if len(judged) > _end_attempts(cmp) or not (more_runs(cmp) or cmp.platform):
+            nxt = next_measurement(cmp, studies)
+            if not nxt:
                 return None
         return (platform_words(cmp) if cmp.platform else ", ".join(
-            f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure) or "unsure")
+            f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure) or "unsure"), \
+            ends_want(nxt)
 
-    def ends_measure(why: str, attempt: int) -> bool:
+    def ends_measure(wanted: tuple[str, Want], attempt: int) -> bool:
+        why, want = wanted
         say(f"bisect: good and bad are {judged[-1].state} ({why}); measuring both ends again")
         for i in (0, n):
-            ends[i] += in_round([r for r in boots(i, attempt) if _measured([r])], attempt)
+            ends[i] += in_round([r for r in boots(i, attempt, want) if _measured([r])], attempt)
         return True
 
-    ended = adapt(ends_judged, ends_wanted, ends_measure)
+    first = ends_judged()
+    ended = adapt(ends_judged, ends_wanted, ends_measure, first=first,
+                  max_rounds=next_measurement(first, studies).rounds)
     target = choose(ended.judgement)  # NothingToBisect, saying why, when they never differed
     key = target.key.pooled
 
@@ -253,25 +264,24 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
         def joint_rounds() -> int:
             return max((block[id(r)] for r in joint.get(mid, [])), default=0)
 
+        reps: dict[int, int] = {}  # index -> the repetitions the step's plan wants it to reach
+
         def step_wanted(j: StepVerdict) -> tuple[list[int], str] | None:
-            if j.outcome != "unsure" or not remeasure_unclear:
+            nxt = next_measurement(j, studies, joint=bool(joint))
+            if not nxt or not remeasure_unclear:
                 return None
-            if j.wants_runs and (j.platform or joint):
-                # The step's boots and an end's saw different platforms: more
-                # boots of the step alone would compare them again across the
-                # move. Good, the step and bad are measured together, a round
-                # at a time, and the step is judged on those rounds only.
+            reps.clear()
+            reps.update({{"good": 0, "step": mid, "bad": n}[side]: count
+                         for side, count in nxt.reps.items()})
+            if nxt.plan == WITH_ENDS:
                 return [0, mid, n], (f"bisect: variant {mid} unsure ({j.words}); measuring good, "
                                      f"it and bad together (round {joint_rounds() + 1})")
-            if joint:
-                return None  # at the cap in its rounds: boots of an end alone are not in them
-            if j.wants_runs:
+            if nxt.plan == ALONE:
                 return [mid], (f"bisect: variant {mid} unsure ({j.words}); measuring it again "
-                               f"toward {j.wants_runs} repetitions")
-            grow = [i for i, want in ((0, j.wants_good), (n, j.wants_bad)) if want]
-            return (grow, f"bisect: variant {mid} unsure ({j.words}) at its cap; measuring "
-                    + " and ".join("good" if i == 0 else "bad" for i in grow) + " again"
-                    ) if grow else None
+                               f"toward {nxt.reps['step']} repetitions")
+            return ([0 if side == "good" else n for side in nxt.sides],
+                    f"bisect: variant {mid} unsure ({j.words}) at its cap; measuring "
+                    + " and ".join(nxt.sides) + " again")
 
         def step_measure(want: tuple[list[int], str], _round: int) -> bool:
             indices, words = want
@@ -280,7 +290,9 @@ def search(n: int, measure: Callable[[int, int], VariantRun], *,
             k = joint_rounds() + 1
             got = {}
             for index in indices:
-                got[index] = [r for r in boots(index, attempts[index]) if _measured([r])]
+                add = reps[index] - len(values(runs if index == mid else ends[index]))
+                want = {cell: max(add, 1) for cell in with_partners([target.key.location.cell_id], studies)}
+                got[index] = [r for r in boots(index, attempts[index], want) if _measured([r])]
                 attempts[index] += 1
             if together and not all(values(got[i]) for i in indices):
                 # A round lacking a side is no block: its boots pool as the step's or
@@ -349,9 +361,10 @@ def guest_measure(plan: Plan, host: Host, inventory: Path, matrix: str, out: Pat
                   store: Callable[[Path], None] = lambda p: None, say: Callable[[str], None] = print,
                   echo_console: bool = False,
                   phases: dict[str, float] | None = None,
-                  trigger: dict | None = None) -> Callable[[int, int], list[VariantRun]]:
-    """measure(index, attempt) for search(): build the variant, boot it and run
-    the matrix in the virtual lab, its repetitions in boots of at most
+                  trigger: dict | None = None) -> Callable[[int, int, Want], list[VariantRun]]:
+    """measure(index, attempt, want) for search(): build the variant, boot it
+    and run the matrix (or the cells `want` names, as many repetitions as it
+    adds at most) in the virtual lab, its repetitions in boots of at most
     `per_boot` as a check takes them (iowatch.check.first_round_boots for a
     variant's first measurement, boot_sizes after), one VariantRun a boot. Each
     bundle is marked a bisect step (trigger kind "bisect", with `trigger`'s
@@ -363,8 +376,9 @@ def guest_measure(plan: Plan, host: Host, inventory: Path, matrix: str, out: Pat
         mark_step(path, step_trigger)
         store(path)
 
-    def measure(index: int, attempt: int) -> list[VariantRun]:
-        sizes = first_round_boots(total, per_boot) if attempt == 0 else boot_sizes(total, per_boot)
+    def measure(index: int, attempt: int, want: Want = None) -> list[VariantRun]:
+        reps = max(want.values()) if want else total
+        sizes = first_round_boots(reps, per_boot) if attempt == 0 else boot_sizes(reps, per_boot)
         runs = []
         for k, n in enumerate(sizes, start=1):
             where = out / (f"variant-{index:02d}" + (f"-again{attempt}" if attempt else "")
@@ -372,7 +386,8 @@ def guest_measure(plan: Plan, host: Host, inventory: Path, matrix: str, out: Pat
             times: dict[str, float] = {}
             runs.append(run_variant(plan, plan.variants[index], host, inventory, matrix, where,
                                     profile=profile, reps=n, store=stored, say=say,
-                                    echo_console=echo_console, phases=times))
+                                    echo_console=echo_console, phases=times,
+                                    cells=sorted(want) if want else None))
             if phases is not None:
                 for key, secs in times.items():
                     phases[key] = phases.get(key, 0.0) + secs
@@ -393,9 +408,9 @@ def mark_step(path: Path, trigger: dict) -> None:
 
 
 class NeedMeasurement(Exception):
-    def __init__(self, index: int, attempt: int):
+    def __init__(self, index: int, attempt: int, want: Want = None):
         super().__init__(f"variant {index} (attempt {attempt}) is not measured yet")
-        self.index, self.attempt = index, attempt
+        self.index, self.attempt, self.want = index, attempt, want
 
 
 def measurement_dir(bundles: Path, index: int, attempt: int) -> Path:
@@ -421,7 +436,10 @@ def next_step(plan: Plan, bundles: Path, *, metric: str | None = None,
         v = plan.variants[need.index]
         return {"state": "measure", "index": need.index, "attempt": need.attempt, "commit": v.commit,
                 "subject": v.subject, "artifacts": v.artifacts,
-                "out": str(measurement_dir(bundles, need.index, need.attempt))}
+                "out": str(measurement_dir(bundles, need.index, need.attempt)),
+                # What to run there (judging's next_measurement): None, the whole matrix.
+                "cells": sorted(need.want) if need.want else None,
+                "reps": max(need.want.values()) if need.want else None}
     except NothingToBisect as e:
         return {"state": "nothing-to-bisect", "reason": str(e)}
     result = BisectResult(plan.series, plan, target, steps, hi, lo, untestable)
@@ -429,14 +447,14 @@ def next_step(plan: Plan, bundles: Path, *, metric: str | None = None,
 
 
 def recorded(plan: Plan, bundles: Path, trigger: dict | None = None,
-             steps: Path | None = None) -> Callable[[int, int], VariantRun]:
+             steps: Path | None = None) -> Callable[[int, int, Want], VariantRun]:
     """measure() over measurements made elsewhere (see next_step): NeedMeasurement
     for one not there yet. With `trigger` (a bisect agent that uploads them),
     a measurement without a trigger of its own is copied under `steps` and the
     copy marked a bisect step (mark_step): the recorded bundles are never
     written to. One with a trigger (the nightly runs at the ends) is used as it is."""
-    def measure(index: int, attempt: int) -> VariantRun:
-        v = plan.variants[index]
+    def measure(index: int, attempt: int, want: Want = None) -> VariantRun:
+        v = plan.variants[index]  # a measurement made elsewhere ran what it ran: `want` is the pipeline's
         d = measurement_dir(bundles, index, attempt)
         if v.status != "built":
             return VariantRun(v, None, status=v.status, reason=v.error or "")
@@ -445,7 +463,7 @@ def recorded(plan: Plan, bundles: Path, trigger: dict | None = None,
             text = failed.read_text().strip()
             return VariantRun(v, None, status=text.split(":", 1)[0] or "boot-failed", reason=text)
         if not (d / bundle.MANIFEST).is_file():
-            raise NeedMeasurement(index, attempt)
+            raise NeedMeasurement(index, attempt, want)
         doc = bundle.load(d)
         if trigger is not None and not doc.get("trigger"):
             copy = measurement_dir(steps or bundles.parent / f"{bundles.name}-steps", index, attempt)

@@ -10,7 +10,8 @@ ratio made again per repetition pair (iowatch.ratio) from the recorded
 repetitions, in a copy under --out; the kept files are not changed. A new seed-NNN
 directory is picked up as it is; a run already stored is stored once (the
 bundle's run UUID); a directory that cannot be used is refused with the file
-at fault, and nothing is stored.
+at fault, and nothing is stored. A reproduction made without the platform
+canary (before it ran in every boot) is said to be so.
 """
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def run(args) -> int:
     for k in kept:
         print(f"import-reproductions: {k.check_dir.name}: seed {k.seed.number} "
               f"({k.seed.study.slug}), {len(k.bundles)} runs of {len({i for i, _ in k.bundles})} "
-              f"variants")
+              f"variants" + ("" if k.with_canary else "; made without a canary (no run measured "
+                             "the platform: its verdicts cannot say it held)"))
     if not kept:
         print(f"import-reproductions: no seed-* directory under {args.root}")
         return 0

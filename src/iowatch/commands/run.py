@@ -171,27 +171,27 @@ def _judge(base, out: Path):
                          studies=load_studies(resources.studies_dir()))
 
 
+def against_targets(cmp, studies, bundle_doc: dict) -> dict[str, int]:
+    """Cell id -> the repetitions the candidate bundle should reach: what
+    judging's next_measurement asks of the comparison (the unsure cells, a
+    ratio cell's raw partner, the canaries), on the candidate side (the base
+    bundle cannot grow), for the cells the bundle holds and has fewer of."""
+    from iowatch.judging.next_measurement import next_measurement
+    have = {c["id"]: len(c["repetitions"]) for c in bundle_doc["cells"]}
+    return {cell_id: want.candidate
+            for cell_id, want in next_measurement(cmp, studies).cells.items()
+            if cell_id in have and have[cell_id] < want.candidate}
+
+
 def _adaptive(runner: Runner, base) -> dict:
     """Add repetitions to the cells whose verdict against the base is unsure,
     a look at a time, until every deciding cell is decided or at its study's
     cap (iowatch.judging.adaptive; the base bundle cannot grow)."""
-    from iowatch.judging import more_runs
+    from iowatch import resources
     from iowatch.judging.adaptive import adapt
+    from iowatch.studies import load_studies
+    studies = load_studies(resources.studies_dir())
     canaries = {c.id for c in plan(runner.matrix, runner.host) if c.study.canary}
-
-    def wanted(cmp) -> dict[str, int]:
-        targets = {}
-        for where, want in more_runs(cmp).items():
-            cell = runner.writer.find(where.cell_id)
-            if cell and len(cell["repetitions"]) < want.candidate:
-                targets[where.cell_id] = want.candidate
-        if targets:
-            # The canaries grow with the cells they watch: a platform that moves
-            # while the added repetitions run shows in the canary's A/B as well.
-            for cell in runner.writer.doc["cells"]:
-                if cell["id"] in canaries:
-                    targets[cell["id"]] = max(targets.values())
-        return targets
 
     def measure(targets: dict[str, int], _round: int) -> bool:
         progress.current().note("unsure against the base, adding repetitions: " + ", ".join(
@@ -199,7 +199,8 @@ def _adaptive(runner: Runner, base) -> dict:
         runner.add_repetitions(targets)
         return True
 
-    adapt(lambda: _judge(base, runner.out), wanted, measure)
+    adapt(lambda: _judge(base, runner.out),
+          lambda cmp: against_targets(cmp, studies, runner.writer.doc), measure)
     return runner.writer.doc
 
 

@@ -21,6 +21,10 @@ decided. A newcomer reads it in this order:
 - `changepoints`: `history_of` (one series, with its study's minimum effect)
   and `confirm_change_points`, the e-divisive candidates confirmed by the
   A/B of the repetitions either side.
+- `next_measurement`: what a judgement asks to be measured next (the cells
+  with their ratio partners and canaries, the repetitions, the rounds
+  allowed, a bisect step's plan), one answer for check, run --against and
+  the bisect.
 - `adaptive`: `adapt`, the one loop that measures until the policy is sure
   (check, run --against and the bisect each give it judge, wanted, measure).
 
@@ -50,6 +54,9 @@ _WHERE = {
     "history_of": "changepoints",
     "MAX_SIDE_RUNS": "sides", "SideNotFound": "sides", "SideQuery": "sides",
     "Adapted": "adaptive", "adapt": "adaptive",
+    "NextMeasurement": "next_measurement", "Wanted": "next_measurement",
+    "rounds_allowed": "next_measurement",
+    "ratio_partner": "next_measurement", "with_partners": "next_measurement",
 }
 __all__ = sorted(_WHERE)
 

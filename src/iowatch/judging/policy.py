@@ -40,10 +40,9 @@ directory, the HTTP API, a study's published numbers, or the Django store
   or unsure gets more, up to its study's cap, at the look schedule of
   iowatch.stats.sequential; a cell stops as decided, as "no change" once the
   slowdown it could still hide is below the minimum effect, or at the cap.
-  What is measured beside those cells is still each caller's: a ratio's
-  partner cells (iowatch.check), the canaries (iowatch.commands.run), the
-  bisect's rounds with its ends (iowatch.bisect.search), and the number of
-  rounds, looks(cap) - 1 (iowatch.check and iowatch.bisect.search each).
+  What is measured beside those cells, and for how many rounds, is
+  iowatch.judging.next_measurement's: the ratio partners, the canaries, the
+  rounds allowed and the bisect's step plan, for every path alike.
 """
 from __future__ import annotations
 
