@@ -28,7 +28,9 @@ from iowatch_web.store.sides import judging_studies, manifest, runs_side, stored
 from iowatch_web.results.models import Cell, Host, Kernel, Patch, Run
 from iowatch_web.store.values import sample_values
 
-OPEN_STATES = ("new", "acknowledged", "bisecting")
+# A bisected regression still needs someone: the bisect named a commit, nobody
+# has fixed, dismissed or won't-fixed it yet.
+OPEN_STATES = ("new", "acknowledged", "bisecting", "bisected")
 MAX_HISTORY_KERNELS = 500
 
 

@@ -19,7 +19,7 @@ from iowatch_web.regressions import confirm
 from iowatch_web.regressions.api import report_text
 from iowatch_web.regressions.bisect_api import latest as latest_bisect
 from iowatch_web.regressions.models import STATES, BisectJob, Regression
-from iowatch_web.regressions.nightly import NoCell, queue_bisect
+from iowatch_web.regressions.nightly import NoCell, already_first_bad, queue_bisect
 from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused, triage
 from iowatch_web.results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Study
 
@@ -150,11 +150,14 @@ def regression_detail(request, regression_id: int):
     comparison = regression.comparison
     keys = queries.history_keys_of_regression(regression)
     bisect = latest_bisect(regression)
+    # "bisected" is offered only with a finished bisect behind it (triage refuses it otherwise).
+    states = {s: label for s, label in STATES.items() if s != "bisected"
+              or regression.state == s or regression.bisects.filter(state="done").exists()}
     return render(request, "dashboard/regression.html", {
-        "regression": regression, "comparison": comparison, "states": STATES, "max_note": MAX_NOTE,
+        "regression": regression, "comparison": comparison, "states": states, "max_note": MAX_NOTE,
         **attention.regression_cells(regression, request.GET.get("page")),
         "events": regression.events.select_related("user", "agent").order_by("-at", "-id"),
-        "bisect": bisect, "report": report_text(regression.pk, "email"),
+        "bisect": bisect, "already_first_bad": already_first_bad(comparison), "report": report_text(regression.pk, "email"),
         "given_back": list(giveback.given_back("bisect", bisect.pk)) if bisect else [],
         "confirmation": confirm.state(regression),
         "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(key),
