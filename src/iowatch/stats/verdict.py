@@ -525,12 +525,15 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
 
 def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | None:
     """Runs a side for 80% power to confirm the minimum effect at the last look's
-    level (normal formula at the observed sd), minus what the smaller side has."""
+    level (normal formula at the observed sd), minus what the smaller side has;
+    None when that many runs a side exceed the cap."""
     if s.sd_log is None or s.n_eff >= cap:
         return None
     delta = math.log1p(min_effect_pct / 100)
     z = -float(ndtri(look_level(cap, q, cap=cap))) + float(ndtri(POWER))  # norm.isf, norm.ppf
     want = math.ceil(2 * (z * s.sd_log / delta) ** 2) if delta > 0 else 0
+    if want > cap:
+        return None  # beyond the cap: not decidable at this noise (wording.rerun_words)
     return max(1, want - min(s.base.n, s.candidate.n))
 
 
@@ -708,7 +711,8 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
                          needs_runs=needs, hidden_pct=s.hidden if cell.direction != INFO else None,
                          runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, bound_pct=bound,
                          statistic=statistic, ci=ci,
-                         ci_words=family.words(i) if alpha is not None else None)
+                         ci_words=family.words(i) if alpha is not None else None,
+                         cap=cell_cap if unsure and not at_cap else None)
         out.append(CellVerdict(
             base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=ci[0],
             ci_high=ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,

@@ -34,6 +34,7 @@ from iowatch import figures
 from iowatch.judging import PATCH_STATES, Outcome, outcome_label
 from iowatch.judging.outcomes import UNDECIDED_OUTCOMES, UNDECIDED_STATES
 from iowatch.metrics import HIGHER, LOWER, METRICS
+from iowatch.stats.wording import rerun_words
 from iowatch_web.regressions.models import REASONS, STATES, StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.regressions.nightly import NIGHTLY
 from iowatch_web.regressions.verdicts import NOT_MEASURED
@@ -97,7 +98,7 @@ CELL_FIELDS = ("id", "comparison_id", "cell_key", "outcome", "study__slug", "dev
                "device__name", "device__model", "filesystem", "group", "metric_id", "base_n",
                "base_mean", "candidate_n", "candidate_mean", "change_pct", "ci_low", "ci_high",
                "p_adjusted", "needs_runs", "words", "severity", "direction", "min_effect_pct",
-               "mde_pct")
+               "mde_pct", "cap", "budget_spent")
 POINT_FIELDS = ("id", "comparison_id", "cell_key", "study__slug", "device__device_class",
                 "device__name", "device__model", "filesystem", "group", "metric_id",
                 "before_mean", "after_mean", "change_pct", "p_value", "severity",
@@ -161,10 +162,17 @@ def stated(state: str, cells: list[dict], failed: list[dict], platform_drifted: 
     of_state = [c for c in cells if Outcome(c["outcome"]).state == state]
     # Of no cell of its outcome (a drifted platform's "unsure"): its worst cell.
     cell = (min if state == "improvement" else max)(of_state or cells, key=_rank, default=None)
-    needs = max((c["needs_runs"] or 0 for c in cells if c["outcome"] in UNDECIDED_OUTCOMES), default=0)
+    undecided = [c for c in cells if c["outcome"] in UNDECIDED_OUTCOMES]
+    needs = max((c["needs_runs"] or 0 for c in undecided), default=0)
+    # Else the undecided cell the cap cannot decide (wording.rerun_words), the widest first.
+    beyond = max((c for c in undecided if c.get("cap") and not c.get("budget_spent")
+                  and c["ci_low"] is not None), default=None,
+                 key=lambda c: c["ci_high"] - c["ci_low"])
+    rerun = rerun_words(needs or None, beyond and beyond["cap"],
+                        (beyond["ci_low"], beyond["ci_high"]) if beyond else (None, None))
     return {"state": state, "label": Outcome(state).short, "cell": cell,
             "failed": failed[0] if state == Outcome.FAILED.state and failed else None,
-            "needs_runs": needs or None, "platform_drifted": platform_drifted}
+            "needs_runs": needs or None, "rerun": rerun, "platform_drifted": platform_drifted}
 
 
 def worst_state(states: list[dict]) -> dict | None:
@@ -383,8 +391,8 @@ def summary(state: dict) -> str:
     if cell is None:
         return state.get("error") or ""
     text = f"{cell['short']} {figures.change(cell['change_pct'])}"
-    if state.get("needs_runs") and state["state"] in UNDECIDED_STATES:
-        text += f", needs about {state['needs_runs']} more runs a side"
+    if state.get("rerun") and state["state"] in UNDECIDED_STATES:
+        text += f", {state['rerun']}"
     return text
 
 
@@ -506,8 +514,8 @@ def _chip(state: dict) -> dict:
         title = cell["words"] or what(cell)
         if cell.get("mde_pct") is not None:  # issue 41 item 8: the MDE beside every deciding cell
             title += f" (minimum detectable effect {cell['mde_pct']:g}%)"
-        if state["state"] in UNDECIDED_STATES and state["needs_runs"]:
-            text += f" · needs about {state['needs_runs']} more runs"
+        if state["state"] in UNDECIDED_STATES and state.get("rerun"):
+            text += f" · {state['rerun']}"
     return {**state, "text": text, "title": title}
 
 

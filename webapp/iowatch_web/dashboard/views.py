@@ -63,8 +63,8 @@ def compare(request):
     status = 200
     if base and candidate:
         try:
-            compare_page.one_kernel(base, "base")
-            compare_page.one_kernel(candidate, "candidate")
+            compare_page.check_query(request.GET)
+            compare_page.two_sides(base, candidate)
             result = compare_work.answer(base, candidate)
         except compare_work.Computing as e:
             # A large compare is made by the verdict worker: the page refreshes until it is.
@@ -78,6 +78,9 @@ def compare(request):
             context.update(error=str(e), candidates=[
                 {**c, "url": "?" + urlencode({**sides, e.role: c["spec"]})} for c in e.candidates])
             status = 400  # the form again, with the kernels to pick from
+        except (compare_page.SameSides, compare_page.UnknownParameter) as e:
+            context["error"] = str(e)
+            status = 400
         except queries.SideNotFound as e:
             context["error"] = str(e)
             status = 404  # the form again, with what was not found

@@ -154,7 +154,10 @@ class StoredVerdict(models.Model):
     cliffs_delta = models.FloatField(null=True, blank=True)
     outcome = models.CharField(max_length=12, choices=[(o, o) for o in OUTCOMES])
     needs_runs = models.PositiveIntegerField(null=True, blank=True,
-                                             help_text="about how many more runs per side")
+                                             help_text="about how many more runs per side, "
+                                                       "only when within the cap")
+    cap = models.PositiveIntegerField(null=True, blank=True, help_text="the most runs a side "
+                                      "the cell's study allows (null: stored before it)")
     size_only = models.BooleanField(default=False, help_text="a side has one sample: "
                                                              "judged by size only")
     words = models.TextField(blank=True, default="")
