@@ -245,6 +245,7 @@ def run_detail(request, run_id):
         "confounders": queries.run_confounders(run, previous),
         "kernel": run_numbers.kernel_options(run),
         "environment": run_numbers.environment_rows(run),
+        "cmdline": run_numbers.readable_cmdline(run.cmdline),
         "device_states": run_numbers.device_state_rows(run),
         "tools": sorted((run.tools or {}).items()),
         "kernel_label": queries.kernel_label(run.kernel.release, run.kernel.git_commit,
