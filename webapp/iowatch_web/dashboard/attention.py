@@ -98,7 +98,8 @@ CELL_FIELDS = ("id", "comparison_id", "cell_key", "outcome", "study__slug", "dev
                "device__name", "device__model", "filesystem", "group", "metric_id", "base_n",
                "base_mean", "candidate_n", "candidate_mean", "change_pct", "ci_low", "ci_high",
                "p_adjusted", "needs_runs", "words", "severity", "direction", "min_effect_pct",
-               "mde_pct", "cap", "budget_spent")
+               "mde_pct", "cap", "budget_spent", "base_centre", "candidate_centre",
+               "centre_statistic")
 POINT_FIELDS = ("id", "comparison_id", "cell_key", "study__slug", "device__device_class",
                 "device__name", "device__model", "filesystem", "group", "metric_id",
                 "before_mean", "after_mean", "change_pct", "p_value", "severity",
@@ -115,8 +116,10 @@ def _cell(row: dict) -> dict:
             "device": row["device__name"] or "", "model": row["device__model"] or "",
             "metric": metric, "unit": METRICS[metric].unit if metric in METRICS else "",
             "outcome": "regression" if point else row["outcome"],
-            "base_mean": row["before_mean"] if point else row["base_mean"],
-            "candidate_mean": row["after_mean"] if point else row["candidate_mean"],
+            # One "before" number a cell everywhere: the two the change is computed
+            # from (the verdict's centre), the means of one stored before it.
+            **({"base_mean": row["before_mean"], "candidate_mean": row["after_mean"],
+                "statistic": None} if point else _centre(row)),
             "short": short_metric(row["group"], metric),
             # The policy's label, read off the stored CI ("no change within X%", "slower
             # by less than X%, not confirmed"), and the cell's minimum detectable effect.
@@ -126,12 +129,22 @@ def _cell(row: dict) -> dict:
             "mde_pct": None if point else row.get("mde_pct")})
 
 
+def _centre(row: dict) -> dict:
+    if row["base_centre"] is None or row["candidate_centre"] is None:
+        return {"base_mean": row["base_mean"], "candidate_mean": row["candidate_mean"],
+                "statistic": "mean"}
+    return {"base_mean": row["base_centre"], "candidate_mean": row["candidate_centre"],
+            "statistic": row["centre_statistic"] or "mean"}
+
+
 def _words(cell: dict) -> dict:
     """The change with its 95% CI and the means with their unit, as the pages print them."""
     ci = figures.ci(cell["ci_low"], cell["ci_high"], missing="")
     change = figures.change(cell["change_pct"])
     (base, candidate), unit = figures.amount((cell["base_mean"], cell["candidate_mean"]), cell["unit"])
     means = f"{base} → {candidate} {unit}"
+    if cell["statistic"]:  # a change point's segments say theirs in their own words
+        means += f" ({figures.statistic(cell['statistic'], 2)})"
     return {**cell, "change_pct_text": change, "ci_text": ci,
             "change_text": f"{change} {ci}".strip(), "means_text": means.strip(),
             "runs_text": "step" if cell["point"] else f"{cell['base_n']} vs {cell['candidate_n']}"}

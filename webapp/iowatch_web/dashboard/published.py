@@ -108,7 +108,7 @@ def _claim(claim: seeds.Claim, by_set: dict[tuple[str, str], dict], judged: set,
 
 
 def _medians(before: float | None, after: float | None, unit: str) -> dict:
-    """The lab's before and after medians in one readable unit."""
+    """The lab's before and after numbers in one readable unit."""
     (b, a), shown_unit = figures.amount((before, after), unit)
     return {"before_text": b, "after_text": a, "unit": shown_unit}
 
@@ -198,8 +198,9 @@ def _lab_row(claim: dict, judged: seeds.Judged, host: str, found: dict) -> dict:
     return {"host": host, "device": lab.device, "device_class": claim["device_class"],
             "filesystem": lab.filesystem, "outcome": lab.verdict,
             "before_n": lab.before_n, "after_n": lab.after_n,
-            "before_median": lab.before_median, "after_median": lab.after_median,
-            **_medians(lab.before_median, lab.after_median, claim["unit"]),
+            "before": lab.before, "after": lab.after,
+            "statistic": figures.statistic(lab.statistic, 2),
+            **_medians(lab.before, lab.after, claim["unit"]),
             "change_pct": lab.change_pct, "change": figures.change(lab.change_pct),
             "ci_low": lab.ci_low, "ci_high": lab.ci_high,
             "ci": figures.ci(lab.ci_low, lab.ci_high, missing=""),
@@ -281,9 +282,9 @@ def _bars(claim: dict, newest: list[dict]) -> list[dict]:
              "value": claim["after"]["value"], "kind": "published"}]
     for r in claim["lab"]:
         where = f"{r['host']} {r['device']} ({r['device_class']})"
-        bars.append({"label": [where, claim["before"]["label"]], "value": r["before_median"],
+        bars.append({"label": [where, claim["before"]["label"]], "value": r["before"],
                      "kind": "before"})
-        bars.append({"label": [where, claim["after"]["label"]], "value": r["after_median"],
+        bars.append({"label": [where, claim["after"]["label"]], "value": r["after"],
                      "kind": "after"})
     if not claim["lab"]:
         for m in newest:
