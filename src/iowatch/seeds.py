@@ -240,6 +240,7 @@ class LabChange:
     verdict: str  # the policy's outcome; "diagnostic" when the metric does not decide
     words: str
     statistic: str = "median"  # what before and after are
+    metric: str = ""  # the metric measured: the claim's, or the one it is judged on (judged_on)
 
 
 @dataclass
@@ -295,7 +296,7 @@ def _lab(v: CellVerdict, judged: bool) -> LabChange:
     before, after = v.centre or (v.base.median, v.candidate.median)
     return LabChange(v.key.device, v.key.filesystem, v.base.n, v.candidate.n, before, after,
                      v.change_pct, v.ci_low, v.ci_high, v.outcome if judged else "diagnostic",
-                     v.words, (v.statistic or "mean") if v.centre else "median")
+                     v.words, (v.statistic or "mean") if v.centre else "median", v.key.metric)
 
 
 def modelled_devices(runs: list[dict]) -> frozenset[str]:
