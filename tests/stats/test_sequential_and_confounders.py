@@ -41,9 +41,11 @@ def test_a_larger_cap_adds_looks_and_still_spends_no_more_than_the_rate():
                                  CellInput(key, values, values, "higher", cap=40)])
     assert (at20.cap, at40.cap) == (20, 40)
     # At its cap the cell ends "no change within X%" (issue 24: not "unsure" for ever);
-    # with budget left it is unsure and asks for more.
+    # with budget left it is unsure, and says its own cap cannot decide it at this
+    # noise (issue 44: no estimate of runs past the cap).
     assert (at20.outcome, at40.outcome) == ("no-change", "inconclusive") and at20.within_pct
-    assert at20.budget_spent and not at40.budget_spent and at40.needs_runs
+    assert at20.budget_spent and not at40.budget_spent and at40.needs_runs is None
+    assert "not decidable within the cap (40) at this noise" in at40.words
 
 
 BASE = {

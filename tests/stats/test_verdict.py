@@ -119,9 +119,9 @@ def test_a_big_drop_with_few_runs_is_suspected_not_lost():
     assert v.outcome == "suspected" and "suspected regression" in v.words
     # At this noise 20 runs a side would not confirm it: said, with no estimate past the cap.
     assert v.needs_runs is None and "not decidable within the cap (20) at this noise" in v.words
-    # Without a big drop and without evidence: unsure, rerun.
+    # Without a big drop and without evidence: unsure, and at this noise the cap cannot decide it.
     u = compare([100, 120, 90], [95, 118, 85], direction="higher")
-    assert u.outcome == "inconclusive" and "unsure: rerun" in u.words
+    assert u.outcome == "inconclusive" and "unsure: not decidable within the cap (20)" in u.words
 
 
 def test_at_the_cap_an_undecided_cell_ends_no_change_within_what_it_could_not_rule_out():
