@@ -40,8 +40,11 @@ def overview(request):
 
 def hosts(request):
     states = lab_hosts.host_states(changes=True)
+    silent = lab_hosts.silent_hosts(states)
+    devices = lab_hosts.devices_of([h["name"] for h in states] + silent)
     return render(request, "dashboard/hosts.html", {
-        "hosts": states, "silent": lab_hosts.silent_hosts(states),
+        "hosts": [{**h, "devices": devices.get(h["name"], [])} for h in states],
+        "silent": [{"name": n, "devices": devices.get(n, [])} for n in silent],
         "timeout_s": beats.timeout().total_seconds()})
 
 
