@@ -109,7 +109,7 @@ def suspected_rows(limit: int = 20) -> list[dict]:
     seen with too few runs to confirm, and what rerunning would take."""
     rows = list(StoredVerdict.objects.filter(outcome__in=UNDECIDED_OUTCOMES)
                 .order_by("-comparison__computed_at", "-id")
-                .values("outcome", "words", "change_pct", "ci_low", "ci_high", "base_n",
+                .values("id", "outcome", "words", "change_pct", "ci_low", "ci_high", "base_n",
                         "candidate_n", "needs_runs", "cap", "budget_spent", "mde_pct",
                         "group", "metric_id",
                         "device_class", "filesystem", "study__slug", "device__model", "comparison__host__name",

@@ -31,6 +31,7 @@ urlpatterns = [
     path("history", views.history, name="history"),
     path("regressions/", views.regressions, name="regressions"),
     path("regressions/<storeid:regression_id>/", views.regression_detail, name="regression"),
+    path("cells/<storeid:verdict_id>/add-runs", views.add_runs, name="add-runs"),
     path("runs/", views.runs, name="runs"),
     path("hosts/", views.hosts, name="hosts"),
     path("runs/<uuid:run_id>/", views.run_detail, name="run"),

@@ -18,7 +18,7 @@ from iowatch_web.hosts import beats, giveback
 from iowatch_web.regressions import confirm
 from iowatch_web.regressions.api import report_text
 from iowatch_web.regressions.bisect_api import latest as latest_bisect
-from iowatch_web.regressions.models import STATES, BisectJob, Regression
+from iowatch_web.regressions.models import STATES, BisectJob, Regression, StoredVerdict
 from iowatch_web.regressions.nightly import NoCell, already_first_bad, queue_bisect
 from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused, triage
 from iowatch_web.results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Study
@@ -169,6 +169,25 @@ def regression_detail(request, regression_id: int):
         "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(key),
                           reverse("dashboard:history") + "?" + urlencode(key)) for key in keys[:4]],
     })
+
+
+@require_http_methods(["POST"])
+def add_runs(request, verdict_id: int):
+    """The "add runs" button of an unsure cell: more repetitions of both kernels
+    on the comparison's host, within the cell's cap (confirm.queue_runs)."""
+    if not request.user.is_authenticated:
+        return HttpResponseForbidden("log in to add runs")
+    verdict = get_object_or_404(StoredVerdict.objects.select_related(
+        "comparison__host", "comparison__base_kernel", "comparison__candidate_kernel", "study"),
+        pk=verdict_id)
+    try:
+        job = confirm.queue_runs(verdict)
+    except confirm.NoRunsToAdd as e:
+        messages.error(request, str(e))
+    else:
+        messages.success(request, f"add-runs #{job.pk} queued: {job.repetitions} more runs a side "
+                                  f"on {job.host}, for its agent to take")
+    return HttpResponseRedirect(reverse("dashboard:overview") + "#unsure")
 
 
 def _queue_bisect(request, regression: Regression):
