@@ -146,7 +146,8 @@ def test_a_suspected_drop_is_listed_after_the_confirmed_ones_with_its_runs(
     assert "candidate=kernel:" in rerun.get_attribute("href")
     hosts = {row.locator("td").nth(0).text_content().split()[0]: row
              for row in page.locator("table.hosts tbody tr").all()}
-    assert "needs about" in hosts["lab-3"].text_content()
+    # 2 vs 2 runs at this noise: no estimate past the cap, the cap said instead (issue 44 item 9).
+    assert "not decidable within the cap (20) at this noise" in hosts["lab-3"].text_content()
     assert hosts["lab-3"].locator(".chip.suspected").count() == 1
     assert not watched.errors, watched.errors
 
