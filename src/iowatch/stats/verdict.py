@@ -55,7 +55,8 @@ Outcomes of a cell with at least two samples a side:
   with fewer than FEW_RUNS a side, the drop is over BIG_DROP times the
   minimum effect: rerun to confirm;
 - inconclusive: "unsure, rerun", with about how many more runs a side would
-  decide it at the observed noise.
+  decide it at the observed noise when that is within the cap, else that the
+  cap cannot decide it at this noise (stats.wording.rerun_words).
 A side with one sample (published numbers) is judged by size only. Metrics
 whose direction is "info" are never a regression or an improvement.
 """
@@ -126,7 +127,7 @@ class Verdict:
     direction: str
     min_effect_pct: float
     outcome: str
-    needs_runs: int | None  # about this many more runs a side, when unsure
+    needs_runs: int | None  # about this many more runs a side, when unsure and within the cap
     size_only: bool  # a side has one sample: judged by size only
     words: str
     level: float | None = None  # the share of the false-discovery rate this look may use
