@@ -42,3 +42,18 @@ def test_the_list_the_regression_page_and_the_detail_show_the_changes_own_number
     cell = client.get(f"/api/v1/regressions/{regression.pk}").json()["cells"][0]
     assert (cell["base"]["centre"], cell["candidate"]["centre"]) == pytest.approx(
         (v.base_centre, v.candidate_centre))
+
+
+def test_a_verdict_stored_before_its_centre_shows_its_medians_as_the_mail_does(post, client):
+    for commit, values in ((1, BASE), (2, CANDIDATE)):
+        doc = planted_bundle({"write.bw_kib_s": values}, started_at=f"2024-05-0{commit}T10:00:00Z",
+                             kernel={"release": "6.12.0-iowatch", "git_commit": f"{commit:012x}"})
+        assert post(doc)[0] == 201
+    StoredVerdict.objects.update(base_centre=None, candidate_centre=None, centre_statistic="")
+    regression = Regression.objects.get()
+    (b, a), shown = figures.amount((statistics.median(BASE), statistics.median(CANDIDATE)),
+                                   METRICS["write.bw_kib_s"].unit)
+    page = client.get(f"/regressions/{regression.pk}/").content.decode()
+    assert f"{b} → {a} {shown} (medians)" in page
+    mail = client.get(f"/api/v1/regressions/{regression.pk}/report?format=text").content.decode()
+    assert f"before {b} {shown}, after {a} {shown} (medians)" in " ".join(mail.split())

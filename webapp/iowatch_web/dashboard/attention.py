@@ -99,7 +99,7 @@ CELL_FIELDS = ("id", "comparison_id", "cell_key", "outcome", "study__slug", "dev
                "base_mean", "candidate_n", "candidate_mean", "change_pct", "ci_low", "ci_high",
                "p_adjusted", "needs_runs", "words", "severity", "direction", "min_effect_pct",
                "mde_pct", "cap", "budget_spent", "base_centre", "candidate_centre",
-               "centre_statistic")
+               "centre_statistic", "base_median", "candidate_median")
 POINT_FIELDS = ("id", "comparison_id", "cell_key", "study__slug", "device__device_class",
                 "device__name", "device__model", "filesystem", "group", "metric_id",
                 "before_mean", "after_mean", "change_pct", "p_value", "severity",
@@ -130,9 +130,11 @@ def _cell(row: dict) -> dict:
 
 
 def _centre(row: dict) -> dict:
+    """The cell's two numbers; of a verdict stored before the centre was, its
+    medians, as the mail (iowatch.mailreport._before_after) shows them."""
     if row["base_centre"] is None or row["candidate_centre"] is None:
-        return {"base_mean": row["base_mean"], "candidate_mean": row["candidate_mean"],
-                "statistic": "mean"}
+        return {"base_mean": row["base_median"], "candidate_mean": row["candidate_median"],
+                "statistic": "median"}
     return {"base_mean": row["base_centre"], "candidate_mean": row["candidate_centre"],
             "statistic": row["centre_statistic"] or "mean"}
 
