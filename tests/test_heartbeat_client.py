@@ -44,10 +44,10 @@ def test_beats_reach_the_server_survive_its_outage_and_resume(caplog):
             token = create_agent(env, "lab-agent", "lab-1")  # the server migrated the store
             with Heartbeat(Client(url, token), "lab-1", every=0.3) as beat:
                 until("the first beat", lambda: (host(url, "lab-1") or {}).get("phase") == "idle")
-                beat.set("building", job={"kind": "bisect", "id": 3}, commit="ab" * 20)
+                beat.set("building", job={"kind": "check", "id": 3}, commit="ab" * 20)
                 until("the building beat", lambda: host(url, "lab-1")["phase"] == "building")
                 state = host(url, "lab-1")
-                assert state["job"] == {"kind": "bisect", "id": 3} and state["commit"] == "ab" * 20
+                assert state["job"] == {"kind": "check", "id": 3} and state["commit"] == "ab" * 20
                 assert state["agent"] == "lab-agent" and state["reachable"] is True
                 assert not [r for r in caplog.records if "not taken" in r.getMessage()]
 
@@ -55,7 +55,7 @@ def test_beats_reach_the_server_survive_its_outage_and_resume(caplog):
                 first.__exit__(None, None, None)
                 first = None
                 beat.set("booting", commit="cd" * 20, detail="grub-reboot once")
-                beat.set("running", cell="f2fs-dio-write/sd0/f2fs", job={"kind": "bisect", "id": 3},
+                beat.set("running", cell="f2fs-dio-write/sd0/f2fs", job={"kind": "check", "id": 3},
                          commit="cd" * 20)
                 until("three missed beats", lambda: beat.missed >= 3)
                 assert beat.outage and "no answer" in beat.outage

@@ -230,13 +230,17 @@ class LabChange:
     filesystem: str
     before_n: int
     after_n: int
-    before_median: float
-    after_median: float
+    # The two numbers the change is computed from (the verdict's centre: its
+    # geometric means or means), one "before" number wherever the cell is shown.
+    before: float
+    after: float
     change_pct: float | None
     ci_low: float | None
     ci_high: float | None
     verdict: str  # the policy's outcome; "diagnostic" when the metric does not decide
     words: str
+    statistic: str = "median"  # what before and after are
+    metric: str = ""  # the metric measured: the claim's, or the one it is judged on (judged_on)
 
 
 @dataclass
@@ -289,9 +293,10 @@ def _sign(pct: float | None, floor: float) -> int:
 
 
 def _lab(v: CellVerdict, judged: bool) -> LabChange:
-    return LabChange(v.key.device, v.key.filesystem, v.base.n, v.candidate.n, v.base.median,
-                     v.candidate.median, v.change_pct, v.ci_low, v.ci_high,
-                     v.outcome if judged else "diagnostic", v.words)
+    before, after = v.centre or (v.base.median, v.candidate.median)
+    return LabChange(v.key.device, v.key.filesystem, v.base.n, v.candidate.n, before, after,
+                     v.change_pct, v.ci_low, v.ci_high, v.outcome if judged else "diagnostic",
+                     v.words, (v.statistic or "mean") if v.centre else "median", v.key.metric)
 
 
 def modelled_devices(runs: list[dict]) -> frozenset[str]:

@@ -32,7 +32,7 @@ def lab(store):
     beats.record("lab-2", {"phase": "running", "cell": CELL, "job": {"kind": "bisect", "id": job.pk},
                            "commit": "ab" * 20, "detail": f"repetition 2 of 5 {SCRIPT}"}, agent)
     beats.record("lab-9", {"phase": "uploading"}, agent, now=two_hours_ago)
-    return {"job": job, "unreachable_at": (two_hours_ago + beats.timeout()).strftime("%H:%M")}
+    return {"job": job, "unreachable_at": (two_hours_ago + beats.timeout()).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def test_the_hosts_page_shows_what_each_host_is_doing(lab, watched, live_server):

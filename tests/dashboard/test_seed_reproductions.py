@@ -73,7 +73,7 @@ def _page_matches_the_report(client, rep) -> None:
         assert lab["verdict"] == row.outcome and lab["why"] == row.why
         assert lab["outcome"] == row.lab.verdict
         assert (lab["before_n"], lab["after_n"]) == (row.lab.before_n, row.lab.after_n)
-        for key in ("before_median", "after_median", "change_pct", "ci_low", "ci_high"):
+        for key in ("before", "after", "change_pct", "ci_low", "ci_high"):
             assert lab[key] == pytest.approx(getattr(row.lab, key)), key
         # The figures a reader sees: the text report's, on the page.
         shown = [_pct(row.lab.change_pct), f"{row.lab.before_n}+{row.lab.after_n}"]

@@ -145,14 +145,21 @@ DESIGNED = {"real": simulate.SAMPLES, "quiet": simulate.SAMPLES.with_name("real-
 
 @pytest.mark.parametrize("collection", sorted(DESIGNED))
 def test_clean_checks_hold_the_false_alarm_goal(collection):
+    """... and on the same draws every anchor's rule at 5 a side raises more (on the
+    virtual lab's collection, 1,000 checks: LKP 7.3% [5.8, 9.1], mmtests 12.4%,
+    Perfherder 19.8%; at 150 checks iowatch's 4.7% against LKP's 4.0% was the draw's)."""
     cells = simulate.load(DESIGNED[collection])
     rng = np.random.default_rng(11)
-    alarms = 0
+    alarms, theirs = 0, dict.fromkeys(simulate.ANCHORS, 0)
     for _ in range(CLEAN_CHECKS):
         d = simulate.draw_matrix(cells, rng, None, simulate.MATRIX_CELLS)
         verdicts, _ = simulate.iowatch_adaptive(d, rng)
         alarms += any(v.outcome == "regression" for v in verdicts)
+        _, base, cand = simulate.iowatch_fixed(d, rng)
+        for name, rule in simulate.ANCHORS.items():
+            theirs[name] += any(rule(b, c, cell.direction) for b, c, cell in zip(base, cand, d.cells))
     assert alarms <= 0.05 * CLEAN_CHECKS, alarms
+    assert all(alarms < n for n in theirs.values()), (alarms, theirs)
 
 
 def _within(goal: float, n: int) -> float:
@@ -264,7 +271,4 @@ def test_in_the_virtual_lab_the_goals_hold_on_real_slowdowns(vlab):
     assert by_size[ADAPTIVE]["15-25%"] >= 0.95
     assert by_size[FIXED]["15-25%"] >= 0.90
     assert by_size[ADAPTIVE]["40% or more"] >= 0.99
-    anchors = [k for k in rows if not k.startswith("iowatch")]
-    assert len(anchors) == 5
-    for rule in anchors:
-        assert rows[ADAPTIVE]["aa"]["false alarm per check"] < rows[rule]["aa"]["false alarm per check"], rule
+    # Its false alarms beside the anchors': test_clean_checks_hold_the_false_alarm_goal.

@@ -117,10 +117,11 @@ def test_a_big_drop_with_few_runs_is_suspected_not_lost():
     # 2 runs a side, -50% but noisy: not confirmed, yet over 3x the minimum effect.
     v = compare([300, 150], [100, 110], direction="higher", metric="write.bw_kib_s")
     assert v.outcome == "suspected" and "suspected regression" in v.words
-    assert v.needs_runs and "rerun" in v.words
-    # Without a big drop and without evidence: unsure, rerun.
+    # At this noise 20 runs a side would not confirm it: said, with no estimate past the cap.
+    assert v.needs_runs is None and "not decidable within the cap (20) at this noise" in v.words
+    # Without a big drop and without evidence: unsure, and at this noise the cap cannot decide it.
     u = compare([100, 120, 90], [95, 118, 85], direction="higher")
-    assert u.outcome == "inconclusive" and "unsure: rerun" in u.words
+    assert u.outcome == "inconclusive" and "unsure: not decidable within the cap (20)" in u.words
 
 
 def test_at_the_cap_an_undecided_cell_ends_no_change_within_what_it_could_not_rule_out():
@@ -137,9 +138,11 @@ def test_at_the_cap_an_undecided_cell_ends_no_change_within_what_it_could_not_ru
     assert v.within_pct == math.ceil(max(-v.ci_low, v.ci_high)) > v.min_effect_pct
     assert f"no change within {v.within_pct:g}%" in v.words
     assert "budget of 20 runs a side is spent" in v.words
-    # Before the cap the same kind of cell is unsure and asks for more runs.
+    # Before the cap the same kind of cell is unsure; more runs than the cap
+    # leaves would be needed, so it says the cap cannot decide it.
     u = compare(base[:15], cand[:15], direction="higher")
-    assert u.outcome in ("inconclusive", "suspected") and u.needs_runs and u.bound_pct is not None
+    assert u.outcome in ("inconclusive", "suspected") and u.bound_pct is not None
+    assert u.needs_runs is None and "not decidable within the cap (20)" in u.words
     assert u.mde_pct > v.mde_pct  # fewer runs, a larger effect needed to detect
 
 
@@ -171,12 +174,22 @@ def test_info_metrics_never_give_a_verdict():
 
 def test_needs_runs_grows_as_noise_grows():
     needs = []
-    for sd in (3, 6, 12):
-        v = compare([100 - sd, 100, 100 + sd], [97 - sd, 97, 97 + sd], direction="higher")
+    for sd in (3, 3.5, 4):
+        v = compare([100 - sd, 100, 100 + sd], [95 - sd, 95, 95 + sd], direction="higher")
         assert v.outcome == "inconclusive"
         needs.append(v.needs_runs)
-    assert needs[0] < needs[1] < needs[2]
-    assert "more runs per side" in v.words
+    assert None not in needs and needs[0] < needs[1] < needs[2]
+    assert 3 + needs[2] <= 20  # within the cap
+    assert f"rerun, needs about {needs[2]} more runs a side" in v.words
+
+
+def test_an_estimate_past_the_cap_is_never_given_the_cap_is_said_instead():
+    # Issue 44 item 9: "+2354 needed" where the cap is 20.
+    v = compare([88, 100, 112], [85, 97, 109], direction="higher")
+    assert v.outcome == "inconclusive" and v.needs_runs is None
+    half = (v.ci_high - v.ci_low) / 2
+    assert f"not decidable within the cap (20) at this noise: CI \u00b1{half:.1f}%" in v.words
+    assert "needs about" not in v.words
 
 
 def test_one_sample_on_a_side_is_judged_by_size_only():

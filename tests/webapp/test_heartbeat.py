@@ -24,7 +24,8 @@ from iowatch_web.regressions.work import sweep
 
 pytestmark = pytest.mark.django_db
 
-BEAT = {"phase": "running", "cell": "f2fs-dio-write/sd0/f2fs", "job": {"kind": "bisect", "id": 7},
+# A check's job is the agent's own: the server holds no queue of them to check the beat against.
+BEAT = {"phase": "running", "cell": "f2fs-dio-write/sd0/f2fs", "job": {"kind": "check", "id": 7},
         "commit": "ab" * 20, "detail": "repetition 2 of 5"}
 
 
@@ -51,7 +52,7 @@ def test_a_beat_is_the_hosts_state_and_a_new_phase_is_a_change(client, agent_tok
     assert (state["phase"], state["phase_words"], state["reachable"]) == ("building", "building the kernel", True)
     began = state["since"]
     status, state = call(client, "post", "hosts/lab-1/heartbeat", BEAT, agent_token)
-    assert status == 200 and state["job"] == {"kind": "bisect", "id": 7} and state["since"] != began
+    assert status == 200 and state["job"] == {"kind": "check", "id": 7} and state["since"] != began
     running_since = state["since"]
     # The same phase with another cell: last_seen moves, since and the changes do not.
     status, state = call(client, "post", "hosts/lab-1/heartbeat",
@@ -62,7 +63,7 @@ def test_a_beat_is_the_hosts_state_and_a_new_phase_is_a_change(client, agent_tok
     status, one = call(client, "get", "hosts/lab-1")
     assert status == 200
     assert [c["phase"] for c in one["changes"]] == ["running", "building"]  # newest first
-    assert one["changes"][0]["job"] == {"kind": "bisect", "id": 7} and one["agent"] == "lab-agent"
+    assert one["changes"][0]["job"] == {"kind": "check", "id": 7} and one["agent"] == "lab-agent"
     status, every = call(client, "get", "hosts")
     assert status == 200 and every["count"] == 1 and every["timeout_s"] == 600
     assert every["items"][0]["name"] == "lab-1" and every["items"][0]["unreachable_since"] is None

@@ -40,6 +40,10 @@ def work_confirmation(agent, claim: dict) -> str:
                 raise ValueError(f"the {side} commit {commit[:12]} does not build here: "
                                  f"{(kernels[side].error or '')[-300:]}")
         cells = cell_ids(claim["cells"], getattr(agent, "devices", {}))
+        # An add-runs job (an unsure cell's retrigger) asks for its repetitions, and
+        # its runs are ordinary ones: they pool into their kernels' sides on arrival.
+        adding = claim.get("purpose") == "add-runs"
+        reps = (claim.get("repetitions") or agent.reps) if adding else agent.reps
         matrix = agent.matrix or claim.get("matrix") or "check-quick"
         for k, side in enumerate(abab(claim["rounds"])):
             # Its one post comes at the end: between boots, ask whether it was cancelled.
@@ -47,13 +51,15 @@ def work_confirmation(agent, claim: dict) -> str:
                 raise JobCancelled(f"confirmation #{job_id} was cancelled on the server")
             v = kernels[side]
             out = agent.out / f"confirm-{job_id}" / f"{k:02d}-{side}"
-            request = RunRequest(matrix, v.commit, f"confirm {side}", agent.reps, agent.profile, cells)
+            request = RunRequest(matrix, v.commit, f"confirm {side}", reps, agent.profile, cells)
             booted, path = agent.boot_and_run(v, request, out, tag)
             if path is None:
                 raise ValueError(f"the {side} kernel did not boot on {agent.host.name}: {booted.detail}")
-            doc = bundle.load(path)
-            doc["trigger"] = {"kind": "confirm", "regression": regression, "job": job_id, "side": side}
-            bundle.write_manifest(path, doc)
+            if not adding:
+                doc = bundle.load(path)
+                doc["trigger"] = {"kind": "confirm", "regression": regression, "job": job_id,
+                                  "side": side}
+                bundle.write_manifest(path, doc)
             runs[side].append(agent.upload(path, tag))
     except (ValueError, OSError, LabHostError) as e:
         return _failed(agent, job_id, regression, str(e))

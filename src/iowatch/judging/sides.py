@@ -35,6 +35,8 @@ MAX_SIDE_RUNS = 50
 NOT_MEASURED = ("build-failed", "boot-failed")
 # Run triggers whose runs are judged as a side (a bisect step's run is not).
 JUDGED_TRIGGERS = ("nightly",)
+# The stores' ids are 64-bit signed integers.
+STORE_ID_MAX = 2 ** 63 - 1
 
 
 class SideNotFound(LookupError):
@@ -53,8 +55,10 @@ class SideQuery:
     @property
     def kernel_id(self) -> int | None:
         """The kernel a kernel:ID spec names (the pages' links), else None."""
-        m = re.fullmatch(r"kernel:(\d+)", self.spec)
-        return int(m[1]) if m else None
+        m = re.fullmatch(r"kernel:(\d{1,19})", self.spec)
+        # Past the store's 64-bit ids no kernel has it: the spec is then a name
+        # found nowhere, never a number the database driver cannot bind.
+        return int(m[1]) if m and int(m[1]) <= STORE_ID_MAX else None
 
     def choose(self, runs: Sequence[R], *, published: Callable[[R], bool]) -> list[R]:
         """Of the runs the request names that measured something, oldest first:

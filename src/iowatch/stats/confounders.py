@@ -202,6 +202,10 @@ def confounders(base_env: dict, candidate_env: dict) -> list[Confounder]:
             continue
         check(f"{tool} version", base_tools[tool], cand_tools[tool],
               "a different benchmark or mkfs version can measure or format differently")
+    check("host", (base_env.get("host") or {}).get("name"),
+          (candidate_env.get("host") or {}).get("name"),
+          "the sides ran on different machines: their devices, firmware and CPUs differ "
+          "beside the kernel, so a change can be the machine's")
     base_host = (base_env.get("environment") or {}).get("host") or {}
     cand_host = (candidate_env.get("environment") or {}).get("host") or {}
     check("cpu_governor", base_host.get("cpu_governor"), cand_host.get("cpu_governor"),

@@ -55,7 +55,8 @@ Outcomes of a cell with at least two samples a side:
   with fewer than FEW_RUNS a side, the drop is over BIG_DROP times the
   minimum effect: rerun to confirm;
 - inconclusive: "unsure, rerun", with about how many more runs a side would
-  decide it at the observed noise.
+  decide it at the observed noise when that is within the cap, else that the
+  cap cannot decide it at this noise (stats.wording.rerun_words).
 A side with one sample (published numbers) is judged by size only. Metrics
 whose direction is "info" are never a regression or an improvement.
 """
@@ -126,7 +127,7 @@ class Verdict:
     direction: str
     min_effect_pct: float
     outcome: str
-    needs_runs: int | None  # about this many more runs a side, when unsure
+    needs_runs: int | None  # about this many more runs a side, when unsure and within the cap
     size_only: bool  # a side has one sample: judged by size only
     words: str
     level: float | None = None  # the share of the false-discovery rate this look may use
@@ -543,12 +544,15 @@ def _by_boot(xb: np.ndarray, xc: np.ndarray, boots: tuple[Sequence | None, Seque
 
 def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | None:
     """Runs a side for 80% power to confirm the minimum effect at the last look's
-    level (normal formula at the observed sd), minus what the smaller side has."""
+    level (normal formula at the observed sd), minus what the smaller side has;
+    None when that many runs a side exceed the cap."""
     if s.sd_log is None or s.n_eff >= cap:
         return None
     delta = math.log1p(min_effect_pct / 100)
     z = -float(ndtri(look_level(cap, q, cap=cap))) + float(ndtri(POWER))  # norm.isf, norm.ppf
     want = math.ceil(2 * (z * s.sd_log / delta) ** 2) if delta > 0 else 0
+    if want > cap:
+        return None  # beyond the cap: not decidable at this noise (wording.rerun_words)
     return max(1, want - min(s.base.n, s.candidate.n))
 
 
@@ -734,8 +738,10 @@ def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: in
                      outcome, size_only=s.size_only, min_effect_pct=cell.min_effect_pct,
                      needs_runs=needs, hidden_pct=s.hidden if cell.direction != INFO else None,
                      runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, bound_pct=bound,
-                     statistic=statistic, ci=ci, cap=cell_cap if early and budget_spent else None,
-                     ci_words=family.words(i) if alpha is not None else None)
+                     statistic=statistic, ci=ci,
+                     ci_words=family.words(i) if alpha is not None else None,
+                     cap=cell_cap if unsure and not stop else None,
+                     stopped_before=cell_cap if early and budget_spent else None)
     return CellVerdict(
         base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=ci[0],
         ci_high=ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,

@@ -47,19 +47,35 @@ def metric_phrase(metric: str | None) -> str:
     return m.description if m and len(m.description) < 50 else words
 
 
+def rerun_words(needs_runs: int | None, cap: int | None,
+                ci: tuple[float | None, float | None]) -> str | None:
+    """What rerunning an undecided cell takes: about N more runs a side when
+    that stays within the cap (the stats give no estimate past it), else that
+    the cap cannot decide it at this noise, with the CI's half-width; None
+    when neither is known. Every page, report and sentence says it so."""
+    if needs_runs:
+        return f"needs about {needs_runs} more runs a side"
+    if cap and ci[0] is not None and ci[1] is not None:
+        return (f"not decidable within the cap ({cap}) at this noise: "
+                f"CI \u00b1{abs(ci[1] - ci[0]) / 2:.1f}%")
+    return None
+
+
 def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: float,
              change_pct: float | None, outcome: str, *, size_only: bool, min_effect_pct: float,
              needs_runs: int | None, hidden_pct: float | None = None,
              runs: tuple[int, int] | None = None, budget_spent: bool = False,
              bound_pct: float | None = None, statistic: str | None = None,
              ci: tuple[float | None, float | None] = (None, None),
-             ci_words: str | None = None, cap: int | None = None) -> str:
+             ci_words: str | None = None, cap: int | None = None,
+             stopped_before: int | None = None) -> str:
     """`statistic` names what base_mean and cand_mean are ("geometric mean",
     "mean"), said after them; None for single values. `ci` is the change's 95%
     CI: "no change" and its X are read off it (issue 41); `ci_words` names it when
     it is not the cell's own 95% CI ("99.88% CI, family-adjusted over 40 cells").
-    `cap`: the cell stopped before this cap because no decision was in reach by
-    it (iowatch.stats.sequential.futile); its budget is spent all the same."""
+    `cap`: an unsure cell's cap, for rerun_words. `stopped_before`: the cap the
+    cell stopped before because no decision was in reach by it
+    (iowatch.stats.sequential.futile); its budget is spent all the same."""
     unit = METRICS[metric].unit if metric in METRICS else ""
     (b, c), unit = figures.amount((base_mean, cand_mean), unit)
     what = metric_phrase(metric)
@@ -96,7 +112,7 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
         if x > NOISY_TIMES * min_effect_pct:
             meaning += (f"; over {NOISY_TIMES}x the minimum effect: the study cannot decide "
                         "this cell at this noise")
-        meaning += f"; {_spent(runs, cap)})" if budget_spent else ")"
+        meaning += f"; {_spent(runs, stopped_before)})" if budget_spent else ")"
     elif outcome == "no-change":
         if change_pct is not None and not size_only and abs(change_pct) > min_effect_pct \
                 and (change_pct > 0) == (direction == HIGHER):
@@ -114,10 +130,10 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
         meaning = ("a suspected regression, not confirmed" if outcome == "suspected"
                    else "unsure")
         if budget_spent:
-            meaning += (f"; {_spent(runs, cap)} and "
+            meaning += (f"; {_spent(runs, stopped_before)} and "
                         f"{slowdown} of up to {figures.change(max(hidden_pct or 0, 0), signed=False)} is not ruled out")
-        elif needs_runs:
-            meaning += f": rerun, needs about {needs_runs} more runs per side"
+        elif said := rerun_words(needs_runs, cap, ci):
+            meaning += (": rerun, " if needs_runs else ": ") + said
     if size_only and direction != INFO:
         meaning += "; one sample on a side, judged by size only"
     elif runs and direction != INFO:

@@ -34,6 +34,7 @@ from iowatch import figures
 from iowatch.judging import PATCH_STATES, Outcome, outcome_label
 from iowatch.judging.outcomes import UNDECIDED_OUTCOMES, UNDECIDED_STATES
 from iowatch.metrics import HIGHER, LOWER, METRICS
+from iowatch.stats.wording import rerun_words
 from iowatch_web.regressions.models import REASONS, STATES, StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.regressions.nightly import NIGHTLY
 from iowatch_web.regressions.verdicts import NOT_MEASURED
@@ -97,7 +98,8 @@ CELL_FIELDS = ("id", "comparison_id", "cell_key", "outcome", "study__slug", "dev
                "device__name", "device__model", "filesystem", "group", "metric_id", "base_n",
                "base_mean", "candidate_n", "candidate_mean", "change_pct", "ci_low", "ci_high",
                "p_adjusted", "needs_runs", "words", "severity", "direction", "min_effect_pct",
-               "mde_pct")
+               "mde_pct", "cap", "budget_spent", "base_centre", "candidate_centre",
+               "centre_statistic", "base_median", "candidate_median")
 POINT_FIELDS = ("id", "comparison_id", "cell_key", "study__slug", "device__device_class",
                 "device__name", "device__model", "filesystem", "group", "metric_id",
                 "before_mean", "after_mean", "change_pct", "p_value", "severity",
@@ -114,8 +116,10 @@ def _cell(row: dict) -> dict:
             "device": row["device__name"] or "", "model": row["device__model"] or "",
             "metric": metric, "unit": METRICS[metric].unit if metric in METRICS else "",
             "outcome": "regression" if point else row["outcome"],
-            "base_mean": row["before_mean"] if point else row["base_mean"],
-            "candidate_mean": row["after_mean"] if point else row["candidate_mean"],
+            # One "before" number a cell everywhere: the two the change is computed
+            # from (the verdict's centre), the means of one stored before it.
+            **({"base_mean": row["before_mean"], "candidate_mean": row["after_mean"],
+                "statistic": None} if point else _centre(row)),
             "short": short_metric(row["group"], metric),
             # The policy's label, read off the stored CI ("no change within X%", "slower
             # by less than X%, not confirmed"), and the cell's minimum detectable effect.
@@ -125,12 +129,24 @@ def _cell(row: dict) -> dict:
             "mde_pct": None if point else row.get("mde_pct")})
 
 
+def _centre(row: dict) -> dict:
+    """The cell's two numbers; of a verdict stored before the centre was, its
+    medians, as the mail (iowatch.mailreport._before_after) shows them."""
+    if row["base_centre"] is None or row["candidate_centre"] is None:
+        return {"base_mean": row["base_median"], "candidate_mean": row["candidate_median"],
+                "statistic": "median"}
+    return {"base_mean": row["base_centre"], "candidate_mean": row["candidate_centre"],
+            "statistic": row["centre_statistic"] or "mean"}
+
+
 def _words(cell: dict) -> dict:
     """The change with its 95% CI and the means with their unit, as the pages print them."""
     ci = figures.ci(cell["ci_low"], cell["ci_high"], missing="")
     change = figures.change(cell["change_pct"])
     (base, candidate), unit = figures.amount((cell["base_mean"], cell["candidate_mean"]), cell["unit"])
     means = f"{base} → {candidate} {unit}"
+    if cell["statistic"]:  # a change point's segments say theirs in their own words
+        means += f" ({figures.statistic(cell['statistic'], 2)})"
     return {**cell, "change_pct_text": change, "ci_text": ci,
             "change_text": f"{change} {ci}".strip(), "means_text": means.strip(),
             "runs_text": "step" if cell["point"] else f"{cell['base_n']} vs {cell['candidate_n']}"}
@@ -161,10 +177,17 @@ def stated(state: str, cells: list[dict], failed: list[dict], platform_drifted: 
     of_state = [c for c in cells if Outcome(c["outcome"]).state == state]
     # Of no cell of its outcome (a drifted platform's "unsure"): its worst cell.
     cell = (min if state == "improvement" else max)(of_state or cells, key=_rank, default=None)
-    needs = max((c["needs_runs"] or 0 for c in cells if c["outcome"] in UNDECIDED_OUTCOMES), default=0)
+    undecided = [c for c in cells if c["outcome"] in UNDECIDED_OUTCOMES]
+    needs = max((c["needs_runs"] or 0 for c in undecided), default=0)
+    # Else the undecided cell the cap cannot decide (wording.rerun_words), the widest first.
+    beyond = max((c for c in undecided if c.get("cap") and not c.get("budget_spent")
+                  and c["ci_low"] is not None), default=None,
+                 key=lambda c: c["ci_high"] - c["ci_low"])
+    rerun = rerun_words(needs or None, beyond and beyond["cap"],
+                        (beyond["ci_low"], beyond["ci_high"]) if beyond else (None, None))
     return {"state": state, "label": Outcome(state).short, "cell": cell,
             "failed": failed[0] if state == Outcome.FAILED.state and failed else None,
-            "needs_runs": needs or None, "platform_drifted": platform_drifted}
+            "needs_runs": needs or None, "rerun": rerun, "platform_drifted": platform_drifted}
 
 
 def worst_state(states: list[dict]) -> dict | None:
@@ -383,8 +406,8 @@ def summary(state: dict) -> str:
     if cell is None:
         return state.get("error") or ""
     text = f"{cell['short']} {figures.change(cell['change_pct'])}"
-    if state.get("needs_runs") and state["state"] in UNDECIDED_STATES:
-        text += f", needs about {state['needs_runs']} more runs a side"
+    if state.get("rerun") and state["state"] in UNDECIDED_STATES:
+        text += f", {state['rerun']}"
     return text
 
 
@@ -506,8 +529,8 @@ def _chip(state: dict) -> dict:
         title = cell["words"] or what(cell)
         if cell.get("mde_pct") is not None:  # issue 41 item 8: the MDE beside every deciding cell
             title += f" (minimum detectable effect {cell['mde_pct']:g}%)"
-        if state["state"] in UNDECIDED_STATES and state["needs_runs"]:
-            text += f" · needs about {state['needs_runs']} more runs"
+        if state["state"] in UNDECIDED_STATES and state.get("rerun"):
+            text += f" · {state['rerun']}"
     return {**state, "text": text, "title": title}
 
 

@@ -26,11 +26,42 @@ REPORT_LINES = 400
 def headline(result: dict) -> tuple[str, str]:
     """(the words, the state the page colours them by) of a compare's result:
     the policy's verdict line, as `iowatch compare` prints it; while the
-    platform canary drifted, that it did (report.render_text's first line too)."""
+    platform canary drifted, that it did (report.render_text's first line too);
+    led by what makes it no kernel comparison (one kernel on both sides)."""
     if result["cells"] and result.get("platform", {}).get("drifted"):
-        return "unsure: " + result["platform"]["words"], result["state"]
-    return verdict_line(result["state"], ((c["outcome"], c["size_only"], c["change_pct"])
-                                          for c in result["cells"]), len(result["failed"]))
+        words, state = "unsure: " + result["platform"]["words"], result["state"]
+    else:
+        words, state = verdict_line(result["state"], ((c["outcome"], c["size_only"], c["change_pct"])
+                                                      for c in result["cells"]), len(result["failed"]))
+    if same := result.get("same_kernel"):
+        words = (f"the same kernel on both sides ({same}): an A/A comparison of its runs, so "
+                 f"any change is noise, not the kernel; {words}")
+    return words, state
+
+
+# What /compare and its JSON take in the query: the sides, the page and the filters.
+SIDE_PARAMS = ("base", "candidate", "page")
+
+
+class UnknownParameter(queries.SideNotFound):
+    """A query parameter the compare does not take (a filter misspelt or of another page)."""
+
+    def __init__(self, names: list[str]):
+        super().__init__(f"unknown query parameter{'s' if len(names) > 1 else ''} "
+                         f"{', '.join(repr(n) for n in names)}: a compare takes "
+                         f"{', '.join(SIDE_PARAMS + queries.COMPARE_FILTERS)}")
+
+
+def check_query(query) -> None:
+    """Raise UnknownParameter for a parameter outside SIDE_PARAMS and the filters
+    (it was ignored, so a filter misspelt showed every cell as if filtered)."""
+    unknown = sorted(set(query) - set(SIDE_PARAMS) - set(queries.COMPARE_FILTERS))
+    if unknown:
+        raise UnknownParameter(unknown)
+
+
+class SameSides(queries.SideNotFound):
+    """Both sides name the same runs: there is nothing to compare."""
 
 
 class SeveralKernels(queries.SideNotFound):
@@ -62,20 +93,32 @@ def kernel_choices() -> dict:
                   .select_related("series").order_by("-last", "-id")[:PICKER_KERNELS])]})
 
 
-def one_kernel(spec: str, role: str) -> None:
-    """Raise SeveralKernels when the runs `spec` picks span several kernels.
-    A label may name runs of several kernels on purpose (a post's "before"
-    numbers of each study), so a side that only a label picked passes."""
-    if spec.startswith("kernel:"):
-        return
+def one_kernel(spec: str, role: str) -> list:
+    """The runs `spec` picks ([] when none: queries.compare says so); raise
+    SeveralKernels when they span several kernels. A label may name the
+    published numbers of several posts on purpose (each study's "before"),
+    so a side of published numbers only that a label picked passes; measured
+    runs of several kernels under one label are refused like a release."""
     try:
         runs = queries.side_runs(spec, role)
     except queries.SideNotFound:
-        return  # queries.compare says so
+        return []
     kernels = {r.kernel_id: r.kernel for r in runs}
-    if len(kernels) > 1 and not all(r.label == spec for r in runs):
+    if len(kernels) > 1 and not all(r.label == spec and r.published for r in runs):
         raise SeveralKernels(role, spec, sorted(kernels.values(), key=lambda k: (
             k.series_id or 0, k.patch_index or 0, k.pk)))
+    return runs
+
+
+def two_sides(base: str, candidate: str) -> None:
+    """Refuse sides the compare cannot judge: a name of several kernels
+    (SeveralKernels), or the same runs on both sides (SameSides)."""
+    base_runs, candidate_runs = one_kernel(base, "base"), one_kernel(candidate, "candidate")
+    if base_runs and {r.pk for r in base_runs} == {r.pk for r in candidate_runs}:
+        kernel = _described(base_runs[0].kernel)
+        raise SameSides(f"base {base!r} and candidate {candidate!r} are the same "
+                        f"{len(base_runs)} run{'s' if len(base_runs) > 1 else ''} of {kernel}: "
+                        "a side compared with itself says nothing; pick another kernel for one side")
 
 
 def paged(result: dict, filters: dict, page) -> tuple[dict, Page]:

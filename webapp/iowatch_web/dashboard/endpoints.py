@@ -34,8 +34,8 @@ def compare(request):
         return _error("base and candidate are both needed (a run id, kernel:ID, or a release, "
                       "label or commit)")
     try:
-        compare_page.one_kernel(base, "base")
-        compare_page.one_kernel(candidate, "candidate")
+        compare_page.check_query(request.GET)
+        compare_page.two_sides(base, candidate)
         result = compare_work.answer(base, candidate)
     except compare_work.Computing as e:
         # Made once, by the verdict worker: ask again after Retry-After.
@@ -46,6 +46,8 @@ def compare(request):
         return _error(str(e), 500)
     except compare_page.SeveralKernels as e:
         return JsonResponse({"error": str(e), "candidates": e.candidates}, status=400)
+    except (compare_page.SameSides, compare_page.UnknownParameter) as e:
+        return _error(str(e))
     except queries.SideNotFound as e:
         return _error(str(e), 404)
     filters = {f: request.GET.get(f, "") for f in queries.COMPARE_FILTERS}

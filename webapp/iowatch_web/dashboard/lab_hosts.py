@@ -8,18 +8,23 @@ from __future__ import annotations
 from django.urls import reverse
 
 from iowatch_web.hosts import beats
-from iowatch_web.regressions.models import BisectJob
-from iowatch_web.results.models import Host
+from iowatch_web.dashboard.run_numbers import device_state_rows
+from iowatch_web.regressions.models import BisectJob, ConfirmJob
+from iowatch_web.results.models import Device, Host, Run
 
 
 def _job_urls(states: list[dict]) -> dict[tuple[str, int], str]:
-    """(kind, id) → the page that shows the job; a bisect is shown on its regression's page."""
-    ids = {s["job"]["id"] for s in states if s["job"] and s["job"]["kind"] == "bisect"}
-    ids |= {c["job"]["id"] for s in states for c in s.get("changes", ())
-            if c["job"] and c["job"]["kind"] == "bisect"}
-    regressions = BisectJob.objects.filter(pk__in=ids).values_list("pk", "regression_id")
-    return {("bisect", pk): reverse("dashboard:regression", args=[r]) + "#bisect"
-            for pk, r in regressions}
+    """(kind, id) → the page that shows the job: a bisect or a confirmation is
+    shown on its regression's page."""
+    urls = {}
+    for kind, model, anchor in (("bisect", BisectJob, "#bisect"),
+                                ("confirmation", ConfirmJob, "#confirmation")):
+        ids = {s["job"]["id"] for s in states if s["job"] and s["job"]["kind"] == kind}
+        ids |= {c["job"]["id"] for s in states for c in s.get("changes", ())
+                if c["job"] and c["job"]["kind"] == kind}
+        for pk, r in model.objects.filter(pk__in=ids).values_list("pk", "regression_id"):
+            urls[kind, pk] = reverse("dashboard:regression", args=[r]) + anchor
+    return urls
 
 
 def _linked(beat: dict, urls: dict) -> dict:
@@ -40,6 +45,26 @@ def silent_hosts(beating: list[dict]) -> list[str]:
     names = {s["name"] for s in beating}
     return [n for n in Host.objects.exclude(kind="published").values_list("name", flat=True)
             if n not in names]
+
+
+def devices_of(names) -> dict[str, list[dict]]:
+    """Each host's devices (the inventory its runs sent) with their state as
+    its newest run recorded it (firmware, wear, temperature, health), and that run."""
+    out: dict[str, list[dict]] = {}
+    states: dict[str, dict] = {}
+    newest: dict[str, Run] = {}
+    for name in names:
+        run = (Run.objects.filter(host__name=name, published=False)
+               .order_by("-received_at", "-id").first())
+        if run is not None:
+            newest[name] = run
+            states[name] = {r["device"]: r for r in device_state_rows(run)}
+    for d in Device.objects.filter(host__name__in=list(names)).select_related("host"):
+        out.setdefault(d.host.name, []).append({
+            "name": d.name, "device_class": d.device_class, "model": d.model, "path": d.path,
+            "state": states.get(d.host.name, {}).get(d.name),
+            "run": newest.get(d.host.name)})
+    return out
 
 
 def by_name() -> dict[str, dict]:

@@ -108,7 +108,7 @@ def _claim(claim: seeds.Claim, by_set: dict[tuple[str, str], dict], judged: set,
 
 
 def _medians(before: float | None, after: float | None, unit: str) -> dict:
-    """The lab's before and after medians in one readable unit."""
+    """The lab's before and after numbers in one readable unit."""
     (b, a), shown_unit = figures.amount((before, after), unit)
     return {"before_text": b, "after_text": a, "unit": shown_unit}
 
@@ -195,11 +195,17 @@ def _judge(claims: list[dict], runs: list[Run], spec) -> None:
 
 def _lab_row(claim: dict, judged: seeds.Judged, host: str, found: dict) -> dict:
     lab = judged.lab
+    # The lab's numbers are of the metric it measured (ext4's read IOPS for the
+    # post's ext4/raw ratio), in that metric's unit, never the claim's.
+    metric = lab.metric or claim["metric"]
+    unit = METRICS[metric].unit if metric in METRICS else claim["unit"]
     return {"host": host, "device": lab.device, "device_class": claim["device_class"],
+            "metric": metric, "metric_unit": unit,
             "filesystem": lab.filesystem, "outcome": lab.verdict,
             "before_n": lab.before_n, "after_n": lab.after_n,
-            "before_median": lab.before_median, "after_median": lab.after_median,
-            **_medians(lab.before_median, lab.after_median, claim["unit"]),
+            "before": lab.before, "after": lab.after,
+            "statistic": figures.statistic(lab.statistic, 2),
+            **_medians(lab.before, lab.after, unit),
             "change_pct": lab.change_pct, "change": figures.change(lab.change_pct),
             "ci_low": lab.ci_low, "ci_high": lab.ci_high,
             "ci": figures.ci(lab.ci_low, lab.ci_high, missing=""),
@@ -279,17 +285,30 @@ def _bars(claim: dict, newest: list[dict]) -> list[dict]:
              "value": claim["before"]["value"], "kind": "published"},
             {"label": [f"post ({claim['device_class']})", claim["after"]["label"]],
              "value": claim["after"]["value"], "kind": "published"}]
+    for bar in bars:
+        bar.update(metric=claim["metric"], unit=claim["unit"])
     for r in claim["lab"]:
         where = f"{r['host']} {r['device']} ({r['device_class']})"
-        bars.append({"label": [where, claim["before"]["label"]], "value": r["before_median"],
-                     "kind": "before"})
-        bars.append({"label": [where, claim["after"]["label"]], "value": r["after_median"],
-                     "kind": "after"})
+        bars.append({"label": [where, claim["before"]["label"]], "value": r["before"],
+                     "kind": "before", "metric": r["metric"], "unit": r["metric_unit"]})
+        bars.append({"label": [where, claim["after"]["label"]], "value": r["after"],
+                     "kind": "after", "metric": r["metric"], "unit": r["metric_unit"]})
     if not claim["lab"]:
         for m in newest:
             bars.append({"label": [f"{m['host']} {m['device']} ({m['device_class']})",
-                                   f"now: {m['kernel']}"], "value": m["median"], "kind": "newest"})
+                                   f"now: {m['kernel']}"], "value": m["median"], "kind": "newest",
+                         "metric": claim["metric"], "unit": claim["unit"]})
     return bars
+
+
+def _charts(bars: list[dict]) -> list[dict]:
+    """The claim's bars as one chart per metric and unit: the post's 0.5 and
+    0.99 (a ratio) never share an axis with the lab's IOPS."""
+    charts: dict[tuple, dict] = {}
+    for bar in bars:
+        charts.setdefault((bar["metric"], bar["unit"]), {"metric": bar["metric"], "unit": bar["unit"],
+                                                         "bars": []})["bars"].append(bar)
+    return list(charts.values())
 
 
 def _study_info(study: Study, spec) -> dict:
@@ -319,6 +338,7 @@ def _claim_check(study: Study) -> dict:
         claim["id"] = i
         claim["measured_now"] = newest.get((claim["group"], claim["metric"]), [])
         claim["bars"] = _bars(claim, claim["measured_now"])
+        claim["charts"] = _charts(claim["bars"])
         # The judge's objects stay here: the page and its JSON get their fields.
         del claim["claim"]
         for r in claim["lab"]:

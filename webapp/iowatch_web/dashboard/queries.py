@@ -23,12 +23,15 @@ from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views c
 from iowatch.metrics import METRICS
 from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
+from iowatch.stats.wording import rerun_words
 from iowatch_web.regressions.models import STATES, StoredVerdict, StoredChangePoint, Regression
 from iowatch_web.store.sides import judging_studies, manifest, runs_side, stored_runs
 from iowatch_web.results.models import Cell, Host, Kernel, Patch, PatchSeries, Run
 from iowatch_web.store.values import sample_values
 
-OPEN_STATES = ("new", "acknowledged", "bisecting")
+# A bisected regression still needs someone: the bisect named a commit, nobody
+# has fixed, dismissed or won't-fixed it yet.
+OPEN_STATES = ("new", "acknowledged", "bisecting", "bisected")
 MAX_HISTORY_KERNELS = 500
 
 
@@ -106,8 +109,9 @@ def suspected_rows(limit: int = 20) -> list[dict]:
     seen with too few runs to confirm, and what rerunning would take."""
     rows = list(StoredVerdict.objects.filter(outcome__in=UNDECIDED_OUTCOMES)
                 .order_by("-comparison__computed_at", "-id")
-                .values("outcome", "words", "change_pct", "ci_low", "ci_high", "base_n",
-                        "candidate_n", "needs_runs", "mde_pct", "group", "metric_id",
+                .values("id", "outcome", "words", "change_pct", "ci_low", "ci_high", "base_n",
+                        "candidate_n", "needs_runs", "cap", "budget_spent", "mde_pct",
+                        "group", "metric_id",
                         "device_class", "filesystem", "study__slug", "device__model", "comparison__host__name",
                         "comparison__base_kernel_id", "comparison__candidate_kernel_id",
                         "comparison__candidate_kernel__release",
@@ -117,6 +121,8 @@ def suspected_rows(limit: int = 20) -> list[dict]:
     rows.sort(key=lambda r: (r["outcome"] != "suspected",))  # suspected first, newest first
     for r in rows:
         r["label"] = Outcome(r["outcome"]).label  # suspected or unsure: no X to read
+        r["rerun"] = None if r["budget_spent"] else rerun_words(
+            r["needs_runs"], r["cap"], (r["ci_low"], r["ci_high"]))
         r["kernel"] = kernel_label(r["comparison__candidate_kernel__release"],
                                    r["comparison__candidate_kernel__git_commit"],
                                    r["comparison__candidate_kernel__patch_index"])
@@ -156,6 +162,7 @@ def judge_sides(base_spec: str, base_runs: list[Run], candidate_spec: str,
     # The deciding cells as every other path judges them (iowatch.judging);
     # the other metrics beside them as diagnostics, never a verdict.
     result = compare_sides(base, candidate, studies=studies())
+    kernels = {r.kernel_id for r in base_runs} | {r.kernel_id for r in candidate_runs}
     cells = comparing.worst_first([_cell_row(v, deciding=True) for v in result.verdicts])
     diagnostics = comparing.worst_first([_cell_row(v, deciding=False) for v in result.diagnostics])
     return {"base": {"spec": base_spec, "title": base.title,
@@ -167,6 +174,8 @@ def judge_sides(base_spec: str, base_runs: list[Run], candidate_spec: str,
             "failed": [vars(f) for f in result.failed], "report": render_text(result),
             "platform": {"drifted": bool(result.platform), "words": platform_words(result)},
             "noisy": noisy_matrix_words(result.verdicts),
+            # One kernel on both sides (an A/A of its runs): the headline says so.
+            "same_kernel": str(base_runs[0].kernel) if len(kernels) == 1 else None,
             "boots": boots_words(result.boots_a_side),
             "confounders": [{"name": c.name, "base": str(c.base), "candidate": str(c.candidate),
                              "why": c.why} for c in result.confounders]}
@@ -189,6 +198,8 @@ def _cell_row(v, *, deciding: bool) -> dict:
         "p_value": v.p_value, "p_adjusted": v.p_adjusted, "p_worse_family": v.p_worse_family,
         "mde_pct": v.mde_pct if deciding else None, "bound_pct": v.bound_pct if deciding else None,
         "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
+        "rerun": rerun_words(v.needs_runs, v.cap, (v.ci_low, v.ci_high))
+        if deciding and v.outcome in UNDECIDED_OUTCOMES and not v.budget_spent else None,
         "label": verdict_label(v) if deciding else Outcome.DIAGNOSTIC.label,
         "size_only": v.size_only, "words": v.words,
         "shown": comparing.shown(v.base, v.candidate, METRICS[k.metric].unit)}

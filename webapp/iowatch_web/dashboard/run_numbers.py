@@ -5,7 +5,10 @@ preconditioning (in iowatch.devstate's words), and the kernel options that
 bias storage numbers (iowatch.stats.confounders decides which)."""
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 import statistics
 from collections import defaultdict
 
@@ -81,6 +84,29 @@ def cell_numbers(run: Run, cells: list) -> dict[int, list[dict]]:
     return out
 
 
+# virtme-ng passes the guest's command as base64 between backquotes.
+VIRTME_EXEC = re.compile(r"virtme\.exec=`([A-Za-z0-9+/=]*)`")
+
+
+def readable_cmdline(cmdline: str) -> str:
+    """The kernel command line as a person reads it: virtme-ng's base64
+    `virtme.exec` decoded into the command the guest ran (kept as it is when
+    it is not base64 of UTF-8 text)."""
+    def decoded(m: re.Match) -> str:
+        try:
+            return f"virtme.exec=`{base64.b64decode(m[1], validate=True).decode('utf-8')}`"
+        except (binascii.Error, UnicodeDecodeError):
+            return m[0]
+    return VIRTME_EXEC.sub(decoded, cmdline or "")
+
+
+def shown_value(value) -> str:
+    """A recorded value in words, never Python's repr: True as "yes", None as ""."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "" if value is None else str(value)
+
+
 def environment_rows(run: Run) -> list[tuple[str, str]]:
     """The run's environment as (dotted name, value) rows, nested dicts flattened;
     without the kernel's options and command line, which the page shows on their own."""
@@ -98,11 +124,11 @@ def environment_rows(run: Run) -> list[tuple[str, str]]:
             for k, v in value.items():
                 walk(f"{prefix}.{k}" if prefix else str(k), v, depth + 1)
         elif isinstance(value, list) and not any(isinstance(v, (dict, list)) for v in value):
-            rows.append((prefix, ", ".join(str(v) for v in value)))
+            rows.append((prefix, ", ".join(shown_value(v) for v in value)))
         elif isinstance(value, (dict, list)):
             rows.append((prefix, json.dumps(value, sort_keys=True)))
         else:
-            rows.append((prefix, "" if value is None else str(value)))
+            rows.append((prefix, shown_value(value)))
 
     walk("", environment, 0)
     return rows

@@ -19,8 +19,8 @@ from iowatch_web.hosts import beats, giveback
 from iowatch_web.regressions import confirm
 from iowatch_web.regressions.api import report_text
 from iowatch_web.regressions.bisect_api import latest as latest_bisect
-from iowatch_web.regressions.models import STATES, BisectJob, Regression
-from iowatch_web.regressions.nightly import NoCell, queue_bisect
+from iowatch_web.regressions.models import STATES, BisectJob, Regression, StoredVerdict
+from iowatch_web.regressions.nightly import NoCell, already_first_bad, queue_bisect
 from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused, triage
 from iowatch_web.results.models import RUN_STATUSES, Artifact, Host, PatchSeries, Run, Study
 
@@ -41,8 +41,11 @@ def overview(request):
 
 def hosts(request):
     states = lab_hosts.host_states(changes=True)
+    silent = lab_hosts.silent_hosts(states)
+    devices = lab_hosts.devices_of([h["name"] for h in states] + silent)
     return render(request, "dashboard/hosts.html", {
-        "hosts": states, "silent": lab_hosts.silent_hosts(states),
+        "hosts": [{**h, "devices": devices.get(h["name"], [])} for h in states],
+        "silent": [{"name": n, "devices": devices.get(n, [])} for n in silent],
         "timeout_s": beats.timeout().total_seconds()})
 
 
@@ -84,8 +87,8 @@ def compare(request):
     status = 200
     if base and candidate:
         try:
-            compare_page.one_kernel(base, "base")
-            compare_page.one_kernel(candidate, "candidate")
+            compare_page.check_query(request.GET)
+            compare_page.two_sides(base, candidate)
             result = compare_work.answer(base, candidate)
         except compare_work.Computing as e:
             # A large compare is made by the verdict worker: the page refreshes until it is.
@@ -99,6 +102,9 @@ def compare(request):
             context.update(error=str(e), candidates=[
                 {**c, "url": "?" + urlencode({**sides, e.role: c["spec"]})} for c in e.candidates])
             status = 400  # the form again, with the kernels to pick from
+        except (compare_page.SameSides, compare_page.UnknownParameter) as e:
+            context["error"] = str(e)
+            status = 400
         except queries.SideNotFound as e:
             context["error"] = str(e)
             status = 404  # the form again, with what was not found
@@ -176,17 +182,39 @@ def regression_detail(request, regression_id: int):
     report = None if confirmation["state"] == "pending" else report_text(
         regression.pk, "email",
         request.build_absolute_uri(reverse("dashboard:regression", args=[regression.pk])))
+    # "bisected" is offered only with a finished bisect behind it (triage refuses it otherwise).
+    states = {s: label for s, label in STATES.items() if s != "bisected"
+              or regression.state == s or regression.bisects.filter(state="done").exists()}
     return render(request, "dashboard/regression.html", {
-        "regression": regression, "comparison": comparison, "states": STATES, "max_note": MAX_NOTE,
+        "regression": regression, "comparison": comparison, "states": states, "max_note": MAX_NOTE,
         **attention.regression_cells(regression, request.GET.get("page")),
         "events": regression.events.select_related("user", "agent").order_by("-at", "-id"),
-        "bisect": bisect, "report": report,
+        "bisect": bisect, "already_first_bad": already_first_bad(comparison), "report": report,
         "given_back": list(giveback.given_back("bisect", bisect.pk)) if bisect else [],
         "confirmation": confirmation,
         "history_urls": [(key, reverse("dashboard:api-history") + "?" + urlencode(
                               {**key, "good": comparison.base_kernel_id, "bad": comparison.candidate_kernel_id}),
                           reverse("dashboard:history") + "?" + urlencode(key)) for key in keys[:4]],
     })
+
+
+@require_http_methods(["POST"])
+def add_runs(request, verdict_id: int):
+    """The "add runs" button of an unsure cell: more repetitions of both kernels
+    on the comparison's host, within the cell's cap (confirm.queue_runs)."""
+    if not request.user.is_authenticated:
+        return HttpResponseForbidden("log in to add runs")
+    verdict = get_object_or_404(StoredVerdict.objects.select_related(
+        "comparison__host", "comparison__base_kernel", "comparison__candidate_kernel", "study"),
+        pk=verdict_id)
+    try:
+        job = confirm.queue_runs(verdict)
+    except confirm.NoRunsToAdd as e:
+        messages.error(request, str(e))
+    else:
+        messages.success(request, f"add-runs #{job.pk} queued: {job.repetitions} more runs a side "
+                                  f"on {job.host}, for its agent to take")
+    return HttpResponseRedirect(reverse("dashboard:overview") + "#unsure")
 
 
 def _queue_bisect(request, regression: Regression):
@@ -266,6 +294,7 @@ def run_detail(request, run_id):
         "confounders": queries.run_confounders(run, previous),
         "kernel": run_numbers.kernel_options(run),
         "environment": run_numbers.environment_rows(run),
+        "cmdline": run_numbers.readable_cmdline(run.cmdline),
         "device_states": run_numbers.device_state_rows(run),
         "tools": sorted((run.tools or {}).items()),
         "kernel_label": queries.kernel_label(run.kernel.release, run.kernel.git_commit,

@@ -106,13 +106,33 @@ def _bad_name(name: str) -> JsonResponse | None:
                          "where": "path field name"}, status=400)
 
 
+def _not_held(name: str, job: JobIn | None) -> JsonResponse | None:
+    """The 409 for a beat naming a job of the server's queues (a bisect, a
+    confirmation) that this host does not hold: none such, not running, or
+    claimed for another host. A check's or a nightly's job is the agent's own."""
+    if job is None or job.kind not in ("bisect", "confirmation"):
+        return None
+    from iowatch_web.regressions.models import BisectJob, ConfirmJob
+    model = BisectJob if job.kind == "bisect" else ConfirmJob
+    found = model.objects.filter(pk=job.id).values_list("state", "agent_host").first()
+    if found == ("running", name):
+        return None
+    why = ("there is no such job" if found is None
+           else f"it is {found[0]}" if found[0] != "running"
+           else f"it runs on {found[1] or 'another host'}")
+    return JsonResponse({"error": f"host {name} does not hold {job.kind} #{job.id}: {why}; a beat "
+                         "names only a job its host claimed", "where": "body field job"}, status=409)
+
+
 @router.post("/{name}/heartbeat", auth=AgentToken(),
-             response={200: HostStateOut, 400: Error, 401: Error, 403: Error},
+             response={200: HostStateOut, 400: Error, 401: Error, 403: Error, 409: Error},
              summary="What the host is doing now (agents, every minute and at each phase change)")
 def heartbeat(request, name: HostName, body: BeatIn):
     if bad := _bad_name(name):
         return bad
     if refused := grants.forbidden(request.auth, name, "path field name"):
+        return refused
+    if refused := _not_held(name, body.job):
         return refused
     host = beats.record(name, {**body.model_dump(), "at": instant(body.at)}, request.auth)
     return beats.state_of(host)

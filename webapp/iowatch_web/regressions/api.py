@@ -460,7 +460,7 @@ def bisect(request, regression_id: StoreId, body: BisectIn):
     except TriageRefused as e:
         return error_response(400, str(e), e.where)
     except nightly.NoCell as e:
-        return error_response(400, str(e), "body field cell")
+        return error_response(400, str(e), e.where)
     return found(_regressions(), "regression", pk=regression_id)
 
 

@@ -23,7 +23,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from iowatch.judging import FDR, compare_sides
-from iowatch_web.regressions.models import CONFIRM_OPEN, ConfirmJob, Regression
+from iowatch.judging.outcomes import UNDECIDED_OUTCOMES
+from iowatch.stats.sequential import DEFAULT_CAP
+from iowatch_web.regressions.models import CONFIRM_OPEN, ConfirmJob, Regression, StoredVerdict
 from iowatch_web.results.models import Device, Run
 from iowatch_web.store.sides import judging_studies, runs_side
 
@@ -73,6 +75,41 @@ def queue_for(regression: Regression) -> list[ConfirmJob]:
             good_kernel=good.release, good_commit=good.git_commit,
             bad_kernel=bad.release, bad_commit=bad.git_commit))
     return jobs
+
+
+class NoRunsToAdd(ValueError):
+    """The cell asks for no more runs: decided, or its budget is spent."""
+
+
+def queue_runs(verdict: StoredVerdict) -> ConfirmJob:
+    """Perfherder's retrigger for an unsure cell: a job on the comparison's own
+    host (it has the cell's device class, and its runs pool into the same
+    comparison) that runs both kernels again for the repetitions the cell
+    needs, never past its cap: the estimate when it is within reach, else up
+    to the cap. The confirmation machinery carries it (purpose "add-runs"):
+    the host's agent claims it at POST /confirmations/claim. An open one for
+    the same cell is kept."""
+    if verdict.outcome not in UNDECIDED_OUTCOMES:
+        raise NoRunsToAdd(f"cell {verdict.cell_key} [{verdict.group}] {verdict.metric_id} is "
+                          f"{verdict.outcome}: only an unsure or suspected cell asks for more runs")
+    cap = verdict.cap or DEFAULT_CAP
+    room = cap - min(verdict.base_n, verdict.candidate_n)
+    if verdict.budget_spent or room <= 0:
+        raise NoRunsToAdd(f"cell {verdict.cell_key} has spent its budget of {cap} runs a side")
+    comparison = verdict.comparison
+    cell = {"study": verdict.study.slug, "device_class": verdict.device_class,
+            "filesystem": verdict.filesystem, "group": verdict.group, "metric": verdict.metric_id}
+    open_job = ConfirmJob.objects.filter(purpose="add-runs", comparison=comparison,
+                                         state__in=CONFIRM_OPEN, cells=[cell]).first()
+    if open_job is not None:
+        return open_job
+    good, bad = comparison.base_kernel, comparison.candidate_kernel
+    return ConfirmJob.objects.create(
+        purpose="add-runs", comparison=comparison, host=comparison.host.name,
+        device_class=verdict.device_class, cells=[cell], rounds=1,
+        repetitions=min(verdict.needs_runs or room, room),
+        good_kernel=good.release, good_commit=good.git_commit,
+        bad_kernel=bad.release, bad_commit=bad.git_commit)
 
 
 def claim(agent, host: str, holds_none: bool = False) -> ConfirmJob | None:

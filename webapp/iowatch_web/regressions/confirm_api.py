@@ -15,7 +15,8 @@ from ninja import Field, Router, Schema
 from iowatch_web.hosts import giveback, grants
 from iowatch_web.regressions import cancel, confirm
 from iowatch_web.regressions.bisect_api import MAX_RUNS, ClaimIn
-from iowatch_web.regressions.models import CONFIRM_STATES, ConfirmJob
+from iowatch_web.regressions.api import Triager
+from iowatch_web.regressions.models import CONFIRM_STATES, ConfirmJob, StoredVerdict
 from iowatch_web.results.bounds import (HOST_NAME_OR_EMPTY, MAX_PAGE, Offset, PageLimit, StoreId,
                                         not_one_of, one_of)
 from iowatch_web.results.models import Run
@@ -26,7 +27,10 @@ router = Router(tags=["confirmations"])
 
 class ConfirmOut(Schema):
     id: int
-    regression: int
+    purpose: str  # "confirm", or "add-runs": more repetitions of an unsure cell
+    regression: int | None
+    comparison: int | None
+    repetitions: int | None  # add-runs: the runs a side asked for, within the cell's cap
     host: str
     device_class: str
     state: str
@@ -45,8 +49,12 @@ class ConfirmOut(Schema):
     finished_at: datetime | None
 
     @staticmethod
-    def resolve_regression(job: ConfirmJob) -> int:
+    def resolve_regression(job: ConfirmJob) -> int | None:
         return job.regression_id
+
+    @staticmethod
+    def resolve_comparison(job: ConfirmJob) -> int | None:
+        return job.comparison_id
 
     @staticmethod
     def resolve_good(job: ConfirmJob) -> dict:
@@ -80,6 +88,24 @@ def claim_job(request, body: ClaimIn):
     if job is None:
         return HttpResponse(status=204)
     return job
+
+
+class AddRunsIn(Schema):
+    verdict: StoreId  # the unsure cell (a stored verdict's id)
+
+
+@router.post("/add-runs", auth=Triager(),
+             response={200: ConfirmOut, 400: Error, 401: Error, 403: Error, 404: Error, 409: Error},
+             summary="Queue more runs of an unsure cell on its comparison's host, within its cap "
+                     "(logged-in users; CSRF token required); an open job for the cell is kept")
+def add_runs(request, body: AddRunsIn):
+    verdict = found(StoredVerdict.objects.select_related(
+        "comparison__host", "comparison__base_kernel", "comparison__candidate_kernel", "study"),
+        "stored verdict", pk=body.verdict)
+    try:
+        return confirm.queue_runs(verdict)
+    except confirm.NoRunsToAdd as e:
+        return error_response(409, str(e), "body field verdict")
 
 
 @router.get("", response={200: ConfirmPage, 400: Error},
@@ -135,7 +161,8 @@ def post_result(request, job_id: StoreId, body: ConfirmResultIn):
                               "body fields good_runs, bad_runs")
             job.good_runs, job.bad_runs = good, bad
             job.state = "done"
-            confirm.judge(job)
+            if job.purpose == "confirm":  # added runs join their kernels' sides as they arrive
+                confirm.judge(job)
         else:
             job.state, job.error = "failed", body.error
         job.finished_at = timezone.now()

@@ -154,7 +154,10 @@ class StoredVerdict(models.Model):
     cliffs_delta = models.FloatField(null=True, blank=True)
     outcome = models.CharField(max_length=12, choices=[(o, o) for o in OUTCOMES])
     needs_runs = models.PositiveIntegerField(null=True, blank=True,
-                                             help_text="about how many more runs per side")
+                                             help_text="about how many more runs per side, "
+                                                       "only when within the cap")
+    cap = models.PositiveIntegerField(null=True, blank=True, help_text="the most runs a side "
+                                      "the cell's study allows (null: stored before it)")
     size_only = models.BooleanField(default=False, help_text="a side has one sample: "
                                                              "judged by size only")
     words = models.TextField(blank=True, default="")
@@ -355,6 +358,7 @@ class BisectJob(models.Model):
 CONFIRM_STATES = ("queued", "running", "done", "failed", "cancelled")
 CONFIRM_OPEN = ("queued", "running")
 CONFIRM_OUTCOMES = ("confirmed", "not-confirmed")
+CONFIRM_PURPOSES = ("confirm", "add-runs")
 
 
 class ConfirmJob(models.Model):
@@ -363,7 +367,18 @@ class ConfirmJob(models.Model):
     (ABAB) by that host's agent, which uploads each run with the job in its
     trigger and hands the job back; the server judges those runs with the
     verdict policy and records whether the regression holds there."""
-    regression = models.ForeignKey(Regression, on_delete=models.CASCADE, related_name="confirmations")
+    regression = models.ForeignKey(Regression, on_delete=models.CASCADE, related_name="confirmations",
+                                   null=True, blank=True, help_text="the regression confirmed "
+                                   "(null for an add-runs job)")
+    # "add-runs": Perfherder's retrigger: an unsure cell's comparison asks its
+    # host for more repetitions of both kernels (confirm.queue_runs), within the cap.
+    purpose = models.CharField(max_length=12, default="confirm",
+                               choices=[(p, p) for p in CONFIRM_PURPOSES])
+    comparison = models.ForeignKey(StoredComparison, on_delete=models.CASCADE, null=True,
+                                   blank=True, related_name="add_runs",
+                                   help_text="the comparison whose unsure cell asks for runs")
+    repetitions = models.PositiveIntegerField(null=True, blank=True, help_text="the runs a "
+                                              "side an add-runs job asks for")
     host = models.CharField(max_length=200, help_text="the host asked to confirm it")
     device_class = models.CharField(max_length=20, choices=[(c, c) for c in DEVICE_CLASSES])
     state = models.CharField(max_length=12, choices=[(s, s) for s in CONFIRM_STATES], default="queued")
@@ -392,6 +407,11 @@ class ConfirmJob(models.Model):
             one_of("state", CONFIRM_STATES, "confirmjob_state_known"),
             models.UniqueConstraint(fields=["regression", "host"], condition=Q(state__in=CONFIRM_OPEN),
                                     name="confirmjob_one_open_per_host"),
+            one_of("purpose", CONFIRM_PURPOSES, "confirmjob_purpose_known"),
+            # A confirmation names its regression; an add-runs job its comparison.
+            models.CheckConstraint(condition=Q(purpose="confirm", regression__isnull=False)
+                                   | Q(purpose="add-runs", comparison__isnull=False),
+                                   name="confirmjob_names_what_it_serves"),
         ]
 
     @property

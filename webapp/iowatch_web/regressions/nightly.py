@@ -20,7 +20,7 @@ from django.db.models import Q
 
 from iowatch.mailreport import worse_pct
 from iowatch_web.regressions.models import BISECT_OPEN, BisectJob, StoredComparison, Regression
-from iowatch_web.results.models import Kernel, Run
+from iowatch_web.results.models import Kernel, Patch, Run
 
 NIGHTLY = Q(trigger__kind="nightly")
 
@@ -75,6 +75,27 @@ def worst_cell(regression: Regression) -> dict | None:
 
 class NoCell(ValueError):
     """The cell a maintainer named is not one of the regression's."""
+    where = "body field cell"
+
+
+class NothingToBisect(NoCell):
+    """The regression's two kernels are one commit apart: nothing lies between."""
+    where = "regression"
+
+
+def already_first_bad(comparison: StoredComparison) -> str | None:
+    """Why no bisect is needed, in words, when the bad kernel is a patch of a
+    series compared with its parent (one commit apart: the patch is the first
+    bad commit); None when commits may lie between the two kernels."""
+    good, bad = comparison.base_kernel, comparison.candidate_kernel
+    if not (good.series_id and good.series_id == bad.series_id and good.patch_index is not None
+            and bad.patch_index == good.patch_index + 1):
+        return None
+    subject = (Patch.objects.filter(series_id=bad.series_id, index=bad.patch_index)
+               .values_list("subject", flat=True).first())
+    named = f"patch {bad.patch_index}" + (f" (\u201c{subject}\u201d)" if subject else "")
+    return (f"{named} is applied on its parent alone, so it is already the first bad commit: "
+            "there is no commit between the two kernels to bisect")
 
 
 def queue_bisect(regression: Regression, *, origin: str, user=None,
@@ -84,6 +105,8 @@ def queue_bisect(regression: Regression, *, origin: str, user=None,
     job = regression.bisects.filter(state__in=BISECT_OPEN).first()
     if job is not None:
         return job
+    if why := already_first_bad(regression.comparison):
+        raise NothingToBisect(f"regression #{regression.pk}: {why}")
     if cell:
         found = [c for c in _cells(regression)
                  if (c["key"], c["group"], c["metric"]) == (cell.get("key"), cell.get("group"),

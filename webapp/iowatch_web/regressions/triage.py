@@ -29,6 +29,10 @@ class BadNote(TriageRefused):
     where = "body field note"
 
 
+class NoBisectBehind(TriageRefused):
+    pass
+
+
 def _check_note(note: str) -> None:
     if len(note) > MAX_NOTE:
         raise BadNote(f"note: {len(note):,} characters; a note holds at most {MAX_NOTE:,}")
@@ -43,13 +47,19 @@ def _check_note(note: str) -> None:
 def triage(regression_id: int, user, state: str, note: str = "") -> Regression:
     """Set the state (and the latest note, when one is given; "bisecting"
     queues a bisect job); raises
-    UnknownState for a state outside STATES, BadNote for a note the store cannot
+    UnknownState for a state outside STATES, NoBisectBehind for "bisected"
+    without a finished bisect, BadNote for a note the store cannot
     keep, Http404 for an unknown regression."""
     if state not in STATES:
         raise UnknownState(f"state {state!r} is not one of {', '.join(STATES)}")
     _check_note(note)
     with transaction.atomic():
         regression = get_object_or_404(Regression.objects.select_for_update(), pk=regression_id)
+        if state == "bisected" and not regression.bisects.filter(state="done").exists():
+            # "bisected" says a bisect found the commit; only a finished bisect sets it.
+            raise NoBisectBehind(f"regression #{regression.pk} has no finished bisect: "
+                                 "\"bisected\" is set by its bisect when it finds the commit; "
+                                 "choose \"bisecting\" to queue one")
         TriageEvent.objects.create(regression=regression, user=user,
                                    from_state=regression.state, to_state=state, note=note)
         regression.state = state
@@ -58,8 +68,11 @@ def triage(regression_id: int, user, state: str, note: str = "") -> Regression:
         regression.save(update_fields=["state", "notes", "updated"])
         if state == "bisecting":
             # Marking it "bisecting" queues the bisect agents claim (kept if one is open).
-            from iowatch_web.regressions.nightly import queue_bisect
-            queue_bisect(regression, origin="maintainer", user=user)
+            from iowatch_web.regressions.nightly import NoCell, queue_bisect
+            try:
+                queue_bisect(regression, origin="maintainer", user=user)
+            except NoCell as e:  # the transaction is undone: the state stays
+                raise TriageRefused(str(e)) from None
     return regression
 
 

@@ -178,7 +178,7 @@ def _cell_verdict(comparison: StoredComparison, cell: Cell, v) -> StoredVerdict:
         p_adjusted=v.p_adjusted, p_worse=v.p_worse, p_worse_family=v.p_worse_family,
         level=v.level, hidden_pct=v.hidden_pct,
         budget_spent=v.budget_spent, mde_pct=v.mde_pct, cliffs_delta=v.cliffs_delta,
-        outcome=v.outcome, needs_runs=v.needs_runs, size_only=v.size_only, words=v.words,
+        outcome=v.outcome, needs_runs=v.needs_runs, cap=v.cap, size_only=v.size_only, words=v.words,
         base_centre=v.centre[0] if v.centre else None,
         candidate_centre=v.centre[1] if v.centre else None, centre_statistic=v.statistic or "")
 

@@ -83,7 +83,9 @@ def out_of_range(request: HttpRequest, exc: Exception) -> HttpResponse:
     """An id or number past what the database stores (SQLite's driver cannot
     even bind an integer past 2**63): no row can have it, so the request is
     wrong, not the server."""
-    message = f"a number in the request is out of the store's range ({exc})"
+    # Never the driver's own words ("Python int too large to convert to SQLite INTEGER").
+    message = (f"a number in the request is past the store's 64-bit integers "
+               f"({-2 ** 63} to {2 ** 63 - 1}): no row has it")
     if _is_api(request):
         return JsonResponse({"error": message, "where": "request"}, status=400)
     return HttpResponse(message + "\n", status=400, content_type="text/plain; charset=utf-8")

@@ -287,22 +287,25 @@
   function drawPublished(canvas, data) {
     const claim = data.claims.find((c) => String(c.id) === canvas.dataset.claim);
     if (!claim) { note(canvas, "No such claim.", true); return; }
-    const bars = claim.bars.filter((b) => b.value != null);
+    // One chart per metric and unit of the claim (a ratio and IOPS never share an axis).
+    const part = (claim.charts || [{metric: claim.metric, unit: claim.unit, bars: claim.bars}])[Number(canvas.dataset.part || 0)];
+    if (!part) { note(canvas, "No such chart.", true); return; }
+    const bars = part.bars.filter((b) => b.value != null);
     if (!bars.length) { note(canvas, "No numbers to chart."); return; }
     canvas.parentNode.style.height = (60 + 34 * bars.length) + "px";
     const fmt = (v) => Math.abs(v) >= 100 ? Math.round(v).toLocaleString("en-US") : String(Number(v.toPrecision(3)));
     canvas.chart = new Chart(canvas, {
       type: "bar",
       data: {labels: bars.map((b) => b.label),
-             datasets: [{label: `${claim.metric} (${claim.unit})`, data: bars.map((b) => b.value),
+             datasets: [{label: `${part.metric} (${part.unit})`, data: bars.map((b) => b.value),
                          backgroundColor: bars.map((b) => PUBLISHED_KINDS[b.kind] || COLORS.measured),
                          minBarLength: MIN_BAR}]},
       options: {
         indexAxis: "y",
         plugins: {legend: {display: false},
-                  tooltip: {callbacks: {label: (item) => `${fmt(item.parsed.x)} ${claim.unit}`}}},
+                  tooltip: {callbacks: {label: (item) => `${fmt(item.parsed.x)} ${part.unit}`}}},
         scales: {
-          x: {beginAtZero: true, title: {display: true, text: claim.unit}, ticks: {maxRotation: 0, callback: (v) => fmt(v)}},
+          x: {beginAtZero: true, title: {display: true, text: `${part.metric} (${part.unit})`}, ticks: {maxRotation: 0, callback: (v) => fmt(v)}},
           y: {ticks: {autoSkip: false}},
         },
       },
