@@ -133,3 +133,10 @@ def test_a_runs_counts_are_stored_at_ingest_not_counted_on_each_read(stored, cli
     Run.objects.filter(run_id=run_id).update(cell_count=None, sample_count=None)
     run = client.get(f"/api/v1/runs/{run_id}").json()
     assert (run["cell_count"], run["sample_count"]) == (2, 12)
+
+
+def test_a_missing_regressions_report_names_it(client, stored):
+    """The report endpoint's 404 reads as the others' (issue 44 item 15)."""
+    missing = client.get("/api/v1/regressions/987654/report")
+    assert missing.status_code == 404
+    assert missing.json() == {"error": "no regression 987654", "where": "url"}

@@ -17,7 +17,6 @@ from typing import Annotated
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.security import SessionAuth
@@ -468,7 +467,7 @@ def report_text(regression_id: int, fmt: str, page: str | None = None,
                 to: list[str] | tuple = (), cc: list[str] | tuple = ()) -> str:
     """The mailing-list report, rendered from the detail's own JSON, with more
     recipients and the page's address (`page`, when IOWATCH_PUBLIC_URL is unset)."""
-    regression = get_object_or_404(_regressions(), pk=regression_id)
+    regression = found(_regressions(), "regression", pk=regression_id)
     regression.moved_only = True
     doc = RegressionDetail.from_orm(regression).model_dump(mode="json")
     return mailreport.render(mailreport.with_recipients(doc, to, cc, page), fmt)
@@ -506,7 +505,7 @@ def report(request, regression_id: StoreId,
     if format not in mailreport.FORMATS:
         return error_response(400, f"format {format!r} is not one of {', '.join(mailreport.FORMATS)}",
                             "query field format")
-    regression = get_object_or_404(_regressions(), pk=regression_id)
+    regression = found(_regressions(), "regression", pk=regression_id)
     pending = confirm.state(regression)
     if format == "email" and pending["state"] == "pending" and not unconfirmed:
         # The mail goes out after a second host has had its say (docs/lab.md §7).
