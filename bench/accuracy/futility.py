@@ -69,7 +69,8 @@ def main() -> None:
     for name in args.collections:
         real = cells(name)
         for share in args.shares:
-            for label, chance in (("futility", shipped), ("to the cap", 0.0)):
+            for label, chance in ((f"futility at {sequential.CHANCE:.0%}", sequential.CHANCE),
+                                  ("to the cap (as shipped)" if not shipped else "to the cap", 0.0)):
                 sequential.FUTILE = chance
                 t0 = time.monotonic()
                 out = check_boots.run(real, args.trials, args.seed, share,

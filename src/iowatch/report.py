@@ -234,7 +234,7 @@ def _cell_json(v: CellVerdict) -> dict:
             "p_adjusted": v.p_adjusted,
             "level": v.level, "cliffs_delta": v.cliffs_delta, "min_effect_pct": v.min_effect_pct,
             "outcome": v.outcome, "needs_runs": v.needs_runs, "hidden_pct": v.hidden_pct,
-            "budget_spent": v.budget_spent, "cap": v.cap, "size_only": v.size_only,
+            "budget_spent": v.budget_spent, "futile": v.futile, "cap": v.cap, "size_only": v.size_only,
             "mde_pct": v.mde_pct, "bound_pct": v.bound_pct, "within_pct": v.within_pct,
             "boots": list(v.boots) if v.boots else None,
             "within_boot_sd_pct": v.within_boot_sd_pct, "between_boot_share": v.between_boot_share,

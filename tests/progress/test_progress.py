@@ -29,6 +29,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 IOWATCH = str(Path(sys.executable).parent / "iowatch")
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 STUDY = ROOT / "jobs/studies/ext4-dio-randread.yml"   # two cells (ext4, raw) on loop-ssd
+# ... and the platform's canary, which every run measures beside them (issue 41 item 7):
+# three cells, two repetitions each.
 CELLS = ("ext4-dio-randread/loop-ssd/ext4", "ext4-dio-randread/loop-ssd/raw")
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="iowatch run needs root (losetup, mkfs, mount)")
@@ -37,7 +39,8 @@ needs_fio = pytest.mark.skipif(not shutil.which("fio"), reason="fio is not insta
 
 @pytest.fixture(scope="module")
 def run_lines(tmp_path_factory) -> list[str]:
-    """stderr of a real `iowatch run` of two cells, two repetitions each, into a pipe."""
+    """stderr of a real `iowatch run` of two cells and the canary, two repetitions
+    each, into a pipe."""
     if os.geteuid() != 0 or not shutil.which("fio"):
         pytest.skip("needs root and fio (a real run on loop devices)")
     tmp = tmp_path_factory.mktemp("run")
@@ -60,7 +63,7 @@ def test_a_piped_run_prints_a_timestamped_line_per_phase_cell_and_repetition(run
         m = re.fullmatch(rf"({STAMP}) run: (.*)", line)
         assert m, f"not a timestamped progress line: {line!r}"
         body.append(m.group(2))
-    assert body[0] == "matrix: start (4 repetitions)"
+    assert body[0] == "matrix: start (6 repetitions)"
     assert re.fullmatch(r"matrix: done in \d+ s", body[-1]), body[-1]
     for cell in CELLS:
         mine = [b for b in body if b.startswith(f"cell {cell}: ")]
@@ -120,7 +123,7 @@ def test_a_guests_console_becomes_the_hosts_boot_and_matrix_phases(run_lines):
     body = [re.fullmatch(rf"{STAMP} check: (.*)", x).group(1) for x in out.getvalue().splitlines()]
     assert body[0] == "variant 1: boot: start"
     assert re.fullmatch(r"variant 1: boot: booted in \d+ s", body[1]), body[1]
-    assert body[2] == "variant 1: matrix: start (4 repetitions)"
+    assert body[2] == "variant 1: matrix: start (6 repetitions)"
     for cell in CELLS:
         assert f"variant 1: cell {cell}: start (repetitions 1..2)" in body
         assert sum(bool(re.fullmatch(rf"variant 1: cell {re.escape(cell)}: repetition \d/2 passed in \d+ s", b))

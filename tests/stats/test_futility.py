@@ -19,6 +19,13 @@ from iowatch.stats.sequential import futile
 LOG5 = math.log1p(0.05)
 
 
+@pytest.fixture(autouse=True)
+def futility_on(monkeypatch):
+    """Futility is off as shipped (sequential.FUTILE 0): these tests hold the rule
+    at the chance it was designed and measured at."""
+    monkeypatch.setattr(sequential, "FUTILE", sequential.CHANCE)
+
+
 def _family(rng, n: int, cvs, changes=None) -> list[CellInput]:
     changes = changes or [0.0] * len(cvs)
     return [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"),
@@ -78,7 +85,7 @@ def test_futility_never_changes_what_is_confirmed(monkeypatch):
         cvs = list(rng.choice([0.03, 0.10, 0.30], 40))
         changes = [float(rng.choice([0.0, 0.0, 0.0, -0.1, -0.2, 0.2])) for _ in cvs]
         cells = _family(rng, int(rng.choice([5, 10, 15])), cvs, changes)
-        monkeypatch.setattr(sequential, "FUTILE", 0.05)
+        monkeypatch.setattr(sequential, "FUTILE", sequential.CHANCE)
         on = compare_matrix(cells)
         monkeypatch.setattr(sequential, "FUTILE", 0.0)
         off = compare_matrix(cells)
@@ -99,7 +106,7 @@ def test_futility_stops_most_clean_unsure_cells_at_the_first_look(cv, monkeypatc
         cells = _family(np.random.default_rng(seed), 5, [cv] * 40)
         monkeypatch.setattr(sequential, "FUTILE", 0.0)
         off = compare_matrix(cells)
-        monkeypatch.setattr(sequential, "FUTILE", 0.05)
+        monkeypatch.setattr(sequential, "FUTILE", sequential.CHANCE)
         on = compare_matrix(cells)
         left = [i for i, v in enumerate(off) if v.outcome in ("suspected", "inconclusive")]
         unsure += len(left)
@@ -126,3 +133,10 @@ def test_a_slower_cell_whose_interval_excludes_zero_is_never_called_no_change():
             seen_below += 1
             assert v.outcome != "no-change" or (v.ci_low >= -v.min_effect_pct), v.words
     assert seen_below >= 50  # the draws do reach the case
+
+
+def test_as_shipped_no_cell_stops_for_futility(monkeypatch):
+    """Off as shipped: the same noisy family measures on to its cap."""
+    monkeypatch.setattr(sequential, "FUTILE", 0.0)
+    verdicts = compare_matrix(_family(np.random.default_rng(7), 5, [0.30] * 8))
+    assert not any(v.futile or v.budget_spent for v in verdicts)
