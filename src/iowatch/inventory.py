@@ -266,21 +266,7 @@ def _problem(error, data: Any, root: yaml.Node, file: str) -> Problem:
     about = error.schema.get("description") if isinstance(error.schema, dict) else None
 
     if what is None:  # a `false` schema: an iowatch_* variable iowatch does not know
-        parent = data
-        for part in path:
-            parent = parent[part]
-        unknown = [k for k in parent
-                   if k.startswith("iowatch_") and (path[-1] == "vars" or k not in IOWATCH_HOST_VARS)]
-        k_node, _ = yamlfile.child(node, unknown[0]) if unknown else (None, None)
-        if path[-1] == "vars":
-            unknown = [k for k in parent if k.startswith("iowatch_") and k != LAVA_GROUP_VAR]
-            k_node, _ = yamlfile.child(node, unknown[0]) if unknown else (None, None)
-            text = (f"unknown iowatch variable in group variables; a group takes only {LAVA_GROUP_VAR} "
-                    f"(the group is a LAVA lab); {', '.join(IOWATCH_HOST_VARS)} are set on the host itself")
-        else:
-            text = f"unknown iowatch variable in host variables; iowatch reads {', '.join(IOWATCH_HOST_VARS)}"
-        return Problem(file, yamlfile.line_of(k_node) or line, text,
-                       host, device, unknown[0] if unknown else None)
+        return _unknown_variable(path, data, node, file, line, host, device)
     if what == "additionalProperties":
         extra = [k for k in instance if k not in error.schema.get("properties", {})]
         k_node, _ = yamlfile.child(node, extra[0])
@@ -335,6 +321,25 @@ def _problem(error, data: Any, root: yaml.Node, file: str) -> Problem:
         return Problem(file, line, f"{instance!r} is not allowed; allowed: {', '.join(map(str, allowed))}",
                        host, device, key)
     return Problem(file, line, f"{instance!r}: {about or error.message}", host, device, key)
+
+
+def _unknown_variable(path: list, data: Any, node: yaml.Node, file: str, line: int | None,
+                      host: str | None, device: str | None) -> Problem:
+    """An iowatch_* variable iowatch does not know, in a group's or a host's variables."""
+    parent = data
+    for part in path:
+        parent = parent[part]
+    in_group = path[-1] == "vars"
+    known = {LAVA_GROUP_VAR} if in_group else set(IOWATCH_HOST_VARS)
+    unknown = [k for k in parent if k.startswith("iowatch_") and k not in known]
+    k_node, _ = yamlfile.child(node, unknown[0]) if unknown else (None, None)
+    if in_group:
+        text = (f"unknown iowatch variable in group variables; a group takes only {LAVA_GROUP_VAR} "
+                f"(the group is a LAVA lab); {', '.join(IOWATCH_HOST_VARS)} are set on the host itself")
+    else:
+        text = f"unknown iowatch variable in host variables; iowatch reads {', '.join(IOWATCH_HOST_VARS)}"
+    return Problem(file, yamlfile.line_of(k_node) or line, text,
+                   host, device, unknown[0] if unknown else None)
 
 
 def _lava_key(path: list, key: str | None) -> str | None:
