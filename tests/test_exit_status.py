@@ -42,16 +42,25 @@ def test_each_command_documents_the_undecided_status(command):
     assert "3" in text and "undecided" in text, text[-600:]
 
 
-@pytest.mark.parametrize("base, candidate, state, status", [
+# Real boots of the same guest host (vlab) and cell, one kernel booted six times
+# (tests/fixtures/e2e-boots/README.md): the record of its noise between boots.
+AABB = FIXTURES / "e2e-boots" / "aabb"
+
+
+@pytest.mark.parametrize("base, candidate, history, state, status", [
     # seed 001's first round, 3 runs a side: the ratio cell is unsure.
-    ("reproductions/seed-001/guest-00", "reproductions/seed-001/guest-01", "unsure", 3),
-    ("e2e-check/guest-00", "e2e-check/guest-01", "no-change", 0),
-    ("e2e-check/guest-01", "e2e-check/guest-02", "regression", 1),
+    ("reproductions/seed-001/guest-00", "reproductions/seed-001/guest-01", False, "unsure", 3),
+    ("e2e-check/guest-00", "e2e-check/guest-01", False, "no-change", 0),
+    # One boot a side: patch 2's -33% writer is at most suspected without a
+    # record of the noise between boots, and confirmed with one (issue 41 item 1).
+    ("e2e-check/guest-01", "e2e-check/guest-02", False, "suspected", 3),
+    ("e2e-check/guest-01", "e2e-check/guest-02", True, "regression", 1),
 ])
-def test_compare_exits_with_the_state_of_real_bundles(base, candidate, state, status):
+def test_compare_exits_with_the_state_of_real_bundles(base, candidate, history, state, status):
     """iowatch compare exited 0 on an undecided comparison; it exits as check does."""
     r = subprocess.run([IOWATCH, "compare", str(FIXTURES / base / "bundle"),
-                        str(FIXTURES / candidate / "bundle"), "--format", "json"],
+                        str(FIXTURES / candidate / "bundle"), "--format", "json",
+                        *(["--history", str(AABB)] if history else [])],
                        capture_output=True, text=True)
     assert json.loads(r.stdout)["state"] == state
     assert r.returncode == status, r.stderr

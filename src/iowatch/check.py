@@ -19,6 +19,7 @@ from iowatch.bundle import BundleWriter
 from iowatch.side_data import Side
 from iowatch.judging import Comparison, ci_name, compare_sides, platform_words
 from iowatch.judging.adaptive import adapt
+from iowatch.judging.boots import History
 from iowatch.judging.next_measurement import next_measurement, rounds_allowed
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
@@ -367,8 +368,10 @@ def _side(vr: VariantRun) -> Side:
                 runs=[{**bundle.load(p), "round": k} for p, k in zip([vr.bundle, *vr.extra], rounds)])
 
 
-def compare_with_parents(result: CheckResult) -> None:
-    """Each measured variant judged against the nearest earlier one that ran (vs_parent)."""
+def compare_with_parents(result: CheckResult, history: History | None = None) -> None:
+    """Each measured variant judged against the nearest earlier one that ran
+    (vs_parent); `history`: the host's record of its noise between boots, for a
+    variant measured in one boot (iowatch.judging.boots)."""
     studies = load_studies(resources.studies_dir())
     measured = measured_runs(result)
     if not measured or measured[0].variant.index != 0:
@@ -376,7 +379,7 @@ def compare_with_parents(result: CheckResult) -> None:
     for prev, cur in zip(measured, measured[1:]):
         # The parent is the nearest earlier variant that ran (a failed build in
         # between makes the comparison span two patches, and the report says so).
-        cur.vs_parent = compare_sides(_side(prev), _side(cur), studies=studies)
+        cur.vs_parent = compare_sides(_side(prev), _side(cur), studies=studies, history=history)
 
 
 def compare_with_base(result: CheckResult) -> Comparison | None:

@@ -154,7 +154,7 @@ def render_text(cmp: Comparison) -> str:
     out = [f"iowatch compare: {cmp.base.spec} -> {cmp.candidate.spec}", ""]
     out += _side_lines("base", cmp.base) + _side_lines("candidate", cmp.candidate)
     out += ["", f"verdict: {_state_words(cmp)}"]
-    boots = boots_words(cmp.boots_a_side)
+    boots = boots_words(cmp.boots_a_side, cmp.recorded_boots)
     if boots:
         out.append(f"boots: {boots}")
     noisy = noisy_matrix_words(cmp.verdicts)
@@ -223,6 +223,13 @@ def _side_json(side: Side) -> dict:
             "runs": [r.get("run_id") for r in side.runs]}
 
 
+def _boot_variance_json(v: CellVerdict) -> dict | None:
+    """The recorded variance between boots a one-boot side's test added (issue 41)."""
+    bv = v.boot_variance
+    return None if bv is None else {"sd_pct": bv.sd_pct, "df": bv.df, "boots": bv.boots,
+                                    "kernels": bv.kernels}
+
+
 def _cell_json(v: CellVerdict) -> dict:
     k = v.key
     return {**asdict(k), "unit": METRICS[k.metric].unit, "direction": v.direction,
@@ -238,7 +245,8 @@ def _cell_json(v: CellVerdict) -> dict:
             "mde_pct": v.mde_pct, "bound_pct": v.bound_pct, "within_pct": v.within_pct,
             "boots": list(v.boots) if v.boots else None,
             "within_boot_sd_pct": v.within_boot_sd_pct, "between_boot_share": v.between_boot_share,
-            "boot_counts": list(v.boot_counts) if v.boot_counts else None,
+            "boot_counts": list(v.boot_counts) if v.boot_counts else None, "one_boot": v.one_boot,
+            "boot_variance": _boot_variance_json(v),
             "drift_pct": v.drift_pct, "drift_rounds": list(v.drift_rounds) if v.drift_rounds else None,
             "blocked": v.blocked, "drift_p": v.drift_p,
             "drift_ci": list(v.drift_ci) if v.drift_ci else None,
@@ -307,7 +315,7 @@ def render_markdown(cmp: Comparison) -> str:
     out = [f"## iowatch compare: {_md(cmp.base.spec)} → {_md(cmp.candidate.spec)}", "",
            f"- base: {_md(cmp.base.title)}", f"- candidate: {_md(cmp.candidate.title)}",
            f"- verdict: **{_md(_state_words(cmp))}**",
-           *([f"- boots: {_md(boots_words(cmp.boots_a_side))}"] if cmp.boots_a_side else []),
+           *([f"- boots: {_md(boots_words(cmp.boots_a_side, cmp.recorded_boots))}"] if cmp.boots_a_side else []),
            *([f"- {_md(noisy_matrix_words(cmp.verdicts))}"] if noisy_matrix_words(cmp.verdicts)
              else []),
            *([f"- platform: {_md(platform_words(cmp))}"] if cmp.canaries else []), "",

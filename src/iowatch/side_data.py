@@ -151,6 +151,29 @@ def _from_server(spec: str, server: str, role: str) -> Side:
         raise SideNotFound(f"{role} {spec!r}: cannot read the store at {server}: {e}") from None
 
 
+def bundles_history(paths: list[str]) -> list[Side]:
+    """A history of boots (iowatch.judging.boots) from bundle directories: each
+    path a bundle, or a directory of bundles (a check's or `make run`'s output);
+    their runs grouped by kernel (release, commit and config), one side a kernel."""
+    kernels: dict[tuple, list[dict]] = defaultdict(list)
+    for spec in paths:
+        root = Path(spec)
+        if not root.is_dir():
+            raise SideNotFound(f"--history {spec!r}: not a directory")
+        found = [root] if (root / bundle.MANIFEST).is_file() else \
+            sorted(p.parent for p in root.glob(f"**/{bundle.MANIFEST}"))
+        if not found:
+            raise SideNotFound(f"--history {spec!r}: no bundle in it (no {bundle.MANIFEST})")
+        for path in found:
+            try:
+                run = bundle.load(path)
+            except bundle.BundleError as e:
+                raise SideNotFound(f"--history {str(path)!r}: not a readable bundle: {e}") from None
+            k = run.get("kernel") or {}
+            kernels[k.get("release"), k.get("git_commit"), k.get("config_hash")].append(run)
+    return [Side(_kernel_title(runs[0]), str(paths), runs) for runs in kernels.values()]
+
+
 class NeedsStore(SideNotFound):
     """A run id or kernel without --server: only the web app can read this
     machine's store (iowatch compare asks its `store_side` command for the side)."""

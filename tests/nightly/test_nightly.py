@@ -100,3 +100,13 @@ def test_a_finding_names_both_kernels_the_cells_and_the_bisect_state():
     assert line == ("regression 7 (nightly, new): 6.12.117+ (aaaaaaaaaaaa) -> 6.12.118+ "
                     "(bbbbbbbbbbbb); bisect running; xfs-smallfile-writeback vd-ssd xfs [fsmark] "
                     "fsmark.files_per_s -23.4%")
+
+
+def test_more_boots_than_one_on_a_lab_host_are_refused_with_what_to_do(tmp_path):
+    """A lab host runs in the kernel it booted: its second boot of the night is a
+    reboot and a second call (issue 41 item 1), which the message says."""
+    r = _nightly("http://127.0.0.1:9", "t", tmp_path / "night", "--boots", "2",
+                 "--kernel-commit", COMMIT)
+    assert r.returncode == 2
+    assert "--boots 2: localhost runs in the kernel it booted" in r.stderr
+    assert "same --night" in r.stderr and not (tmp_path / "night").exists()

@@ -96,3 +96,45 @@ def planted_bundle(values: dict[str, list[float]], *, kernel: dict | None = None
             rep["samples"] = [{"metric": m, "value": float(v[rep["index"] - 1]), "group": group,
                                "job": None} for m, v in values.items()]
     return doc
+
+
+# A lab host in service has booted kernels before: a calibration (iowatch run
+# --calibration) or a check's rounds record the noise between its boots, which
+# a comparison of one boot a side reads (iowatch.judging.boots). These offsets
+# (about 0.8% a boot) are that record for the tests' planted bundles.
+CALIBRATION_OFFSETS = (1.0, 1.01, 0.99, 1.005)
+
+
+def calibration_bundles(doc: dict, offsets=CALIBRATION_OFFSETS) -> list[dict]:
+    """One calibration boot per offset of a kernel of its own on doc's host and
+    cells: doc's values times the offset, trigger "calibration" (never compared)."""
+    out = []
+    for i, f in enumerate(offsets):
+        boot = json.loads(json.dumps(doc))
+        boot.update(schema_version=2, run_id=str(uuid.uuid4()), trigger={"kind": "calibration"},
+                    label="calibration",
+                    started_at=f"2024-04-01T{i:02d}:00:00Z", finished_at=None, published=False)
+        boot["kernel"] = {"release": "6.12.0-calibration", "git_commit": "ca11b7a7e0000000",
+                          "config_hash": "ca11b"}
+        for cell in boot["cells"]:
+            for rep in cell["repetitions"]:
+                for s in rep["samples"]:
+                    s["value"] = s["value"] * f
+        out.append(boot)
+    return out
+
+
+def recorded_boots() -> list[dict]:
+    """Real boots of the end-to-end check's host (vlab) and cell: one kernel
+    booted six times (tests/fixtures/e2e-boots/aabb), as the host's calibration
+    runs, for comparisons of the one-boot bundles of tests/fixtures/e2e-check."""
+    from pathlib import Path
+
+    from iowatch import bundle
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "e2e-boots" / "aabb"
+    docs = []
+    for path in sorted(root.glob("*/bundle")):
+        doc = bundle.upgrade(json.loads(bundle.to_wire(path)))
+        doc["trigger"] = {"kind": "calibration"}
+        docs.append(doc)
+    return docs

@@ -77,12 +77,13 @@ def test_a_release_shared_by_a_series_kernels_is_refused_naming_them(post, clien
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_compare_pages_its_cells_and_every_page_says_the_same_decision(post, client, monkeypatch):
+def test_a_compare_pages_its_cells_and_every_page_says_the_same_decision(post, client, monkeypatch,
+                                                                         calibrated):
     from iowatch_web.dashboard import compare_page
     monkeypatch.setattr(compare_page, "CELLS_PER_PAGE", 2)
     a = planted_bundle({"write.bw_kib_s": [1000 + e for e in NOISE]}, kernel=_kernel(1), cells=5)
     b = planted_bundle({"write.bw_kib_s": [500 + e for e in NOISE]}, kernel=_kernel(2), cells=5)
-    for doc in (a, b):
+    for doc in (calibrated(a), b):
         assert post(doc)[0] == 201
     sides = {"base": a["run_id"], "candidate": b["run_id"]}
     pages = [client.get("/dashboard/api/compare", {**sides, "page": n}).json() for n in (1, 2, 3)]

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bundle_maker import planted_bundle
+from bundle_maker import calibration_bundles, planted_bundle, recorded_boots
 from iowatch import bundle
 from iowatch.check import CheckResult, VariantRun, compare_with_parents, report
-from iowatch.side_data import Side
+from iowatch.side_data import Side, bundles_history
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Plan, Variant
 from iowatch.kernel.series_input import load_series
@@ -36,6 +36,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "e2e-check"
 BUNDLES = [FIXTURES / f"guest-{i:02d}" / "bundle" for i in range(3)]
+# The bundles are one boot each: every path reads the same record of the
+# host's noise between boots, one kernel of it booted six times (issue 41 item 1).
+AABB = REPO / "tests" / "fixtures" / "e2e-boots" / "aabb"
 IOWATCH = str(Path(sys.executable).parent / "iowatch")
 NUMBERS = ("outcome", "change_pct", "ci_low", "ci_high", "p_value", "p_adjusted", "p_worse_family",
            "mde_pct")
@@ -81,12 +84,17 @@ def _same(a: dict, b: dict) -> None:
 
 def _library(base: int, candidate: int):
     side = lambda i: Side(str(BUNDLES[i]), str(BUNDLES[i]), [bundle.load(BUNDLES[i])])  # noqa: E731
-    return compare_sides(side(base), side(candidate), studies=load_studies(REPO / "jobs/studies"))
+    return compare_sides(side(base), side(candidate), studies=load_studies(REPO / "jobs/studies"),
+                         history=bundles_history([str(AABB)]))
 
 
 @pytest.fixture
 def arrived(post):
-    """The three bundles uploaded through the ingest API, their verdicts made by the queue."""
+    """The three bundles uploaded through the ingest API, their verdicts made by
+    the queue, after the host's recorded boots (as calibration runs)."""
+    for doc in recorded_boots():
+        status, body = post(doc)
+        assert status == 201, body
     for path in BUNDLES:
         status, body = post(json.loads(bundle.to_wire(path)))
         assert status == 201, body
@@ -106,7 +114,8 @@ def test_every_path_names_patch_2_with_the_same_cells_and_numbers(arrived, clien
     stated = {}
     for patch in (1, 2):
         r = subprocess.run([IOWATCH, "compare", str(BUNDLES[patch - 1]), str(BUNDLES[patch]),
-                            "--format", "json"], capture_output=True, text=True, cwd=REPO)
+                            "--format", "json", "--history", str(AABB)],
+                           capture_output=True, text=True, cwd=REPO)
         assert r.returncode == (1 if patch == 2 else 0), r.stderr
         got = {(c["group"], c["metric"]): {"outcome": c["outcome"], "change_pct": c["change_pct"],
                                            "ci_low": c["ci"]["low"], "ci_high": c["ci"]["high"],
@@ -117,8 +126,9 @@ def test_every_path_names_patch_2_with_the_same_cells_and_numbers(arrived, clien
                                            "base_mean": c["base"]["mean"]}
                for c in json.loads(r.stdout)["cells"]}
         _same(expected[patch], got)
-        text = subprocess.run([IOWATCH, "compare", str(BUNDLES[patch - 1]), str(BUNDLES[patch])],
-                              capture_output=True, text=True, cwd=REPO).stdout
+        text = subprocess.run([IOWATCH, "compare", str(BUNDLES[patch - 1]), str(BUNDLES[patch]),
+                               "--history", str(AABB)], capture_output=True, text=True,
+                              cwd=REPO).stdout
         stated[patch] = _stated_mdes(text)
         # The minimum detectable effect is the noise's, not the change's: every
         # deciding cell states one above 0, the improved readers too.
@@ -191,7 +201,7 @@ def _check_result() -> CheckResult:
         k = doc["kernel"]
         v = Variant(i, k["git_commit"], k["patch"].get("subject"), status="built", release=k["release"])
         result.runs.append(VariantRun(v, BUNDLES[i], status=doc["status"]))
-    compare_with_parents(result)
+    compare_with_parents(result, history=bundles_history([str(AABB)]))
     return result
 
 
@@ -214,7 +224,8 @@ def test_the_study_files_minimum_effect_judges_on_the_server_too(post, settings,
     docs = [planted_bundle({"write.bw_kib_s": [level + e for e in noise]}, started_at=f"2024-05-01T0{i}:00:00Z",
                            kernel={"release": "6.12.0", "git_commit": f"{i + 1:012x}"})
             for i, level in enumerate((1000, 800))]
-    for doc in docs:
+    calibration = calibration_bundles(docs[0])  # the host's record of its noise between boots
+    for doc in calibration + docs:
         status, body = post(doc)
         assert status == 201, body
     (stored,) = StoredVerdict.objects.all()
@@ -222,10 +233,12 @@ def test_the_study_files_minimum_effect_judges_on_the_server_too(post, settings,
     assert stored.outcome != "regression" and not Regression.objects.exists()
     manifests = [json.loads(json.dumps(d)) for d in docs]
     sides = [Side(str(i), "wire", [m]) for i, m in enumerate(manifests)]
-    strict = compare_sides(*sides, studies=load_studies(studies)).verdicts[0]
+    history = [Side("calibration", "wire", calibration)]
+    strict = compare_sides(*sides, studies=load_studies(studies), history=history).verdicts[0]
     assert (strict.outcome, strict.min_effect_pct) == (stored.outcome, 30)
     # The repository's study (5%): the same drop is a regression.
-    assert compare_sides(*sides, studies=load_studies(REPO / "jobs/studies")).verdicts[0].outcome == "regression"
+    assert compare_sides(*sides, studies=load_studies(REPO / "jobs/studies"),
+                         history=history).verdicts[0].outcome == "regression"
 
 
 def test_the_study_files_cap_judges_on_the_server_too(post, settings, tmp_path):

@@ -38,11 +38,13 @@ def at(hour: int) -> str:
 
 
 @pytest.fixture
-def arrive(post):
-    """Post a bundle; the post fixture has its verdict work done by the queue."""
+def arrive(post, calibrated):
+    """Post a bundle, its host calibrated first (conftest.calibrated: a host in
+    service has a record of its noise between boots); the post fixture has its
+    verdict work done by the queue."""
 
     def arrive(doc: dict) -> Run:
-        status, body = post(doc)
+        status, body = post(calibrated(doc))
         assert status == 201, body
         return Run.objects.get(run_id=doc["run_id"])
 

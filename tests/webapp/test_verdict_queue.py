@@ -25,7 +25,7 @@ import pytest
 from django.core.management import call_command
 from django_tasks_db.models import DBTaskResult
 
-from bundle_maker import planted_bundle, wire
+from bundle_maker import calibration_bundles, planted_bundle, wire
 from live_server import (create_agent, free_port, get_json, manage, running_server,
                          scratch_database)
 from iowatch_web.regressions.models import StoredVerdict, StoredComparison, Regression
@@ -37,15 +37,24 @@ NOISE = [-4, 2, 4, -2, 0]
 
 
 def pair() -> list[dict]:
-    """Two nights of one host: the second 30% slower (a regression)."""
+    """Two nights of one host: the second 30% slower (a regression). One boot
+    each: the host's calibration (calibrate) records its noise between boots."""
     return [planted_bundle({"write.bw_kib_s": [level + e for e in NOISE]},
                            started_at=f"2024-05-0{i + 1}T02:00:00Z",
                            kernel={"release": "6.12.0", "git_commit": f"{i + 1:012x}"})
             for i, level in enumerate((1000, 700))]
 
 
+def calibrate(post, doc: dict) -> None:
+    """The host's calibration boots of doc's cells, their own (empty) work done."""
+    for boot in calibration_bundles(doc):
+        status, body = post(boot)
+        assert status == 201, body
+
+
 def test_a_stored_run_is_pending_until_the_worker_makes_its_verdict(post, client):
     base, slow = pair()
+    calibrate(post, base)
     for doc in (base, slow):
         status, body = post(doc, judge=False)
         assert status == 201, body
@@ -54,7 +63,7 @@ def test_a_stored_run_is_pending_until_the_worker_makes_its_verdict(post, client
     # One queue entry per run, stored with it.
     queued = DBTaskResult.objects.filter(status="READY")
     assert sorted(e.args_kwargs["args"][0] for e in queued) == sorted(
-        Run.objects.values_list("pk", flat=True))
+        Run.objects.filter(run_id__in=[base["run_id"], slow["run_id"]]).values_list("pk", flat=True))
     api = json.loads(client.get(f"/api/v1/runs/{slow['run_id']}").content)
     assert api["verdict"]["state"] == "pending"
     assert "pending: queued for the verdict worker" in client.get(
@@ -83,6 +92,7 @@ def test_a_stored_run_is_pending_until_the_worker_makes_its_verdict(post, client
 
 def test_a_failing_try_is_retried_then_marked_failed_with_why(post, client, settings, tmp_path):
     base, slow = pair()
+    calibrate(post, base)
     for doc in (base, slow):
         status, body = post(doc, judge=False)
         assert status == 201, body
@@ -129,10 +139,16 @@ def _wait_done(url: str, run_id: str, timeout: float = 90) -> dict:
 
 @pytest.fixture
 def scratch_store():
-    """(environment, agent token) of a migrated scratch database for real processes."""
+    """(environment, agent token) of a migrated scratch database for real
+    processes, its host calibrated (pair's cells), the calibration's work done."""
     with scratch_database() as env:
         manage(env, "migrate", "--noinput", "-v", "0")
-        yield env, create_agent(env, "lab")
+        token = create_agent(env, "lab")
+        with running_server(env, args=("--no-worker",)) as (url, _):
+            for boot in calibration_bundles(pair()[0]):
+                assert _post(url, token, boot) == 201
+        manage(env, "verdicts", "--now")
+        yield env, token
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from iowatch import exit_status, resources
-from iowatch.side_data import NeedsStore, SideNotFound, load_side, published_side
+from iowatch.side_data import NeedsStore, SideNotFound, bundles_history, load_side, published_side
 from iowatch.judging import FDR, compare_sides
 from iowatch.report import FORMATS, RENDERERS
 from iowatch.studies import load_studies
@@ -43,6 +43,11 @@ def register(sub):
                    help="read run ids and kernels from this server's API (env IOWATCH_SERVER)")
     p.add_argument("--studies", default=None, help="a directory of study files (default: $IOWATCH_STUDIES, else the studies iowatch ships)")
     p.add_argument("--output", "-o", default=None, help="write the report here instead of stdout")
+    p.add_argument("--history", action="append", default=None, metavar="DIR",
+                   help="bundles of other kernels booted more than once on the same host (a "
+                        "bundle, or a directory of them; repeatable): where each side is one "
+                        "boot, their noise between boots joins the test; without it such a "
+                        "change is at most \"suspected: one boot a side\"")
     p.set_defaults(func=run)
 
 
@@ -88,9 +93,10 @@ def run(args, store_side=None) -> int:
                              "(or --published STUDY --base LABEL --candidate LABEL)")
             base = side(args.base, "base")
             candidate = side(args.candidate, "candidate")
+        history = bundles_history(args.history) if args.history else None
     except SideNotFound as e:
         return _fail(str(e))
-    cmp = compare_sides(base, candidate, studies=studies, fdr=args.fdr)
+    cmp = compare_sides(base, candidate, studies=studies, fdr=args.fdr, history=history)
     if args.device_class:
         cmp.verdicts = [v for v in cmp.verdicts if v.key.device_class == args.device_class]
         cmp.diagnostics = [v for v in cmp.diagnostics if v.key.device_class == args.device_class]

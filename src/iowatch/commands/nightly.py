@@ -49,6 +49,12 @@ def register(sub):
                    help="only build the head and link DIR to its kernel (bzImage, config, "
                         "meta.json) for ansible/kernel.yml's kernel_variant_dir")
     p.add_argument("--console", action="store_true", help="echo the guest's console")
+    p.add_argument("--boots", type=int, default=None, metavar="N",
+                   help="virtual lab: boot the night's kernel N times, a run each (default 2: a "
+                        "night of one boot is at most \"suspected\" against the last one unless "
+                        "the host has a record of its noise between boots). A lab host runs in the "
+                        "kernel it booted: its pipeline reboots it and calls the nightly again "
+                        "with the same --night (jobs/pipelines/nightly.Jenkinsfile, BOOTS)")
     progress.add_options(p)
     p.set_defaults(func=run)
 
@@ -86,8 +92,8 @@ def run(args) -> int:
 def _nightly(args) -> int:
     from iowatch.ciapi import Client, ServerError
     from iowatch.kernel.source import SourceError, open_source, resolve
-    from iowatch.nightly import (DEFAULT_WAIT_S, NightlyError, lab_commit, render, run_in_vlab,
-                                 run_on_lab_host, say_phase, trigger)
+    from iowatch.nightly import (DEFAULT_BOOTS, DEFAULT_WAIT_S, NightlyError, lab_commit, render,
+                                 run_in_vlab, run_on_lab_host, say_phase, trigger)
     from iowatch.safety import DeviceRefused
     from iowatch.yamlfile import DataFileError
     if not args.target or not args.server:
@@ -99,6 +105,10 @@ def _nightly(args) -> int:
     except ValueError:
         print(f"iowatch nightly: --night {args.night!r} is not a date YYYY-MM-DD", file=sys.stderr)
         return 2
+    boots = args.boots if args.boots is not None else DEFAULT_BOOTS
+    if boots < 1:
+        print(f"iowatch nightly: --boots {boots}: give 1 or more", file=sys.stderr)
+        return 2
     client = Client(args.server, args.token or "")
     wait_s = args.wait if args.wait is not None else DEFAULT_WAIT_S
     out = Path(args.out) if args.out else paths.data_dir() / "nightly" / (
@@ -106,12 +116,17 @@ def _nightly(args) -> int:
     try:
         inv_path = Path(args.inventory or inventory.default_path())
         host = inventory.load(inv_path).host(args.target)
+        if host.kind != "qemu" and args.boots not in (None, 1):
+            raise NightlyError(f"--boots {args.boots}: {host.name} runs in the kernel it booted, "
+                               "once a call; reboot it into the same kernel and run the nightly "
+                               "again with the same --night (the server pools the night's runs)")
         if host.kind == "qemu":
             tree = open_source(args.source)
             say_phase(f"building the head of {args.branch} in {tree}")
             result = run_in_vlab(tree, args.branch, host, inv_path, args.matrix, out,
                                  trigger(args.branch, str(tree), night), client, profile=args.profile,
-                                 reps=args.reps, wait_s=wait_s, echo_console=args.console)
+                                 reps=args.reps, wait_s=wait_s, echo_console=args.console,
+                                 boots=boots)
         else:
             expected = args.kernel_commit
             if args.source:

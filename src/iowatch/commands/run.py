@@ -53,6 +53,15 @@ def register(sub):
                    help="judge each cell against this base bundle as it finishes, and add "
                         "repetitions to the cells still unsure until each is decided or at its "
                         "study's cap (max_runs in the study file, default 20)")
+    p.add_argument("--history", action="append", default=None, metavar="DIR",
+                   help="with --against: bundles of other kernels booted more than once on this "
+                        "host (a bundle or a directory of them; repeatable), whose noise between "
+                        "boots joins the test of the two single boots")
+    p.add_argument("--calibration", action="store_true",
+                   help="this run is one boot of the host's calibration: a server stores it as "
+                        "the host's record of the noise between boots (what a comparison of one "
+                        "boot a side reads) and never compares it; boot the same kernel three "
+                        "times or more and run the matrix with this flag in each boot")
     p.add_argument("--harness", choices=("native", "lkp"), default="native",
                    help="lkp: run each fio-basic or fsmark-shaped cell through LKP-tests' `lkp run` "
                         "(README, \"Running through LKP-tests\"); others are skipped with the reason")
@@ -84,11 +93,12 @@ def run(args) -> int:
     # Imported here: iowatch.stats loads scipy, about a second that a run without
     # --against (and a guest under TCG) should not pay.
     from iowatch.stats.sequential import FIRST, MIN_REPS
-    base = None
+    base = history = None
     if args.against:
-        from iowatch.side_data import SideNotFound, load_side
+        from iowatch.side_data import SideNotFound, bundles_history, load_side
         try:
             base = load_side(args.against, role="--against")
+            history = bundles_history(args.history) if args.history else None
         except SideNotFound as e:
             print(f"iowatch run: {e}", file=sys.stderr)
             return 2
@@ -130,7 +140,7 @@ def run(args) -> int:
         with display:
             doc = runner.run()
             if base is not None:
-                doc = _adaptive(runner, base)
+                doc = _adaptive(runner, base, history)
     except (KeyboardInterrupt, Interrupted) as e:
         print(f"iowatch run: interrupted ({e or 'Ctrl-C'}); bundle {out} is marked incomplete; "
               f"rerun with --out {out} to finish it", file=sys.stderr)
@@ -138,13 +148,16 @@ def run(args) -> int:
     except DeviceRefused as e:
         print(f"iowatch run: refused: {e}; nothing was written to it", file=sys.stderr)
         return 2
+    if args.calibration:
+        doc["trigger"] = {"kind": "calibration"}
+        bundle.write_manifest(out, doc)
     print(f"bundle {out} ({doc['status']}, run {doc['run_id']})")
     for line in summary(doc, {s.slug: s for s in matrix.studies}):
         print(line)
     env = doc["environment"].get("runner", {})
     print(f"runner: wall {env.get('wall_s')} s, inside the tools {env.get('tool_s')} s, "
           f"overhead {env.get('overhead_pct')}%")
-    verdict = _against_report(base, out) if base is not None else None
+    verdict = _against_report(base, out, history) if base is not None else None
     if args.upload:
         from iowatch.upload import Spool, upload
         outcomes = upload([str(out)], args.upload, args.token or "", Spool(paths.spool_dir()))
@@ -162,13 +175,13 @@ def run(args) -> int:
     return exit_status.of_states([verdict] if verdict else [])
 
 
-def _judge(base, out: Path):
+def _judge(base, out: Path, history=None):
     from iowatch import resources
     from iowatch.side_data import Side
     from iowatch.judging import compare_sides
     from iowatch.studies import load_studies
     return compare_sides(base, Side(str(out), str(out), [bundle.load(out)]),
-                         studies=load_studies(resources.studies_dir()))
+                         studies=load_studies(resources.studies_dir()), history=history)
 
 
 def against_targets(cmp, studies, bundle_doc: dict) -> dict[str, int]:
@@ -183,7 +196,7 @@ def against_targets(cmp, studies, bundle_doc: dict) -> dict[str, int]:
             if cell_id in have and have[cell_id] < want.candidate}
 
 
-def _adaptive(runner: Runner, base) -> dict:
+def _adaptive(runner: Runner, base, history=None) -> dict:
     """Add repetitions to the cells whose verdict against the base is unsure,
     a look at a time, until every deciding cell is decided or at its study's
     cap (iowatch.judging.adaptive; the base bundle cannot grow)."""
@@ -199,22 +212,25 @@ def _adaptive(runner: Runner, base) -> dict:
         runner.add_repetitions(targets)
         return True
 
-    adapt(lambda: _judge(base, runner.out),
+    adapt(lambda: _judge(base, runner.out, history),
           lambda cmp: against_targets(cmp, studies, runner.writer.doc), measure)
     return runner.writer.doc
 
 
-def _against_report(base, out: Path) -> str:
+def _against_report(base, out: Path, history=None) -> str:
     from iowatch.report import render_text
-    cmp = _judge(base, out)
+    cmp = _judge(base, out, history)
     boots = cmp.boots_a_side
     if boots and min(boots) < 2:
         # Run here, this bundle is one boot, and so is a base of one bundle: the
-        # boots' own noise is not in the test (issue 41 item 1).
+        # boots' own offset is only in the test through a recorded history (issue 41 item 1).
+        recorded = any(v.boot_variance for v in cmp.verdicts)
         print(f"iowatch run: --against: {boots[0]} boot(s) on the base side and {boots[1]} on this "
-              "one: a boot's own offset is not in the test; to trust a change, measure each "
-              "kernel in two boots or more and compare the pooled runs (`iowatch check` boots "
-              "them itself)", file=sys.stderr)
+              "one: " + ("the noise between boots is taken from --history" if recorded else
+                         "a boot's own offset is not in the test, so a change is at most "
+                         "suspected; give --history with bundles of kernels booted more than "
+                         "once on this host, or measure each kernel in two boots or more "
+                         "(`iowatch check` boots them itself)"), file=sys.stderr)
     print()
     print(render_text(cmp), end="")
     return cmp.state

@@ -106,15 +106,19 @@ class Outcome(Enum):
 # A comparison's states, worst first.
 PATCH_STATES = tuple(o.state for o in Outcome if o.state)
 # The states a drifted platform takes away: they claim the kernels' difference.
-def boots_words(boots: tuple[int, int] | None) -> str | None:
+def boots_words(boots: tuple[int, int] | None, recorded: str | None = None) -> str | None:
     """"N boots a side" of a comparison's (base, candidate) boots, and what one
-    boot a side cannot carry (issue 41 item 1); None when no cell counted them."""
+    boot a side cannot carry (issue 41 item 1); None when no cell counted them.
+    `recorded`: the words of the host's recorded variance between boots that
+    stood in for the sides' (iowatch.stats.boots.BootVariance.words)."""
     if boots is None:
         return None
     b, c = boots
     words = f"{b} boot{'s' if b != 1 else ''} a side" if b == c else \
         f"{b} vs {c} boots a side (base vs candidate)"
-    if min(b, c) < 2:
+    if min(b, c) < 2 and recorded:
+        words += f"; {recorded}"
+    elif min(b, c) < 2:
         words += ("; a boot's own offset is not in the test with one boot a side: boot each "
                   "kernel again (or `iowatch check`) before trusting a change")
     return words

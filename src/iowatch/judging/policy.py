@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass, field
 
 from iowatch.cells import CellKey, CellLocation, Located
 from iowatch.side_data import CellContext, PooledSide, Side, cell_passed, pool
+from iowatch.judging.boots import History, boot_variances, one_boot, read_history
 from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
 from iowatch.judging.outcomes import CONFIDENT_STATES, PATCH_STATES, Outcome
 from iowatch.metrics import INFO, METRICS
@@ -178,6 +179,14 @@ class Comparison:
         return min(b for b, _ in counts), min(c for _, c in counts)
 
     @property
+    def recorded_boots(self) -> str | None:
+        """The words of the host's recorded variance between boots that stood in
+        for one-boot sides (the deciding cell with the most recorded boots); None
+        when none did."""
+        recorded = [v.boot_variance for v in self.verdicts if v.boot_variance is not None]
+        return max(recorded, key=lambda r: r.boots).words if recorded else None
+
+    @property
     def regressions(self) -> list[CellVerdict]:
         """The regressions the comparison stands behind: none while the platform
         drifted (each cell's verdict still says what its test found)."""
@@ -258,11 +267,14 @@ def decision_of(cells, failed: list[FailedCell], platform_drifted: bool = False)
 
 
 def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
-                  fdr: float = FDR) -> Comparison:
-    """Pair the two sides' cells and judge the deciding ones as one family."""
+                  fdr: float = FDR, history: History | None = None) -> Comparison:
+    """Pair the two sides' cells and judge the deciding ones as one family.
+    `history`: the host's runs of other kernels booted more than once
+    (iowatch.judging.boots), read only when a judged cell is one boot a side."""
     b, c = pool(base), pool(candidate)
     bv, cv, bcells, ccells = b.values, c.values, b.cells, c.cells
     host = c.hosts if b.hosts == c.hosts else f"{b.hosts} -> {c.hosts}"
+    recorded = _recorded(b, c, history, studies)
     judged, shown, watching = [], [], []
     for key in sorted(set(bv) & set(cv)):
         cell_key = CellKey.on_host(key, host)
@@ -281,7 +293,8 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
                           min_effect(study), max_runs(study),
                           base_boots=b.boots[key], candidate_boots=c.boots[key],
                           base_rounds=rb if blocked else None,
-                          candidate_rounds=rc if blocked else None))
+                          candidate_rounds=rc if blocked else None,
+                          boot_variance=recorded.get(key)))
         elif study is not None and study.canary:
             continue  # a canary's other metrics: neither the patch's nor the platform's say
         elif METRICS[metric].direction != INFO:
@@ -303,6 +316,20 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
         conf = confounders(base.runs[0], candidate.runs[0])
     return Comparison(base, candidate, fdr, verdicts, conf, context, studies, diagnostics,
                       failed, canaries)
+
+
+def _recorded(b: PooledSide, c: PooledSide, history: History | None,
+              studies: dict[str, Study]) -> dict:
+    """The recorded variance between boots of each judged cell whose sides are
+    one boot each (iowatch.judging.boots); none across two hosts, whose boots
+    no one host's history describes."""
+    if history is None or b.hosts != c.hosts:
+        return {}
+    keys = [key for key in set(b.values) & set(c.values)
+            if (key.group, key.metric) in deciding(studies.get(key.study))
+            | watched(studies.get(key.study))
+            and one_boot(b, key) and one_boot(c, key)]
+    return boot_variances(read_history(history), keys, c.hosts) if keys else {}
 
 
 def platform_words(cmp: Comparison) -> str:
@@ -342,8 +369,8 @@ def more_runs(cmp: Comparison) -> dict[CellLocation, RunsWanted]:
     the budget is spent."""
     want: dict[CellLocation, RunsWanted] = {}
     for v in cmp.verdicts:
-        if v.outcome not in UNSURE or v.size_only or v.budget_spent:
-            continue
+        if v.outcome not in UNSURE or v.size_only or v.budget_spent or v.one_boot:
+            continue  # one_boot: more runs of the same boot cannot confirm it
         nb, nc = v.base.n, v.candidate.n
         target = (next_target(nb, cap=v.cap), next_target(nc, cap=v.cap))
         if target[0] > nb or target[1] > nc:

@@ -76,6 +76,7 @@ from iowatch.judging.family import SlowerFamily, slower_family
 from iowatch.judging.outcomes import reach, worse_side
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
 from iowatch.stats.blocks import within_rounds
+from iowatch.stats.boots import BootVariance, with_boot_offsets
 from iowatch.stats.detectable import minimum_detectable_effect
 from iowatch.stats.sequential import DEFAULT_CAP, effective_n, futile, level_at, look_level
 from iowatch.stats.wording import sentence
@@ -160,6 +161,12 @@ class Verdict:
     # Boots a side, whatever the test (issue 41 item 1): a value without a boot
     # label is a boot of its own. None when judged by size only.
     boot_counts: tuple[int, int] | None = None
+    # A side of one boot (issue 41 item 1): `one_boot` when a confirmed change was
+    # held ("suspected: one boot a side") because nothing recorded the cell's
+    # variance between boots; `boot_variance` the recorded variance
+    # (iowatch.stats.boots) the test added to a one-boot side instead.
+    one_boot: bool = False
+    boot_variance: BootVariance | None = None
     # Rounds of a check as blocks (iowatch.stats.blocks): with two or more rounds
     # that measured both sides, the rounds' drift (the fastest round's level less
     # the slowest's, later minus earlier, in %) and those two rounds; `blocked`
@@ -200,6 +207,9 @@ class CellInput:
     # None: no rounds, the values pooled.
     base_rounds: Sequence | None = None
     candidate_rounds: Sequence | None = None
+    # The host's recorded variance between boots of this cell (iowatch.stats.boots),
+    # for a side of one boot; None: nothing recorded.
+    boot_variance: BootVariance | None = None
 
 
 @dataclass(frozen=True)
@@ -274,6 +284,8 @@ class _Cell:
     drift_p: float | None = None
     d: float | None = None  # the difference on the test's scale, and its degrees of freedom
     df: float | None = None
+    one_boot: bool = False  # a side is one boot and no recorded variance stood in
+    boot_variance: BootVariance | None = None  # the recorded variance the test added
 
     def interval(self, alpha: float) -> tuple[float, float] | None:
         """The change's two-sided CI at level 1 - alpha, in %, from the same t as
@@ -420,8 +432,8 @@ def _anova(sides: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[floa
 
 def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
                 prior: VariancePrior | None = None, boots: tuple[Sequence | None, Sequence | None]
-                = (None, None), rounds: tuple[Sequence | None, Sequence | None] = (None, None)
-                ) -> _Cell:
+                = (None, None), rounds: tuple[Sequence | None, Sequence | None] = (None, None),
+                boot_variance: BootVariance | None = None) -> _Cell:
     nb, nc = len(b), len(c)
     bs, cs = _side_stats(b), _side_stats(c)
     cliffs = float(((c[None, :] > b[:, None]).sum() - (c[None, :] < b[:, None]).sum()) / (nb * nc))
@@ -452,6 +464,9 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
     else:
         d = float(xc.mean() - xb.mean())
         se, df, sd_pooled = _t_scale(xb, xc)
+        se, df, diagnostics = _one_boot_sides(se, df, boots, boot_variance)
+        if "boot_variance" in diagnostics:
+            prior = None  # the family's prior is of one repetition's variance, within a boot
     # Rounds are blocks: when the platform drifted between them, the change is
     # judged within rounds (paired by round), so a drift moves both sides alike.
     rt = within_rounds(xb, rounds[0], xc, rounds[1]) \
@@ -516,6 +531,22 @@ def _drift(rt, to_pct) -> dict:
                 drift_p=rt.drift_p,
                 drift_ci=(to_pct(rt.drift - half), to_pct(rt.drift + half))
                 if half is not None else None)
+
+
+def _one_boot_sides(se: float, df: float, boots: tuple[Sequence | None, Sequence | None],
+                    recorded: BootVariance | None) -> tuple[float, float, dict]:
+    """A test on repetitions where a side's values all came from one boot
+    (issue 41 item 1): each such side carries one boot's offset that its own
+    repetitions cannot see. With the host's recorded variance between boots the
+    offsets' variance joins the standard error (iowatch.stats.boots); without
+    it the cell is marked `one_boot`, and a change it confirms is held."""
+    single = sum(1 for labels in boots if labels is not None and len(set(labels)) == 1)
+    if not single:
+        return se, df, {}
+    if recorded is None:
+        return se, df, {"one_boot": True}
+    se, df = with_boot_offsets(se, df, recorded, single)
+    return se, df, {"boot_variance": recorded}
 
 
 def _by_boot(xb: np.ndarray, xc: np.ndarray, boots: tuple[Sequence | None, Sequence | None],
@@ -682,7 +713,7 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     boots = [(cell.base_boots, cell.candidate_boots) for cell in cells]
     rounds = [(cell.base_rounds, cell.candidate_rounds) for cell in cells]
     prior = _family_prior(sides, cells, boots)
-    stats = [_cell_stats(b, c, cell.direction, prior, boot, blocks)
+    stats = [_cell_stats(b, c, cell.direction, prior, boot, blocks, cell.boot_variance)
              for (b, c), cell, boot, blocks in zip(sides, cells, boots, rounds)]
     tested = [i for i, (cell, s) in enumerate(zip(cells, stats))
               if cell.direction != INFO and s.p_worse is not None]
@@ -722,11 +753,16 @@ def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: in
     outcome, ci, alpha = _by_family(outcome, s, cell, i, family, stop)
     counts = (boot_count(cell.base_boots, len(cell.base)),
               boot_count(cell.candidate_boots, len(cell.candidate)))
+    # A side of one boot cannot carry a confirmed change without a recorded
+    # variance between boots: it is held, and more runs of that boot cannot lift it.
+    held_one_boot = s.one_boot and outcome in (REGRESSION, IMPROVEMENT)
+    if held_one_boot:
+        outcome = SUSPECTED if outcome == REGRESSION else INCONCLUSIVE
     unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
     budget_spent = stop and (unsure or outcome == SLOWER or (
         outcome == NO_CHANGE and bound is not None and bound > cell.min_effect_pct))
-    needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap) if unsure and not stop \
-        else None
+    needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap) \
+        if unsure and not stop and not held_one_boot else None
     p_adj = None
     if i in adj_worse:
         p_adj = adj_better[i] if outcome == IMPROVEMENT else adj_worse[i]
@@ -740,8 +776,9 @@ def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: in
                      runs=(s.base.n, s.candidate.n), budget_spent=budget_spent, bound_pct=bound,
                      statistic=statistic, ci=ci,
                      ci_words=family.words(i) if alpha is not None else None,
-                     cap=cell_cap if unsure and not stop else None,
-                     stopped_before=cell_cap if early and budget_spent else None)
+                     cap=cell_cap if unsure and not stop and not held_one_boot else None,
+                     stopped_before=cell_cap if early and budget_spent else None,
+                     one_boot=held_one_boot)
     return CellVerdict(
         base=s.base, candidate=s.candidate, change_pct=s.change, ci_low=ci[0],
         ci_high=ci[1], p_value=s.p_two, p_worse=s.p_worse, cliffs_delta=s.cliffs,
@@ -755,7 +792,8 @@ def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: in
         drift_ci=s.drift_ci, drift_p=s.drift_p, centre=tuple(centre), statistic=statistic,
         ci_family=family.m if alpha is not None else None,
         ci_level=1 - alpha if alpha is not None else None,
-        boot_counts=None if s.size_only else counts, futile=early and budget_spent)
+        boot_counts=None if s.size_only else counts, futile=early and budget_spent,
+        one_boot=held_one_boot, boot_variance=s.boot_variance)
 
 
 def _futile(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int) -> bool:

@@ -68,14 +68,16 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
              bound_pct: float | None = None, statistic: str | None = None,
              ci: tuple[float | None, float | None] = (None, None),
              ci_words: str | None = None, cap: int | None = None,
-             stopped_before: int | None = None) -> str:
+             stopped_before: int | None = None, one_boot: bool = False) -> str:
     """`statistic` names what base_mean and cand_mean are ("geometric mean",
     "mean"), said after them; None for single values. `ci` is the change's 95%
     CI: "no change" and its X are read off it (issue 41); `ci_words` names it when
     it is not the cell's own 95% CI ("99.88% CI, family-adjusted over 40 cells").
     `cap`: an unsure cell's cap, for rerun_words. `stopped_before`: the cap the
     cell stopped before because no decision was in reach by it
-    (iowatch.stats.sequential.futile); its budget is spent all the same."""
+    (iowatch.stats.sequential.futile); its budget is spent all the same.
+    `one_boot`: a change the test confirmed, held because a side is one boot
+    and nothing recorded the cell's variance between boots (issue 41 item 1)."""
     unit = METRICS[metric].unit if metric in METRICS else ""
     (b, c), unit = figures.amount((base_mean, cand_mean), unit)
     what = metric_phrase(metric)
@@ -129,7 +131,11 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
     else:
         meaning = ("a suspected regression, not confirmed" if outcome == "suspected"
                    else "unsure")
-        if budget_spent:
+        if one_boot:
+            meaning = (("suspected" if outcome == "suspected" else "unsure") + ": one boot a "
+                       "side, boot again to confirm (no variance between boots is recorded "
+                       "for this cell on this host)")
+        elif budget_spent:
             meaning += (f"; {_spent(runs, stopped_before)} and "
                         f"{slowdown} of up to {figures.change(max(hidden_pct or 0, 0), signed=False)} is not ruled out")
         elif said := rerun_words(needs_runs, cap, ci):

@@ -25,7 +25,8 @@ from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
 from iowatch.stats.wording import rerun_words
 from iowatch_web.regressions.models import STATES, StoredVerdict, StoredChangePoint, Regression
-from iowatch_web.store.sides import judging_studies, manifest, runs_side, stored_runs
+from iowatch_web.store.sides import (boot_history, judging_studies, manifest, one_host,
+                                     runs_side, stored_runs)
 from iowatch_web.results.models import Cell, Host, Kernel, Patch, PatchSeries, Run
 from iowatch_web.store.values import sample_values
 
@@ -161,7 +162,8 @@ def judge_sides(base_spec: str, base_runs: list[Run], candidate_spec: str,
     candidate = runs_side(candidate_spec, candidate_runs)
     # The deciding cells as every other path judges them (iowatch.judging);
     # the other metrics beside them as diagnostics, never a verdict.
-    result = compare_sides(base, candidate, studies=studies())
+    result = compare_sides(base, candidate, studies=studies(),
+                           history=boot_history(one_host([*base_runs, *candidate_runs])))
     kernels = {r.kernel_id for r in base_runs} | {r.kernel_id for r in candidate_runs}
     cells = comparing.worst_first([_cell_row(v, deciding=True) for v in result.verdicts])
     diagnostics = comparing.worst_first([_cell_row(v, deciding=False) for v in result.diagnostics])
@@ -176,7 +178,7 @@ def judge_sides(base_spec: str, base_runs: list[Run], candidate_spec: str,
             "noisy": noisy_matrix_words(result.verdicts),
             # One kernel on both sides (an A/A of its runs): the headline says so.
             "same_kernel": str(base_runs[0].kernel) if len(kernels) == 1 else None,
-            "boots": boots_words(result.boots_a_side),
+            "boots": boots_words(result.boots_a_side, result.recorded_boots),
             "confounders": [{"name": c.name, "base": str(c.base), "candidate": str(c.candidate),
                              "why": c.why} for c in result.confounders]}
 

@@ -27,7 +27,7 @@ from iowatch.judging.outcomes import UNDECIDED_OUTCOMES
 from iowatch.stats.sequential import DEFAULT_CAP
 from iowatch_web.regressions.models import CONFIRM_OPEN, ConfirmJob, Regression, StoredVerdict
 from iowatch_web.results.models import Device, Run
-from iowatch_web.store.sides import judging_studies, runs_side
+from iowatch_web.store.sides import boot_history, judging_studies, one_host, runs_side
 
 LAB_KIND = "bare-metal"
 ROUNDS = 2
@@ -139,7 +139,7 @@ def judge(job: ConfirmJob) -> None:
     bad = Run.objects.filter(run_id__in=job.bad_runs).select_related("kernel")
     judged = compare_sides(runs_side(f"{job.good_kernel} on {job.host}", good),
                            runs_side(f"{job.bad_kernel} on {job.host}", bad),
-                           studies=judging_studies(), fdr=FDR)
+                           studies=judging_studies(), fdr=FDR, history=boot_history(one_host([*good, *bad])))
     wanted = {(c["study"], c["device_class"], c["filesystem"], c["group"], c["metric"]) for c in job.cells}
     rows = []
     for v in judged.verdicts:

@@ -30,7 +30,8 @@ from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
 from iowatch_web.regressions import grouping, nightly
 from iowatch_web.regressions.models import StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.results.models import Cell, Kernel, Run
-from iowatch_web.store.sides import judged_runs, judging_studies, runs_side, stored_runs
+from iowatch_web.store.sides import (boot_history, judged_runs, judging_studies, runs_side,
+                                     stored_runs)
 from iowatch_web.store.values import sample_values
 
 log = logging.getLogger(__name__)
@@ -141,7 +142,8 @@ def compare_kernels(pairing: Pairing, trigger: Run) -> StoredComparison:
         for kernel, role in ((pairing.base, "base"), (pairing.candidate, "candidate")))
     judged = compare_sides(runs_side(str(pairing.base), base_runs),
                            runs_side(str(pairing.candidate), candidate_runs),
-                           studies=judging_studies(), fdr=FDR)
+                           studies=judging_studies(), fdr=FDR,
+                           history=boot_history(trigger.host_id))
     cells = {}
     for c in (Cell.objects.filter(run__in=candidate_runs).select_related("study", "device")
               .order_by("-run_id")):

@@ -11,9 +11,10 @@ import re
 import uuid
 from pathlib import Path
 
-from django.db.models import Q
+from django.db.models import Count, Max, Q
 from django.db.models.functions import Coalesce
 
+from iowatch.judging.boots import HISTORY_KERNELS, HISTORY_RUNS
 from iowatch.side_data import Side
 from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
 from iowatch_web.results.models import Cell, Repetition, Run
@@ -118,6 +119,37 @@ def stored_runs(query: SideQuery) -> list[Run]:
     chosen = [r["id"] for r in query.choose(rows, published=lambda r: r["published"])]
     by_id = Run.objects.select_related("host", "kernel__series").in_bulk(chosen)
     return [by_id[pk] for pk in chosen]
+
+
+def boot_history(host_id: int | None):
+    """The host's history of boots for iowatch.judging.boots, read only when a
+    comparison asks: its newest HISTORY_KERNELS kernels measured in two runs or
+    more, up to HISTORY_RUNS newest runs of each, one side a kernel. None (no
+    history) for a side of several hosts."""
+    if host_id is None:
+        return None
+
+    def read() -> list[Side]:
+        # Every measured boot counts, whatever started it: a calibration, a
+        # confirmation or a bisect's step is a boot of its kernel like any other.
+        runs = (Run.objects.filter(host_id=host_id, published=False)
+                .exclude(status__in=NOT_MEASURED).annotate(at=Coalesce("started_at", "received_at")))
+        kernels = (runs.values("kernel_id").annotate(n=Count("id"), last=Max("at"))
+                   .filter(n__gte=2).order_by("-last", "-kernel_id")[:HISTORY_KERNELS])
+        sides = []
+        for row in kernels:
+            ids = list(runs.filter(kernel_id=row["kernel_id"]).order_by("-at", "-id")
+                       .values_list("id", flat=True)[:HISTORY_RUNS])
+            chosen = Run.objects.select_related("host", "kernel__series").filter(id__in=ids)
+            sides.append(runs_side(f"kernel:{row['kernel_id']}", chosen))
+        return sides
+    return read
+
+
+def one_host(runs) -> int | None:
+    """The host all these runs ran on; None when they ran on several."""
+    hosts = {r.host_id for r in runs}
+    return hosts.pop() if len(hosts) == 1 else None
 
 
 def store_side(spec: str, role: str) -> Side:
