@@ -87,3 +87,53 @@ def test_the_overview_shows_each_hosts_state_beside_its_latest_run(lab, watched,
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(page, "overview-hosts-1000")
     assert not watched.errors, watched.errors
+
+
+@pytest.fixture
+def lava_labs(store):
+    """Two LAVA labs as refresh_lava_boards left them (tests/webapp/test_lava_boards.py
+    makes such rows from LAVA's recorded answers): one answered five minutes ago,
+    one not reached now (its boards three hours old), with requests' long error."""
+    from iowatch_web.hosts.models import LavaBoardState, LavaLabRefresh
+    now = timezone.now()
+    fresh = LavaLabRefresh.objects.create(lab="lava_local", server="http://127.0.0.1:8000/",
+                                          tried_at=now - timedelta(minutes=5),
+                                          reached_at=now - timedelta(minutes=5))
+    down = LavaLabRefresh.objects.create(
+        lab="lava_vendor", server="https://lava.storage-lab.example.org/", tried_at=now,
+        reached_at=now - timedelta(hours=3),
+        error="LAVA at https://lava.storage-lab.example.org/api/v0.2/devices/?device_type="
+              "rk3399-gru-kevin did not answer: HTTPSConnectionPool(host='lava.storage-lab.example.org', "
+              "port=443): Max retries exceeded (Caused by NewConnectionError('Failed to establish a "
+              "new connection: [Errno 111] Connection refused'))")
+    for lab, name, kind, state, health, label in (
+            (fresh, "qemu-01", "qemu", "Idle", "Good", "idle"),
+            (fresh, "qemu-02", "qemu", "Running", "Good", "running"),
+            (fresh, "qemu-03", "qemu", "Idle", "Bad", "bad health"),
+            (down, "rk3399-gru-kevin-cbg-0-with-a-long-hostname", "rk3399-gru-kevin", "Idle",
+             "Maintenance", "offline")):
+        LavaBoardState.objects.create(lab=lab, hostname=name, device_type=kind, state=state,
+                                      health=health, label=label, worker="worker-1")
+
+
+@pytest.mark.parametrize("width", [1000, 390])
+def test_lava_boards_show_beside_the_hosts(lab, lava_labs, watched, live_server, width):
+    page = watched.page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(live_server.url + "/hosts/")
+    fresh = page.locator("#lava-lava_local")
+    said = fresh.locator(".lava-age").inner_text().replace("\xa0", " ")  # timesince's no-break space
+    assert "(5 minutes ago): 1 idle, 1 running, 0 offline, 1 bad health." in said
+    bad = page.locator("#board-qemu-03 .board")
+    assert bad.inner_text() == "bad health"
+    assert bad.evaluate("e => getComputedStyle(e).color") == WARNING
+    down = page.locator("#lava-lava_vendor")
+    assert down.locator(".lava-not-reached .unreachable").inner_text() == "not reached"
+    assert "Connection refused" in down.locator(".lava-not-reached").inner_text()
+    assert "(3 hours ago)" in down.locator(".lava-age").inner_text().replace("\xa0", " ")
+    assert down.locator(".board.offline").evaluate("e => getComputedStyle(e).color") == WARNING
+    # iowatch's own hosts are still there, above.
+    assert page.locator("#host-lab-2").count() == 1
+    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+    screenshot(page, f"hosts-lava-{width}")
+    assert not watched.errors, watched.errors
