@@ -37,3 +37,33 @@ def uploader(agent: str):
         drain()
 
     return post
+
+
+def stored_lava_labs() -> None:
+    """Two LAVA labs as refresh_lava_boards left them (tests/webapp/test_lava_boards.py
+    makes such rows from LAVA's recorded answers): one answered five minutes ago,
+    one not reached now (its boards three hours old), with requests' long error."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from iowatch_web.hosts.models import LavaBoardState, LavaLabRefresh
+    now = timezone.now()
+    fresh = LavaLabRefresh.objects.create(lab="lava_local", server="http://127.0.0.1:8000/",
+                                          tried_at=now - timedelta(minutes=5),
+                                          reached_at=now - timedelta(minutes=5))
+    down = LavaLabRefresh.objects.create(
+        lab="lava_vendor", server="https://lava.storage-lab.example.org/", tried_at=now,
+        reached_at=now - timedelta(hours=3),
+        error="LAVA at https://lava.storage-lab.example.org/api/v0.2/devices/?device_type="
+              "rk3399-gru-kevin did not answer: HTTPSConnectionPool(host='lava.storage-lab.example.org', "
+              "port=443): Max retries exceeded (Caused by NewConnectionError('Failed to establish a "
+              "new connection: [Errno 111] Connection refused'))")
+    for lab, name, kind, state, health, label in (
+            (fresh, "qemu-01", "qemu", "Idle", "Good", "idle"),
+            (fresh, "qemu-02", "qemu", "Running", "Good", "running"),
+            (fresh, "qemu-03", "qemu", "Idle", "Bad", "bad health"),
+            (down, "rk3399-gru-kevin-cbg-0-with-a-long-hostname", "rk3399-gru-kevin", "Idle",
+             "Maintenance", "offline")):
+        LavaBoardState.objects.create(lab=lab, hostname=name, device_type=kind, state=state,
+                                      health=health, label=label, worker="worker-1")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from dashboard_browser import SCRIPT, screenshot
+from dashboard_browser import SCRIPT, screenshot, stored_lava_labs
 from django.utils import timezone
 
 from iowatch_web.hosts import beats
@@ -86,4 +86,32 @@ def test_the_overview_shows_each_hosts_state_beside_its_latest_run(lab, watched,
     assert "no heartbeat" in rows.filter(has_text="lab-1").first.inner_text()
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(page, "overview-hosts-1000")
+    assert not watched.errors, watched.errors
+
+
+@pytest.fixture
+def lava_labs(store):
+    stored_lava_labs()
+
+
+@pytest.mark.parametrize("width", [1000, 390])
+def test_lava_boards_show_beside_the_hosts(lab, lava_labs, watched, live_server, width):
+    page = watched.page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(live_server.url + "/hosts/")
+    fresh = page.locator("#lava-lava_local")
+    said = fresh.locator(".lava-age").inner_text().replace("\xa0", " ")  # timesince's no-break space
+    assert "(5 minutes ago): 1 idle, 1 running, 0 offline, 1 bad health." in said
+    bad = page.locator("#board-qemu-03 .board")
+    assert bad.inner_text() == "bad health"
+    assert bad.evaluate("e => getComputedStyle(e).color") == WARNING
+    down = page.locator("#lava-lava_vendor")
+    assert down.locator(".lava-not-reached .unreachable").inner_text() == "not reached"
+    assert "Connection refused" in down.locator(".lava-not-reached").inner_text()
+    assert "(3 hours ago)" in down.locator(".lava-age").inner_text().replace("\xa0", " ")
+    assert down.locator(".board.offline").evaluate("e => getComputedStyle(e).color") == WARNING
+    # iowatch's own hosts are still there, above.
+    assert page.locator("#host-lab-2").count() == 1
+    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+    screenshot(page, f"hosts-lava-{width}")
     assert not watched.errors, watched.errors

@@ -14,7 +14,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from dashboard_browser import screenshot
+from dashboard_browser import screenshot, stored_lava_labs
 from test_pages import pages
 
 from iowatch_web.results.models import Run
@@ -97,6 +97,9 @@ def every_page(store) -> dict[str, str]:
     if e2e is not None:
         found["regression-e2e"] = f"/regressions/{e2e.pk}/"
     found["regression-long-note"] = long_note(store.ab_regression)
+    # LAVA's boards beside the hosts: one lab fresh, one not reached with a long error.
+    stored_lava_labs()
+    found["hosts"] = "/hosts/"
     return found
 
 

@@ -21,68 +21,108 @@ def cell_ids(cells: list[dict], devices: dict[str, list[str]]) -> list[str]:
                    for c in cells for name in devices.get(c["device_class"], [])})
 
 
+def job_name(claim: dict) -> str:
+    """How the agent's lines name the job: a confirmation of a regression, or
+    an add-runs job (an unsure cell's retrigger) of a comparison."""
+    if claim.get("purpose") == "add-runs":
+        return f"add-runs #{claim['id']} of comparison {claim.get('comparison')}"
+    return f"confirmation #{claim['id']} of regression {claim.get('regression')}"
+
+
+def _kernels(agent, claim: dict) -> dict:
+    """The good and the bad kernel, built here."""
+    kernels = {}
+    for side in ("good", "bad"):
+        commit = claim[side].get("commit")
+        if not commit:
+            raise ValueError(f"its {side} kernel {claim[side].get('kernel')} carries no git commit")
+        kernels[side] = agent.builds.head(commit)[1]
+        if kernels[side].status != "built":
+            raise ValueError(f"the {side} commit {commit[:12]} does not build here: "
+                             f"{(kernels[side].error or '')[-300:]}")
+    return kernels
+
+
+def _marked(path, claim: dict, side: str) -> None:
+    """A confirmation's run carries the job in its trigger (never a side of an
+    ordinary verdict); an add-runs run is an ordinary one that must join its
+    kernel's side, so it carries that kernel's place in its series."""
+    doc = bundle.load(path)
+    if claim.get("purpose") == "add-runs":
+        place = claim[side].get("series")
+        if not place:
+            return
+        doc["kernel"]["series"] = {**(doc["kernel"].get("series") or {}),
+                                   "name": place["name"], "base": place.get("base")}
+        doc["kernel"]["patch"] = {**(doc["kernel"].get("patch") or {}), "index": place["patch_index"]}
+    else:
+        doc["trigger"] = {"kind": "confirm", "regression": claim["regression"], "job": claim["id"],
+                          "side": side}
+    bundle.write_manifest(path, doc)
+
+
 def work_confirmation(agent, claim: dict) -> str:
-    job_id, regression = claim["id"], claim["regression"]
+    job_id, name = claim["id"], job_name(claim)
     tag = {"kind": "confirmation", "id": job_id}
-    agent.say(f"agent: {agent.host.name}: confirmation #{job_id} of regression {regression} "
-              f"({claim['device_class']}): {claim['good']['kernel']} against {claim['bad']['kernel']}, "
-              f"{claim['rounds']} round(s) ABAB")
+    # An add-runs job asks for its repetitions of the comparison's matrix: its
+    # runs are ordinary ones that pool into their kernels' sides.
+    adding = claim.get("purpose") == "add-runs"
+    reps = (claim.get("repetitions") or agent.reps) if adding else agent.reps
+    matrix = ((claim.get("matrix") or agent.matrix) if adding
+              else (agent.matrix or claim.get("matrix"))) or "check-quick"
+    agent.say(f"agent: {agent.host.name}: {name} ({claim['device_class']}): "
+              f"{claim['good']['kernel']} against {claim['bad']['kernel']}, "
+              f"{claim['rounds']} round(s) ABAB" + (f", {reps} runs a boot" if adding and reps else ""))
     runs: dict[str, list[str]] = {"good": [], "bad": []}
     try:
         agent.beat.set("building", job=tag)
-        kernels = {}
-        for side in ("good", "bad"):
-            commit = claim[side].get("commit")
-            if not commit:
-                raise ValueError(f"its {side} kernel {claim[side].get('kernel')} carries no git commit")
-            kernels[side] = agent.builds.head(commit)[1]
-            if kernels[side].status != "built":
-                raise ValueError(f"the {side} commit {commit[:12]} does not build here: "
-                                 f"{(kernels[side].error or '')[-300:]}")
+        kernels = _kernels(agent, claim)
         cells = cell_ids(claim["cells"], getattr(agent, "devices", {}))
-        # An add-runs job (an unsure cell's retrigger) asks for its repetitions, and
-        # its runs are ordinary ones: they pool into their kernels' sides on arrival.
-        adding = claim.get("purpose") == "add-runs"
-        reps = (claim.get("repetitions") or agent.reps) if adding else agent.reps
-        matrix = agent.matrix or claim.get("matrix") or "check-quick"
         for k, side in enumerate(abab(claim["rounds"])):
             # Its one post comes at the end: between boots, ask whether it was cancelled.
             if (agent.client.get(f"confirmations/{job_id}") or {}).get("state") == "cancelled":
-                raise JobCancelled(f"confirmation #{job_id} was cancelled on the server")
+                raise JobCancelled(f"{name} was cancelled on the server")
             v = kernels[side]
             out = agent.out / f"confirm-{job_id}" / f"{k:02d}-{side}"
-            request = RunRequest(matrix, v.commit, f"confirm {side}", reps, agent.profile, cells)
+            label = f"add-runs {side}" if adding else f"confirm {side}"
+            request = RunRequest(matrix, v.commit, label, reps, agent.profile, cells)
             booted, path = agent.boot_and_run(v, request, out, tag)
             if path is None:
                 raise ValueError(f"the {side} kernel did not boot on {agent.host.name}: {booted.detail}")
-            if not adding:
-                doc = bundle.load(path)
-                doc["trigger"] = {"kind": "confirm", "regression": regression, "job": job_id,
-                                  "side": side}
-                bundle.write_manifest(path, doc)
+            _marked(path, claim, side)
             runs[side].append(agent.upload(path, tag))
     except (ValueError, OSError, LabHostError) as e:
-        return _failed(agent, job_id, regression, str(e))
+        return _failed(agent, job_id, name, str(e))
     except JobCancelled as e:
-        return f"confirmation #{job_id} of regression {regression}: cancelled ({e})"
+        return f"{name}: cancelled ({e})"
     finally:
         agent.restore()
     try:
         done = agent.client.post_confirmation(job_id, {"state": "done", "good_runs": runs["good"],
                                                        "bad_runs": runs["bad"]})
     except JobCancelled as e:
-        return f"confirmation #{job_id} of regression {regression}: cancelled ({e})"
-    rows = "; ".join(f"{r['metric']} {r['change_pct']:+.1f}% {r['outcome']}"
+        return f"{name}: cancelled ({e})"
+    except ServerError as e:
+        if e.status != 400:
+            raise
+        # 400: the server refused the runs (another kernel, host or matrix): the job failed.
+        return _failed(agent, job_id, name, str(e))
+    return _said(name, done)
+
+
+def _said(name: str, done: dict) -> str:
+    rows = "; ".join(f"{r['group']} {r['metric']} {r['change_pct']:+.1f}% {r['outcome']}"
+                     + (f" (n {r['base_n']} vs {r['candidate_n']})" if "base_n" in r else "")
                      for r in done.get("verdicts") or [] if r.get("change_pct") is not None)
-    return (f"confirmation #{job_id} of regression {regression}: {done.get('state')}, "
-            f"{done.get('outcome') or done.get('error')}" + (f" ({rows})" if rows else ""))
+    return (f"{name}: {done.get('state')}, "
+            f"{done.get('outcome') or done.get('error') or 'judged again'}" + (f" ({rows})" if rows else ""))
 
 
-def _failed(agent, job_id: int, regression: int, reason: str) -> str:
+def _failed(agent, job_id: int, name: str, reason: str) -> str:
     try:
         agent.client.post_confirmation(job_id, {"state": "failed", "error": reason[:10_000]})
     except JobCancelled as e:
-        return f"confirmation #{job_id} of regression {regression}: cancelled ({e})"
+        return f"{name}: cancelled ({e})"
     except ServerError as e:
-        agent.say(f"agent: could not post confirmation #{job_id} failed: {e}")
-    return f"confirmation #{job_id} of regression {regression}: failed: {reason}"
+        agent.say(f"agent: could not post {name} failed: {e}")
+    return f"{name}: failed: {reason}"

@@ -189,7 +189,7 @@ class Agent:
                 self.beat.set("error", detail=str(e)[:500])
                 return 2
             self.say(f"agent: {line}")
-            if line.startswith(("bisect", "confirmation")) and "failed" in line:
+            if line.startswith(("bisect", "confirmation", "add-runs")) and "failed" in line:
                 status = 1
             if line in ("idle", "error"):
                 if once:

@@ -22,6 +22,8 @@ TIMEOUT_S = 60
 JOB_FINISHED = "Finished"                 # TestJob.state's display value at the end
 HEALTH_COMPLETE, HEALTH_INCOMPLETE, HEALTH_CANCELED = "Complete", "Incomplete", "Canceled"
 INFRASTRUCTURE = "Infrastructure"         # the error_type of LAVA's lava/job case on an infrastructure error
+# A board's state and health as the hosts page words them (Board.label).
+BOARD_LABELS = ("idle", "running", "offline", "bad health")
 
 
 class LavaError(RuntimeError):

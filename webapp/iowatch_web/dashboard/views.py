@@ -15,7 +15,7 @@ from iowatch_web.dashboard import (
     attention, compare_page, compare_work, comparing, device_classes as rollup, lab_hosts, published, queries,
     run_numbers, series_checks, series_keys,
 )
-from iowatch_web.hosts import beats, giveback
+from iowatch_web.hosts import beats, giveback, lava_boards
 from iowatch_web.regressions import confirm
 from iowatch_web.regressions.api import report_text
 from iowatch_web.regressions.bisect_api import latest as latest_bisect
@@ -46,6 +46,7 @@ def hosts(request):
     return render(request, "dashboard/hosts.html", {
         "hosts": [{**h, "devices": devices.get(h["name"], [])} for h in states],
         "silent": [{"name": n, "devices": devices.get(n, [])} for n in silent],
+        "lava": lava_boards.board_states(),
         "timeout_s": beats.timeout().total_seconds()})
 
 

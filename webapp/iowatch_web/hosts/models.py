@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from iowatch.heartbeat import JOB_KINDS, PHASES
+from iowatch.lava.client import BOARD_LABELS as LAVA_BOARD_LABELS
 from iowatch_web.results.models import Agent, one_of
 
 # Phase changes kept a host: the hosts page shows the last 20.
@@ -91,3 +92,39 @@ class GiveBack(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_kind} #{self.job_id} given back from {self.host}"
+
+
+class LavaLabRefresh(models.Model):
+    """The last time the board states of a LAVA lab (an inventory group with
+    iowatch_lava) were asked of its server (`iowatch manage refresh_lava_boards`):
+    when, and the error when it was not reached. A page read never asks LAVA;
+    it reads this and the boards below, and says how old they are."""
+    lab = models.CharField(max_length=200, unique=True, help_text="the inventory group")
+    server = models.CharField(max_length=500)
+    tried_at = models.DateTimeField(help_text="the last refresh, reached or not")
+    reached_at = models.DateTimeField(null=True, blank=True, help_text="the last one LAVA answered")
+    error = models.TextField(blank=True, default="", help_text="why the last refresh failed; "
+                             "empty when it was reached")
+
+    class Meta:
+        ordering = ["lab"]
+
+
+class LavaBoardState(models.Model):
+    """One board of a LAVA lab as its server last said: LAVA's own state and
+    health, and the word the hosts page shows (iowatch.lava.client.Board.label)."""
+    lab = models.ForeignKey(LavaLabRefresh, on_delete=models.CASCADE, related_name="boards")
+    hostname = models.CharField(max_length=200)
+    device_type = models.CharField(max_length=200)
+    state = models.CharField(max_length=20, help_text="LAVA's: Idle, Reserved, Running")
+    health = models.CharField(max_length=20, help_text="LAVA's: Unknown, Maintenance, Good, Bad, "
+                              "Looping, Retired")
+    label = models.CharField(max_length=20, choices=[(w, w) for w in LAVA_BOARD_LABELS])
+    worker = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["lab", "device_type", "hostname"]
+        constraints = [
+            models.UniqueConstraint(fields=["lab", "hostname"], name="lavaboard_one_row_a_board"),
+            one_of("label", LAVA_BOARD_LABELS, "lavaboard_label_known"),
+        ]

@@ -112,6 +112,43 @@ def queue_runs(verdict: StoredVerdict) -> ConfirmJob:
         bad_kernel=bad.release, bad_commit=bad.git_commit)
 
 
+def added_runs_refused(job: ConfirmJob, good: list[str], bad: list[str]) -> str | None:
+    """Why an add-runs job's runs cannot join its comparison's sides, or None:
+    a side pools the runs of its kernel on the comparison's host and matrix, so a
+    run of another kernel (another config or series place), host or matrix
+    would be stored and judged apart, and the cell would stay unsure."""
+    c = job.comparison
+    wanted = {"good": c.base_kernel, "bad": c.candidate_kernel}
+    for side, ids in (("good", good), ("bad", bad)):
+        for run in Run.objects.filter(run_id__in=ids).select_related("kernel", "host"):
+            where = {"kernel": (run.kernel_id, wanted[side].pk, f"{run.kernel}", f"{wanted[side]}"),
+                     "host": (run.host_id, c.host_id, run.host.name, c.host.name),
+                     "matrix": (run.matrix, c.matrix, run.matrix, c.matrix)}
+            for what, (got, want, said, asked) in where.items():
+                if got != want:
+                    return (f"{side} run {run.run_id}: its {what} is {said}, comparison #{c.pk}'s "
+                            f"{side} side is {asked}: the run cannot pool with it")
+    return None
+
+
+def rejudge(job: ConfirmJob) -> None:
+    """An add-runs job handed back: its runs are ordinary runs of the comparison's
+    kernels (the verdict worker pools them as they arrive); the comparison is
+    judged again here at once, so the job says what its cell is with them."""
+    from iowatch_web.regressions.verdicts import Pairing, compare_kernels
+    c = job.comparison
+    last = Run.objects.filter(run_id__in=job.bad_runs).order_by("-received_at", "-id").first()
+    again = compare_kernels(Pairing(c.reason, c.base_kernel, c.candidate_kernel), last)
+    wanted = {(x["study"], x["device_class"], x["filesystem"], x["group"], x["metric"]) for x in job.cells}
+    job.verdicts = [
+        {"study": v.study.slug, "device_class": v.device_class, "filesystem": v.filesystem,
+         "group": v.group, "metric": v.metric_id, "outcome": v.outcome, "change_pct": v.change_pct,
+         "ci_low": v.ci_low, "ci_high": v.ci_high, "base_n": v.base_n, "candidate_n": v.candidate_n,
+         "needs_runs": v.needs_runs}
+        for v in again.cells.select_related("study")
+        if (v.study.slug, v.device_class, v.filesystem, v.group, v.metric_id) in wanted]
+
+
 def claim(agent, host: str, holds_none: bool = False) -> ConfirmJob | None:
     """The oldest queued confirmation for this host, now running for `agent`;
     a job whose host stopped beating (or, holds_none, whose agent started

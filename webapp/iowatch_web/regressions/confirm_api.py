@@ -31,6 +31,7 @@ class ConfirmOut(Schema):
     regression: int | None
     comparison: int | None
     repetitions: int | None  # add-runs: the runs a side asked for, within the cell's cap
+    matrix: str | None  # the compared runs' matrix: the new runs are of it, to pool with them
     host: str
     device_class: str
     state: str
@@ -57,12 +58,30 @@ class ConfirmOut(Schema):
         return job.comparison_id
 
     @staticmethod
+    def resolve_matrix(job: ConfirmJob) -> str | None:
+        comparison = job.comparison if job.comparison_id else (
+            job.regression.comparison if job.regression_id else None)
+        return comparison.matrix if comparison else None
+
+    @staticmethod
     def resolve_good(job: ConfirmJob) -> dict:
-        return {"kernel": job.good_kernel, "commit": job.good_commit}
+        return {"kernel": job.good_kernel, "commit": job.good_commit,
+                **_series_place(job, "base_kernel")}
 
     @staticmethod
     def resolve_bad(job: ConfirmJob) -> dict:
-        return {"kernel": job.bad_kernel, "commit": job.bad_commit}
+        return {"kernel": job.bad_kernel, "commit": job.bad_commit,
+                **_series_place(job, "candidate_kernel")}
+
+
+def _series_place(job: ConfirmJob, side: str) -> dict:
+    """An add-runs job's kernel's place in its series ({name, base, patch_index}):
+    the agent's runs carry it, so they are the comparison's kernel, not another."""
+    kernel = getattr(job.comparison, side) if job.purpose == "add-runs" and job.comparison_id else None
+    if kernel is None or kernel.series_id is None:
+        return {}
+    return {"series": {"name": kernel.series.name, "base": kernel.series.base,
+                       "patch_index": kernel.patch_index}}
 
 
 class ConfirmPage(Page):
@@ -114,7 +133,8 @@ def list_jobs(request, state: Annotated[str | None, one_of(CONFIRM_STATES)] = No
               limit: PageLimit = 100, offset: Offset = 0):
     if refused := not_one_of("state", state, CONFIRM_STATES):
         return refused
-    jobs = ConfirmJob.objects.all()
+    jobs = ConfirmJob.objects.select_related("regression__comparison", "comparison__base_kernel__series",
+                                             "comparison__candidate_kernel__series")
     if state is not None:
         jobs = jobs.filter(state=state)
     page, error = one_page(jobs, limit, offset, MAX_PAGE)
@@ -159,10 +179,14 @@ def post_result(request, job_id: StoreId, body: ConfirmResultIn):
             if missing:
                 return error_response(400, f"runs not stored here: {', '.join(missing[:5])}: upload them first",
                               "body fields good_runs, bad_runs")
+            if job.purpose == "add-runs" and (stray := confirm.added_runs_refused(job, good, bad)):
+                return error_response(400, stray, "body fields good_runs, bad_runs")
             job.good_runs, job.bad_runs = good, bad
             job.state = "done"
-            if job.purpose == "confirm":  # added runs join their kernels' sides as they arrive
+            if job.purpose == "confirm":
                 confirm.judge(job)
+            else:  # added runs are in their kernels' sides: the comparison is judged again
+                confirm.rejudge(job)
         else:
             job.state, job.error = "failed", body.error
         job.finished_at = timezone.now()

@@ -10,7 +10,8 @@ Pairing a measured run's kernel with a base (each side pools every run of
 its kernel on the same host with the same matrix):
 - a kernel of a series at patch k > 0: patch k-1 (its parent) and patch 0
   (the series base; for k = 1 the two are one comparison, "parent");
-- any other kernel: the kernel of the previous run of the matrix on the host.
+- any other kernel: the kernel of the run of the matrix on the host before
+  the kernel's first one there.
 A run of a kernel that is already the base of stored comparisons refreshes
 them, so a patch that arrives after its child is still compared.
 """
@@ -104,8 +105,13 @@ def pairings(run: Run) -> list[Pairing]:
             for child in children.filter(patch_index__gt=1):
                 found.append(Pairing("series-base", kernel, child))
     else:
+        # A kernel measured here before (more runs asked of an unsure cell, a
+        # confirmation's reruns) follows what preceded its first run, not the
+        # kernel that ran last: a rerun of a base is not a new kernel after it.
+        first = runs.filter(kernel=kernel).order_by("at", "id").first()
+        since, since_id = (first.at, first.id) if first else (run_time(run), run.id)
         earlier = (runs.exclude(kernel=kernel)
-                   .filter(Q(at__lt=run_time(run)) | Q(at=run_time(run), id__lt=run.id)))
+                   .filter(Q(at__lt=since) | Q(at=since, id__lt=since_id)))
         if previous := _latest_kernel(earlier):
             found.append(Pairing("previous-run", previous, kernel))
         for c in StoredComparison.objects.filter(reason="previous-run", host_id=run.host_id,
