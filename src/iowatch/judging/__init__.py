@@ -25,6 +25,9 @@ decided. A newcomer reads it in this order:
   with their ratio partners and canaries, the repetitions, the rounds
   allowed, a bisect step's plan), one answer for check, run --against and
   the bisect.
+- `claims`: the claim verdict, a post's published change against the lab's
+  comparison (`judge_claim`), with its words (reproduced, not reproduced,
+  opposite, not reproducible here, not comparable; in size, smaller, larger).
 - `adaptive`: `adapt`, the one loop that measures until the policy is sure
   (check, run --against and the bisect each give it judge, wanted, measure).
 
@@ -56,6 +59,8 @@ _WHERE = {
     "Adapted": "adaptive", "adapt": "adaptive",
     "NextMeasurement": "next_measurement", "Wanted": "next_measurement",
     "rounds_allowed": "next_measurement",
+    "Claim": "claims", "Judged": "claims", "judge_claim": "claims", "claim_outcome": "claims",
+    "published_claims": "claims", "size_of": "claims",
     "ratio_partner": "next_measurement", "with_partners": "next_measurement",
 }
 __all__ = sorted(_WHERE)
