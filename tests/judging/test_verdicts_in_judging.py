@@ -1,4 +1,5 @@
-"""The verdicts issue 43 item 3 moved into iowatch.judging, judged on real verdicts.
+"""The verdicts issue 43 item 3 moved into iowatch.judging (which change points
+open a regression, which cell is worst), judged on real verdicts.
 
 The verdicts are compare_sides' of the lab VM's bisect ends
 (tests/fixtures/lab-vm-bisect, good against bad: write.bw_kib_s a
@@ -7,16 +8,19 @@ stats' Candidate as e-divisive gives them.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from iowatch import bundle, resources
+from iowatch import bundle, mailreport, resources
+from iowatch.bisect.search import choose_target
 from iowatch.cells import CellKey
 from iowatch.judging import compare_sides
 from iowatch.judging.changepoints import SAME_STEP_KERNELS, ConfirmedChangePoint, opening_steps
 from iowatch.side_data import Side
 from iowatch.stats.changepoints import Candidate
+from iowatch.judging.worst import severity, verdict_order
 from iowatch.studies import load_studies
 
 LAB_VM = Path(__file__).resolve().parents[1] / "fixtures" / "lab-vm-bisect"
@@ -61,3 +65,44 @@ def test_the_steps_that_open_a_regression(ends):
     steps = opening_steps(confirmed, {k: KERNELS for k in confirmed}, stored)
     assert {step: [(key.metric, cp.point.index) for key, cp in found]
             for step, found in steps.items()} == {("k4", "k5"): [("a", 5), ("b", 5)]}
+
+
+@pytest.fixture(scope="module")
+def ends_comparison():
+    studies = load_studies(resources.studies_dir())
+    return compare_sides(Side("good", "good", [bundle.load(LAB_VM / "good")]),
+                         Side("bad", "bad", [bundle.load(LAB_VM / "bad")]), studies=studies)
+
+
+def _regressed(v, change_pct: float, min_effect_pct: float, outcome: str = "regression"):
+    """The regressed write verdict with another size, minimum effect or outcome."""
+    return replace(v, change_pct=change_pct, min_effect_pct=min_effect_pct, outcome=outcome,
+                   key=replace(v.key, group=f"{v.key.group}-{change_pct:g}-{min_effect_pct:g}"))
+
+
+def test_the_bisect_follows_the_slowdown_in_minimum_effects(ends_comparison):
+    """-12% on a 5% study (2.4 minimum effects) is worse than -30% on a 20% one
+    (1.5): `iowatch bisect` follows it (it took the largest change before)."""
+    write = next(v for v in ends_comparison.verdicts if v.outcome == "regression")
+    small, large = _regressed(write, -12.0, 5.0), _regressed(write, -30.0, 20.0)
+    # Without its canary: the fixture's tmpfs canary drifted, which takes every regression away.
+    cmp = replace(ends_comparison, verdicts=[large, small], canaries=[])
+    assert choose_target(cmp) is small
+
+
+def test_one_worst_first_order(ends_comparison):
+    """A confirmed regression before a suspected one whatever their sizes, then
+    the slowdown in minimum effects; the pages' and the mail's order is this one."""
+    write = next(v for v in ends_comparison.verdicts if v.outcome == "regression")
+    cells = [_regressed(write, -60.0, 5.0, "suspected"), _regressed(write, -12.0, 5.0),
+             _regressed(write, -30.0, 20.0), _regressed(write, -8.0, 5.0, "slower")]
+    ordered = sorted(cells, key=verdict_order)
+    assert [(v.outcome, v.change_pct) for v in ordered] == [
+        ("regression", -12.0), ("regression", -30.0), ("suspected", -60.0), ("slower", -8.0)]
+    assert severity(-12.0, "higher", 5.0) == pytest.approx(2.4)
+    assert severity(12.0, "lower", 5.0) == pytest.approx(2.4)
+    assert severity(-12.0, "info", 5.0) is None
+    detail = {"cells": [{"cell_key": f"c{i}", "group": "g", "metric": "write.bw_kib_s",
+                         "outcome": v.outcome, "change_pct": v.change_pct,
+                         "min_effect_pct": v.min_effect_pct} for i, v in enumerate(cells)]}
+    assert [c["change_pct"] for c in mailreport._cells(detail)] == [-12.0, -30.0, -60.0, -8.0]

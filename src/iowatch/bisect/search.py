@@ -33,6 +33,7 @@ from iowatch.judging import Comparison, StepVerdict, compare_sides, judge_step, 
 from iowatch.judging.next_measurement import (ALONE, WITH_ENDS, NextMeasurement, next_measurement,
                                               with_partners)
 from iowatch.judging.bisect import Culprit, Observation, culprit, steps_left
+from iowatch.judging.worst import verdict_order
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
 from iowatch.kernel.series import Series
@@ -109,7 +110,9 @@ def _matches(v: CellVerdict, metric: str | None, cell: str | None) -> bool:
 
 
 def choose_target(cmp: Comparison, metric: str | None = None, cell: str | None = None) -> CellVerdict:
-    """The regression from good to bad to follow: the largest one that matches."""
+    """The regression from good to bad to follow: of those that match, the
+    first in judging's worst-first order (iowatch.judging.worst: the slowdown
+    in minimum effects), then by name."""
     found = [v for v in cmp.regressions if _matches(v, metric, cell)]
     if not found:
         narrowed = " matching" + (f" metric {metric}" if metric else "") + \
@@ -119,7 +122,7 @@ def choose_target(cmp: Comparison, metric: str | None = None, cell: str | None =
         raise NothingToBisect(f"good ({cmp.base.title}) and bad ({cmp.candidate.title}) show no "
                               f"regression{narrowed}: nothing to bisect"
                               + (f" ({seen})" if seen else "") + drift_words(cmp), state=cmp.state)
-    return max(found, key=lambda v: abs(v.change_pct or 0.0))
+    return min(found, key=lambda v: (verdict_order(v), str(v.key)))
 
 
 def drift_words(cmp: Comparison) -> str:
