@@ -30,7 +30,7 @@ from pathlib import Path
 from iowatch import bundle
 from iowatch.cells import CellLocation, PooledKey
 from iowatch.ciapi import Client, ServerError
-from iowatch.judging.sides import NOT_MEASURED, SideNotFound, SideQuery
+from iowatch.judging.sides import SideNotFound, SideQuery
 from iowatch.studies import Study
 
 
@@ -136,13 +136,13 @@ def _from_server(spec: str, server: str, role: str) -> Side:
                 if e.status == 404:
                     raise SideNotFound(f"{role} {spec!r}: no run with that id on {server}") from None
                 raise
-        # The runs of the kernel that measured something, oldest first, for the
-        # one rule of which runs make a side (the API's list does not say which
-        # run was a bisect's step: the server's own sides leave those out too).
-        named = sorted((r for r in client.paged("runs", 1000)
-                        if matches_kernel(r, spec) and r.get("status") not in NOT_MEASURED),
+        # The runs of the kernel, oldest first, for the one rule of which runs
+        # make a side (the runs list carries each run's status and trigger).
+        named = sorted((r for r in client.paged("runs", 1000) if matches_kernel(r, spec)),
                        key=lambda r: (r.get("started_at") or r["received_at"], r["received_at"]))
-        runs = SideQuery(spec, role).choose(named, published=lambda r: bool(r.get("published")))
+        runs = SideQuery(spec, role).choose(
+            named, published=lambda r: bool(r.get("published")), status=lambda r: r.get("status"),
+            trigger_kind=lambda r: (r.get("trigger") or {}).get("kind"))
         if not runs:
             raise SideNotFound(f"{role} {spec!r}: not a bundle directory, and no run of a kernel "
                                f"with that release, commit or label on {server}")

@@ -404,7 +404,7 @@ def mark_step(path: Path, trigger: dict) -> None:
     """A bisect's measurement of one commit is the bisect's evidence: its variant
     carries a series named good..bad, and judged like a check's every bad step
     would open a regression of its own. The trigger tells the server to store
-    it and judge nothing from it (webapp regressions/verdicts.py is_bisect_step)."""
+    it and judge nothing from it (iowatch.judging.sides.SideQuery.admits)."""
     doc = bundle.load(path)
     doc["trigger"] = trigger
     bundle.write_manifest(path, doc)

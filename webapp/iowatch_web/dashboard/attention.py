@@ -33,12 +33,12 @@ from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions
 from iowatch import figures
 from iowatch.judging import PATCH_STATES, Outcome, outcome_label
 from iowatch.judging.outcomes import UNDECIDED_OUTCOMES, UNDECIDED_STATES
+from iowatch.judging.sides import NOT_MEASURED
 from iowatch.judging.worst import worst_order
 from iowatch.metrics import HIGHER, LOWER, METRICS
 from iowatch.stats.wording import rerun_words
 from iowatch_web.regressions.models import REASONS, STATES, StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.regressions.nightly import NIGHTLY
-from iowatch_web.regressions.verdicts import NOT_MEASURED
 from iowatch_web.results.models import Host, Patch, PatchSeries, Run
 
 # Of two comparisons of one kernel on one host, the line keeps the first of these.

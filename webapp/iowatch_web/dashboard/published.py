@@ -26,14 +26,14 @@ from iowatch import figures, seeds
 from iowatch.judging import claims as claim_judge
 from iowatch.side_data import Side
 from iowatch.judging import DEFAULT_MIN_EFFECT, compare_sides, deciding
-from iowatch.judging.sides import MAX_SIDE_RUNS
+from iowatch.judging.sides import SideQuery
 from iowatch.metrics import METRICS
 from iowatch_web.results.models import Cell, Host, Kernel, Run, Sample, Study
 from iowatch_web.store.values import sample_values
-from iowatch_web.store.sides import judging_studies, manifests
+from iowatch_web.store.sides import RUN_FACTS, judged_runs, judging_studies, manifests
 
-# A side of a lab check pools at most MAX_SIDE_RUNS runs of one host (the
-# policy's cap of a side, iowatch.judging.sides), of at most MAX_LAB_RUNS runs
+# A side of a lab check is the runs of one host SideQuery chooses (at most its
+# MAX_SIDE_RUNS, the newest), of at most MAX_LAB_RUNS runs
 # read for a study.
 MAX_LAB_RUNS = 2000
 RULE = ("A claim is one metric between two result sets of the post that follow each other on "
@@ -131,11 +131,12 @@ def _lab_runs(study: Study, claims: list[dict]) -> list[Run]:
     kernels = list(Kernel.objects.filter(release__in=releases).values_list("pk", flat=True))
     found = {}
     for which in (Q(label__in=labels), Q(kernel_id__in=kernels)):
-        for run in (Run.objects.filter(which, of_study, published=False)
+        # The runs a side may pool (the store's SideQuery.admits), the newest read.
+        for run in (judged_runs(Run.objects.filter(which, of_study, published=False))
                     .select_related("host", "kernel__series")
-                    .order_by("-received_at", "-id")[:MAX_LAB_RUNS]):
+                    .order_by("-at", "-id")[:MAX_LAB_RUNS]):
             found[run.pk] = run
-    return sorted(found.values(), key=lambda r: (r.received_at, r.pk), reverse=True)
+    return sorted(found.values(), key=lambda r: (r.at, r.pk))
 
 
 def _stands_for(run: Run, side: dict, other: dict) -> bool:
@@ -148,17 +149,21 @@ def _stands_for(run: Run, side: dict, other: dict) -> bool:
 
 
 def _judge(claims: list[dict], runs: list[Run], spec) -> None:
-    """Per claim and host: the lab's before runs against its after runs, judged
-    by claim_judge.judge_claim on compare_sides' comparison. Every run's manifest is
-    read once, in one batch of queries for all hosts."""
+    """Per claim and host: the lab's before runs against its after runs (each
+    side the runs SideQuery chooses of those standing for it: runs oldest
+    first), judged by claim_judge.judge_claim on compare_sides' comparison.
+    Every run's manifest is read once, in one batch of queries for all hosts."""
     plans = []
     for claim in claims:
         before, after = claim["before"], claim["after"]
         per_host: dict[str, dict[str, list[Run]]] = defaultdict(lambda: {"before": [], "after": []})
         for run in runs:
             for role, side, other in (("before", before, after), ("after", after, before)):
-                if _stands_for(run, side, other) and len(per_host[run.host.name][role]) < MAX_SIDE_RUNS:
+                if _stands_for(run, side, other):
                     per_host[run.host.name][role].append(run)
+        for host, found in per_host.items():
+            for role in found:
+                found[role] = SideQuery(claim[role]["label"], role).choose(found[role], **RUN_FACTS)
         for host, found in sorted(per_host.items()):
             if found["before"] and found["after"]:
                 plans.append((claim, host, found))

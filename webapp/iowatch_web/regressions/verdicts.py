@@ -27,7 +27,7 @@ from iowatch.cells import CellKey
 from iowatch.judging import (FDR, compare_sides, confirm_change_points, deciding_metrics, history_of,
                              platform_words)
 from iowatch.judging.changepoints import opening_steps
-from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
+from iowatch.judging.sides import SideQuery
 from iowatch_web.regressions import grouping, nightly
 from iowatch_web.regressions.models import StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.results.models import Cell, Kernel, Run
@@ -51,21 +51,15 @@ class Pairing:
 def verdicts_for_run(run: Run) -> list[StoredComparison]:
     """Compare a newly stored run and look for change points; returns the
     comparisons computed (none for a published or unmeasured run)."""
-    if run.published or run.status in NOT_MEASURED or is_bisect_step(run):
+    # A run no side may pool (SideQuery.admits) is compared with nothing: a
+    # failed build or boot, or a bisect's step (the bisect's evidence; judged
+    # like a check, each bad step would open a second regression for the
+    # change the bisect is already following).
+    if run.published or not SideQuery.admits(run.status, (run.trigger or {}).get("kind")):
         return []
     comparisons = [compare_kernels(p, run) for p in pairings(run)]
     comparisons += change_point_alerts(run)
     return comparisons
-
-
-def is_bisect_step(run: Run) -> bool:
-    """A bisect's measurement of one commit (trigger kind "bisect"): kept as the
-    bisect's evidence, never a side of a verdict. Its variants carry a series
-    named good..bad; judged like a check, every bad step would open a second
-    regression for the change the bisect is already following. The same rule
-    as _measured's filter: only runs without a trigger or with a judged one."""
-    kind = (run.trigger or {}).get("kind")
-    return kind is not None and kind not in JUDGED_TRIGGERS
 
 
 def _measured(host_id: int, matrix: str):
