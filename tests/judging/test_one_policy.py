@@ -10,8 +10,12 @@ exit_status.UNDECIDED_STATES, or one written with names such as
 stats/verdict.py's OUTCOMES, passes: the walk sees literal tables, not every
 use of a word); and no page decides a stored
 comparison again from its rows (its state, failed cells and columns are the
-verdict worker's, stored). The walk reads the source, so a new module is
-covered the day it is written.
+verdict worker's, stored); no module outside iowatch.judging names an
+outcome's or a claim's word, or defines a rule judging holds (the claim
+judge, the steps that open a regression, the worst-cell order, the side
+rule's exclusions); and outside judging and the statistics nobody works out
+the repetitions or rounds wanted next (looks, more_runs). The walk reads the
+source, so a new module is covered the day it is written.
 """
 from __future__ import annotations
 
@@ -285,3 +289,34 @@ def test_the_walk_would_see_a_word_named_outside_judging():
                      'where = "regression"\n'
                      'def f():\n    LOCAL = "opposite"\n')
     assert word_definitions(tree) == [1, 2, 3, 4]
+
+
+# The verdicts issue 43 item 3 moved into judging, by the names they had
+# outside it: a module that defines one again decides beside judging (the
+# claim judge in seeds.py, the steps that open a regression and the bisect-step
+# rule in regressions/verdicts.py, the mail's worse_pct the nightly ordered by).
+JUDGING_RULES = {"judge_claim", "claim_outcome", "size_of", "opening_steps", "SAME_STEP_KERNELS",
+                 "worse_pct", "severity", "worst_order", "is_bisect_step", "admits"}
+
+
+def rules_defined(tree: ast.AST) -> list[str]:
+    """The judging rules a module defines (a function, or a constant at its top)."""
+    found = [node.name for node in ast.walk(tree)
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in JUDGING_RULES]
+    found += [t.id for node in getattr(tree, "body", []) if isinstance(node, ast.Assign)
+              for t in node.targets if isinstance(t, ast.Name) and t.id in JUDGING_RULES]
+    return found
+
+
+def test_no_module_outside_judging_defines_its_rules_again():
+    found = {m: names for m, _, tree in modules() if not inside(m, ("iowatch.judging",))
+             for names in [rules_defined(tree)] if names}
+    assert found == {}
+
+
+def test_the_walk_would_see_a_rule_defined_again():
+    tree = ast.parse("SAME_STEP_KERNELS = 1\n"
+                     "def worse_pct(change, metric):\n    return change\n"
+                     "class Side:\n    def admits(self, run):\n        return True\n"
+                     "severity_of = None\n")
+    assert sorted(rules_defined(tree)) == ["SAME_STEP_KERNELS", "admits", "worse_pct"]
