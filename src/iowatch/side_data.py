@@ -215,9 +215,9 @@ class PooledSide:
     cells: dict[CellLocation, dict]  # the bundle's cell that stands for each location
     hosts: str  # the hosts the runs came from, joined
     device_models: dict[str, str]  # device name -> model, where the inventory gave one
-    # The round of a check each value came from (the run's "round", set by
-    # iowatch.check on the runs of its rounds, or the CheckRound its bundle
-    # records); None for a run outside a check's rounds.
+    # The round of a check each value came from (run_round: the CheckRound its
+    # manifest records, as a check's bundle does or in_round marks it); None
+    # for a run outside a check's rounds.
     rounds: dict[PooledKey, list] = field(default_factory=dict)
 
 
@@ -233,13 +233,23 @@ class CheckRound:
         return f"{self.index} of check {self.check[:8]}"
 
 
+def in_round(run: dict, k: int | None, check: str = "") -> dict:
+    """A run's manifest marked with the round (block) it was measured in, under
+    the one name a check's bundle records it by (check_round: the check and
+    the round; `check` "" for the rounds of one caller's sides, the check's
+    variants or a bisect's steps); k None: the manifest as it is."""
+    return run if k is None else {**run, "check_round": {"check": check, "round": k}}
+
+
 def run_round(run: dict):
-    """The round (block) a run was measured in: the "round" a caller gave it,
-    else the check round its bundle records, else None."""
-    if run.get("round") is not None:
-        return run["round"]
+    """The round (block) a run was measured in: the check round its manifest
+    records (check_round: a CheckRound, or the round's number alone for the
+    rounds one caller marked, check ""), else the "round" a manifest was
+    marked with before check_round was the one name, else None."""
     cr = run.get("check_round")
-    return CheckRound(cr["check"], cr["round"]) if cr else None
+    if not cr:
+        return run.get("round")
+    return CheckRound(cr["check"], cr["round"]) if cr["check"] else cr["round"]
 
 
 def run_boot(run: dict, index: int) -> str:

@@ -28,7 +28,7 @@ from typing import Callable
 from iowatch import bundle, resources
 from iowatch.check import (REPS_PER_BOOT, VariantRun, boot_sizes, first_round_boots, matrix_reps,
                            run_variant)
-from iowatch.side_data import Side, pool
+from iowatch.side_data import Side, in_round, pool
 from iowatch.judging.adaptive import adapt
 from iowatch.judging import Comparison, StepVerdict, compare_sides, judge_step, platform_words
 from iowatch.judging.next_measurement import (ALONE, WITH_ENDS, NextMeasurement, next_measurement,
@@ -101,7 +101,7 @@ def side_of(runs: list[VariantRun], rounds: dict[int, int] | None = None) -> Sid
     drifted; a run without one pools."""
     rounds = rounds or {}
     return Side(spec=runs[0].variant.label, source=str(runs[0].bundle),
-                runs=[{**bundle.load(r.bundle), "round": rounds.get(id(r))} for r in runs])
+                runs=[in_round(bundle.load(r.bundle), rounds.get(id(r))) for r in runs])
 
 
 def _matches(v: CellVerdict, metric: str | None, cell: str | None) -> bool:
