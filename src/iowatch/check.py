@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from iowatch import bundle, exit_status, figures, paths, progress, resources
 from iowatch.bundle import BundleWriter
-from iowatch.side_data import Side
+from iowatch.side_data import Side, in_round
 from iowatch.judging import Comparison, ci_name, compare_sides, platform_words
 from iowatch.judging.adaptive import adapt
 from iowatch.judging.boots import History
@@ -365,7 +365,7 @@ def _side(vr: VariantRun) -> Side:
     are the blocks the verdict judges within when the platform drifted."""
     rounds = [0, *vr.rounds] if len(vr.rounds) == len(vr.extra) else [None] * (1 + len(vr.extra))
     return Side(spec=vr.variant.label, source=str(vr.bundle),
-                runs=[{**bundle.load(p), "round": k} for p, k in zip([vr.bundle, *vr.extra], rounds)])
+                runs=[in_round(bundle.load(p), k) for p, k in zip([vr.bundle, *vr.extra], rounds)])
 
 
 def compare_with_parents(result: CheckResult, history: History | None = None) -> None:

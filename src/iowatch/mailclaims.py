@@ -7,7 +7,7 @@ against its "before". Per patch this module extracts the claims
 (iowatch.claims), finds the study they are about (the study their workload
 and metrics match, else the one study of the check's matrix that measures
 what they claim), pairs each metric's before and after, and judges each pair
-with the claim judge of `iowatch reproduce` (iowatch.seeds.judge_claim) on
+with the claim judge of `iowatch reproduce` (iowatch.judging.claims.judge_claim) on
 the check's own comparison of the patch with its parent: reproduced, not
 reproduced, opposite, not reproducible here, not comparable.
 
@@ -37,7 +37,8 @@ from iowatch import mailstudy
 from iowatch.judging import Comparison
 from iowatch.kernel.series import Patch
 from iowatch.metrics import METRICS
-from iowatch.seeds import OUTCOMES, Claim, Judged, claims_table, judge_claim
+from iowatch.judging.claims import OUTCOMES, Claim, Judged, judge_claim
+from iowatch.seeds import claims_table
 from iowatch.studies import PublishedResult, PublishedSet, Study, load_study
 
 # A mail's words for the two sides, as kernel developers write them.

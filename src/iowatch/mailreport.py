@@ -37,6 +37,7 @@ from email.utils import format_datetime, getaddresses
 from iowatch import figures, replay, reproduce
 from iowatch.kernel.build import DEFAULT_BASE, DEFAULT_FRAGMENTS
 from iowatch.judging.outcomes import boots_words, outcome_label
+from iowatch.judging.worst import severity, worst_order
 from iowatch.metrics import METRICS
 from iowatch.stats.confounders import Confounder, shown
 from iowatch.stats.wording import metric_phrase
@@ -57,12 +58,10 @@ _KIND_WORDS = {"nightly": "the nightly", "check": "a check of a patch series",
                "ab": "a comparison of two kernels"}
 
 
-def worse_pct(change_pct: float | None, metric: str) -> float:
-    """How much worse, in %: positive when the metric moved the wrong way
-    (the order regressed cells are shown and bisected in)."""
-    if change_pct is None:
-        return 0.0
-    return -change_pct if METRICS[metric].direction == "higher" else change_pct
+def _worst(cell: dict, outcome: str) -> tuple:
+    """A cell's or change point's place in judging's worst-first order (iowatch.judging.worst)."""
+    return worst_order(outcome, severity(cell.get("change_pct"), METRICS[cell["metric"]].direction,
+                                         cell.get("min_effect_pct")))
 
 
 def _cells(detail: dict) -> list[dict]:
@@ -71,14 +70,13 @@ def _cells(detail: dict) -> list[dict]:
     followed = ((detail.get("bisect") or {}).get("cell") or {})
     cells.sort(key=lambda c: (not (c["cell_key"], c["group"], c["metric"]) ==
                               (followed.get("key"), followed.get("group"), followed.get("metric")),
-                              -worse_pct(c.get("change_pct"), c["metric"]), c["cell_key"], c["group"],
+                              _worst(c, c.get("outcome") or "regression"), c["cell_key"], c["group"],
                               c["metric"]))
     return cells
 
 
 def _points(detail: dict) -> list[dict]:
-    return sorted(detail.get("change_points") or [],
-                  key=lambda p: -worse_pct(p.get("change_pct"), p["metric"]))
+    return sorted(detail.get("change_points") or [], key=lambda p: _worst(p, "regression"))
 
 
 def _patch(detail: dict, index: int | None) -> dict:

@@ -211,32 +211,7 @@ class Runner:
 
     def _run_rep(self, cell: Cell, dev_path: str, index: int) -> tuple[Result, dict]:
         with self._phase("prepare"):  # safety check, device queue, scratch directory
-            safety.require(self.host, dev_path, self.data_dir)
-            queue = environment.device_queue(dev_path)
-            notes: dict = {"device_path": dev_path, "rotational": queue["rotational"],
-                           "scheduler": queue["scheduler"]}
-            if cell.device.is_image:
-                notes.update(loopdev.state(dev_path).environment())  # direct I/O on or not
-            elif self.host.kind == "qemu" and queue["rotational"] != cell.device.wants_rotational:
-                # virtio-blk reports rotational 1 in the guest: an ssd must say 0.
-                environment.set_rotational(dev_path, cell.device.wants_rotational)
-                notes["rotational"] = environment.device_queue(dev_path)["rotational"]
-            scheduler = cell.study.scheduler
-            if scheduler and queue["scheduler"] != scheduler:
-                try:
-                    notes["scheduler"] = environment.set_scheduler(dev_path, scheduler)
-                except (RuntimeError, OSError) as e:
-                    notes["scheduler_note"] = str(e)
-            # After the scheduler: choosing BFQ turns wbt off, and the study's value holds.
-            wbt = cell.study.wbt_lat_usec
-            notes["wbt_lat_usec"] = environment.device_queue(dev_path)["wbt_lat_usec"]
-            if wbt is not None and notes["wbt_lat_usec"] != wbt:
-                try:
-                    notes["wbt_lat_usec"] = environment.set_wbt(dev_path, wbt)
-                except (RuntimeError, OSError) as e:
-                    notes["wbt_note"] = str(e)
-            workload = cell.study.workload(self.profile, cell.device.device_class)
-            work = Path(tempfile.mkdtemp(prefix="iowatch-rep-"))
+            notes, workload, work = self._prepare_rep(cell, dev_path)
         mountpoint = None
         try:
             if self.harness is not None:  # the harness makes the filesystem and runs the tool
@@ -259,59 +234,7 @@ class Runner:
             elif "fio" in workload:
                 # Never write to a raw device: the raw cells only read it.
                 workload["fio"]["readonly"] = True
-            # Once per repetition, just before the window: the device under test made
-            # clean (so nothing mkfs or mount left dirty is counted as the workload's
-            # writes), then every clean cache host-wide dropped. Only this device is
-            # synced: the global sync() it replaces also waited for every other
-            # filesystem's writeback (the host's, other runs' loop devices), which is
-            # not this repetition's state, and took seconds while they were busy.
-            with self._phase("sync_before"):
-                if mountpoint:
-                    filesystems.syncfs(mountpoint)
-                else:
-                    filesystems.sync_device(dev_path)
-            with self._phase("drop_caches"):
-                filesystems.drop_caches()
-            ctx = Context(device=dev_path, mountpoint=mountpoint, workdir=work)
-            name = environment.block_name(dev_path)
-            members = diskstats.member_names(name)  # an md array's disks (diskstats' docstring)
-            # The measured window: /proc/diskstats and the clock from here ...
-            members_before = [diskstats.read(m) for m in members]
-            before, t0 = diskstats.read(name), time.monotonic()
-            if "fio" in workload:
-                res = run_fio(workload, ctx)
-            elif "fs_mark" in workload:
-                res = run_fs_mark(workload, ctx)
-            else:
-                res = run_script(workload, ctx, filesystems.drop_caches)
-            # Writing the job file and parsing the tool's output, outside the tool's
-            # own time (res.tool_s) but inside the call: overhead, by its own name.
-            self.phase_s["tool_output"] = (self.phase_s.get("tool_output", 0.0)
-                                           + time.monotonic() - t0 - res.tool_s)
-            if mountpoint:
-                # ... through the writeback of what the workload left dirty: buffered
-                # writes reach the device after the tool exits (fs_mark -S0 syncs
-                # nothing), and the xfs-smallfile-writeback study counts that
-                # writeback in its device writes (its quick profile says so). This
-                # sync of the filesystem under test is therefore the workload's own
-                # I/O inside the measured window, and is accounted as such
-                # (workload_writeback_s), not as runner overhead and not as tool time.
-                t_sync = time.monotonic()
-                filesystems.syncfs(mountpoint)
-                wb = time.monotonic() - t_sync
-                self.workload_writeback_s += wb
-                notes["sync_after_workload_s"] = round(wb, 3)
-            seconds = time.monotonic() - t0
-            after = diskstats.read(name)
-            members_after = [diskstats.read(m) for m in members]
-            # ... to here. What follows (samples, unmount) is overhead.
-            with self._phase("record"):
-                group = next(iter(workload["groups"].values()))
-                res.samples += diskstats.samples(before, after, seconds, group,
-                                                 (members_before, members_after))
-                res.artifacts["diskstats.before"] = (" ".join(map(str, before.__dict__.values())) + "\n").encode()
-                res.artifacts["diskstats.after"] = (" ".join(map(str, after.__dict__.values())) + "\n").encode()
-            return res, notes
+            return self._measured_window(workload, dev_path, mountpoint, work, notes), notes
         finally:
             # A normal unmount, outside the window as it always was: it writes in
             # place the metadata that is only in the log so far (XFS pushes its AIL,
@@ -327,6 +250,95 @@ class Runner:
             with self._phase("prepare"):
                 shutil.rmtree(work, ignore_errors=True)
 
+    def _prepare_rep(self, cell: Cell, dev_path: str) -> tuple[dict, dict, Path]:
+        """Before a repetition: the safety check, the device's queue as the study
+        wants it (rotational, scheduler, wbt), the workload of the profile and a
+        scratch directory; the notes say what the device was set to."""
+        safety.require(self.host, dev_path, self.data_dir)
+        queue = environment.device_queue(dev_path)
+        notes: dict = {"device_path": dev_path, "rotational": queue["rotational"],
+                       "scheduler": queue["scheduler"]}
+        if cell.device.is_image:
+            notes.update(loopdev.state(dev_path).environment())  # direct I/O on or not
+        elif self.host.kind == "qemu" and queue["rotational"] != cell.device.wants_rotational:
+            # virtio-blk reports rotational 1 in the guest: an ssd must say 0.
+            environment.set_rotational(dev_path, cell.device.wants_rotational)
+            notes["rotational"] = environment.device_queue(dev_path)["rotational"]
+        scheduler = cell.study.scheduler
+        if scheduler and queue["scheduler"] != scheduler:
+            try:
+                notes["scheduler"] = environment.set_scheduler(dev_path, scheduler)
+            except (RuntimeError, OSError) as e:
+                notes["scheduler_note"] = str(e)
+        # After the scheduler: choosing BFQ turns wbt off, and the study's value holds.
+        wbt = cell.study.wbt_lat_usec
+        notes["wbt_lat_usec"] = environment.device_queue(dev_path)["wbt_lat_usec"]
+        if wbt is not None and notes["wbt_lat_usec"] != wbt:
+            try:
+                notes["wbt_lat_usec"] = environment.set_wbt(dev_path, wbt)
+            except (RuntimeError, OSError) as e:
+                notes["wbt_note"] = str(e)
+        workload = cell.study.workload(self.profile, cell.device.device_class)
+        return notes, workload, Path(tempfile.mkdtemp(prefix="iowatch-rep-"))
+
+    def _measured_window(self, workload: dict, dev_path: str, mountpoint: str | None, work: Path,
+                         notes: dict) -> Result:
+        """One repetition's measured window: the device made clean and the caches
+        dropped, the tool run, the workload's writeback synced, and the device's
+        /proc/diskstats across it added to the tool's samples."""
+        # Once per repetition, just before the window: the device under test made
+        # clean (so nothing mkfs or mount left dirty is counted as the workload's
+        # writes), then every clean cache host-wide dropped. Only this device is
+        # synced: the global sync() it replaces also waited for every other
+        # filesystem's writeback (the host's, other runs' loop devices), which is
+        # not this repetition's state, and took seconds while they were busy.
+        with self._phase("sync_before"):
+            if mountpoint:
+                filesystems.syncfs(mountpoint)
+            else:
+                filesystems.sync_device(dev_path)
+        with self._phase("drop_caches"):
+            filesystems.drop_caches()
+        ctx = Context(device=dev_path, mountpoint=mountpoint, workdir=work)
+        name = environment.block_name(dev_path)
+        members = diskstats.member_names(name)  # an md array's disks (diskstats' docstring)
+        # The measured window: /proc/diskstats and the clock from here ...
+        members_before = [diskstats.read(m) for m in members]
+        before, t0 = diskstats.read(name), time.monotonic()
+        if "fio" in workload:
+            res = run_fio(workload, ctx)
+        elif "fs_mark" in workload:
+            res = run_fs_mark(workload, ctx)
+        else:
+            res = run_script(workload, ctx, filesystems.drop_caches)
+        # Writing the job file and parsing the tool's output, outside the tool's
+        # own time (res.tool_s) but inside the call: overhead, by its own name.
+        self.phase_s["tool_output"] = (self.phase_s.get("tool_output", 0.0)
+                                       + time.monotonic() - t0 - res.tool_s)
+        if mountpoint:
+            # ... through the writeback of what the workload left dirty: buffered
+            # writes reach the device after the tool exits (fs_mark -S0 syncs
+            # nothing), and the xfs-smallfile-writeback study counts that
+            # writeback in its device writes (its quick profile says so). This
+            # sync of the filesystem under test is therefore the workload's own
+            # I/O inside the measured window, and is accounted as such
+            # (workload_writeback_s), not as runner overhead and not as tool time.
+            t_sync = time.monotonic()
+            filesystems.syncfs(mountpoint)
+            wb = time.monotonic() - t_sync
+            self.workload_writeback_s += wb
+            notes["sync_after_workload_s"] = round(wb, 3)
+        seconds = time.monotonic() - t0
+        after = diskstats.read(name)
+        members_after = [diskstats.read(m) for m in members]
+        # ... to here. What follows (samples, unmount) is overhead.
+        with self._phase("record"):
+            group = next(iter(workload["groups"].values()))
+            res.samples += diskstats.samples(before, after, seconds, group,
+                                             (members_before, members_after))
+            res.artifacts["diskstats.before"] = (" ".join(map(str, before.__dict__.values())) + "\n").encode()
+            res.artifacts["diskstats.after"] = (" ".join(map(str, after.__dict__.values())) + "\n").encode()
+        return res
     def _record(self, cell: Cell, index: int, res: Result, notes: dict) -> None:
         self.tool_s += res.tool_s
         if res.error:

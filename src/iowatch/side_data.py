@@ -30,7 +30,7 @@ from pathlib import Path
 from iowatch import bundle
 from iowatch.cells import CellLocation, PooledKey
 from iowatch.ciapi import Client, ServerError
-from iowatch.judging.sides import NOT_MEASURED, SideNotFound, SideQuery
+from iowatch.judging.sides import SideNotFound, SideQuery
 from iowatch.studies import Study
 
 
@@ -136,13 +136,13 @@ def _from_server(spec: str, server: str, role: str) -> Side:
                 if e.status == 404:
                     raise SideNotFound(f"{role} {spec!r}: no run with that id on {server}") from None
                 raise
-        # The runs of the kernel that measured something, oldest first, for the
-        # one rule of which runs make a side (the API's list does not say which
-        # run was a bisect's step: the server's own sides leave those out too).
-        named = sorted((r for r in client.paged("runs", 1000)
-                        if matches_kernel(r, spec) and r.get("status") not in NOT_MEASURED),
+        # The runs of the kernel, oldest first, for the one rule of which runs
+        # make a side (the runs list carries each run's status and trigger).
+        named = sorted((r for r in client.paged("runs", 1000) if matches_kernel(r, spec)),
                        key=lambda r: (r.get("started_at") or r["received_at"], r["received_at"]))
-        runs = SideQuery(spec, role).choose(named, published=lambda r: bool(r.get("published")))
+        runs = SideQuery(spec, role).choose(
+            named, published=lambda r: bool(r.get("published")), status=lambda r: r.get("status"),
+            trigger_kind=lambda r: (r.get("trigger") or {}).get("kind"))
         if not runs:
             raise SideNotFound(f"{role} {spec!r}: not a bundle directory, and no run of a kernel "
                                f"with that release, commit or label on {server}")
@@ -238,9 +238,9 @@ class PooledSide:
     cells: dict[CellLocation, dict]  # the bundle's cell that stands for each location
     hosts: str  # the hosts the runs came from, joined
     device_models: dict[str, str]  # device name -> model, where the inventory gave one
-    # The round of a check each value came from (the run's "round", set by
-    # iowatch.check on the runs of its rounds, or the CheckRound its bundle
-    # records); None for a run outside a check's rounds.
+    # The round of a check each value came from (run_round: the CheckRound its
+    # manifest records, as a check's bundle does or in_round marks it); None
+    # for a run outside a check's rounds.
     rounds: dict[PooledKey, list] = field(default_factory=dict)
 
 
@@ -256,13 +256,23 @@ class CheckRound:
         return f"{self.index} of check {self.check[:8]}"
 
 
+def in_round(run: dict, k: int | None, check: str = "") -> dict:
+    """A run's manifest marked with the round (block) it was measured in, under
+    the one name a check's bundle records it by (check_round: the check and
+    the round; `check` "" for the rounds of one caller's sides, the check's
+    variants or a bisect's steps); k None: the manifest as it is."""
+    return run if k is None else {**run, "check_round": {"check": check, "round": k}}
+
+
 def run_round(run: dict):
-    """The round (block) a run was measured in: the "round" a caller gave it,
-    else the check round its bundle records, else None."""
-    if run.get("round") is not None:
-        return run["round"]
+    """The round (block) a run was measured in: the check round its manifest
+    records (check_round: a CheckRound, or the round's number alone for the
+    rounds one caller marked, check ""), else the "round" a manifest was
+    marked with before check_round was the one name, else None."""
     cr = run.get("check_round")
-    return CheckRound(cr["check"], cr["round"]) if cr else None
+    if not cr:
+        return run.get("round")
+    return CheckRound(cr["check"], cr["round"]) if cr["check"] else cr["round"]
 
 
 def run_boot(run: dict, index: int) -> str:

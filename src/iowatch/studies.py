@@ -357,6 +357,14 @@ def _check(study: Study, root=None) -> None:
     def refuse(path: list, message: str):
         raise DataFileError(where, line_at(root, path), message)
 
+    _check_file(study, refuse)
+    _check_metrics(study, refuse)
+    _check_claims(study, refuse)
+    _check_profiles(study, refuse)
+
+
+def _check_file(study: Study, refuse) -> None:
+    """The file's name, a canary's watched metric, the precondition's window and classes."""
     if study.path.stem != study.slug:
         refuse(["study"], f"study {study.slug!r} must live in {study.slug}.yml")
     if study.canary and not study.watched:
@@ -369,9 +377,14 @@ def _check(study: Study, root=None) -> None:
         if not set(study.device_classes) & set(PRECONDITION_CLASSES):
             refuse(["precondition"], f"precondition: applies to {', '.join(PRECONDITION_CLASSES)} "
                    f"devices, and the study runs on none ({', '.join(study.device_classes)})")
+
+
+def _check_metrics(study: Study, refuse) -> None:
+    """Every metric named (the study's, the ratio's, the published results'):
+    in the metric table, of one of the workload's groups, with its direction
+    and unit; the ratio's filesystems and the published sets' device classes
+    the study's own."""
     groups = set(study.groups.values())
-    tool = study.spec.tool
-    jobs = {j.name for j in tool.jobs} if isinstance(tool, FioSection) else set()
 
     def metric(name: str, group: str, path: list, ctx: str, direction: str | None = None) -> None:
         if name not in METRICS:
@@ -403,6 +416,11 @@ def _check(study: Study, root=None) -> None:
             if unit != METRICS[r.metric].unit:
                 refuse([*path, "unit"], f"{ctx}: unit {r.unit!r} cannot be "
                        f"{r.metric}'s unit {METRICS[r.metric].unit!r}")
+
+
+def _check_claims(study: Study, refuse) -> None:
+    """not_reproducible_in_vlab and judged_on name metrics the post published,
+    judged on deciding metrics with a control the study measures."""
     published_metrics = {r.metric for p in study.published for r in p.results}
     for name in study.not_reproducible_in_vlab:
         if name not in published_metrics:
@@ -425,6 +443,12 @@ def _check(study: Study, root=None) -> None:
             refuse(["judged_on", name, "control", "metric"], f"judged_on: {name}'s control "
                    f"metric {judged.control[1]!r} is not a deciding metric of the study "
                    f"({', '.join(sorted(deciding))})")
+
+
+def _check_profiles(study: Study, refuse) -> None:
+    """A profile's layers change only what the workload has, on the study's classes."""
+    tool = study.spec.tool
+    jobs = {j.name for j in tool.jobs} if isinstance(tool, FioSection) else set()
     script_keys = {"create_files", "workers", "delete_every"}
     for name, prof in study.profiles.items():
         for cls, layer in [(None, prof.overrides), *prof.by_class.items()]:

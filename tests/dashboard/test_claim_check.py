@@ -119,3 +119,23 @@ def test_the_19_kib_bar_is_visible_beside_17480(claims, watched, live_server):
     assert page.locator(f"#claim-{claim_id} .verdict-cell .chip").text_content() == "not reproduced"
     screenshot(page, "study-claims-odirect")
     assert not watched.errors, watched.errors
+
+
+def test_a_bisect_step_is_no_part_of_a_claims_side(claims, client):
+    """The claim check pools a side by SideQuery, as every other side: a bisect's
+    step that carries the after side's label (its kernel measured halfway, at
+    the before's bandwidth) is the bisect's evidence, not a run of the side.
+    The check took the newest runs by arrival before, and pooled it."""
+    from bundle_maker import planted_bundle
+    from dashboard_browser import uploader
+    from conftest import NOISE, claim_kernel
+    doc = planted_bundle({"write.bw_kib_s": [5000 + e for e in NOISE]}, kernel=claim_kernel(302),
+                         started_at="2024-06-01T02:00:00Z", host="lab-3", matrix="claims")
+    doc.update(label="patched", schema_version=2, trigger={"kind": "bisect", "regression": 1, "job": 1})
+    uploader("step-agent")(doc)
+    assert Run.objects.filter(trigger__kind="bisect", label="patched").count() == 1
+    sd = _claim(client.get("/dashboard/api/published/f2fs-dio-write").json(),
+                "write.bw_kib_s", "sdcard", "before")
+    assert sd["verdict"] == "reproduced", sd["why"]
+    [lab] = [r for r in sd["lab"] if r["verdict"] != "not-comparable"]
+    assert lab["runs"] == [1, 1] and lab["change_pct"] == pytest.approx(100, abs=1)

@@ -2,7 +2,7 @@
 `make run` stores them (import-published, then import-reproductions' copies through
 ingest_bundle): the Published results page gives each claim the outcome and the
 numbers that `iowatch reproduce --from DIR`'s text report gives it, since both call
-iowatch.seeds' claim judge on iowatch.judging's comparison. Nothing here is a
+iowatch.judging.claims' claim judge on iowatch.judging's comparison. Nothing here is a
 figure written down: each side is read from the other."""
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from django.core.management import call_command
 from iowatch import figures, resources
 from iowatch.commands.import_published import published_bundles
 from iowatch.commands.import_reproductions import kept_reproductions, stored_bundles
-from iowatch.seeds import OUTCOMES, checked_variants, find_seed, judge_check_dir, label_bundle, report
+from iowatch.judging.claims import OUTCOMES
+from iowatch.seeds import checked_variants, find_seed, judge_check_dir, label_bundle, report
 from iowatch.studies import load_studies
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,14 +10,19 @@ exit_status.UNDECIDED_STATES, or one written with names such as
 stats/verdict.py's OUTCOMES, passes: the walk sees literal tables, not every
 use of a word); and no page decides a stored
 comparison again from its rows (its state, failed cells and columns are the
-verdict worker's, stored). The walk reads the source, so a new module is
-covered the day it is written.
+verdict worker's, stored); no module outside iowatch.judging names an
+outcome's or a claim's word, or defines a rule judging holds (the claim
+judge, the steps that open a regression, the worst-cell order, the side
+rule's exclusions); and outside judging and the statistics nobody works out
+the repetitions or rounds wanted next (looks, more_runs). The walk reads the
+source, so a new module is covered the day it is written.
 """
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+from iowatch.judging import claims
 from iowatch.judging.outcomes import Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -235,3 +240,83 @@ def test_the_walk_would_see_a_path_of_its_own_wanting_repetitions():
                      "for where, want in judging.more_runs(cmp).items():\n    pass\n"
                      "more = next_measurement(cmp, studies)\n")
     assert wants_calls(tree) == ["looks", "more_runs"]
+
+
+# The words are judging's (issue 43 item 3): an outcome's or a claim's word
+# (reproduced, not reproduced, opposite, not reproducible here, not comparable,
+# and the sizes) is given a name only in iowatch.judging (and in iowatch.stats,
+# the statistics it calls, until the vocabulary moves below them, item 4).
+# seeds.py named the claim words itself before (REPRODUCED = "reproduced").
+CLAIM_WORDS = set(claims.OUTCOMES) | set(claims.SIZES)
+
+
+def _words_only(value: ast.AST, words: set[str]) -> bool:
+    """A constant word, or a literal whose constant parts are all words (one at least)."""
+    parts = ([*value.keys, *value.values] if isinstance(value, ast.Dict) else
+             value.elts if isinstance(value, (ast.Tuple, ast.List, ast.Set)) else [value])
+    constants = [p for p in parts if isinstance(p, ast.Constant)]
+    return bool(constants) and all(p.value in words for p in constants)
+
+
+def word_definitions(tree: ast.AST) -> list[int]:
+    """Lines of a module's constants (UPPER-case names at its top) that are
+    outcome or claim words, or tables of them only."""
+    words = WORDS | CLAIM_WORDS
+    lines = []
+    for node in getattr(tree, "body", []):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [n for t in targets for n in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        if all(isinstance(n, ast.Name) and n.id.isupper() for n in names) and \
+                _words_only(node.value, words):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_outside_judging_names_an_outcome_or_claim_word():
+    found = {m: lines for m, _, tree in modules() if not inside(m, POLICY)
+             for lines in [word_definitions(tree)] if lines}
+    assert found == {}
+
+
+def test_the_walk_would_see_a_word_named_outside_judging():
+    tree = ast.parse('REPRODUCED, OPPOSITE = "reproduced", "opposite"\n'
+                     'OUTCOMES = {"reproduced": "reproduced", "opposite": "opposite"}\n'
+                     'CONFIRMED = ("regression", "improvement")\n'
+                     'IN_SIZE: str = "in-size"\n'
+                     'RUN_STATUSES = ("passed", "failed")\n'
+                     'where = "regression"\n'
+                     'def f():\n    LOCAL = "opposite"\n')
+    assert word_definitions(tree) == [1, 2, 3, 4]
+
+
+# The verdicts issue 43 item 3 moved into judging, by the names they had
+# outside it: a module that defines one again decides beside judging (the
+# claim judge in seeds.py, the steps that open a regression and the bisect-step
+# rule in regressions/verdicts.py, the mail's worse_pct the nightly ordered by).
+JUDGING_RULES = {"judge_claim", "claim_outcome", "size_of", "opening_steps", "SAME_STEP_KERNELS",
+                 "worse_pct", "severity", "worst_order", "is_bisect_step", "admits"}
+
+
+def rules_defined(tree: ast.AST) -> list[str]:
+    """The judging rules a module defines (a function, or a constant at its top)."""
+    found = [node.name for node in ast.walk(tree)
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in JUDGING_RULES]
+    found += [t.id for node in getattr(tree, "body", []) if isinstance(node, ast.Assign)
+              for t in node.targets if isinstance(t, ast.Name) and t.id in JUDGING_RULES]
+    return found
+
+
+def test_no_module_outside_judging_defines_its_rules_again():
+    found = {m: names for m, _, tree in modules() if not inside(m, ("iowatch.judging",))
+             for names in [rules_defined(tree)] if names}
+    assert found == {}
+
+
+def test_the_walk_would_see_a_rule_defined_again():
+    tree = ast.parse("SAME_STEP_KERNELS = 1\n"
+                     "def worse_pct(change, metric):\n    return change\n"
+                     "class Side:\n    def admits(self, run):\n        return True\n"
+                     "severity_of = None\n")
+    assert sorted(rules_defined(tree)) == ["SAME_STEP_KERNELS", "admits", "worse_pct"]

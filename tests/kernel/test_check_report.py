@@ -411,7 +411,7 @@ def test_a_cover_letters_claims_are_judged_on_the_whole_series(tmp_path):
 
     from iowatch import mailclaims, resources
     from iowatch.check import compare_with_base
-    from iowatch.seeds import REPRODUCED
+    from iowatch.judging.claims import REPRODUCED
     from iowatch.studies import load_studies
 
     d = tmp_path / "series"

@@ -15,7 +15,7 @@ from iowatch.bundle import BundleWriter
 from iowatch.side_data import Side
 from iowatch.judging import compare_sides
 from iowatch.kernel.series_input import load_series
-from iowatch.seeds import NOT_COMPARABLE, NOT_REPRODUCIBLE, REPRODUCED
+from iowatch.judging.claims import NOT_COMPARABLE, NOT_REPRODUCIBLE, REPRODUCED
 from iowatch.studies import load_matrix, load_studies
 
 SERIES = Path(__file__).resolve().parents[2] / "kernels" / "series"

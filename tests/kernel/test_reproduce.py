@@ -1,5 +1,5 @@
 """`iowatch reproduce`: every seed maps to its series, study and published
-labels, and the claim judge (iowatch.seeds) gives each published claim its
+labels, and the claim judge (iowatch.judging.claims) gives each published claim its
 outcome from the lab's verdict (iowatch.judging.compare_sides, not a copy).
 
 The check directories here are written as `iowatch check` writes them: one
@@ -22,9 +22,9 @@ import pytest
 from iowatch import bundle, resources
 from iowatch.bundle import BundleWriter
 from iowatch.kernel.series_input import load_series
-from iowatch.seeds import (NOT_COMPARABLE, NOT_REPRODUCED, NOT_REPRODUCIBLE, OPPOSITE,
-                           REPRODUCED, SeedError, find_seed, judge_check_dir,
-                           label_bundle, load_seed, published_claims, report)
+from iowatch.judging.claims import (NOT_COMPARABLE, NOT_REPRODUCED, NOT_REPRODUCIBLE, OPPOSITE,
+                                    REPRODUCED, published_claims)
+from iowatch.seeds import SeedError, find_seed, judge_check_dir, label_bundle, load_seed, report
 from iowatch.studies import load_studies, load_study
 from iowatch.yamlfile import DataFileError
 

@@ -14,7 +14,8 @@ import pytest
 from iowatch import bundle, resources
 from iowatch.side_data import Side
 from iowatch.judging import compare_sides
-from iowatch.seeds import NOT_REPRODUCED, REPRODUCED, find_seed, judge_check_dir
+from iowatch.judging.claims import NOT_REPRODUCED, REPRODUCED
+from iowatch.seeds import find_seed, judge_check_dir
 from iowatch.studies import load_studies
 
 REPO = Path(__file__).resolve().parents[2]
@@ -222,14 +223,14 @@ def test_seed_002_reads_ahead_of_a_device_with_a_latency_of_its_own(studies):
 
 
 def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(studies):
-    """The size word (iowatch.seeds.size_of): a reproduced claim is "in size"
+    """The size word (iowatch.judging.claims.size_of): a reproduced claim is "in size"
     when the lab's log-ratio is within a factor of two of the post's. On the
     kept reproductions: seed 001's ext4 read IOPS (+98% in the post, +60.5% in
     the lab: ln 0.68 against 0.47) is in size; seed 003's writer on the
     modelled disk (-99.4%, ln -5.1, against the lab's -84.9%, ln -1.9) is under
     half the post's size, and its readers (+35.6%, ln 0.30, against x2.18, ln
     0.78) over twice it."""
-    from iowatch.seeds import IN_SIZE, LARGER, SMALLER, size_of
+    from iowatch.judging.claims import IN_SIZE, LARGER, SMALLER, size_of
 
     def sizes(seed: str) -> dict[tuple[str, str, str], str]:
         rep = judge_check_dir(FIXTURES / seed, find_seed(seed.split("-")[1], studies), studies)

@@ -525,3 +525,23 @@ def test_a_regression_pages_its_comparisons_deciding_cells(arrive, monkeypatch):
         others = page[page.index('id="others"'):]
         others = others[others.index("<tbody>"):others.index("</tbody>")]
         assert others.count("<tr>") == 1 and f"cells {n}–{n} of 2" in page
+
+
+def test_the_bisect_and_the_pages_follow_one_worst_cell(arrive):
+    """The nightly's bisect (worst_cell) and the pages (attention.cells_of, the
+    severity in SQL) take judging's order (iowatch.judging.worst): -12% on a 5%
+    minimum effect before -30% on a 20% one; the nightly took the -30% before."""
+    from iowatch.judging.worst import severity
+    from iowatch_web.dashboard.attention import cells_of
+    from iowatch_web.regressions.nightly import worst_cell
+    two_kernels(arrive, 1000, 500)
+    regression = Regression.objects.get()
+    small, large = regression.regressed_cells().order_by("cell_key")
+    StoredVerdict.objects.filter(pk=small.pk).update(change_pct=-12.0, min_effect_pct=5.0)
+    StoredVerdict.objects.filter(pk=large.pk).update(change_pct=-30.0, min_effect_pct=20.0)
+    assert worst_cell(regression)["key"] == small.cell_key
+    shown = cells_of([regression.comparison_id], ["regression"])[regression.comparison_id]
+    assert [c["cell_key"] for c in shown] == [small.cell_key, large.cell_key]
+    assert [c["severity"] for c in shown] == [pytest.approx(severity(c["change_pct"], "higher",
+                                                                    c["min_effect_pct"]))
+                                              for c in shown]

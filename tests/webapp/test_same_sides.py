@@ -6,8 +6,10 @@ same runs for the same request.
 
 The store holds a two-patch series on one host: the base kernel measured three
 times and with a published run beside, the patch measured twice and once more
-with a boot that failed. The published run and the failed boot are no part
-of a side, whichever path reads it.
+with a boot that failed and once as a bisect's step. The published run, the
+failed boot and the bisect's step are no part of a side, whichever path reads
+it: the HTTP API's too (`iowatch compare --server`), which reads each run's
+trigger from the runs list.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import pytest
 from bundle_maker import planted_bundle
 from iowatch.cli import build_parser
 from iowatch.commands import compare as compare_command
+from iowatch.side_data import load_side
 from iowatch_web.dashboard import queries
 from iowatch_web.regressions.models import StoredComparison
 from iowatch_web.results.models import Kernel, Run
@@ -52,7 +55,10 @@ def stored(post):
     failed = planted_bundle({"write.bw_kib_s": [1.0]}, kernel=kernel(PATCH, 1),
                             started_at="2024-05-01T19:00:00Z")
     failed.update(status="boot-failed", cells=[])
-    for doc in (published, failed):
+    step = planted_bundle({"write.bw_kib_s": [50.0, 51.0, 52.0]}, kernel=kernel(PATCH, 1),
+                          started_at="2024-05-01T20:00:00Z")
+    step.update(schema_version=2, trigger={"kind": "bisect", "regression": 7, "job": 3})
+    for doc in (published, failed, step):
         assert post(doc)[0] == 201
     return runs
 
@@ -86,3 +92,12 @@ def test_the_stored_verdict_pools_what_the_pages_compare_link_pools(stored):
         assert sorted(page[role]["runs"]) == sorted(str(r.run_id) for r in runs.all())
     assert page["base"]["runs"] == stored[BASE] and page["candidate"]["runs"] == stored[PATCH]
     assert Run.objects.filter(status="boot-failed").count() == 1
+
+
+def test_the_http_api_pools_what_the_store_pools(stored, live_server):
+    """`iowatch compare --server` reads a side through the runs API: the
+    bisect's step is dropped there too (the runs list carries its trigger)."""
+    for commit, runs in stored.items():
+        side = load_side(commit, server=live_server.url, role="candidate")
+        assert [r["run_id"] for r in side.runs] == runs
+    assert Run.objects.filter(trigger__kind="bisect").count() == 1

@@ -5,7 +5,8 @@ The commits from good to bad are the variants of a series (a git range A..B
 of the source tree, or a series directory or mbox applied to a base): variant
 0 is good, the last is bad. Both ends are measured first with the matrix and
 the cell to follow is the regression the verdict engine finds between them
-(the largest, unless --metric or --cell narrows it). Then a binary search: the
+(the worst by iowatch.judging.worst, unless --metric or --cell narrows
+it): `_Bisection.measure_ends`. Then a binary search (`_Bisection.walk`): the
 middle variant is built, booted and measured, and judged against both ends by
 the policy (iowatch.judging.judge_step, compare_sides both ways). While it is
 unsure it is measured again, a look at a time up to its study's cap; a step
@@ -27,12 +28,13 @@ from typing import Callable
 from iowatch import bundle, resources
 from iowatch.check import (REPS_PER_BOOT, VariantRun, boot_sizes, first_round_boots, matrix_reps,
                            run_variant)
-from iowatch.side_data import Side, pool
+from iowatch.side_data import Side, in_round, pool
 from iowatch.judging.adaptive import adapt
 from iowatch.judging import Comparison, StepVerdict, compare_sides, judge_step, platform_words
 from iowatch.judging.next_measurement import (ALONE, WITH_ENDS, NextMeasurement, next_measurement,
                                               with_partners)
 from iowatch.judging.bisect import Culprit, Observation, culprit, steps_left
+from iowatch.judging.worst import verdict_order
 from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, configure, make_variants
 from iowatch.kernel.series import Series
@@ -99,7 +101,7 @@ def side_of(runs: list[VariantRun], rounds: dict[int, int] | None = None) -> Sid
     drifted; a run without one pools."""
     rounds = rounds or {}
     return Side(spec=runs[0].variant.label, source=str(runs[0].bundle),
-                runs=[{**bundle.load(r.bundle), "round": rounds.get(id(r))} for r in runs])
+                runs=[in_round(bundle.load(r.bundle), rounds.get(id(r))) for r in runs])
 
 
 def _matches(v: CellVerdict, metric: str | None, cell: str | None) -> bool:
@@ -109,7 +111,9 @@ def _matches(v: CellVerdict, metric: str | None, cell: str | None) -> bool:
 
 
 def choose_target(cmp: Comparison, metric: str | None = None, cell: str | None = None) -> CellVerdict:
-    """The regression from good to bad to follow: the largest one that matches."""
+    """The regression from good to bad to follow: of those that match, the
+    first in judging's worst-first order (iowatch.judging.worst: the slowdown
+    in minimum effects), then by name."""
     found = [v for v in cmp.regressions if _matches(v, metric, cell)]
     if not found:
         narrowed = " matching" + (f" metric {metric}" if metric else "") + \
@@ -119,7 +123,7 @@ def choose_target(cmp: Comparison, metric: str | None = None, cell: str | None =
         raise NothingToBisect(f"good ({cmp.base.title}) and bad ({cmp.candidate.title}) show no "
                               f"regression{narrowed}: nothing to bisect"
                               + (f" ({seen})" if seen else "") + drift_words(cmp), state=cmp.state)
-    return max(found, key=lambda v: abs(v.change_pct or 0.0))
+    return min(found, key=lambda v: (verdict_order(v), str(v.key)))
 
 
 def drift_words(cmp: Comparison) -> str:
@@ -156,115 +160,165 @@ def search(n: int, measure: Callable[[int, int, Want], VariantRun], *,
     server can show the bisect's progress. Returns the target, the steps, the
     last good and first bad index, and the untestable indices between them."""
     studies = studies if studies is not None else load_studies(resources.studies_dir())
+    bisection = _Bisection(n, measure, studies, say)
+    target = bisection.measure_ends(choose)
+    steps = bisection.walk(target, on_step, remeasure_unclear)
+    return target, steps, bisection.lo, bisection.hi, bisection.untestable
 
-    def boots(index: int, attempt: int, want: Want = None) -> list[VariantRun]:
+
+class _Bisection:
+    """One bisect's measurements: the ends (measured until they differ), then
+    the steps between them (each measured until judging decides it).
+
+    Rounds are blocks (iowatch.stats.blocks): the ends are measured together,
+    good then bad, each time (round = the attempt), so their A/B is judged
+    within those rounds when the platform moved between them. A step is
+    measured alone; one whose canary moved against an end is measured again
+    with both ends in rounds of its own (`joint`) and judged on those only."""
+
+    def __init__(self, n: int, measure: Callable[[int, int, Want], VariantRun], studies: dict,
+                 say: Callable[[str], None]):
+        self.n, self.measure, self.studies, self.say = n, measure, studies, say
+        self.block: dict[int, int] = {}  # id(VariantRun) -> its round
+        self.ends: dict[int, list[VariantRun]] = {}
+        self.attempts: dict[int, int] = {}  # each variant's next measurement
+        self.lo, self.hi, self.skipped = 0, n, set()
+
+    @property
+    def untestable(self) -> list[int]:
+        return sorted(i for i in self.skipped if self.lo < i < self.hi)
+
+    def boots(self, index: int, attempt: int, want: Want = None) -> list[VariantRun]:
         """One measurement: a run, or the boots a guest measurement took
         (guest_measure); the boots that measured, else the first failure."""
-        got = measure(index, attempt, want)
+        got = self.measure(index, attempt, want)
         got = got if isinstance(got, list) else [got]
         return [r for r in got if _measured([r])] or got[:1]
 
-    # Rounds as blocks (iowatch.stats.blocks): the ends are measured together,
-    # good then bad, each time (round = the attempt), so their A/B is judged
-    # within those rounds when the platform moved between them. A step is
-    # measured alone; one whose canary moved against an end is measured again
-    # with both ends in rounds of its own (`joint`) and judged on those only.
-    block: dict[int, int] = {}  # id(VariantRun) -> its round
-
-    def in_round(runs: list[VariantRun], k: int) -> list[VariantRun]:
-        block.update((id(r), k) for r in runs)
+    def in_round(self, runs: list[VariantRun], k: int) -> list[VariantRun]:
+        self.block.update((id(r), k) for r in runs)
         return runs
 
-    ends = {}
-    for i in (0, n):
-        runs = boots(i, 0)
-        if not _measured(runs):
-            raise NothingToBisect(f"{'good' if i == 0 else 'bad'} end (variant {i}) gave no "
-                                  f"measurement: {runs[0].status}: {runs[0].reason[:300]}")
-        ends[i] = in_round(runs, 0)
-    # The ends must differ by the policy's verdict; while the deciding cells are
-    # unsure, both ends are measured again (pooled), a look at a time up to the cap.
-    judged: list[Comparison] = []  # every judgement of the ends, the last one last
+    # --- the ends ---------------------------------------------------------------
 
-    def ends_judged() -> Comparison:
-        judged.append(compare_sides(side_of(ends[0], block), side_of(ends[n], block),
-                                    studies=studies))
-        return judged[-1]
-
-    def ends_wanted(cmp: Comparison) -> tuple[str, Want] | None:
-        """Why both ends are measured again and what (ends_want); None when they
-        differ, or judging's next_measurement asks nothing."""
-        try:
-            choose(cmp)
-            return None
-        except NothingToBisect:
-            nxt = next_measurement(cmp, studies)
-            if not nxt:
-                return None
-        return (platform_words(cmp) if cmp.platform else ", ".join(
-            f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure) or "unsure"), \
-            ends_want(nxt)
-
-    def ends_measure(wanted: tuple[str, Want], attempt: int) -> bool:
-        why, want = wanted
-        say(f"bisect: good and bad are {judged[-1].state} ({why}); measuring both ends again")
+    def measure_ends(self, choose: Callable[[Comparison], CellVerdict]) -> CellVerdict:
+        """Measure both ends until the policy's verdict says they differ (while the
+        deciding cells are unsure, both again, pooled, a look at a time up to the
+        cap); the regression to follow (NothingToBisect when they never differed)."""
+        n, studies = self.n, self.studies
         for i in (0, n):
-            ends[i] += in_round([r for r in boots(i, attempt, want) if _measured([r])], attempt)
-        return True
+            runs = self.boots(i, 0)
+            if not _measured(runs):
+                raise NothingToBisect(f"{'good' if i == 0 else 'bad'} end (variant {i}) gave no "
+                                      f"measurement: {runs[0].status}: {runs[0].reason[:300]}")
+            self.ends[i] = self.in_round(runs, 0)
+        judged: list[Comparison] = []  # every judgement of the ends, the last one last
 
-    first = ends_judged()
-    ended = adapt(ends_judged, ends_wanted, ends_measure, first=first,
-                  max_rounds=next_measurement(first, studies).rounds)
-    target = choose(ended.judgement)  # NothingToBisect, saying why, when they never differed
-    key = target.key.pooled
+        def ends_judged() -> Comparison:
+            judged.append(compare_sides(side_of(self.ends[0], self.block),
+                                        side_of(self.ends[n], self.block), studies=studies))
+            return judged[-1]
 
-    def values(runs: list[VariantRun]) -> list[float]:
-        return pool(side_of(runs)).values.get(key, [])
+        def ends_wanted(cmp: Comparison) -> tuple[str, Want] | None:
+            """Why both ends are measured again and what (ends_want); None when they
+            differ, or judging's next_measurement asks nothing."""
+            try:
+                choose(cmp)
+                return None
+            except NothingToBisect:
+                nxt = next_measurement(cmp, studies)
+                if not nxt:
+                    return None
+            return (platform_words(cmp) if cmp.platform else ", ".join(
+                f"{v.key.group} {v.key.metric} {v.outcome}" for v in cmp.unsure) or "unsure"), \
+                ends_want(nxt)
 
-    attempts = {0: ended.rounds + 1, n: ended.rounds + 1}  # each variant's next measurement
+        def ends_measure(wanted: tuple[str, Want], attempt: int) -> bool:
+            why, want = wanted
+            self.say(f"bisect: good and bad are {judged[-1].state} ({why}); measuring both ends again")
+            for i in (0, n):
+                self.ends[i] += self.in_round([r for r in self.boots(i, attempt, want)
+                                               if _measured([r])], attempt)
+            return True
 
-    def judge(runs: list[VariantRun], joint: dict[int, list[VariantRun]] | None = None,
-              at: int | None = None) -> StepVerdict:
-        # The ends as measured so far (a step may have asked for more of them),
-        # or, once rounds measured the step `at` and both ends together, those only.
+        first = ends_judged()
+        ended = adapt(ends_judged, ends_wanted, ends_measure, first=first,
+                      max_rounds=next_measurement(first, studies).rounds)
+        self.attempts = {0: ended.rounds + 1, n: ended.rounds + 1}
+        return choose(ended.judgement)
+
+    # --- the steps between ---------------------------------------------------------
+
+    def walk(self, target: CellVerdict, on_step: Callable[[Step], None],
+             remeasure_unclear: bool) -> list[Step]:
+        """The binary search from the ends to the first bad commit: each middle
+        variant measured and decided (`_settle`), a variant that gave no
+        samples or stayed unsure at its cap skipped for its nearest neighbour
+        (git bisect skip). Leaves lo (the last good) and hi (the first bad)."""
+        n, key = self.n, target.key.pooled
+        steps = [Step(0, self.ends[0], self.step_verdict(target, self.ends[0])),
+                 Step(n, self.ends[n], self.step_verdict(target, self.ends[n]))]
+        for step in steps:
+            on_step(step)
+        self.say(f"bisect: following {key.group} {key.metric} of {key.study} on {key.device} "
+                 f"{key.filesystem}: {target.words}; "
+                 f"{n - 1} commits between, about {steps_left(n)} to measure")
+        while self.hi - self.lo > 1:
+            untried = [i for i in range(self.lo + 1, self.hi) if i not in self.skipped]
+            if not untried:
+                break
+            mid = (self.lo + self.hi) // 2
+            mid = min(untried, key=lambda i: (abs(i - mid), i))  # git bisect skip: the nearest neighbour
+            runs = self.boots(mid, 0)
+            step = Step(mid, runs)
+            steps.append(step)
+            if not (self.values(target, runs) if _measured(runs) else []):
+                step.skipped = runs[0].status if not _measured(runs) else "the cell gave no samples"
+                self.skipped.add(mid)
+                self.say(f"bisect: variant {mid} skipped ({step.skipped})")
+                on_step(step)
+                continue
+            step.verdict = self._settle(target, mid, runs, remeasure_unclear)
+            self.say(f"bisect: variant {mid} {step.verdict.words} (median "
+                     f"{step.verdict.median:.4g}, {len(self.values(target, runs))} repetitions)")
+            on_step(step)
+            if step.verdict.outcome == "bad":
+                self.hi = mid
+            elif step.verdict.outcome == "good":
+                self.lo = mid
+            else:
+                self.skipped.add(mid)  # undecided at the cap: it decides nothing, a neighbour is tried
+        return steps
+
+    def values(self, target: CellVerdict, runs: list[VariantRun]) -> list[float]:
+        return pool(side_of(runs)).values.get(target.key.pooled, [])
+
+    def step_verdict(self, target: CellVerdict, runs: list[VariantRun],
+                     joint: dict[int, list[VariantRun]] | None = None,
+                     at: int | None = None) -> StepVerdict:
+        """A step against the ends as measured so far (a step may have asked for
+        more of them), or, once rounds measured the step `at` and both ends
+        together, against those only."""
+        n, block = self.n, self.block
         if joint:
             return judge_step(side_of(joint[0], block), side_of(joint[n], block),
-                              side_of(joint[at], block), target, studies=studies)
-        return judge_step(side_of(ends[0]), side_of(ends[n]), side_of(runs), target,
-                          studies=studies)
+                              side_of(joint[at], block), target, studies=self.studies)
+        return judge_step(side_of(self.ends[0]), side_of(self.ends[n]), side_of(runs), target,
+                          studies=self.studies)
 
-    steps = [Step(0, ends[0], judge(ends[0])), Step(n, ends[n], judge(ends[n]))]
-    for step in steps:
-        on_step(step)
-    say(f"bisect: following {key.group} {key.metric} of {key.study} on {key.device} {key.filesystem}: "
-        f"{target.words}; "
-        f"{n - 1} commits between, about {steps_left(n)} to measure")
-    lo, hi, skipped = 0, n, set()
-    while hi - lo > 1:
-        untried = [i for i in range(lo + 1, hi) if i not in skipped]
-        if not untried:
-            break
-        mid = (lo + hi) // 2
-        mid = min(untried, key=lambda i: (abs(i - mid), i))  # git bisect skip: the nearest neighbour
-        runs = boots(mid, 0)
-        step = Step(mid, runs)
-        steps.append(step)
-        samples = values(runs) if _measured(runs) else []
-        if not samples:
-            step.skipped = runs[0].status if not _measured(runs) else "the cell gave no samples"
-            skipped.add(mid)
-            say(f"bisect: variant {mid} skipped ({step.skipped})")
-            on_step(step)
-            continue
-        # Unsure: more repetitions of the step, a look at a time, up to the study's cap;
-        # with the step at its cap, of the ends the comparisons still ask for.
-        attempts[mid] = 1
+    def _settle(self, target: CellVerdict, mid: int, runs: list[VariantRun],
+                remeasure_unclear: bool) -> StepVerdict:
+        """Step `mid` measured until judging decides it: while unsure, more
+        repetitions of it, a look at a time, up to the study's cap; with the
+        step at its cap, of the ends the comparisons still ask for; with both
+        ends in rounds of their own when its canary moved against an end."""
+        n, studies, ends = self.n, self.studies, self.ends
+        self.attempts[mid] = 1
         joint: dict[int, list[VariantRun]] = {}  # the step's rounds with both ends
+        reps: dict[int, int] = {}  # index -> the repetitions the step's plan wants it to reach
 
         def joint_rounds() -> int:
-            return max((block[id(r)] for r in joint.get(mid, [])), default=0)
-
-        reps: dict[int, int] = {}  # index -> the repetitions the step's plan wants it to reach
+            return max((self.block[id(r)] for r in joint.get(mid, [])), default=0)
 
         def step_wanted(j: StepVerdict) -> tuple[list[int], str] | None:
             nxt = next_measurement(j, studies, joint=bool(joint))
@@ -285,16 +339,18 @@ def search(n: int, measure: Callable[[int, int, Want], VariantRun], *,
 
         def step_measure(want: tuple[list[int], str], _round: int) -> bool:
             indices, words = want
-            say(words)
+            self.say(words)
             together = len(indices) == 3
             k = joint_rounds() + 1
             got = {}
             for index in indices:
-                add = reps[index] - len(values(runs if index == mid else ends[index]))
-                want = {cell: max(add, 1) for cell in with_partners([target.key.location.cell_id], studies)}
-                got[index] = [r for r in boots(index, attempts[index], want) if _measured([r])]
-                attempts[index] += 1
-            if together and not all(values(got[i]) for i in indices):
+                add = reps[index] - len(self.values(target, runs if index == mid else ends[index]))
+                want = {cell: max(add, 1)
+                        for cell in with_partners([target.key.location.cell_id], studies)}
+                got[index] = [r for r in self.boots(index, self.attempts[index], want)
+                              if _measured([r])]
+                self.attempts[index] += 1
+            if together and not all(self.values(target, got[i]) for i in indices):
                 # A round lacking a side is no block: its boots pool as the step's or
                 # the ends' own, the round is not counted, and the rounds stop.
                 for index, new in got.items():
@@ -303,25 +359,15 @@ def search(n: int, measure: Callable[[int, int, Want], VariantRun], *,
             added = False
             for index, new in got.items():
                 measured = runs if index == mid else ends[index]
-                before = len(values(measured))
+                before = len(self.values(target, measured))
                 measured += new
-                added = added or len(values(measured)) > before
+                added = added or len(self.values(target, measured)) > before
                 if together:
-                    joint.setdefault(index, []).extend(in_round(new, k))
+                    joint.setdefault(index, []).extend(self.in_round(new, k))
             return added
 
-        step.verdict = adapt(lambda: judge(runs, joint, mid), step_wanted, step_measure).judgement
-        say(f"bisect: variant {mid} {step.verdict.words} (median {step.verdict.median:.4g}, "
-            f"{len(values(runs))} repetitions)")
-        on_step(step)
-        if step.verdict.outcome == "bad":
-            hi = mid
-        elif step.verdict.outcome == "good":
-            lo = mid
-        else:
-            skipped.add(mid)  # undecided at the cap: it decides nothing, a neighbour is tried
-    untestable = sorted(i for i in skipped if lo < i < hi)
-    return target, steps, lo, hi, untestable
+        return adapt(lambda: self.step_verdict(target, runs, joint, mid), step_wanted,
+                     step_measure).judgement
 
 
 def run_bisect(tree: Path, base_ref: str, series: Series, host: Host, inventory: Path, matrix: str,
@@ -401,7 +447,7 @@ def mark_step(path: Path, trigger: dict) -> None:
     """A bisect's measurement of one commit is the bisect's evidence: its variant
     carries a series named good..bad, and judged like a check's every bad step
     would open a regression of its own. The trigger tells the server to store
-    it and judge nothing from it (webapp regressions/verdicts.py is_bisect_step)."""
+    it and judge nothing from it (iowatch.judging.sides.SideQuery.admits)."""
     doc = bundle.load(path)
     doc["trigger"] = trigger
     bundle.write_manifest(path, doc)

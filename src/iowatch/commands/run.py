@@ -79,51 +79,16 @@ def _series(args) -> dict | None:
             "subject": args.patch_subject, "base": args.series_base, "record": record}
 
 
+class _Refused(Exception):
+    """Why `iowatch run` stops before it runs anything (said on stderr, exit status 2)."""
+
+
 def run(args) -> int:
     try:
-        inv = inventory.load(args.inventory)
-        host = inv.host(args.target)
-        matrix = load_matrix(args.matrix)
-    except (DataFileError, inventory.InventoryError) as e:
+        host, matrix, base, history, reps, harness = _prepare(args)
+    except _Refused as e:
         print(f"iowatch run: {e}", file=sys.stderr)
         return 2
-    except KeyError as e:
-        print(f"iowatch run: {e.args[0]}", file=sys.stderr)
-        return 2
-    # Imported here: iowatch.stats loads scipy, about a second that a run without
-    # --against (and a guest under TCG) should not pay.
-    from iowatch.stats.sequential import FIRST, MIN_REPS
-    base = history = None
-    if args.against:
-        from iowatch.side_data import SideNotFound, bundles_history, load_side
-        try:
-            base = load_side(args.against, role="--against")
-            history = bundles_history(args.history) if args.history else None
-        except SideNotFound as e:
-            print(f"iowatch run: {e}", file=sys.stderr)
-            return 2
-    reps = args.reps or matrix.reps
-    if reps < MIN_REPS:
-        # Allowed (runs of one kernel pool on a side), but said: alone, one
-        # repetition a side is judged by size only.
-        print(f"iowatch run: {reps} repetition a cell: compared alone, it is judged by size "
-              f"only; a verdict needs at least {MIN_REPS} a side (pool runs, or --reps)",
-              file=sys.stderr)
-    if base is not None and reps < FIRST:
-        print(f"iowatch run: with --against, {reps} repetitions become {FIRST}: the first look "
-              "of the verdict's schedule", file=sys.stderr)
-        reps = FIRST
-    if os.geteuid() != 0:
-        print("iowatch run: needs root (loop devices, mkfs, mount, drop_caches)", file=sys.stderr)
-        return 2
-    harness = None
-    if args.harness == "lkp":
-        from iowatch.lkp.harness import LkpError, LkpHarness, find_src
-        try:
-            harness = LkpHarness(find_src(args.lkp_src), host, paths.data_dir())
-        except LkpError as e:
-            print(f"iowatch run: --harness lkp: {e}", file=sys.stderr)
-            return 2
     out = Path(args.out) if args.out else (
         paths.data_dir() / "bundles" / f"{matrix.name}-{host.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     display = progress.from_args(args, "run")
@@ -148,6 +113,57 @@ def run(args) -> int:
     except DeviceRefused as e:
         print(f"iowatch run: refused: {e}; nothing was written to it", file=sys.stderr)
         return 2
+    return _finish(args, doc, out, base, history, matrix)
+
+
+def _prepare(args):
+    """The host, matrix, --against side, repetitions and harness of a run, each
+    checked before anything runs (_Refused says what is wrong)."""
+    try:
+        inv = inventory.load(args.inventory)
+        host = inv.host(args.target)
+        matrix = load_matrix(args.matrix)
+    except (DataFileError, inventory.InventoryError) as e:
+        raise _Refused(e) from None
+    except KeyError as e:
+        raise _Refused(e.args[0]) from None
+    # Imported here: iowatch.stats loads scipy, about a second that a run without
+    # --against (and a guest under TCG) should not pay.
+    from iowatch.stats.sequential import FIRST, MIN_REPS
+    base = history = None
+    if args.against:
+        from iowatch.side_data import SideNotFound, bundles_history, load_side
+        try:
+            base = load_side(args.against, role="--against")
+            history = bundles_history(args.history) if args.history else None
+        except SideNotFound as e:
+            raise _Refused(e) from None
+    reps = args.reps or matrix.reps
+    if reps < MIN_REPS:
+        # Allowed (runs of one kernel pool on a side), but said: alone, one
+        # repetition a side is judged by size only.
+        print(f"iowatch run: {reps} repetition a cell: compared alone, it is judged by size "
+              f"only; a verdict needs at least {MIN_REPS} a side (pool runs, or --reps)",
+              file=sys.stderr)
+    if base is not None and reps < FIRST:
+        print(f"iowatch run: with --against, {reps} repetitions become {FIRST}: the first look "
+              "of the verdict's schedule", file=sys.stderr)
+        reps = FIRST
+    if os.geteuid() != 0:
+        raise _Refused("needs root (loop devices, mkfs, mount, drop_caches)")
+    harness = None
+    if args.harness == "lkp":
+        from iowatch.lkp.harness import LkpError, LkpHarness, find_src
+        try:
+            harness = LkpHarness(find_src(args.lkp_src), host, paths.data_dir())
+        except LkpError as e:
+            raise _Refused(f"--harness lkp: {e}") from None
+    return host, matrix, base, history, reps, harness
+
+
+def _finish(args, doc: dict, out: Path, base, history, matrix) -> int:
+    """What a finished run says (its summary, the verdict against --against),
+    sends (--upload, --store), and its exit status."""
     if args.calibration:
         doc["trigger"] = {"kind": "calibration"}
         bundle.write_manifest(out, doc)

@@ -14,17 +14,25 @@ decided. A newcomer reads it in this order:
   ones as one family; `Comparison.state`, the canary's `platform_words`,
   `decision_of` (the decision as the store keeps it), and `more_runs`, the
   repetitions the next look wants.
-- `sides`: which stored runs make a side (`SideQuery`), one rule for the
-  store, the dashboard and `iowatch compare`.
+- `sides`: which stored runs make a side (`SideQuery`: its exclusions,
+  `admits`, and `choose`), one rule for the store, the dashboard, the HTTP
+  API's client and the claim check.
 - `bisect`: `judge_step`, a bisect step against both ends, and `culprit`, the
   first bad commit the judged steps point at.
-- `changepoints`: `history_of` (one series, with its study's minimum effect)
-  and `confirm_change_points`, the e-divisive candidates confirmed by the
-  A/B of the repetitions either side.
+- `changepoints`: `history_of` (one series, with its study's minimum effect),
+  `confirm_change_points`, the e-divisive candidates confirmed by the
+  A/B of the repetitions either side, and `opening_steps`, those that open
+  a regression.
+- `worst`: which cell is worst (`worst_order`: a confirmed regression
+  before a suspected one, then the slowdown in minimum effects), the one
+  order of the bisects, the pages and the mail.
 - `next_measurement`: what a judgement asks to be measured next (the cells
   with their ratio partners and canaries, the repetitions, the rounds
   allowed, a bisect step's plan), one answer for check, run --against and
   the bisect.
+- `claims`: the claim verdict, a post's published change against the lab's
+  comparison (`judge_claim`), with its words (reproduced, not reproduced,
+  opposite, not reproducible here, not comparable; in size, smaller, larger).
 - `adaptive`: `adapt`, the one loop that measures until the policy is sure
   (check, run --against and the bisect each give it judge, wanted, measure).
 
@@ -51,11 +59,15 @@ _WHERE = {
     "culprit": "bisect", "steps_left": "bisect", "NAME_AT": "bisect",
     "ConfirmedChangePoint": "changepoints", "confirm_change_points": "changepoints",
     "deciding_metrics": "changepoints", "segment_kernels": "changepoints",
-    "history_of": "changepoints",
+    "history_of": "changepoints", "opening_steps": "changepoints",
+    "SAME_STEP_KERNELS": "changepoints",
+    "severity": "worst", "worst_order": "worst", "verdict_order": "worst",
     "MAX_SIDE_RUNS": "sides", "SideNotFound": "sides", "SideQuery": "sides",
     "Adapted": "adaptive", "adapt": "adaptive",
     "NextMeasurement": "next_measurement", "Wanted": "next_measurement",
     "rounds_allowed": "next_measurement",
+    "Claim": "claims", "Judged": "claims", "judge_claim": "claims", "claim_outcome": "claims",
+    "published_claims": "claims", "size_of": "claims",
     "ratio_partner": "next_measurement", "with_partners": "next_measurement",
 }
 __all__ = sorted(_WHERE)

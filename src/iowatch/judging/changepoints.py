@@ -1,18 +1,24 @@
 """Change points confirmed by the policy: e-divisive candidates (iowatch.stats.changepoints)
 judged again as an A/B of the repetitions either side of the step (compare_sides).
 
-The server's nightly path builds each series' `history` here and asks
-`confirm_change_points`; it never calls the statistics itself."""
+The server's nightly path builds each series' `history` here, asks
+`confirm_change_points`, and stores the steps `opening_steps` says open a
+regression; it never calls the statistics itself, nor picks the steps."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import median
-from typing import Sequence
+from typing import Hashable, Mapping, Sequence
 
 from iowatch.cells import CellKey
+from iowatch.judging.outcomes import Outcome
 from iowatch.judging.policy import compare_sides, deciding, max_runs, min_effect
 from iowatch.stats import FDR, CellVerdict
 from iowatch.studies import Study
+
+# A stored change point this many kernels away from a new one is the same step
+# seen again (e-divisive may move a boundary by one as history grows).
+SAME_STEP_KERNELS = 1
 
 
 def deciding_metrics(studies: dict[str, Study]) -> set[tuple[str, str, str]]:
@@ -86,3 +92,32 @@ def confirm_change_points(histories, sides, *, studies: dict[str, Study],
             if verdict is not None and not cmp.platform and verdict.outcome in ("regression", "improvement"):
                 out.setdefault(key, []).append(ConfirmedChangePoint(key, point, verdict, before, after))
     return out
+
+
+Step = tuple[Hashable, Hashable]  # (the last kernel before the step, the first after it)
+
+
+def opening_steps(confirmed: Mapping[CellKey, Sequence[ConfirmedChangePoint]],
+                  kernels: Mapping[CellKey, Sequence[Hashable]],
+                  stored: Mapping[CellKey, set]) -> dict[Step, list[tuple[CellKey, ConfirmedChangePoint]]]:
+    """The steps that open a regression, each with the series' change points at it.
+
+    Per series: its newest confirmed change point that is a regression (an
+    improvement opens nothing; an older step of the same series was raised when
+    it was new), unless a change point of the series is already `stored` at a
+    kernel within SAME_STEP_KERNELS of it (the same step seen again).
+    `kernels[key]` is the series' kernels in the history's order (a change
+    point's index is into it), `stored[key]` the kernels it has a stored change
+    point at. Series meeting at one step share it: one step, one regression."""
+    steps: dict[Step, list[tuple[CellKey, ConfirmedChangePoint]]] = {}
+    for key, found in sorted(confirmed.items()):
+        regressions = [cp for cp in found if cp.verdict.outcome == Outcome.REGRESSION.word]
+        if not regressions:
+            continue
+        newest = max(regressions, key=lambda cp: cp.point.index)
+        order, i = kernels[key], newest.point.index
+        near = order[max(i - SAME_STEP_KERNELS, 0):i + SAME_STEP_KERNELS + 1]
+        if stored.get(key, set()) & set(near):
+            continue
+        steps.setdefault((order[i - 1], order[i]), []).append((key, newest))
+    return steps

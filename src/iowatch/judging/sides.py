@@ -13,18 +13,20 @@ report judge different data. The rule:
   measured;
 - the newest `limit` of them (MAX_SIDE_RUNS), in the order they ran.
 
-Only the last two are `choose`, plain Python here. The exclusions are each
-adapter's own: the store's in SQL (iowatch_web.store.sides.judged_runs: no
-failed build or boot, no trigger but a nightly's), the HTTP API's in
-iowatch.side_data (`_from_server`: no failed build or boot; it cannot drop a
-bisect's steps, since the runs API carries no trigger). A bundle directory
-is one run, taken as it is.
+The last three are `SideQuery.choose`, one function every adapter calls
+with its runs as it reads them (their status, trigger and whether they are
+published): the store's (iowatch_web.store.sides.stored_runs, which also
+writes `admits` as SQL, judged_runs, so as not to read runs it would drop),
+the HTTP API's (iowatch.side_data, from the runs list, which carries each
+run's trigger), the verdict worker's (regressions/verdicts.py, `admits` on
+the run that arrived) and the claim check's (dashboard/published.py). A
+bundle directory is one run, taken as it is.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, ClassVar, Sequence, TypeVar
 
 R = TypeVar("R")
 
@@ -52,6 +54,10 @@ class SideQuery:
     matrix: str | None = None       # only runs of this matrix
     limit: int = MAX_SIDE_RUNS
 
+    # The exclusions, for an adapter that writes `admits` in its own language (SQL).
+    NOT_MEASURED: ClassVar[tuple[str, ...]] = NOT_MEASURED
+    JUDGED_TRIGGERS: ClassVar[tuple[str, ...]] = JUDGED_TRIGGERS
+
     @property
     def kernel_id(self) -> int | None:
         """The kernel a kernel:ID spec names (the pages' links), else None."""
@@ -60,12 +66,21 @@ class SideQuery:
         # found nowhere, never a number the database driver cannot bind.
         return int(m[1]) if m and int(m[1]) <= STORE_ID_MAX else None
 
-    def choose(self, runs: Sequence[R], *, published: Callable[[R], bool]) -> list[R]:
-        """Of the runs the request names that measured something, oldest first:
-        the measured ones (the published numbers when nothing was measured),
-        the newest `limit`, oldest first."""
-        measured = [r for r in runs if not published(r)]
-        return (measured or list(runs))[-self.limit:]
+    @staticmethod
+    def admits(status: str | None, trigger_kind: str | None) -> bool:
+        """Whether a run may be part of a side: it measured something (no failed
+        build or boot) and is no bisect's step (no trigger, or a judged one)."""
+        return status not in NOT_MEASURED and (trigger_kind is None or trigger_kind in JUDGED_TRIGGERS)
+
+    def choose(self, runs: Sequence[R], *, published: Callable[[R], bool],
+               status: Callable[[R], str | None],
+               trigger_kind: Callable[[R], str | None]) -> list[R]:
+        """Of the runs the request names, oldest first: those `admits` takes;
+        of them the measured ones (the published numbers when nothing was
+        measured); the newest `limit` of those, oldest first."""
+        admitted = [r for r in runs if self.admits(status(r), trigger_kind(r))]
+        measured = [r for r in admitted if not published(r)]
+        return (measured or admitted)[-self.limit:]
 
     def not_found(self, where: str) -> SideNotFound:
         return SideNotFound(f"{self.role} {self.spec!r}: {where} has no run with that id nor a "

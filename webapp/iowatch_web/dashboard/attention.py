@@ -33,11 +33,12 @@ from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions
 from iowatch import figures
 from iowatch.judging import PATCH_STATES, Outcome, outcome_label
 from iowatch.judging.outcomes import UNDECIDED_OUTCOMES, UNDECIDED_STATES
+from iowatch.judging.sides import NOT_MEASURED
+from iowatch.judging.worst import worst_order
 from iowatch.metrics import HIGHER, LOWER, METRICS
 from iowatch.stats.wording import rerun_words
 from iowatch_web.regressions.models import REASONS, STATES, StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.regressions.nightly import NIGHTLY
-from iowatch_web.regressions.verdicts import NOT_MEASURED
 from iowatch_web.results.models import Host, Patch, PatchSeries, Run
 
 # Of two comparisons of one kernel on one host, the line keeps the first of these.
@@ -63,7 +64,8 @@ def short_metric(group: str, metric: str) -> str:
 
 def severity_of(change: str, direction: str, min_effect: str):
     """The severity of a row whose change, direction and minimum effect are these
-    fields (null for an information-only metric)."""
+    fields (null for an information-only metric): iowatch.judging.worst.severity
+    as a query, so that many regressions are ordered in the database."""
     worse = Case(When(**{direction: HIGHER}, then=-F(change)),
                  When(**{direction: LOWER}, then=F(change)), output_field=FloatField())
     return Coalesce(worse / NullIf(F(min_effect), Value(0.0)), worse)
@@ -86,6 +88,11 @@ def regression_severity():
         worst(StoredVerdict.objects.filter(comparison=OuterRef("comparison"), outcome="regression"),
               cell_severity()),
         worst(StoredChangePoint.objects.filter(comparison=OuterRef("comparison")), point_severity()))
+
+
+def _worst(cell: dict) -> tuple:
+    """The cell's place in judging's worst-first order (iowatch.judging.worst)."""
+    return worst_order(cell["outcome"], cell["severity"])
 
 
 def _rank(cell: dict) -> float:
@@ -165,7 +172,7 @@ def cells_of(comparison_ids, outcomes=None) -> dict[int, list[dict]]:
                     .annotate(severity=point_severity()).values(*POINT_FIELDS)):
             found[row["comparison_id"]].append(_cell(row))
     for cells in found.values():
-        cells.sort(key=_rank, reverse=True)
+        cells.sort(key=_worst)
     return found
 
 
@@ -176,7 +183,8 @@ def stated(state: str, cells: list[dict], failed: list[dict], platform_drifted: 
     runs an undecided cell asks for."""
     of_state = [c for c in cells if Outcome(c["outcome"]).state == state]
     # Of no cell of its outcome (a drifted platform's "unsure"): its worst cell.
-    cell = (min if state == "improvement" else max)(of_state or cells, key=_rank, default=None)
+    # The best improvement; else the worst cell by judging's order.
+    cell = min(of_state or cells, key=_rank if state == "improvement" else _worst, default=None)
     undecided = [c for c in cells if c["outcome"] in UNDECIDED_OUTCOMES]
     needs = max((c["needs_runs"] or 0 for c in undecided), default=0)
     # Else the undecided cell the cap cannot decide (wording.rerun_words), the widest first.
@@ -334,8 +342,9 @@ def lines(limit: int = 8) -> dict:
         heads.append({**group[0], "also": also, "severity": max(
             (e["severity"] for e in group if e["kind"] == group[0]["kind"]
              and e["severity"] is not None), default=None)})
-    heads.sort(key=lambda e: (e["kind"] != "regression",
-                              -(e["severity"] if e["severity"] is not None else float("-inf"))))
+    # Judging's order: an open regression (confirmed) before a suspected comparison.
+    heads.sort(key=lambda e: worst_order(e["kind"] if e["kind"] == "regression" else "suspected",
+                                         e["severity"]))
     shown = heads[:limit]
     ids = {e["comparison_id"] for e in shown} | {a["comparison_id"] for e in shown for a in e["also"]}
     context = comparisons(ids)

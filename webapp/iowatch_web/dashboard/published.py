@@ -2,7 +2,7 @@
 
 A study file (jobs/studies/*.yml) lists the post's result sets under
 `published:`; import-published stores each as a published run whose label is
-the set's label. The claims and their outcomes are iowatch.seeds', the same
+the set's label. The claims and their outcomes are iowatch.judging.claims', the same
 code as `iowatch reproduce`'s text report: published_claims makes them (two
 sets of one device class that follow each other in the file, per metric both
 report), judge_claim judges each on the lab's comparison. What this module
@@ -23,16 +23,17 @@ from django.urls import reverse
 
 from iowatch_web.dashboard.freshness import cached
 from iowatch import figures, seeds
+from iowatch.judging import claims as claim_judge
 from iowatch.side_data import Side
 from iowatch.judging import DEFAULT_MIN_EFFECT, compare_sides, deciding
-from iowatch.judging.sides import MAX_SIDE_RUNS
+from iowatch.judging.sides import SideQuery
 from iowatch.metrics import METRICS
 from iowatch_web.results.models import Cell, Host, Kernel, Run, Sample, Study
 from iowatch_web.store.values import sample_values
-from iowatch_web.store.sides import judging_studies, manifests
+from iowatch_web.store.sides import RUN_FACTS, judged_runs, judging_studies, manifests
 
-# A side of a lab check pools at most MAX_SIDE_RUNS runs of one host (the
-# policy's cap of a side, iowatch.judging.sides), of at most MAX_LAB_RUNS runs
+# A side of a lab check is the runs of one host SideQuery chooses (at most its
+# MAX_SIDE_RUNS, the newest), of at most MAX_LAB_RUNS runs
 # read for a study.
 MAX_LAB_RUNS = 2000
 RULE = ("A claim is one metric between two result sets of the post that follow each other on "
@@ -43,7 +44,8 @@ RULE = ("A claim is one metric between two result sets of the post that follow e
         "every verdict here, with the study's minimum effect of {min:g}%) on the lab's device of "
         "the claim's class with the study's first filesystem, and the claim judge of iowatch "
         "reproduce gives the outcome. " + " ".join(
-            f"{seeds.OUTCOMES[o].capitalize()}: {rule}." for o, rule in seeds.OUTCOME_RULES.items())
+            f"{claim_judge.OUTCOMES[o].capitalize()}: {rule}."
+            for o, rule in claim_judge.OUTCOME_RULES.items())
         + " A claim judged on several devices is reproduced only where each reproduced it.")
 
 
@@ -79,9 +81,9 @@ def _published_sides(study: Study, spec) -> list[dict]:
     return sorted(sides.values(), key=lambda s: order.get((s["label"], s["device_class"]), 1 << 30))
 
 
-def _claim(claim: seeds.Claim, by_set: dict[tuple[str, str], dict], judged: set,
+def _claim(claim: claim_judge.Claim, by_set: dict[tuple[str, str], dict], judged: set,
            run_labels: dict[str, str]) -> dict:
-    """The page's fields of one of seeds.published_claims' claims."""
+    """The page's fields of one of claim_judge.published_claims' claims."""
     metric = claim.metric
     unit = METRICS[metric].unit if metric in METRICS else claim.unit
     sides = {}
@@ -129,11 +131,12 @@ def _lab_runs(study: Study, claims: list[dict]) -> list[Run]:
     kernels = list(Kernel.objects.filter(release__in=releases).values_list("pk", flat=True))
     found = {}
     for which in (Q(label__in=labels), Q(kernel_id__in=kernels)):
-        for run in (Run.objects.filter(which, of_study, published=False)
+        # The runs a side may pool (the store's SideQuery.admits), the newest read.
+        for run in (judged_runs(Run.objects.filter(which, of_study, published=False))
                     .select_related("host", "kernel__series")
-                    .order_by("-received_at", "-id")[:MAX_LAB_RUNS]):
+                    .order_by("-at", "-id")[:MAX_LAB_RUNS]):
             found[run.pk] = run
-    return sorted(found.values(), key=lambda r: (r.received_at, r.pk), reverse=True)
+    return sorted(found.values(), key=lambda r: (r.at, r.pk))
 
 
 def _stands_for(run: Run, side: dict, other: dict) -> bool:
@@ -146,17 +149,21 @@ def _stands_for(run: Run, side: dict, other: dict) -> bool:
 
 
 def _judge(claims: list[dict], runs: list[Run], spec) -> None:
-    """Per claim and host: the lab's before runs against its after runs, judged
-    by seeds.judge_claim on compare_sides' comparison. Every run's manifest is
-    read once, in one batch of queries for all hosts."""
+    """Per claim and host: the lab's before runs against its after runs (each
+    side the runs SideQuery chooses of those standing for it: runs oldest
+    first), judged by claim_judge.judge_claim on compare_sides' comparison.
+    Every run's manifest is read once, in one batch of queries for all hosts."""
     plans = []
     for claim in claims:
         before, after = claim["before"], claim["after"]
         per_host: dict[str, dict[str, list[Run]]] = defaultdict(lambda: {"before": [], "after": []})
         for run in runs:
             for role, side, other in (("before", before, after), ("after", after, before)):
-                if _stands_for(run, side, other) and len(per_host[run.host.name][role]) < MAX_SIDE_RUNS:
+                if _stands_for(run, side, other):
                     per_host[run.host.name][role].append(run)
+        for host, found in per_host.items():
+            for role in found:
+                found[role] = SideQuery(claim[role]["label"], role).choose(found[role], **RUN_FACTS)
         for host, found in sorted(per_host.items()):
             if found["before"] and found["after"]:
                 plans.append((claim, host, found))
@@ -173,7 +180,8 @@ def _judge(claims: list[dict], runs: list[Run], spec) -> None:
             why = "; ".join(claim["missing"]) or (
                 f"no lab run labelled {claim['before']['label']!r} or {claim['after']['label']!r}, "
                 f"nor of kernel {claim['before']['kernel']!r} or {claim['after']['kernel']!r}")
-            claim["missing"] = [j.why for j in seeds.judge_claim(claim["claim"], None, spec, why)]
+            claim["missing"] = [j.why for j in
+                                claim_judge.judge_claim(claim["claim"], None, spec, why)]
     needed = {r.pk: r for _, _, found in plans for r in found["before"] + found["after"]}
     read = dict(zip(needed, manifests(list(needed.values()), job_samples=False)))
     studies = judging_studies()
@@ -186,14 +194,14 @@ def _judge(claims: list[dict], runs: list[Run], spec) -> None:
                 Side(claim["after"]["label"], "the store", [read[r.pk] for r in found["after"]]),
                 studies=studies)
         modelled = seeds.modelled_devices([read[r.pk] for r in found["before"] + found["after"]])
-        for judged in seeds.judge_claim(claim["claim"], done[key], spec, modelled=modelled):
+        for judged in claim_judge.judge_claim(claim["claim"], done[key], spec, modelled=modelled):
             if judged.lab is None:
                 claim["missing"].append(f"{host}: {judged.why}")
             else:
                 claim["lab"].append(_lab_row(claim, judged, host, found))
 
 
-def _lab_row(claim: dict, judged: seeds.Judged, host: str, found: dict) -> dict:
+def _lab_row(claim: dict, judged: claim_judge.Judged, host: str, found: dict) -> dict:
     lab = judged.lab
     # The lab's numbers are of the metric it measured (ext4's read IOPS for the
     # post's ext4/raw ratio), in that metric's unit, never the claim's.
@@ -211,22 +219,22 @@ def _lab_row(claim: dict, judged: seeds.Judged, host: str, found: dict) -> dict:
             "ci": figures.ci(lab.ci_low, lab.ci_high, missing=""),
             "words": lab.words, "runs": (len(found["before"]), len(found["after"])),
             "compare_url": _compare_url(claim["before"]["run_label"], claim["after"]["run_label"]),
-            "verdict": judged.outcome, "verdict_label": seeds.OUTCOMES[judged.outcome],
+            "verdict": judged.outcome, "verdict_label": claim_judge.OUTCOMES[judged.outcome],
             "why": judged.why, "hardware": judged.hardware, "judged": judged}
 
 
 def _sum_up(claim: dict) -> None:
-    """The claim's outcome from its lab rows (seeds.claim_outcome); not
+    """The claim's outcome from its lab rows (claim_judge.claim_outcome); not
     comparable, and why, without one."""
     rows = [r["judged"] for r in claim["lab"]]
-    claim["verdict"] = seeds.claim_outcome(rows)
-    claim["verdict_label"] = seeds.OUTCOMES[claim["verdict"]]
-    if claim["verdict"] == seeds.NOT_COMPARABLE:
+    claim["verdict"] = claim_judge.claim_outcome(rows)
+    claim["verdict_label"] = claim_judge.OUTCOMES[claim["verdict"]]
+    if claim["verdict"] == claim_judge.NOT_COMPARABLE:
         claim["why"] = "; ".join(dict.fromkeys([r["why"] for r in claim["lab"]] + claim["missing"]))
         return
-    claim["why"] = "; ".join(f"{seeds.OUTCOMES[o]} on " + "; ".join(
+    claim["why"] = "; ".join(f"{claim_judge.OUTCOMES[o]} on " + "; ".join(
         f"{r['host']} {r['device']} ({r['why']})" for r in claim["lab"] if r["verdict"] == o)
-        for o in seeds.OUTCOMES if any(r["verdict"] == o for r in claim["lab"]))
+        for o in claim_judge.OUTCOMES if any(r["verdict"] == o for r in claim["lab"]))
     reasons = dict.fromkeys(r["hardware"] for r in claim["lab"] if r["hardware"])
     if reasons:
         claim["why"] += "; not reproducible in the virtual lab: " + "; ".join(reasons)
@@ -330,7 +338,8 @@ def _claim_check(study: Study) -> dict:
     # A study whose file is gone has no claims: the claims are the file's.
     # A seed's study: the lab's runs of a variant carry one label for its side's labels.
     run_labels = seeds.run_label_of(spec, judging_studies()) if spec else {}
-    claims = [_claim(c, by_set, judged, run_labels) for c in seeds.published_claims(spec)] if spec else []
+    claims = [_claim(c, by_set, judged, run_labels)
+              for c in claim_judge.published_claims(spec)] if spec else []
     _judge(claims, _lab_runs(study, claims), spec)
     newest = _newest_medians(study, claims)
     for i, claim in enumerate(claims):
@@ -352,8 +361,8 @@ def _claim_check(study: Study) -> dict:
             "sides": [{k: v for k, v in s.items() if k not in ("values", "as_published")}
                       for s in sides],
             "claims": claims,
-            "summary": [{"verdict": v, "label": seeds.OUTCOMES[v], "n": counts[v]}
-                        for v in seeds.OUTCOMES if counts[v]]}
+            "summary": [{"verdict": v, "label": claim_judge.OUTCOMES[v], "n": counts[v]}
+                        for v in claim_judge.OUTCOMES if counts[v]]}
 
 
 def studies_index() -> list[dict]:

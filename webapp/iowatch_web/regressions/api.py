@@ -201,6 +201,7 @@ class ChangePointOut(Schema):
     after_mean: float
     change_pct: float | None
     p_value: float | None
+    min_effect_pct: float | None = None  # the study's, when the point was found: its severity's unit
 
     @staticmethod
     def resolve_study(cp) -> str:

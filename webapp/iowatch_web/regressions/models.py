@@ -36,9 +36,12 @@ REASONS = {
 # point, or a night over night comparison of nightly runs), a series patch's
 # ("check"), or any other A/B.
 KINDS = ("nightly", "check", "ab")
-# cancelled: by an administrator (regressions/cancel.py); its agent is told on its next post.
-BISECT_STATES = ("queued", "running", "done", "failed", "cancelled")
-BISECT_OPEN = ("queued", "running")
+# An agent's job (AgentJob: a bisect's or a confirmation's): queued, running
+# (claimed by an agent), then done or failed; cancelled: by an administrator
+# (regressions/cancel.py) before, its agent told on its next post.
+JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
+JOB_OPEN = ("queued", "running")
+BISECT_STATES, BISECT_OPEN = JOB_STATES, JOB_OPEN
 STATES = {
     "new": "new",
     "acknowledged": "acknowledged",
@@ -296,7 +299,35 @@ class StoredChangePoint(models.Model):
         return f"{self.cell_key} [{self.group}] {self.metric_id} at {self.kernel}"
 
 
-class BisectJob(models.Model):
+class AgentJob(models.Model):
+    """What a job an agent claims and hands back has, whatever it does (a bisect
+    of a regression, a confirmation on another host, more runs of a comparison):
+    its state, the good and bad kernels it boots, the agent that claimed it and
+    on which host, its error, and when it was made, claimed and finished."""
+    state = models.CharField(max_length=12, choices=[(s, s) for s in JOB_STATES], default="queued")
+    good_kernel = models.CharField(max_length=200)
+    good_commit = models.CharField(max_length=64, null=True, blank=True)
+    bad_kernel = models.CharField(max_length=200)
+    bad_commit = models.CharField(max_length=64, null=True, blank=True)
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="+")
+    agent_host = models.CharField(max_length=200, blank=True, default="")
+    error = models.TextField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["created", "id"]
+
+    @property
+    def open(self) -> bool:
+        return self.state in JOB_OPEN
+
+
+class BisectJob(AgentJob):
     """A bisect of one regression between its good and bad commits, on the
     queue agents claim from (POST /api/v1/bisects/claim): queued, running
     (claimed by an agent, steps arriving), then done or failed, or cancelled
@@ -316,24 +347,14 @@ class BisectJob(models.Model):
     filesystem = models.CharField(max_length=50, blank=True, default="")
     group = models.CharField(max_length=100)
     metric = models.ForeignKey(Metric, on_delete=models.PROTECT, related_name="+")
-    good_kernel = models.CharField(max_length=200)
-    good_commit = models.CharField(max_length=64, null=True, blank=True)
-    bad_kernel = models.CharField(max_length=200)
-    bad_commit = models.CharField(max_length=64, null=True, blank=True)
     agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, blank=True,
                               related_name="bisects", help_text="the agent that claimed it")
     agent_host = models.CharField(max_length=200, blank=True, default="",
                                   help_text="the host the agent said it measures on")
     steps = models.JSONField(default=list, blank=True)
     result = models.JSONField(null=True, blank=True)
-    error = models.TextField(null=True, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["created", "id"]
+    class Meta(AgentJob.Meta):
         constraints = [
             one_of("state", BISECT_STATES, "bisectjob_state_known"),
             one_of("origin", ("nightly", "maintainer"), "bisectjob_origin_known"),
@@ -350,18 +371,13 @@ class BisectJob(models.Model):
     def __str__(self) -> str:
         return f"bisect #{self.pk} of regression #{self.regression_id} [{self.state}]"
 
-    @property
-    def open(self) -> bool:
-        return self.state in BISECT_OPEN
 
-
-CONFIRM_STATES = ("queued", "running", "done", "failed", "cancelled")
-CONFIRM_OPEN = ("queued", "running")
+CONFIRM_STATES, CONFIRM_OPEN = JOB_STATES, JOB_OPEN
 CONFIRM_OUTCOMES = ("confirmed", "not-confirmed")
 CONFIRM_PURPOSES = ("confirm", "add-runs")
 
 
-class ConfirmJob(models.Model):
+class ConfirmJob(AgentJob):
     """A regression found on one host, re-run on another host of the same device
     class (regressions/confirm.py): the good and the bad kernel booted in turn
     (ABAB) by that host's agent, which uploads each run with the job in its
@@ -381,28 +397,15 @@ class ConfirmJob(models.Model):
                                               "side an add-runs job asks for")
     host = models.CharField(max_length=200, help_text="the host asked to confirm it")
     device_class = models.CharField(max_length=20, choices=[(c, c) for c in DEVICE_CLASSES])
-    state = models.CharField(max_length=12, choices=[(s, s) for s in CONFIRM_STATES], default="queued")
     cells = models.JSONField(default=list, help_text="[{study, device_class, filesystem, group, metric}]")
     rounds = models.PositiveIntegerField(default=2, help_text="ABAB rounds: boots of each kernel")
-    good_kernel = models.CharField(max_length=200)
-    good_commit = models.CharField(max_length=64, null=True, blank=True)
-    bad_kernel = models.CharField(max_length=200)
-    bad_commit = models.CharField(max_length=64, null=True, blank=True)
-    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    agent_host = models.CharField(max_length=200, blank=True, default="")
     good_runs = models.JSONField(default=list, blank=True)
     bad_runs = models.JSONField(default=list, blank=True)
     outcome = models.CharField(max_length=14, blank=True, default="",
                                choices=[(o, o) for o in CONFIRM_OUTCOMES])
     verdicts = models.JSONField(default=list, blank=True, help_text="the regressed cells as judged there")
-    error = models.TextField(null=True, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["created", "id"]
+    class Meta(AgentJob.Meta):
         constraints = [
             one_of("state", CONFIRM_STATES, "confirmjob_state_known"),
             models.UniqueConstraint(fields=["regression", "host"], condition=Q(state__in=CONFIRM_OPEN),
@@ -413,10 +416,6 @@ class ConfirmJob(models.Model):
                                    | Q(purpose="add-runs", comparison__isnull=False),
                                    name="confirmjob_names_what_it_serves"),
         ]
-
-    @property
-    def open(self) -> bool:
-        return self.state in CONFIRM_OPEN
 
 
 # Where the answer of a compare of two sides stands (dashboard/compare_work.py).

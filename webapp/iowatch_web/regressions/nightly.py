@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from iowatch.mailreport import worse_pct
+from iowatch.judging.worst import severity, worst_order
 from iowatch_web.regressions.models import BISECT_OPEN, BisectJob, StoredComparison, Regression
 from iowatch_web.results.models import Kernel, Patch, Run
 
@@ -62,15 +62,14 @@ def same_change(host_id: int, matrix: str, after: int, order: list[int]) -> Stor
 # --- the cell a bisect follows ------------------------------------------------
 
 def worst_cell(regression: Regression) -> dict | None:
-    """The regression's worst deciding cell: the regressed A/B cell, else the
-    change point, that moved the most the wrong way."""
+    """The regression's worst deciding cell: of its regressed A/B cells (else its
+    change points), the first in judging's worst-first order (iowatch.judging.worst:
+    the slowdown in minimum effects), then by name."""
     cells = _cells(regression)
     ab = [c for c in cells if not c["point"]]
-    cells = ab or cells
-    if not cells:
-        return None
-    return max(cells, key=lambda c: (worse_pct(c["change_pct"], c["metric"]), c["key"], c["group"],
-                                     c["metric"]))
+    return min(ab or cells, default=None, key=lambda c: (
+        worst_order("regression", severity(c["change_pct"], c["direction"], c["min_effect_pct"])),
+        c["key"], c["group"], c["metric"]))
 
 
 class NoCell(ValueError):
@@ -133,13 +132,15 @@ def _cells(regression: Regression) -> list[dict]:
     """Its regressed A/B cells, then its change points, as a bisect names a cell."""
     out = [{"key": v.cell_key, "study": v.study.slug, "device_class": v.device_class,
             "filesystem": v.filesystem, "group": v.group, "metric": v.metric_id,
-            "change_pct": v.change_pct, "point": False}
+            "change_pct": v.change_pct, "direction": v.direction,
+            "min_effect_pct": v.min_effect_pct, "point": False}
            for v in regression.regressed_cells().select_related("study")]
     out += [{"key": p.cell_key, "study": p.study.slug,
              "device_class": p.device.device_class if p.device_id else "",
              "filesystem": p.filesystem, "group": p.group, "metric": p.metric_id,
-             "change_pct": p.change_pct, "point": True}
-            for p in regression.comparison.change_points.select_related("study", "device")]
+             "change_pct": p.change_pct, "direction": p.metric.direction,
+             "min_effect_pct": p.min_effect_pct, "point": True}
+            for p in regression.comparison.change_points.select_related("study", "device", "metric")]
     return out
 
 

@@ -27,7 +27,8 @@ from django.db.models import Min, Q
 from iowatch.cells import CellKey
 from iowatch.judging import (FDR, compare_sides, confirm_change_points, deciding_metrics, history_of,
                              platform_words)
-from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
+from iowatch.judging.changepoints import opening_steps
+from iowatch.judging.sides import SideQuery
 from iowatch_web.regressions import grouping, nightly
 from iowatch_web.regressions.models import StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.results.models import Cell, Kernel, Run
@@ -37,9 +38,6 @@ from iowatch_web.store.values import sample_values
 
 log = logging.getLogger(__name__)
 
-# A stored change point this many kernels away from a new one is the same step
-# seen again (e-divisive may move a boundary by one as history grows).
-SAME_STEP_KERNELS = 1
 # Kernels of a history the change-point search reads: two months of nightlies.
 # A step older than that was raised when it was new.
 CHANGE_POINT_WINDOW = 60
@@ -55,21 +53,15 @@ class Pairing:
 def verdicts_for_run(run: Run) -> list[StoredComparison]:
     """Compare a newly stored run and look for change points; returns the
     comparisons computed (none for a published or unmeasured run)."""
-    if run.published or run.status in NOT_MEASURED or is_bisect_step(run):
+    # A run no side may pool (SideQuery.admits) is compared with nothing: a
+    # failed build or boot, or a bisect's step (the bisect's evidence; judged
+    # like a check, each bad step would open a second regression for the
+    # change the bisect is already following).
+    if run.published or not SideQuery.admits(run.status, (run.trigger or {}).get("kind")):
         return []
     comparisons = [compare_kernels(p, run) for p in pairings(run)]
     comparisons += change_point_alerts(run)
     return comparisons
-
-
-def is_bisect_step(run: Run) -> bool:
-    """A bisect's measurement of one commit (trigger kind "bisect"): kept as the
-    bisect's evidence, never a side of a verdict. Its variants carry a series
-    named good..bad; judged like a check, every bad step would open a second
-    regression for the change the bisect is already following. The same rule
-    as _measured's filter: only runs without a trigger or with a judged one."""
-    kind = (run.trigger or {}).get("kind")
-    return kind is not None and kind not in JUDGED_TRIGGERS
 
 
 def _measured(host_id: int, matrix: str):
@@ -268,23 +260,27 @@ def change_point_alerts(run: Run) -> list[StoredComparison]:
                      for label, ids in zip(("before the step", "after the step"), side))
 
     confirmed = confirm_change_points(histories, sides, studies=judging_studies(), fdr=FDR)
-    steps = defaultdict(list)  # (kernel before, kernel after) → [(series key, change point)]
-    for name, found in sorted(confirmed.items()):
-        key, kernels = kernels_of[name]
-        group, metric = name.group, name.metric
-        regressions = [cp for cp in found if cp.verdict.outcome == "regression"]
-        if not regressions:
-            continue
-        newest = max(regressions, key=lambda cp: cp.point.index)
-        i = newest.point.index
-        near = kernels[max(i - SAME_STEP_KERNELS, 0):i + SAME_STEP_KERNELS + 1]
-        if StoredChangePoint.objects.filter(host_id=run.host_id, cell_key=key, group=group,
-                                      metric_id=metric, kernel_id__in=near).exists():
-            continue
-        steps[kernels[i - 1], kernels[i]].append(((key, group, metric), newest))
+    # Which of them open a regression is judging's; only the stored change points are read here.
+    steps = opening_steps(confirmed, {name: kernels for name, (_, kernels) in kernels_of.items()},
+                          _stored_steps(run, kernels_of))
+    steps = {step: [((kernels_of[name][0], name.group, name.metric), cp) for name, cp in found]
+             for step, found in steps.items()}
 
     return [_step_comparison(run, before, after, found, cells, history, first_runs)
             for (before, after), found in steps.items()]
+
+
+def _stored_steps(run: Run, kernels_of: dict) -> dict[CellKey, set[int]]:
+    """Per series (its CellKey: kernels_of's keys), the kernels the host has a
+    change point of it stored at."""
+    name_of = {(key, name.group, name.metric): name for name, (key, _) in kernels_of.items()}
+    stored = defaultdict(set)
+    for key, group, metric, kernel_id in StoredChangePoint.objects.filter(
+            host_id=run.host_id, cell_key__in={key for key, _ in kernels_of.values()}).values_list(
+            "cell_key", "group", "metric_id", "kernel_id"):
+        if (name := name_of.get((key, group, metric))) is not None:
+            stored[name].add(kernel_id)
+    return stored
 
 
 def _history_window(run: Run):

@@ -213,6 +213,9 @@ class RunOut(Schema):
     started_at: datetime | None
     finished_at: datetime | None
     received_at: datetime
+    # What started the run: {} or a nightly's or a bisect step's ({"kind": ...});
+    # a client's side drops a bisect's steps by it (SideQuery.admits).
+    trigger: dict[str, Any]
     verdict: VerdictWork
 
     @staticmethod
@@ -241,7 +244,6 @@ class RunDetail(RunOut):
     sample_count: int
     bundle_sha256: str
     patches: list[PatchOut]  # every patch of the kernel's series, with its Message-ID
-    trigger: dict[str, Any]  # what started the run: {} or a nightly's or a bisect step's
     check_round: dict[str, Any]  # {} or an `iowatch check`'s id and the round the run was in
 
     @staticmethod

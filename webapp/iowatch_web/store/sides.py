@@ -16,7 +16,7 @@ from django.db.models.functions import Coalesce
 
 from iowatch.judging.boots import HISTORY_KERNELS, HISTORY_RUNS
 from iowatch.side_data import Side
-from iowatch.judging.sides import JUDGED_TRIGGERS, NOT_MEASURED, SideQuery
+from iowatch.judging.sides import SideQuery
 from iowatch_web.results.models import Cell, Repetition, Run
 from iowatch_web.store.values import sample_values
 
@@ -96,13 +96,20 @@ def runs_side(spec: str, runs, source: str = "the store") -> Side:
 
 
 def judged_runs(runs):
-    """Of these runs (a queryset), those a side may pool (iowatch.judging.sides):
-    not a failed build or boot, not a bisect's step; `at` is when each ran."""
-    return (runs.exclude(status__in=NOT_MEASURED)
+    """Of these runs (a queryset), those a side may pool: SideQuery.admits as SQL
+    (not a failed build or boot, not a bisect's step); `at` is when each ran."""
+    return (runs.exclude(status__in=SideQuery.NOT_MEASURED)
             # Not .exclude(trigger__kind="bisect"): SQL's NOT on a missing key is NULL,
             # which would drop every run without a trigger too.
-            .filter(Q(trigger__kind__isnull=True) | Q(trigger__kind__in=JUDGED_TRIGGERS))
+            .filter(Q(trigger__kind__isnull=True) | Q(trigger__kind__in=SideQuery.JUDGED_TRIGGERS))
             .annotate(at=Coalesce("started_at", "received_at")))
+
+
+# What SideQuery.choose reads of a run: of store rows (values()), and of Run objects.
+ROW_FACTS = {"published": lambda r: r["published"], "status": lambda r: r["status"],
+             "trigger_kind": lambda r: r["trigger__kind"]}
+RUN_FACTS = {"published": lambda r: r.published, "status": lambda r: r.status,
+             "trigger_kind": lambda r: (r.trigger or {}).get("kind")}
 
 
 def stored_runs(query: SideQuery) -> list[Run]:
@@ -115,8 +122,9 @@ def stored_runs(query: SideQuery) -> list[Run]:
     if query.matrix is not None:
         runs = runs.filter(matrix=query.matrix)
     # The rule reads two columns of every candidate; only the chosen are read whole.
-    rows = list(judged_runs(runs).order_by("at", "id").values("id", "published"))
-    chosen = [r["id"] for r in query.choose(rows, published=lambda r: r["published"])]
+    rows = list(judged_runs(runs).order_by("at", "id").values("id", "published", "status",
+                                                                "trigger__kind"))
+    chosen = [r["id"] for r in query.choose(rows, **ROW_FACTS)]
     by_id = Run.objects.select_related("host", "kernel__series").in_bulk(chosen)
     return [by_id[pk] for pk in chosen]
 
