@@ -14,7 +14,16 @@ if [ -z "${LKP_SRC:-}" ] && [ -x ../shared/lkp-tests/bin/lkp ]; then
 fi
 
 echo "== tests against PostgreSQL ($DATABASE_URL)"
-.venv/bin/pytest -q "$@"
+if [ $# -eq 0 ]; then
+    # The statistics' simulations (thousands of simulated checks, pure CPU, no
+    # store, no device) on every core, a file a worker; then everything else.
+    status=0
+    .venv/bin/pytest -q -n "$(nproc)" --dist loadfile tests/stats || status=$?
+    .venv/bin/pytest -q --ignore=tests/stats || status=$?
+    [ "$status" -eq 0 ] || exit "$status"
+else
+    .venv/bin/pytest -q "$@"
+fi
 
 echo "== store, API, dashboard and upload tests against SQLite"
 unset DATABASE_URL

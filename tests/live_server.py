@@ -128,3 +128,28 @@ def wait_verdict(url: str, run_id: str) -> None:
             return
         time.sleep(0.5)
     raise AssertionError(f"run {run_id}: no verdict")
+
+
+def recorded_boots_as(tmp: Path, host: str | None = None) -> list[Path]:
+    """Copies of the virtual lab's recorded boots of one kernel
+    (tests/fixtures/e2e-boots/aabb: six boots of the end-to-end check's cell) as
+    calibration runs (trigger "calibration") of `host` (default: as recorded,
+    vlab): the record of its noise between boots that a comparison of one boot
+    a side reads (iowatch.judging.boots). Upload them before the runs they serve."""
+    import shutil
+    import uuid
+
+    from iowatch import bundle
+    root = Path(__file__).resolve().parent / "fixtures" / "e2e-boots" / "aabb"
+    out = []
+    for src in sorted(root.glob("*/bundle")):
+        dst = tmp / "recorded-boots" / src.parent.name
+        shutil.copytree(src, dst)
+        doc = bundle.upgrade(bundle.load(dst))
+        doc["trigger"] = {"kind": "calibration"}
+        doc["run_id"] = str(uuid.uuid4())
+        if host is not None:
+            doc["host"] = {"name": host, "kind": "bare-metal"}
+        bundle.write_manifest(dst, doc)
+        out.append(dst)
+    return out

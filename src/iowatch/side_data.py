@@ -174,6 +174,31 @@ def bundles_history(paths: list[str]) -> list[Side]:
     return [Side(_kernel_title(runs[0]), str(paths), runs) for runs in kernels.values()]
 
 
+def server_history(server: str | Client, host: str):
+    """A history of boots (iowatch.judging.boots) read through the server's API:
+    the host's newest kernels measured in two runs or more, as the store's own
+    adapter chooses them (store.sides.boot_history), read only when a
+    comparison asks. For agents that judge on their side (a bisect)."""
+    from iowatch.judging.boots import HISTORY_KERNELS, HISTORY_RUNS
+    client = server if isinstance(server, Client) else Client(server)
+
+    def read() -> list[Side]:
+        from urllib.parse import quote
+        runs = [r for r in client.paged(f"runs?host={quote(host)}&published=false", 1000)
+                if r.get("status") not in SideQuery.NOT_MEASURED]
+        kernels: dict[int, list[dict]] = defaultdict(list)
+        for r in runs:
+            kernels[r["kernel"]["id"]].append(r)
+        newest = lambda rs: max(r.get("started_at") or r["received_at"] for r in rs)  # noqa: E731
+        chosen = sorted((rs for rs in kernels.values() if len(rs) >= 2), key=newest,
+                        reverse=True)[:HISTORY_KERNELS]
+        return [Side(f"kernel:{rs[0]['kernel']['id']}", client.server,
+                     [manifest_from_api(client, str(r["run_id"])) for r in sorted(
+                         rs, key=lambda r: r.get("started_at") or r["received_at"])[-HISTORY_RUNS:]])
+                for rs in chosen]
+    return read
+
+
 class NeedsStore(SideNotFound):
     """A run id or kernel without --server: only the web app can read this
     machine's store (iowatch compare asks its `store_side` command for the side)."""
@@ -280,7 +305,9 @@ def run_boot(run: dict, index: int) -> str:
     (environment.boot_id: runs of one boot are one boot), else the run itself
     (a bundle is one boot: a check's every boot is a bundle of its own)."""
     env = run.get("environment") or {}
-    return str(env.get("boot_id") or run.get("run_id") or index)
+    # The runner writes it under environment.host (iowatch.environment.host_environment).
+    boot = env.get("boot_id") or (env.get("host") or {}).get("boot_id")
+    return str(boot or run.get("run_id") or index)
 
 
 def pool(side: Side) -> PooledSide:

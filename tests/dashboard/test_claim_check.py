@@ -49,8 +49,10 @@ def test_each_claim_has_the_labs_verdict_and_says_why(claims, client):
     writer = _claim(odirect, "write.bw_kib_s", "hdd", "2.6.32-rc7")
     assert writer["change"] == "-99.4%"  # 2,968 -> 19
     assert writer["verdict"] == "not-reproduced"
+    # One run a side: the interval holds local-1's recorded noise between boots
+    # (its calibration, conftest.claims), not only the runs' own spread of 0.1%.
     assert writer["why"].startswith("not reproduced on local-1 loop0 (the post -99.4%, the lab "
-                                    "+0.0% (95% CI [-0.1%, +0.1%]): under the study's 5% minimum "
+                                    "+0.0% (95% CI [-3.8%, +3.9%]): under the study's 5% minimum "
                                     "effect; "), writer["why"]
     assert writer["lab"][0]["outcome"] == "no-change"
     # 19 KiB/s beside 17,480: still bars from zero, no log axis (a bar's length means nothing on one).

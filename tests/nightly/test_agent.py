@@ -28,7 +28,8 @@ from iowatch import bundle
 from iowatch.nightly import mark_nightly, trigger
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-from live_server import (create_agent, get_json, iowatch_cli, manage, running_server,  # noqa: E402
+from live_server import (create_agent, get_json, iowatch_cli, manage, recorded_boots_as,  # noqa: E402
+                         running_server,
                          scratch_database, wait_verdict)
 
 pytestmark = pytest.mark.slow
@@ -119,6 +120,8 @@ def _report(url: str, regression: int) -> tuple[int, str]:
 
 def _open_regression(tmp: Path, url: str, token: str, lab: dict) -> dict:
     spool = tmp / "spool"
+    for boot in recorded_boots_as(tmp, "lab-a"):  # lab-a's record of its noise between boots
+        _upload(url, token, boot, spool)
     _upload(url, token, lab["lab_b"], spool)
     _upload(url, token, lab["nights"]["good"], spool)
     _upload(url, token, lab["nights"]["bad"], spool)

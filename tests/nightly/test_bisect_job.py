@@ -22,7 +22,7 @@ from iowatch.nightly import NightlyOutcome, mark_nightly, render, report_and_wai
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 from live_server import (create_agent, free_port, get_json, iowatch_cli, manage,  # noqa: E402
-                         running_server, scratch_database, wait_verdict)
+                         recorded_boots_as, running_server, scratch_database, wait_verdict)
 
 pytestmark = pytest.mark.slow
 
@@ -69,6 +69,12 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
         manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "bisect-agent", "agent1")
         with running_server(env) as (url, _):
+            # The virtual lab's record of its noise between boots: the nights and
+            # the replayed steps are one boot each (iowatch.judging.boots).
+            for boot in recorded_boots_as(tmp_path):
+                up = iowatch_cli("upload", str(boot), "--server", url, "--token", token,
+                                 "--spool", str(tmp_path / "spool"))
+                assert up.returncode == 0, up.stdout + up.stderr
             up = iowatch_cli("upload", str(nights["good"]), "--server", url, "--token", token,
                           "--spool", str(tmp_path / "spool"))
             assert up.returncode == 0, up.stdout + up.stderr

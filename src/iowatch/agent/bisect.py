@@ -75,7 +75,11 @@ def work_bisect(agent, claim: dict) -> str:
         return [VariantRun(v, path, status=bundle.load(path)["status"])]
 
     try:
-        result, body = work(job, plan, measure, poster, say=agent.say)
+        # Each end and step is one boot here: the regression's host's record of
+        # its noise between boots, from the server (iowatch.judging.boots).
+        from iowatch.side_data import server_history
+        result, body = work(job, plan, measure, poster, say=agent.say,
+                            history=server_history(agent.client, job.host))
     except JobError as e:
         return _failed(agent, job, str(e))
     except JobCancelled as e:

@@ -202,9 +202,10 @@ def result_body(result: BisectResult, poster: Poster) -> dict:
 
 
 def work(job: Assignment, plan: Plan, measure: Callable[[int, int, object], object], poster: Poster, *,
-         say: Callable[[str], None] = print) -> tuple[BisectResult, dict]:
+         say: Callable[[str], None] = print, history=None) -> tuple[BisectResult, dict]:
     """Search plan's variants with measure(), posting as it goes; returns the
-    driver's result and the body posted (state done or failed)."""
+    driver's result and the body posted (state done or failed). `history`: the
+    host's record of its noise between boots (iowatch.judging.boots)."""
     from iowatch.bisect.search import side_of
     from iowatch.side_data import pool
     result = BisectResult(plan.series, plan)
@@ -224,7 +225,8 @@ def work(job: Assignment, plan: Plan, measure: Callable[[int, int, object], obje
         if n < 1:
             raise NothingToBisect("the range holds no commits after the good one")
         result.target, result.steps, result.last_good, result.first_bad, result.untestable = search(
-            n, measure, choose=choose, say=say, on_step=lambda s: poster.step(s, values))
+            n, measure, choose=choose, say=say, on_step=lambda s: poster.step(s, values),
+            history=history)
         body = result_body(result, poster)
     except (NothingToBisect, JobError) as e:
         result.reason = str(e)

@@ -31,6 +31,7 @@ from iowatch.check import (REPS_PER_BOOT, VariantRun, boot_sizes, first_round_bo
 from iowatch.side_data import Side, in_round, pool
 from iowatch.judging.adaptive import adapt
 from iowatch.judging import Comparison, StepVerdict, compare_sides, judge_step, platform_words
+from iowatch.judging.boots import History
 from iowatch.judging.next_measurement import (ALONE, WITH_ENDS, NextMeasurement, next_measurement,
                                               with_partners)
 from iowatch.judging.bisect import Culprit, Observation, culprit, steps_left
@@ -153,14 +154,16 @@ def search(n: int, measure: Callable[[int, int, Want], VariantRun], *,
            choose: Callable[[Comparison], CellVerdict] = choose_target,
            studies: dict | None = None, say: Callable[[str], None] = print,
            remeasure_unclear: bool = True, on_step: Callable[[Step], None] = lambda step: None,
-           ) -> tuple[CellVerdict, list[Step], int, int, list[int]]:
+           history: History | None = None) -> tuple[CellVerdict, list[Step], int, int, list[int]]:
     """Bisect variants 0 (good) .. n (bad); measure(index, attempt, want) runs
     one: the whole matrix first, then what judging's next_measurement wants.
     on_step(step) hears each step once it is decided (the ends first), so a
     server can show the bisect's progress. Returns the target, the steps, the
-    last good and first bad index, and the untestable indices between them."""
+    last good and first bad index, and the untestable indices between them.
+    `history`: the host's record of its noise between boots, for ends and steps
+    measured in one boot each (iowatch.judging.boots)."""
     studies = studies if studies is not None else load_studies(resources.studies_dir())
-    bisection = _Bisection(n, measure, studies, say)
+    bisection = _Bisection(n, measure, studies, say, history)
     target = bisection.measure_ends(choose)
     steps = bisection.walk(target, on_step, remeasure_unclear)
     return target, steps, bisection.lo, bisection.hi, bisection.untestable
@@ -177,8 +180,9 @@ class _Bisection:
     with both ends in rounds of its own (`joint`) and judged on those only."""
 
     def __init__(self, n: int, measure: Callable[[int, int, Want], VariantRun], studies: dict,
-                 say: Callable[[str], None]):
+                 say: Callable[[str], None], history: History | None = None):
         self.n, self.measure, self.studies, self.say = n, measure, studies, say
+        self.history = history
         self.block: dict[int, int] = {}  # id(VariantRun) -> its round
         self.ends: dict[int, list[VariantRun]] = {}
         self.attempts: dict[int, int] = {}  # each variant's next measurement
@@ -216,7 +220,8 @@ class _Bisection:
 
         def ends_judged() -> Comparison:
             judged.append(compare_sides(side_of(self.ends[0], self.block),
-                                        side_of(self.ends[n], self.block), studies=studies))
+                                        side_of(self.ends[n], self.block), studies=studies,
+                                        history=self.history))
             return judged[-1]
 
         def ends_wanted(cmp: Comparison) -> tuple[str, Want] | None:
@@ -302,9 +307,10 @@ class _Bisection:
         n, block = self.n, self.block
         if joint:
             return judge_step(side_of(joint[0], block), side_of(joint[n], block),
-                              side_of(joint[at], block), target, studies=self.studies)
+                              side_of(joint[at], block), target, studies=self.studies,
+                              history=self.history)
         return judge_step(side_of(self.ends[0]), side_of(self.ends[n]), side_of(runs), target,
-                          studies=self.studies)
+                          studies=self.studies, history=self.history)
 
     def _settle(self, target: CellVerdict, mid: int, runs: list[VariantRun],
                 remeasure_unclear: bool) -> StepVerdict:
@@ -464,7 +470,7 @@ def measurement_dir(bundles: Path, index: int, attempt: int) -> Path:
 
 
 def next_step(plan: Plan, bundles: Path, *, metric: str | None = None,
-              cell: str | None = None) -> dict:
+              cell: str | None = None, history: History | None = None) -> dict:
     """The bisect as a pipeline drives it on lab hosts: replay the search over the
     measurements already in `bundles` and say what to measure next, or the result.
 
@@ -477,7 +483,8 @@ def next_step(plan: Plan, bundles: Path, *, metric: str | None = None,
         return {"state": "nothing-to-bisect", "reason": "the range holds no commits after the good one"}
     try:
         target, steps, lo, hi, untestable = search(
-            n, measure, choose=lambda c: choose_target(c, metric, cell), say=lambda s: None)
+            n, measure, choose=lambda c: choose_target(c, metric, cell), say=lambda s: None,
+            history=history)
     except NeedMeasurement as need:
         v = plan.variants[need.index]
         return {"state": "measure", "index": need.index, "attempt": need.attempt, "commit": v.commit,

@@ -150,7 +150,11 @@ def run_job(args) -> int:
                                 say=say, echo_console=args.console, trigger=step_trigger)
     try:
         with progress.from_args(args, "bisect"), _beating(client, args.host, job):
-            result, body = work(job, plan, measure, poster, say=say)
+            # The regression's host's record of its noise between boots, from the
+            # server: ends and steps measured in one boot each read it.
+            from iowatch.side_data import server_history
+            result, body = work(job, plan, measure, poster, say=say,
+                                history=server_history(client, job.host))
     except NeedMeasurement as e:
         return _fail(client, job, f"{args.bundles}: {e}; the replay needs every measurement it asks for")
     except JobCancelled as e:

@@ -57,11 +57,12 @@ class StepVerdict:
 
 
 def judge_step(good: Side, bad: Side, step: Side, target: CellVerdict, *,
-               studies: dict[str, Study], fdr: float = FDR) -> StepVerdict:
-    """The step against both ends, by the one policy, in the cell `target` names."""
+               studies: dict[str, Study], fdr: float = FDR, history=None) -> StepVerdict:
+    """The step against both ends, by the one policy, in the cell `target` names;
+    `history`: the host's record of its noise between boots (iowatch.judging.boots)."""
     key = target.key.pooled
-    vs_good = compare_sides(good, step, studies=studies, fdr=fdr)
-    vs_bad = compare_sides(step, bad, studies=studies, fdr=fdr)
+    vs_good = compare_sides(good, step, studies=studies, fdr=fdr, history=history)
+    vs_bad = compare_sides(step, bad, studies=studies, fdr=fdr, history=history)
 
     def of(cmp: Comparison) -> CellVerdict | None:
         return next((v for v in cmp.verdicts if v.key.pooled == key), None)

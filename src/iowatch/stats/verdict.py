@@ -541,8 +541,8 @@ def _one_boot_sides(se: float, df: float, boots: tuple[Sequence | None, Sequence
     offsets' variance joins the standard error (iowatch.stats.boots); without
     it the cell is marked `one_boot`, and a change it confirms is held."""
     single = sum(1 for labels in boots if labels is not None and len(set(labels)) == 1)
-    if not single:
-        return se, df, {}
+    if not single or (single == 2 and set(boots[0]) == set(boots[1])):
+        return se, df, {}  # one boot for both sides (run --against in the base's boot): it cancels
     if recorded is None:
         return se, df, {"one_boot": True}
     se, df = with_boot_offsets(se, df, recorded, single)

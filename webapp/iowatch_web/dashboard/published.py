@@ -30,7 +30,8 @@ from iowatch.judging.sides import SideQuery
 from iowatch.metrics import METRICS
 from iowatch_web.results.models import Cell, Host, Kernel, Run, Sample, Study
 from iowatch_web.store.values import sample_values
-from iowatch_web.store.sides import RUN_FACTS, judged_runs, judging_studies, manifests
+from iowatch_web.store.sides import (RUN_FACTS, boot_history, judged_runs, judging_studies, manifests,
+                                     one_host)
 
 # A side of a lab check is the runs of one host SideQuery chooses (at most its
 # MAX_SIDE_RUNS, the newest), of at most MAX_LAB_RUNS runs
@@ -192,7 +193,8 @@ def _judge(claims: list[dict], runs: list[Run], spec) -> None:
             done[key] = compare_sides(
                 Side(claim["before"]["label"], "the store", [read[r.pk] for r in found["before"]]),
                 Side(claim["after"]["label"], "the store", [read[r.pk] for r in found["after"]]),
-                studies=studies)
+                studies=studies,
+                history=boot_history(one_host(found["before"] + found["after"])))
         modelled = seeds.modelled_devices([read[r.pk] for r in found["before"] + found["after"]])
         for judged in claim_judge.judge_claim(claim["claim"], done[key], spec, modelled=modelled):
             if judged.lab is None:

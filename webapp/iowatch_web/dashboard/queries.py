@@ -230,7 +230,9 @@ def history(key: dict, limit: int = 100, offset: int = 0, marks: dict | None = N
               cells__status="passed")
     if key.get("device"):
         cells &= Q(cells__device__name=key["device"])
+    # A host's calibration boots are its record of noise, not a kernel of its history.
     kernels = list(Run.objects.filter(cells, host__name=key["host"], published=False)
+                   .filter(Q(trigger__kind__isnull=True) | ~Q(trigger__kind="calibration"))
                    .values("kernel_id").annotate(first=Min(Coalesce("started_at", "received_at")))
                    .order_by("-first", "-kernel_id")[offset:offset + limit])
     kernels.reverse()
@@ -239,6 +241,7 @@ def history(key: dict, limit: int = 100, offset: int = 0, marks: dict | None = N
     cells = Cell.objects.filter(study__slug=key["study"], filesystem=key.get("filesystem") or "",
                                 status="passed", run__host__name=key["host"],
                                 run__published=False, run__kernel_id__in=list(order))
+    cells = cells.filter(Q(run__trigger__kind__isnull=True) | ~Q(run__trigger__kind="calibration"))
     if key.get("device"):
         cells = cells.filter(device__name=key["device"])
     cell_runs = {cell_id: (run_id, kernel_id) for cell_id, run_id, kernel_id

@@ -141,7 +141,8 @@ def boot_history(host_id: int | None):
         # Every measured boot counts, whatever started it: a calibration, a
         # confirmation or a bisect's step is a boot of its kernel like any other.
         runs = (Run.objects.filter(host_id=host_id, published=False)
-                .exclude(status__in=NOT_MEASURED).annotate(at=Coalesce("started_at", "received_at")))
+                .exclude(status__in=SideQuery.NOT_MEASURED)
+                .annotate(at=Coalesce("started_at", "received_at")))
         kernels = (runs.values("kernel_id").annotate(n=Count("id"), last=Max("at"))
                    .filter(n__gte=2).order_by("-last", "-kernel_id")[:HISTORY_KERNELS])
         sides = []
