@@ -104,6 +104,13 @@ def against(model, rng, labelled: bool, with_history: bool = False,
             return verdicts, d
 
 
+@pytest.fixture(autouse=True)
+def hold(monkeypatch):
+    """The hold without a record, switched on (shipped off: iowatch.stats.boots)."""
+    from iowatch.stats import boots
+    monkeypatch.setattr(boots, "HOLD_WITHOUT_RECORD", True)
+
+
 @pytest.fixture(scope="module")
 def model():
     return simulate.exact_slowdowns(simulate.lognormal_cells(0.10))

@@ -240,13 +240,15 @@ def _against_report(base, out: Path, history=None) -> str:
     if boots and min(boots) < 2:
         # Run here, this bundle is one boot, and so is a base of one bundle: the
         # boots' own offset is only in the test through a recorded history (issue 41 item 1).
+        from iowatch.stats.boots import HOLD_WITHOUT_RECORD
         recorded = any(v.boot_variance for v in cmp.verdicts)
+        held = ", so a change is at most suspected" if HOLD_WITHOUT_RECORD else ""
         print(f"iowatch run: --against: {boots[0]} boot(s) on the base side and {boots[1]} on this "
               "one: " + ("the noise between boots is taken from --history" if recorded else
-                         "a boot's own offset is not in the test, so a change is at most "
-                         "suspected; give --history with bundles of kernels booted more than "
-                         "once on this host, or measure each kernel in two boots or more "
-                         "(`iowatch check` boots them itself)"), file=sys.stderr)
+                         f"a boot's own offset is not in the test{held}; give --history with "
+                         "bundles of kernels booted more than once on this host, or measure "
+                         "each kernel in two boots or more (`iowatch check` boots them "
+                         "itself)"), file=sys.stderr)
     print()
     print(render_text(cmp), end="")
     return cmp.state

@@ -76,6 +76,7 @@ from iowatch.judging.family import SlowerFamily, slower_family
 from iowatch.judging.outcomes import reach, worse_side
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
 from iowatch.stats.blocks import within_rounds
+from iowatch.stats import boots as boots_policy
 from iowatch.stats.boots import BootVariance, with_boot_offsets
 from iowatch.stats.detectable import minimum_detectable_effect
 from iowatch.stats.sequential import DEFAULT_CAP, effective_n, futile, level_at, look_level
@@ -755,7 +756,8 @@ def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: in
               boot_count(cell.candidate_boots, len(cell.candidate)))
     # A side of one boot cannot carry a confirmed change without a recorded
     # variance between boots: it is held, and more runs of that boot cannot lift it.
-    held_one_boot = s.one_boot and outcome in (REGRESSION, IMPROVEMENT)
+    held_one_boot = boots_policy.HOLD_WITHOUT_RECORD and s.one_boot and \
+        outcome in (REGRESSION, IMPROVEMENT)
     if held_one_boot:
         outcome = SUSPECTED if outcome == REGRESSION else INCONCLUSIVE
     unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
