@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard_browser import SCRIPT, uploader
+from dashboard_browser import NOISE, SCRIPT, claim_kernel, uploader  # noqa: F401 (tests read them here too)
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "webapp"))  # bundle_maker
@@ -30,9 +30,6 @@ CHROMIUM = os.environ.get("IOWATCH_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
 VENDOR = ROOT / "webapp" / "iowatch_web" / "dashboard" / "static" / "dashboard" / "vendor" / "chart.umd.js"
-
-NOISE = [-10, 4, 10, -4, 0]
-
 
 def pytest_collection_modifyitems(items):
     here = str(Path(__file__).parent)
@@ -181,12 +178,8 @@ def watched(browser, live_server):
 
 # --- the published posts' claims beside lab runs (test_claim_check, test_layout) ---
 
-def claim_kernel(commit: int) -> dict:
-    return {"release": "6.12.0-iowatch", "git_commit": f"{commit:012x}", "config_hash": "c0ffee",
-            "config": {"CONFIG_EXT4_DEBUG": "n"}, "cmdline": "console=ttyS0 quiet"}
 
 E2E = [ROOT / "tests" / "fixtures" / "e2e-check" / f"guest-{i:02d}" / "bundle" for i in range(3)]
-NOISE = [-10, 4, 10, -4, 0]
 LOOP = {"name": "loop0", "class": "hdd", "path": "/dev/loop0", "rotational": True,
         "model": "loop device backed by a file on the local disk"}
 

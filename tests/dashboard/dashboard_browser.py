@@ -14,6 +14,14 @@ def screenshot(page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
+NOISE = [-10, 4, 10, -4, 0]
+
+
+def claim_kernel(commit: int) -> dict:
+    return {"release": "6.12.0-iowatch", "git_commit": f"{commit:012x}", "config_hash": "c0ffee",
+            "config": {"CONFIG_EXT4_DEBUG": "n"}, "cmdline": "console=ttyS0 quiet"}
+
+
 def uploader(agent: str):
     """post(doc): upload a wire-form bundle as a new agent through the ingest API,
     then do its verdict work with the queue's own task runner, as a worker would."""

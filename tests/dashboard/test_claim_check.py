@@ -130,7 +130,7 @@ def test_a_bisect_step_is_no_part_of_a_claims_side(claims, client):
     The check took the newest runs by arrival before, and pooled it."""
     from bundle_maker import planted_bundle
     from dashboard_browser import uploader
-    from conftest import NOISE, claim_kernel
+    from dashboard_browser import NOISE, claim_kernel
     doc = planted_bundle({"write.bw_kib_s": [5000 + e for e in NOISE]}, kernel=claim_kernel(302),
                          started_at="2024-06-01T02:00:00Z", host="lab-3", matrix="claims")
     doc.update(label="patched", schema_version=2, trigger={"kind": "bisect", "regression": 1, "job": 1})

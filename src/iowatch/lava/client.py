@@ -23,7 +23,7 @@ JOB_FINISHED = "Finished"                 # TestJob.state's display value at the
 HEALTH_COMPLETE, HEALTH_INCOMPLETE, HEALTH_CANCELED = "Complete", "Incomplete", "Canceled"
 INFRASTRUCTURE = "Infrastructure"         # the error_type of LAVA's lava/job case on an infrastructure error
 # A board's state and health as the hosts page words them (Board.label).
-BOARD_LABELS = ("idle", "running", "offline", "bad health")
+from iowatch.lava.labels import BOARD_LABELS  # noqa: E402  (re-exported)
 
 
 class LavaError(RuntimeError):

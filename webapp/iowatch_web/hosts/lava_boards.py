@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from iowatch.inventory import InventoryError
-from iowatch.lava.client import BOARD_LABELS, LavaClient, LavaError
+from iowatch.lava.labels import BOARD_LABELS
 from iowatch_web.hosts.models import LavaBoardState, LavaLabRefresh
 
 
@@ -36,9 +36,13 @@ def labs_of(inventory) -> list[LabToAsk]:
             (found[g] for g in sorted(found))]
 
 
-def refresh(labs: list[LabToAsk], client_for: Callable = LavaClient.for_lab) -> list[str]:
+def refresh(labs: list[LabToAsk], client_for: Callable | None = None) -> list[str]:
     """Ask each lab for its boards and store what it said, or why it was not
-    reached (its last boards are kept, with their age); a line per lab."""
+    reached (its last boards are kept, with their age); a line per lab.
+    `client_for(lab)`: LavaClient.for_lab unless given (imported here: the
+    client needs the `lava` extra, which a server without LAVA labs lacks)."""
+    from iowatch.lava.client import LavaClient, LavaError
+    client_for = client_for or LavaClient.for_lab
     lines = []
     for ask in labs:
         now = timezone.now()

@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from iowatch.heartbeat import JOB_KINDS, PHASES
-from iowatch.lava.client import BOARD_LABELS as LAVA_BOARD_LABELS
+from iowatch.lava.labels import BOARD_LABELS as LAVA_BOARD_LABELS
 from iowatch_web.results.models import Agent, one_of
 
 # Phase changes kept a host: the hosts page shows the last 20.
