@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from iowatch import inventory, paths, progress, resources
+from iowatch.side_data import server_history
 
 
 def _fail(client, job, reason: str) -> int:
@@ -150,9 +151,7 @@ def run_job(args) -> int:
                                 say=say, echo_console=args.console, trigger=step_trigger)
     try:
         with progress.from_args(args, "bisect"), _beating(client, args.host, job):
-            # The regression's host's record of its noise between boots, from the
-            # server: ends and steps measured in one boot each read it.
-            from iowatch.side_data import server_history
+            # Ends and steps of one boot each read the host's record from the server.
             result, body = work(job, plan, measure, poster, say=say,
                                 history=server_history(client, job.host))
     except NeedMeasurement as e:

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 import requests
 import yaml
 
+from iowatch.lava.labels import BOARD_LABELS  # noqa: F401  (re-exported: the words of a board's state)
+
 API = "api/v0.2/"
 TIMEOUT_S = 60
 JOB_FINISHED = "Finished"                 # TestJob.state's display value at the end
 HEALTH_COMPLETE, HEALTH_INCOMPLETE, HEALTH_CANCELED = "Complete", "Incomplete", "Canceled"
 INFRASTRUCTURE = "Infrastructure"         # the error_type of LAVA's lava/job case on an infrastructure error
-# A board's state and health as the hosts page words them (Board.label).
-from iowatch.lava.labels import BOARD_LABELS  # noqa: E402  (re-exported)
 
 
 class LavaError(RuntimeError):

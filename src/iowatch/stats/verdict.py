@@ -463,9 +463,7 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
         d, se, df, sd_pooled, (bb, bc), diagnostics = by_boot
         prior = None  # the family's prior is of one repetition's variance, not a boot mean's
     else:
-        d = float(xc.mean() - xb.mean())
-        se, df, sd_pooled = _t_scale(xb, xc)
-        se, df, diagnostics = _one_boot_sides(se, df, boots, boot_variance)
+        d, se, df, sd_pooled, diagnostics = _on_repetitions(xb, xc, boots, boot_variance)
         if "boot_variance" in diagnostics:
             prior = None  # the family's prior is of one repetition's variance, within a boot
     # Rounds are blocks: when the platform drifted between them, the change is
@@ -532,6 +530,14 @@ def _drift(rt, to_pct) -> dict:
                 drift_p=rt.drift_p,
                 drift_ci=(to_pct(rt.drift - half), to_pct(rt.drift + half))
                 if half is not None else None)
+
+
+def _on_repetitions(xb: np.ndarray, xc: np.ndarray, boots, recorded: BootVariance | None):
+    """The test on repetitions: (d, se, df, pooled sd, diagnostics), a one-boot
+    side widened by the host's record (_one_boot_sides)."""
+    se, df, sd_pooled = _t_scale(xb, xc)
+    se, df, diagnostics = _one_boot_sides(se, df, boots, recorded)
+    return float(xc.mean() - xb.mean()), se, df, sd_pooled, diagnostics
 
 
 def _one_boot_sides(se: float, df: float, boots: tuple[Sequence | None, Sequence | None],

@@ -129,22 +129,29 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
             meaning += (f"; rules out {slowdown} of more than {figures.change(max(hidden_pct, 0), signed=False)} "
                         "(80% confidence)")
     else:
-        meaning = ("a suspected regression, not confirmed" if outcome == "suspected"
-                   else "unsure")
-        if one_boot:
-            meaning = (("suspected" if outcome == "suspected" else "unsure") + ": one boot a "
-                       "side, boot again to confirm (no variance between boots is recorded "
-                       "for this cell on this host)")
-        elif budget_spent:
-            meaning += (f"; {_spent(runs, stopped_before)} and "
-                        f"{slowdown} of up to {figures.change(max(hidden_pct or 0, 0), signed=False)} is not ruled out")
-        elif said := rerun_words(needs_runs, cap, ci):
-            meaning += (": rerun, " if needs_runs else ": ") + said
+        meaning = _undecided(outcome, one_boot, budget_spent, runs, stopped_before, slowdown,
+                             hidden_pct, needs_runs, cap, ci)
     if size_only and direction != INFO:
         meaning += "; one sample on a side, judged by size only"
     elif runs and direction != INFO:
         meaning += f" [{runs[0]} vs {runs[1]} runs]"
     return f"{moved}: {meaning}"
+
+
+def _undecided(outcome: str, one_boot: bool, budget_spent: bool, runs, stopped_before,
+               slowdown: str, hidden_pct, needs_runs, cap, ci) -> str:
+    """What a suspected or unsure cell means, and what would decide it."""
+    if one_boot:
+        return (("suspected" if outcome == "suspected" else "unsure") + ": one boot a side, "
+                "boot again to confirm (no variance between boots is recorded for this cell "
+                "on this host)")
+    meaning = "a suspected regression, not confirmed" if outcome == "suspected" else "unsure"
+    if budget_spent:
+        meaning += (f"; {_spent(runs, stopped_before)} and "
+                    f"{slowdown} of up to {figures.change(max(hidden_pct or 0, 0), signed=False)} is not ruled out")
+    elif said := rerun_words(needs_runs, cap, ci):
+        meaning += (": rerun, " if needs_runs else ": ") + said
+    return meaning
 
 
 def _spent(runs: tuple[int, int] | None, cap: int | None) -> str:
