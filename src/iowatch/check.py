@@ -63,6 +63,10 @@ class CheckResult:
     runs: list[VariantRun] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
     claims: list[dict] = field(default_factory=list)  # the patch mails' claims judged (mailclaims)
+    # The host's record of its noise between boots (iowatch.judging.boots), for a
+    # variant measured in one boot: a check directory made before round 0 booted
+    # every variant twice, judged again (`--history`).
+    history: History | None = None
 
     @property
     def regressing_patches(self) -> list[VariantRun]:
@@ -371,7 +375,8 @@ def _side(vr: VariantRun) -> Side:
 def compare_with_parents(result: CheckResult, history: History | None = None) -> None:
     """Each measured variant judged against the nearest earlier one that ran
     (vs_parent); `history`: the host's record of its noise between boots, for a
-    variant measured in one boot (iowatch.judging.boots)."""
+    variant measured in one boot (iowatch.judging.boots); the result's own by default."""
+    history = result.history if history is None else history
     studies = load_studies(resources.studies_dir())
     measured = measured_runs(result)
     if not measured or measured[0].variant.index != 0:
@@ -389,7 +394,7 @@ def compare_with_base(result: CheckResult) -> Comparison | None:
     if len(measured) < 2 or measured[0].variant.index != 0:
         return None
     return compare_sides(_side(measured[0]), _side(measured[-1]),
-                         studies=load_studies(resources.studies_dir()))
+                         studies=load_studies(resources.studies_dir()), history=result.history)
 
 
 def report(result: CheckResult) -> str:

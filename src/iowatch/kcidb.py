@@ -304,9 +304,11 @@ def from_runs(runs: list[dict], studies: dict, export: Export) -> dict:
     return export.data()
 
 
-def from_check(check_dir: Path, studies: dict, export: Export) -> dict:
+def from_check(check_dir: Path, studies: dict, export: Export, history=None) -> dict:
     """A check's directory (check.json and its bundles): each variant judged
-    against its parent by the check's own comparison (iowatch.check)."""
+    against its parent by the check's own comparison (iowatch.check);
+    `history`: the host's record of its noise between boots, for a check made
+    before round 0 booted every variant twice (iowatch.judging.boots)."""
     import json
 
     from iowatch import bundle
@@ -319,7 +321,7 @@ def from_check(check_dir: Path, studies: dict, export: Export) -> dict:
     except (OSError, ValueError) as e:
         raise KcidbError(f"{summary_file}: not a check's summary ({e}); pass the directory "
                          "`iowatch check` wrote (its --out)") from None
-    result = CheckResult(series=None, plan=None)  # compare_with_parents reads the runs only
+    result = CheckResult(series=None, plan=None, history=history)  # compare_with_parents reads the runs
     for row in summary.get("variants") or []:
         v = Variant(row["index"], row.get("commit") or "", row.get("subject"))
         found = _relocated(check_dir, row.get("bundle"))

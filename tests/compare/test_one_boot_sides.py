@@ -39,9 +39,9 @@ def _cell(base_boot: str, candidate_boot: str):
 
 def test_two_sides_of_one_boot_share_its_offset_and_are_judged_on_their_runs(monkeypatch):
     from iowatch.stats import boots
-    monkeypatch.setattr(boots, "HOLD_WITHOUT_RECORD", True)  # shipped off
+    monkeypatch.setattr(boots, "HOLD_WITHOUT_RECORD", True)  # as shipped
     assert _cell("boot-1", "boot-1").outcome == "regression"
     held = _cell("boot-1", "boot-2")
     assert held.outcome == "suspected" and held.one_boot
     monkeypatch.setattr(boots, "HOLD_WITHOUT_RECORD", False)
-    assert _cell("boot-1", "boot-2").outcome == "regression"  # as shipped
+    assert _cell("boot-1", "boot-2").outcome == "regression"  # IOWATCH_HOLD_ONE_BOOT=0

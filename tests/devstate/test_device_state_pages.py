@@ -15,7 +15,7 @@ from iowatch.devstate import parse_smartctl
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests" / "webapp"), str(ROOT / "tests" / "dashboard")]
-from bundle_maker import planted_bundle  # noqa: E402
+from bundle_maker import calibration_bundles, planted_bundle  # noqa: E402
 from dashboard_browser import uploader  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "devstate"
@@ -48,6 +48,8 @@ def post(db):
 def test_a_firmware_change_shows_on_the_run_compare_regression_and_mail(post, client):
     base, candidate = run_with("smartctl-sata-qemu-fw-a.json", 1, 1000, 0), \
         run_with("smartctl-sata-qemu-fw-b.json", 2, 700, 1)
+    for doc in calibration_bundles(base):  # the host's record of its noise between boots
+        post(doc)
     post(base)
     post(candidate)
 

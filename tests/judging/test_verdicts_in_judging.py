@@ -3,7 +3,8 @@ open a regression, which cell is worst), judged on real verdicts.
 
 The verdicts are compare_sides' of the lab VM's bisect ends
 (tests/fixtures/lab-vm-bisect, good against bad: write.bw_kib_s a
-regression, read.bw_kib_s no change); the change points around them are
+regression, read.bw_kib_s no change; one boot a side on a host that keeps no
+record, so judged with the hold off: tests/boot_record.hold_off); the change points around them are
 stats' Candidate as e-divisive gives them.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from boot_record import hold_off
 from iowatch import bundle, mailreport, resources
 from iowatch.bisect.search import choose_target
 from iowatch.cells import CellKey
@@ -26,12 +28,17 @@ from iowatch.studies import load_studies
 LAB_VM = Path(__file__).resolve().parents[1] / "fixtures" / "lab-vm-bisect"
 
 
+def _ends():
+    studies = load_studies(resources.studies_dir())
+    return compare_sides(Side("good", "good", [bundle.load(LAB_VM / "good")]),
+                         Side("bad", "bad", [bundle.load(LAB_VM / "bad")]), studies=studies)
+
+
 @pytest.fixture(scope="module")
 def ends():
     """{metric: verdict} of the lab VM's good against its bad."""
-    studies = load_studies(resources.studies_dir())
-    cmp = compare_sides(Side("good", "good", [bundle.load(LAB_VM / "good")]),
-                        Side("bad", "bad", [bundle.load(LAB_VM / "bad")]), studies=studies)
+    with hold_off():
+        cmp = _ends()
     verdicts = {v.key.metric: v for v in cmp.verdicts}
     assert verdicts["write.bw_kib_s"].outcome == "regression"
     assert verdicts["read.bw_kib_s"].outcome == "no-change"
@@ -69,9 +76,8 @@ def test_the_steps_that_open_a_regression(ends):
 
 @pytest.fixture(scope="module")
 def ends_comparison():
-    studies = load_studies(resources.studies_dir())
-    return compare_sides(Side("good", "good", [bundle.load(LAB_VM / "good")]),
-                         Side("bad", "bad", [bundle.load(LAB_VM / "bad")]), studies=studies)
+    with hold_off():
+        return _ends()
 
 
 def _regressed(v, change_pct: float, min_effect_pct: float, outcome: str = "regression"):

@@ -15,8 +15,9 @@ from iowatch import bundle
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests" / "webapp"), str(ROOT / "tests" / "dashboard")]
 
+from bundle_maker import recorded_boots  # noqa: E402
 from dashboard_browser import uploader  # noqa: E402  (the shared agent upload)
-from test_export import CHECK, WRITER, export  # noqa: E402
+from test_export import AABB, CHECK, WRITER, export  # noqa: E402
 
 pytestmark = [pytest.mark.webapp, pytest.mark.django_db(transaction=True)]
 
@@ -25,6 +26,8 @@ def test_a_stored_regression_exports_its_stored_verdicts(live_server):
     from iowatch_web.regressions.models import Regression
 
     post = uploader("kcidb-lab")
+    for doc in recorded_boots():  # the vlab's record of its noise between boots
+        post(doc)
     for n in range(3):
         post(json.loads(bundle.to_wire(CHECK / f"guest-{n:02d}" / "bundle")))
     patch2 = bundle.load(CHECK / "guest-02" / "bundle")
@@ -45,7 +48,7 @@ def test_a_stored_regression_exports_its_stored_verdicts(live_server):
         assert t["misc"]["change_pct"] == v.change_pct and t["misc"]["regression"] == regression.id
     writer = next(t for t in data["tests"] if t["path"] == WRITER)
     # The check's own export judged the same two runs: the same test, the same status.
-    checked = {t["id"]: t for t in export("--check", str(CHECK))["tests"]}
+    checked = {t["id"]: t for t in export("--check", str(CHECK), "--history", str(AABB))["tests"]}
     parent = bundle.load(CHECK / "guest-01" / "bundle")["run_id"]
     assert writer["id"].endswith(f":vs:{parent}") and checked[writer["id"]]["status"] == "FAIL"
     # A run exported alone is measurements (DONE) under ids of their own, read

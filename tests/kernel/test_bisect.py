@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from boot_record import AABB, hold_off, vlab_record
 from iowatch import bundle
 from iowatch.bisect.search import NothingToBisect, choose_target, search
 from iowatch.check import VariantRun
@@ -23,6 +24,9 @@ from iowatch.stats.oracle import Observation, culprit, steps_left
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "e2e-check"
 FAST, SLOW = FIXTURES / "guest-00" / "bundle", FIXTURES / "guest-02" / "bundle"
+# The bundles are one boot each, and the bisect compares them one boot a side:
+# the vlab's record of its noise between boots is the history a lab host keeps.
+RECORD = vlab_record()
 
 
 def measurer(kinds: dict[int, str], calls: list[int]):
@@ -62,7 +66,7 @@ def test_the_search_names_the_first_slow_variant(first_bad):
     n = 6
     calls: list[int] = []
     kinds = {i: "fast" if i < first_bad else "slow" for i in range(n + 1)}
-    target, steps, last_good, found, untestable = search(n, measurer(kinds, calls), say=lambda s: None)
+    target, steps, last_good, found, untestable = search(n, measurer(kinds, calls), history=RECORD, say=lambda s: None)
     assert (found, last_good, untestable) == (first_bad, first_bad - 1, [])
     assert (target.key.group, target.key.metric) == ("writer", "write.bw_kib_s")
     assert calls[:2] == [0, n] and len(calls) <= 2 + steps_left(n)
@@ -73,7 +77,7 @@ def test_the_search_names_the_first_slow_variant(first_bad):
 def test_a_variant_that_does_not_build_is_skipped_for_its_neighbour():
     kinds = {0: "fast", 1: "fast", 2: "fast", 3: "build-failed", 4: "slow", 5: "slow", 6: "slow"}
     calls: list[int] = []
-    _, steps, last_good, found, untestable = search(6, measurer(kinds, calls), say=lambda s: None)
+    _, steps, last_good, found, untestable = search(6, measurer(kinds, calls), history=RECORD, say=lambda s: None)
     assert (last_good, found) == (2, 4) and untestable == [3]
     assert next(s for s in steps if s.index == 3).skipped == "build-failed"
 
@@ -81,16 +85,16 @@ def test_a_variant_that_does_not_build_is_skipped_for_its_neighbour():
 def test_ends_that_do_not_differ_leave_nothing_to_bisect():
     kinds = {0: "fast", 6: "fast"}
     with pytest.raises(NothingToBisect, match="no regression"):
-        search(6, measurer(kinds, []), say=lambda s: None)
+        search(6, measurer(kinds, []), history=RECORD, say=lambda s: None)
     with pytest.raises(NothingToBisect, match="bad end .* boot-failed"):
-        search(6, measurer({0: "fast", 6: "boot-failed"}, []), say=lambda s: None)
+        search(6, measurer({0: "fast", 6: "boot-failed"}, []), history=RECORD, say=lambda s: None)
 
 
 def test_the_target_can_be_narrowed_by_metric():
     from iowatch.studies import load_studies
     studies = load_studies(Path(__file__).resolve().parents[2] / "jobs" / "studies")
     cmp = compare_sides(Side("g", "", [bundle.load(FAST)]), Side("b", "", [bundle.load(SLOW)]),
-                        studies=studies)
+                        studies=studies, history=RECORD)
     assert choose_target(cmp).key.metric == "write.bw_kib_s"
     with pytest.raises(NothingToBisect, match="matching metric read.bw_kib_s"):
         choose_target(cmp, metric="read.bw_kib_s")  # the readers got faster, not slower
@@ -119,7 +123,7 @@ def test_a_pipeline_is_told_what_to_measure_next_until_the_commit_is_named(tmp_p
 
     def ask() -> dict:
         assert main(["bisect", "--variants", str(tmp_path / "variants.json"),
-                     "--bundles", str(bundles)]) == 0
+                     "--bundles", str(bundles), "--history", str(AABB)]) == 0
         return json.loads(capsys.readouterr().out)
 
     measured = []
@@ -215,7 +219,7 @@ def test_an_ambiguous_middle_step_is_measured_again_and_the_result_says_how_sure
         return VariantRun(v, path, status=bundle.load(path)["status"])
 
     said: list[str] = []
-    target, steps, last_good, first_bad, untestable = search(6, measure, say=said.append)
+    target, steps, last_good, first_bad, untestable = search(6, measure, history=RECORD, say=said.append)
     step3 = next(s for s in steps if s.index == 3)
     assert (3, 1) in calls, calls  # measured again
     assert any("variant 3 unsure" in line and "measuring it again" in line for line in said), said
@@ -258,7 +262,7 @@ def test_a_measurement_in_several_boots_pools_them(tmp_path):
         failed = VariantRun(one.variant, None, status="boot-failed", reason="on purpose")
         return [one, VariantRun(one.variant, other, status=one.status), failed]
 
-    target, steps, last_good, found, _ = search(6, measure, say=lambda s: None)
+    target, steps, last_good, found, _ = search(6, measure, history=RECORD, say=lambda s: None)
     assert (last_good, found) == (3, 4)
     runs = {s.index: s.runs for s in steps}
     assert all(len(r) == 2 and all(x.bundle for x in r) for r in runs.values())
@@ -268,7 +272,16 @@ def test_a_measurement_in_several_boots_pools_them(tmp_path):
 LAB_VM = Path(__file__).resolve().parents[1] / "fixtures" / "lab-vm-bisect"
 
 
-def test_ends_measured_while_the_platform_drifted_are_measured_again_then_refused_saying_so():
+@pytest.fixture
+def unheld():
+    """The stand-in lab host's ends are one boot each and that host keeps no
+    record, so as shipped their change is held "suspected: one boot a side".
+    The tests below are of the canary's drift rule on top of a confirmed change."""
+    with hold_off():
+        yield
+
+
+def test_ends_measured_while_the_platform_drifted_are_measured_again_then_refused_saying_so(unheld):
     """The stand-in lab host's real ends (tests/fixtures/lab-vm-bisect): the
     writer fell by 94%, but the canary moved by -21% between the two boots. The
     search measures both ends again rather than giving up on the first look,
@@ -282,7 +295,7 @@ def test_ends_measured_while_the_platform_drifted_are_measured_again_then_refuse
         return VariantRun(v, LAB_VM / ("good" if index == 0 else "bad"), status="passed")
 
     with pytest.raises(NothingToBisect, match="the platform drifted .*canary-tmpfs-read"):
-        search(1, measure, say=lambda s: None)
+        search(1, measure, history=RECORD, say=lambda s: None)
     assert (0, 1) in calls and (1, 1) in calls  # both ends measured again
 
 
@@ -306,7 +319,7 @@ def _canary_scaled(src: Path, dst: Path, factor: float, like: Path | None = None
     return dst
 
 
-def test_a_step_measured_while_the_platform_drifted_decides_nothing_and_asks_for_boots(tmp_path):
+def test_a_step_measured_while_the_platform_drifted_decides_nothing_and_asks_for_boots(tmp_path, unheld):
     """The ends of the stand-in lab (the bad end's canary made the good end's,
     so they agree); a middle step that measures like the bad end is bad, but
     the same step whose canary fell 30% is unsure, says the platform drifted,
@@ -319,7 +332,7 @@ def test_a_step_measured_while_the_platform_drifted_decides_nothing_and_asks_for
     good = Side("good", "good", [bundle.load(LAB_VM / "good")])
     bad_path = _canary_scaled(LAB_VM / "bad", tmp_path / "bad", 1.0, like=LAB_VM / "good")
     bad = Side("bad", "bad", [bundle.load(bad_path)])
-    ends = compare_sides(good, bad, studies=studies)
+    ends = compare_sides(good, bad, studies=studies, history=RECORD)
     assert not ends.platform
     target = next(v for v in ends.regressions if v.key.group == "writer")
 
@@ -335,7 +348,7 @@ def test_a_step_measured_while_the_platform_drifted_decides_nothing_and_asks_for
     assert step.wants_runs == 10  # the next look after 5, below the study's cap
 
 
-def test_a_step_measured_while_the_platform_drifted_is_measured_again_with_both_ends(tmp_path):
+def test_a_step_measured_while_the_platform_drifted_is_measured_again_with_both_ends(tmp_path, unheld):
     """Rounds as blocks in the bisect (issue 24 item 2): the step's first boot saw
     the platform move (its canary 30% below both ends', the ends of the stand-in
     lab agreeing), so more boots of the step alone would be compared across the
@@ -353,7 +366,7 @@ def test_a_step_measured_while_the_platform_drifted_is_measured_again_with_both_
         return VariantRun(v, path, status="passed")
 
     said: list[str] = []
-    target, steps, last_good, first_bad, untestable = search(2, measure, say=said.append)
+    target, steps, last_good, first_bad, untestable = search(2, measure, history=RECORD, say=said.append)
     assert calls[:3] == [(0, 0), (2, 0), (1, 0)]  # the ends together, then the step alone
     assert calls[3:6] == [(0, 1), (1, 1), (2, 1)], calls  # then a round of all three
     assert any("platform drifted" in line and "measuring good, it and bad together (round 1)"

@@ -3,7 +3,8 @@ patch 1 is not, and the writer's collapse is a regression while readers improve.
 
 The bundles in tests/fixtures/e2e-check/ are what `scripts/e2e-check.sh` wrote:
 three TCG guests (base, base+p1, base+p1+p2) running jobs/e2e.yml on the
-virtual lab's hdd (see that directory's README)."""
+virtual lab's hdd (see that directory's README), one boot a variant: they are
+judged with the vlab's record of its noise between boots (tests/boot_record.py)."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from boot_record import vlab_record
 from iowatch import bundle
 from iowatch.check import CheckResult, VariantRun, compare_with_parents, report, summary
 from iowatch.kernel.build import Plan, Variant
@@ -24,7 +26,7 @@ def result_from_fixtures() -> CheckResult:
     series = load_series(str(REPO / "kernels/series/e2e-slow-ext4-dio"))
     docs = [bundle.load(FIXTURES / f"guest-{i:02d}" / "bundle") for i in range(3)]
     plan = Plan(REPO, REPO, REPO, series, docs[0]["kernel"]["git_commit"], [])
-    result = CheckResult(series, plan)
+    result = CheckResult(series, plan, history=vlab_record())  # one boot a variant: the vlab's record
     for i, doc in enumerate(docs):
         k = doc["kernel"]
         assert k["series"]["name"] == "e2e-slow-ext4-dio" and k["patch"]["index"] == i
@@ -183,7 +185,7 @@ def test_a_cell_is_failed_only_when_no_repetition_passed(tmp_path):
     studies = load_studies(REPO / "jobs/studies")
     base = Side("b", "b", [bundle.load(FIXTURES / "guest-01" / "bundle")])
     one = compare_sides(base, with_failed(FIXTURES / "guest-02" / "bundle", tmp_path / "one", {3}),
-                        studies=studies)
+                        studies=studies, history=vlab_record())
     assert one.failed == [] and one.state == "regression"
     assert {v.candidate.n for v in one.verdicts} == {4}
     every = compare_sides(base, with_failed(FIXTURES / "guest-02" / "bundle", tmp_path / "all",

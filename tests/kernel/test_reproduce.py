@@ -41,9 +41,10 @@ def studies():
     return load_studies(resources.studies_dir())
 
 
-def write_variant(path: Path, seed, index: int, cells: dict[tuple[str, str], dict[tuple[str, str], float]]):
-    """A variant's bundle: per (device, filesystem) cell, per (group, metric)
-    the median its five repetitions spread around."""
+def write_variant(path: Path, seed, index: int, cells: dict[tuple[str, str], dict[tuple[str, str], float]],
+                  boot: float = 1.0):
+    """A variant's bundle, one boot: per (device, filesystem) cell, per (group,
+    metric) the median its five repetitions spread around, times the boot's offset."""
     w = BundleWriter(path, run_id=str(uuid.uuid4()),
                      kernel={"release": f"6.12.117-iowatch-{index}",
                              "series": {"name": seed.name, "base": "debian-base"},
@@ -56,7 +57,7 @@ def write_variant(path: Path, seed, index: int, cells: dict[tuple[str, str], dic
         # repetition pair (iowatch.ratio) spreads as a measured one does.
         spread = SPREAD[::-1] if fs == "raw" else SPREAD
         for rep, factor in enumerate(spread, 1):
-            samples = [{"metric": metric, "value": round(value * factor, 4), "group": group,
+            samples = [{"metric": metric, "value": round(value * factor * boot, 4), "group": group,
                         "job": None} for (group, metric), value in medians.items()]
             w.add_repetition(f"{seed.study.slug}/{device}/{fs}", seed.study.slug, rep, samples,
                              device=device, filesystem=fs, params={"profile": "quick"})
@@ -66,16 +67,20 @@ def write_variant(path: Path, seed, index: int, cells: dict[tuple[str, str], dic
 
 def write_check(out: Path, seed, variants: dict[int, dict], *, regressing=(2,),
                 failed: dict[int, str] | None = None, states: dict[int, str] | None = None) -> Path:
-    """A check directory: guest-NN/bundle per measured variant, and check.json
-    (states: each patch's state against its parent, as the check judged it)."""
+    """A check directory as `iowatch check` writes one: per measured variant its
+    round 0 of two boots (guest-NN/bundle, then variant-NN-boot2/bundle, 2% apart:
+    a check never judges one boot a side), and check.json (states: each patch's
+    state against its parent, as the check judged it)."""
     rows = []
     states = states or {i: "regression" if i in regressing else "no-change"
                         for i in variants if i > 0}
     for index, cells in variants.items():
         where = out / f"guest-{index:02d}" / "bundle"
-        write_variant(where, seed, index, cells)
-        rows.append({"index": index, "status": "passed", "bundle": str(where), "extra_bundles": [],
-                     "state": states.get(index)})
+        write_variant(where, seed, index, cells, boot=0.99)
+        again = out / f"variant-{index:02d}-boot2" / "bundle"
+        write_variant(again, seed, index, cells, boot=1.01)
+        rows.append({"index": index, "status": "passed", "bundle": str(where),
+                     "extra_bundles": [str(again)], "state": states.get(index)})
     for index, status in (failed or {}).items():
         rows.append({"index": index, "status": status, "bundle": None, "extra_bundles": []})
     (out / "check.json").write_text(json.dumps(
@@ -206,12 +211,12 @@ def test_seed_001_the_lock_taken_exclusively_reproduces_the_ratio_to_raw(tmp_pat
     (row,) = rep.rows
     assert row.outcome == REPRODUCED, row.why
     assert (row.lab.device, row.lab.filesystem, row.lab.verdict) == ("vssd", "ext4", "improvement")
-    assert (row.lab.before_n, row.lab.after_n) == (5, 5)
+    assert (row.lab.before_n, row.lab.after_n) == (10, 10)  # two boots of 5 a side
     assert 50 < row.lab.change_pct < 65 and row.lab.ci_low < row.lab.change_pct < row.lab.ci_high
     assert round(row.claim.change_pct) == 98
     text = report(rep)
     assert "ratio.fs_to_raw [randread] DIO_LOCKING -> blockdev_direct_IO_no_locking" in text
-    assert "+98.0%" in text and "5+5" in text and "reproduced" in text
+    assert "+98.0%" in text and "10+10" in text and "reproduced" in text
 
 
 def test_seed_001_a_control_that_moved_leaves_the_claim_not_comparable(tmp_path, studies):
@@ -274,7 +279,7 @@ def test_seed_002_the_flush_time_is_judged_on_the_sync_that_holds_it(tmp_path, s
     assert got["f2fs.nat_blocks_read", "Before change", "After change", "ssd"] == NOT_COMPARABLE
     flush = next(r for r in rep.rows if r.claim.metric == "f2fs.nat_flush_ms")
     assert flush.why.startswith("judged on sync.time_ms (the sync that writes the checkpoint")
-    assert flush.lab.device == "vssd" and flush.lab.after_n == 5
+    assert flush.lab.device == "vssd" and flush.lab.after_n == 10
 
 
 def test_a_study_judges_a_figure_only_on_a_deciding_metric(tmp_path):
@@ -343,7 +348,7 @@ def test_labels_are_the_posts_and_a_moved_check_is_found_again(tmp_path, studies
     seed = find_seed("003", studies, SERIES)
     ran = write_check(tmp_path / "ran", seed, {0: seed_003_cells(300, 17000),
                                                1: seed_003_cells(300, 17000),
-                                               2: seed_003_cells(150, 19000)})
+                                               2: seed_003_cells(150, 22000)})
     labels = [label_bundle(ran / f"guest-{i:02d}" / "bundle", seed) for i in range(3)]
     assert labels == [None, "for-2.6.33+fix", "for-2.6.33"]
     assert bundle.load(ran / "guest-00" / "bundle")["label"] == "base"

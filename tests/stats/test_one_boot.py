@@ -106,7 +106,7 @@ def against(model, rng, labelled: bool, with_history: bool = False,
 
 @pytest.fixture(autouse=True)
 def hold(monkeypatch):
-    """The hold without a record, switched on (shipped off: iowatch.stats.boots)."""
+    """The hold without a record, switched on (as shipped: iowatch.stats.boots)."""
     from iowatch.stats import boots
     monkeypatch.setattr(boots, "HOLD_WITHOUT_RECORD", True)
 

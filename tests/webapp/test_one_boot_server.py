@@ -41,7 +41,7 @@ def _writer(kernel: Kernel):
 def test_without_a_record_of_the_host_one_boot_a_side_opens_no_regression(post, client,
                                                                          monkeypatch):
     from iowatch.stats import boots
-    monkeypatch.setattr(boots, "HOLD_WITHOUT_RECORD", True)  # shipped off (IOWATCH_HOLD_ONE_BOOT)
+    monkeypatch.setattr(boots, "HOLD_WITHOUT_RECORD", True)  # as shipped
     kernels = _upload(post)
     comparison, writer = _writer(kernels[1])  # the comment-only patch
     assert writer.change_pct == pytest.approx(-7.8, abs=0.1) and writer.ci_high < 0

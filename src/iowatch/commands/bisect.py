@@ -48,6 +48,11 @@ def register(sub):
     lab.add_argument("--bundles", metavar="DIR",
                      help="the measurements so far: DIR/variant-NN holds a bundle, or "
                           "DIR/variant-NN.failed says why the variant did not boot")
+    lab.add_argument("--history", action="append", default=None, metavar="DIR",
+                     help="with --bundles: bundles of kernels booted more than once on the same "
+                          "host (a bundle, or a directory of them; repeatable), the host's record "
+                          "of its noise between boots: a step measured in one boot is judged with "
+                          "it; without it a change there is at most \"suspected: one boot a side\"")
     queue = p.add_argument_group(
         "a regression of the server (issue 14's bisect queue): good, bad, the cell and the matrix "
         "come from it; each step's runs are uploaded and each step posted as it is decided")
@@ -82,6 +87,7 @@ def run_next(args) -> int:
     from iowatch.bisect.search import next_step
     from iowatch.kernel.build import Plan, Variant
     from iowatch.kernel.series import Series
+    from iowatch.side_data import SideNotFound, bundles_history
     if not (args.variants and args.bundles):
         print("iowatch bisect: give --variants and --bundles together", file=sys.stderr)
         return 2
@@ -96,10 +102,16 @@ def run_next(args) -> int:
         print(f"iowatch bisect: {args.variants}: the first variant must be the base (index 0)",
               file=sys.stderr)
         return 2
+    try:
+        history = bundles_history(args.history) if args.history else None
+    except SideNotFound as e:
+        print(f"iowatch bisect: {e}", file=sys.stderr)
+        return 2
     here = Path(".")
     plan = Plan(here, here, here, Series(Path(args.variants).stem, args.variants, ()),
                 variants[0].commit, variants)
-    print(json.dumps(next_step(plan, Path(args.bundles), metric=args.metric, cell=args.cell), indent=1))
+    print(json.dumps(next_step(plan, Path(args.bundles), metric=args.metric, cell=args.cell,
+                                history=history), indent=1))
     return 0
 
 

@@ -22,6 +22,10 @@ def register(sub):
     what.add_argument("--check", metavar="DIR",
                       help="the directory `iowatch check` wrote (check.json and the bundles)")
     what.add_argument("--regression", metavar="ID", type=int, help="a regression's id on --server")
+    k.add_argument("--history", action="append", default=None, metavar="DIR",
+                   help="with --check: bundles of kernels booted more than once on the check's "
+                        "host (repeatable), its record of the noise between boots, for a check "
+                        "whose variants were measured in one boot each")
     k.add_argument("--server", metavar="URL", help="the iowatch server to read run ids and regressions from")
     k.add_argument("--origin", default="iowatch",
                    help="the KCIDB origin: lowercase letters, digits, _ (default iowatch)")
@@ -38,7 +42,7 @@ def register(sub):
 def run_kcidb(args) -> int:
     from iowatch import kcidb, resources
     from iowatch.ciapi import Client, ServerError
-    from iowatch.side_data import SideNotFound, load_side, manifest_from_api
+    from iowatch.side_data import SideNotFound, bundles_history, load_side, manifest_from_api
     from iowatch.studies import load_studies
 
     def fail(message: str) -> int:
@@ -49,7 +53,8 @@ def run_kcidb(args) -> int:
         export = kcidb.Export(args.origin, repository=args.repository, branch=args.branch)
         studies = load_studies(resources.studies_dir(args.studies))
         if args.check:
-            data = kcidb.from_check(Path(args.check), studies, export)
+            history = bundles_history(args.history) if args.history else None
+            data = kcidb.from_check(Path(args.check), studies, export, history=history)
         elif args.run:
             data = kcidb.from_runs(load_side(args.run, server=args.server, role="--run").runs,
                                    studies, export)
