@@ -151,27 +151,61 @@ def _from_server(spec: str, server: str, role: str) -> Side:
         raise SideNotFound(f"{role} {spec!r}: cannot read the store at {server}: {e}") from None
 
 
+def _bundle_dirs(spec: str, role: str) -> list[Path]:
+    """The bundles under `spec`: the bundle itself, or every bundle below it."""
+    root = Path(spec)
+    if not root.is_dir():
+        raise SideNotFound(f"{role} {spec!r}: not a directory")
+    found = [root] if (root / bundle.MANIFEST).is_file() else \
+        sorted(p.parent for p in root.glob(f"**/{bundle.MANIFEST}"))
+    if not found:
+        raise SideNotFound(f"{role} {spec!r}: no bundle in it (no {bundle.MANIFEST})")
+    return found
+
+
+def _load_runs(paths: list[Path], role: str) -> list[dict]:
+    runs = []
+    for path in paths:
+        try:
+            runs.append(bundle.load(path))
+        except bundle.BundleError as e:
+            raise SideNotFound(f"{role} {str(path)!r}: not a readable bundle: {e}") from None
+    return runs
+
+
+def kernel_of(run: dict) -> tuple:
+    """What makes two runs one kernel: its release, commit and config."""
+    k = run.get("kernel") or {}
+    return k.get("release"), k.get("git_commit"), k.get("config_hash")
+
+
 def bundles_history(paths: list[str]) -> list[Side]:
     """A history of boots (iowatch.judging.boots) from bundle directories: each
     path a bundle, or a directory of bundles (a check's or `make run`'s output);
     their runs grouped by kernel (release, commit and config), one side a kernel."""
     kernels: dict[tuple, list[dict]] = defaultdict(list)
     for spec in paths:
-        root = Path(spec)
-        if not root.is_dir():
-            raise SideNotFound(f"--history {spec!r}: not a directory")
-        found = [root] if (root / bundle.MANIFEST).is_file() else \
-            sorted(p.parent for p in root.glob(f"**/{bundle.MANIFEST}"))
-        if not found:
-            raise SideNotFound(f"--history {spec!r}: no bundle in it (no {bundle.MANIFEST})")
-        for path in found:
-            try:
-                run = bundle.load(path)
-            except bundle.BundleError as e:
-                raise SideNotFound(f"--history {str(path)!r}: not a readable bundle: {e}") from None
-            k = run.get("kernel") or {}
-            kernels[k.get("release"), k.get("git_commit"), k.get("config_hash")].append(run)
+        for run in _load_runs(_bundle_dirs(spec, "--history"), "--history"):
+            kernels[kernel_of(run)].append(run)
     return [Side(_kernel_title(runs[0]), str(paths), runs) for runs in kernels.values()]
+
+
+def boots_side(spec: str, role: str = "side", leave_out: Path | None = None) -> Side:
+    """A kernel measured in several boots: a directory of its bundles (a boot a
+    bundle, as `iowatch run --boots DIR` writes them), every one of one kernel
+    on one host; `leave_out`: a bundle below it that is not a boot of the side
+    yet (the run in progress)."""
+    paths = [p for p in _bundle_dirs(spec, role)
+             if leave_out is None or p.resolve() != leave_out.resolve()]
+    runs = _load_runs(paths, role)
+    kernels = {kernel_of(r) for r in runs}
+    hosts = {(r.get("host") or {}).get("name") for r in runs}
+    if len(kernels) > 1 or len(hosts) > 1:
+        seen = sorted({f"{_kernel_title(r)} on {(r.get('host') or {}).get('name')}" for r in runs})
+        raise SideNotFound(f"{role} {spec!r}: its bundles are of {len(kernels)} kernels on "
+                           f"{len(hosts)} hosts ({'; '.join(seen)}); a side is one kernel on one "
+                           "host: give a directory of that kernel's boots only")
+    return Side(spec, spec, runs)
 
 
 def server_history(server: str | Client, host: str):
@@ -205,8 +239,11 @@ class NeedsStore(SideNotFound):
 
 
 def load_side(spec: str, *, server: str | None = None, role: str = "side") -> Side:
-    """A bundle directory, or a run id or kernel read through --server's API."""
+    """A bundle directory, a directory of one kernel's bundles (its boots), or a
+    run id or kernel read through --server's API."""
     path = Path(spec)
+    if path.is_dir() and not (path / bundle.MANIFEST).is_file():
+        return boots_side(spec, role)  # a kernel's boots, a bundle each
     if path.is_dir():
         try:
             return Side(spec, str(path), [bundle.load(path)])

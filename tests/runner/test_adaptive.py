@@ -258,3 +258,51 @@ def test_a_ratio_cell_grows_with_its_raw_partner_and_is_decided(env, tmp_path):
     assert (ratio["base"]["n"], ratio["candidate"]["n"]) == (5, RATIO_CAP)
     # Decided: a verdict that needs nothing more, or unsure with its budget spent at the cap.
     assert ratio["outcome"] not in ("inconclusive", "suspected") or ratio["budget_spent"]
+
+
+def _another_boot(path: Path, boot_id: str) -> Path:
+    """The bundle as if measured in another boot of its kernel (its boot_id)."""
+    doc = bundle.load(path)
+    doc["environment"]["host"]["boot_id"] = boot_id
+    bundle.write_manifest(path, doc)
+    return path
+
+
+def test_one_boot_a_side_is_held_and_told_how_to_boot_again(env, measured, tmp_path):
+    """A base booted earlier (another boot_id) against this run, one boot each
+    and no record: the clear slowdown is at most suspected (exit 3), and the
+    run says how to add a boot (issue 41 item 1)."""
+    base = _another_boot(_no_canary(_far_above(measured, tmp_path / "base")), "base-boot")
+    r = _run("run", _study(env), "--profile", "quick", "--target", "localhost", "--reps", 5,
+             "--against", base, "--out", tmp_path / "candidate", "--no-progress", env=env)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "SUSPECTED" in r.stdout and "one boot a side, boot again to confirm" in r.stdout
+    assert "at most suspected: give --boots DIR" in r.stderr
+
+
+def test_a_kernels_boots_in_one_directory_are_its_side(env, measured, tmp_path):
+    """--boots DIR: this run goes to DIR/boot-2 beside the kernel's earlier boot,
+    and the candidate is both boots: judged on boot means, the slowdown is
+    confirmed (exit 1) where one boot a side was held."""
+    base = _another_boot(_no_canary(_far_above(measured, tmp_path / "base")), "base-boot")
+    boots = tmp_path / "boots"
+    _another_boot(_no_canary(_rewritten(measured, boots / "boot-1", [1.0])), "earlier-boot")
+    r = _run("run", _study(env), "--profile", "quick", "--target", "localhost", "--reps", 5,
+             "--against", base, "--boots", boots, "--no-progress", env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"bundle {boots / 'boot-2'} (passed" in r.stdout
+    assert "verdict: REGRESSION" in r.stdout and "[5 vs 10 runs]" in r.stdout
+    assert "at most suspected" not in r.stderr
+    # `iowatch compare` reads the directory as the same side.
+    cmp = subprocess.run([IOWATCH, "compare", str(base), str(boots), "--format", "json"],
+                         capture_output=True, text=True, cwd=ROOT, env=env)
+    assert cmp.returncode == 1 and json.loads(cmp.stdout)["state"] == "regression", cmp.stderr
+
+
+def test_boots_of_another_kernel_or_host_are_refused_before_anything_runs(env, tmp_path):
+    boots = tmp_path / "boots"
+    shutil.copytree(ROOT / "tests/fixtures/e2e-check/guest-00/bundle", boots / "boot-1")
+    r = _run("run", _study(env), "--target", "localhost", "--boots", boots, "--no-progress", env=env)
+    assert r.returncode == 2
+    assert f"--boots {boots}: its boots are of kernel 6.12.117+" in r.stderr
+    assert "on vlab, not of this run" in r.stderr and not (boots / "boot-2").exists()

@@ -6,11 +6,13 @@ import os
 import shlex
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from iowatch import bundle, inventory, paths, progress
 from iowatch.runner import Interrupted, Runner, plan, summary
 from iowatch.safety import DeviceRefused
+from iowatch.side_data import Side
 from iowatch.studies import load_matrix
 from iowatch.yamlfile import DataFileError
 
@@ -57,6 +59,13 @@ def register(sub):
                    help="with --against: bundles of other kernels booted more than once on this "
                         "host (a bundle or a directory of them; repeatable), whose noise between "
                         "boots joins the test of the two single boots")
+    p.add_argument("--boots", default=None, metavar="DIR",
+                   help="this kernel's boots on this host, a bundle each: the bundle goes to "
+                        "DIR/boot-N (the next N) unless --out says where, and with --against the "
+                        "candidate is every bundle in DIR and this run; reboot into the same "
+                        "kernel and run the same command again to add a boot (one boot a side "
+                        "is at most \"suspected\" without a record of the host's noise between "
+                        "boots)")
     p.add_argument("--calibration", action="store_true",
                    help="this run is one boot of the host's calibration: a server stores it as "
                         "the host's record of the noise between boots (what a comparison of one "
@@ -83,13 +92,26 @@ class _Refused(Exception):
     """Why `iowatch run` stops before it runs anything (said on stderr, exit status 2)."""
 
 
+@dataclass
+class _Against:
+    """What this run is judged against: the base side, the host's record of its
+    noise between boots (--history), and this kernel's earlier boots (--boots)."""
+    base: Side
+    history: list[Side] | None = None
+    earlier: list[dict] = field(default_factory=list)
+    boots_dir: str | None = None
+
+    def candidate(self, out: Path) -> Side:
+        return Side(str(out), str(out), [*self.earlier, bundle.load(out)])
+
+
 def run(args) -> int:
     try:
-        host, matrix, base, history, reps, harness = _prepare(args)
+        host, matrix, against, reps, harness = _prepare(args)
     except _Refused as e:
         print(f"iowatch run: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out) if args.out else (
+    out = Path(args.out) if args.out else next_boot(Path(args.boots)) if args.boots else (
         paths.data_dir() / "bundles" / f"{matrix.name}-{host.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     display = progress.from_args(args, "run")
     command = "iowatch run " + " ".join(shlex.quote(a) for a in sys.argv[2:])
@@ -104,8 +126,8 @@ def run(args) -> int:
     try:
         with display:
             doc = runner.run()
-            if base is not None:
-                doc = _adaptive(runner, base, history)
+            if against is not None:
+                doc = _adaptive(runner, against)
     except (KeyboardInterrupt, Interrupted) as e:
         print(f"iowatch run: interrupted ({e or 'Ctrl-C'}); bundle {out} is marked incomplete; "
               f"rerun with --out {out} to finish it", file=sys.stderr)
@@ -113,7 +135,37 @@ def run(args) -> int:
     except DeviceRefused as e:
         print(f"iowatch run: refused: {e}; nothing was written to it", file=sys.stderr)
         return 2
-    return _finish(args, doc, out, base, history, matrix)
+    return _finish(args, doc, out, against, matrix)
+
+
+def next_boot(boots: Path) -> Path:
+    """DIR/boot-N for this boot: N one past the highest there."""
+    taken = [int(p.name[5:]) for p in boots.glob("boot-*") if p.name[5:].isdigit()]
+    return boots / f"boot-{max(taken, default=0) + 1}"
+
+
+def _earlier_boots(args, host) -> list[dict]:
+    """This kernel's boots in --boots DIR before this one, each checked to be of
+    this host and of the kernel running now (release, --kernel-commit, config)."""
+    import platform
+
+    from iowatch.environment import kernel_config_summary, kernel_config_text
+    from iowatch.side_data import SideNotFound, boots_side, kernel_of
+    boots = Path(args.boots)
+    if not boots.is_dir() or not any(boots.glob(f"**/{bundle.MANIFEST}")):
+        return []
+    try:
+        side = boots_side(args.boots, "--boots", leave_out=Path(args.out) if args.out else None)
+    except SideNotFound as e:
+        raise _Refused(e) from None
+    run = side.runs[0]
+    now = (platform.release(), args.kernel_commit, kernel_config_summary(kernel_config_text())[0])
+    if (run.get("host") or {}).get("name") != host.name or kernel_of(run) != now:
+        was = f"kernel {kernel_of(run)[0]} commit {kernel_of(run)[1]} on {(run.get('host') or {}).get('name')}"
+        raise _Refused(f"--boots {args.boots}: its boots are of {was}, not of this run (kernel "
+                       f"{now[0]} commit {now[1]} on {host.name}); a directory of boots holds one "
+                       "kernel on one host: give this kernel's own (a new directory for a new kernel)")
+    return side.runs
 
 
 def _prepare(args):
@@ -130,12 +182,14 @@ def _prepare(args):
     # Imported here: iowatch.stats loads scipy, about a second that a run without
     # --against (and a guest under TCG) should not pay.
     from iowatch.stats.sequential import FIRST, MIN_REPS
-    base = history = None
+    against = None
+    earlier = _earlier_boots(args, host) if args.boots else []
     if args.against:
         from iowatch.side_data import SideNotFound, bundles_history, load_side
         try:
-            base = load_side(args.against, role="--against")
-            history = bundles_history(args.history) if args.history else None
+            against = _Against(load_side(args.against, role="--against"),
+                               bundles_history(args.history) if args.history else None,
+                               earlier, args.boots)
         except SideNotFound as e:
             raise _Refused(e) from None
     reps = args.reps or matrix.reps
@@ -145,7 +199,7 @@ def _prepare(args):
         print(f"iowatch run: {reps} repetition a cell: compared alone, it is judged by size "
               f"only; a verdict needs at least {MIN_REPS} a side (pool runs, or --reps)",
               file=sys.stderr)
-    if base is not None and reps < FIRST:
+    if against is not None and reps < FIRST:
         print(f"iowatch run: with --against, {reps} repetitions become {FIRST}: the first look "
               "of the verdict's schedule", file=sys.stderr)
         reps = FIRST
@@ -158,10 +212,10 @@ def _prepare(args):
             harness = LkpHarness(find_src(args.lkp_src), host, paths.data_dir())
         except LkpError as e:
             raise _Refused(f"--harness lkp: {e}") from None
-    return host, matrix, base, history, reps, harness
+    return host, matrix, against, reps, harness
 
 
-def _finish(args, doc: dict, out: Path, base, history, matrix) -> int:
+def _finish(args, doc: dict, out: Path, against: _Against | None, matrix) -> int:
     """What a finished run says (its summary, the verdict against --against),
     sends (--upload, --store), and its exit status."""
     if args.calibration:
@@ -173,7 +227,7 @@ def _finish(args, doc: dict, out: Path, base, history, matrix) -> int:
     env = doc["environment"].get("runner", {})
     print(f"runner: wall {env.get('wall_s')} s, inside the tools {env.get('tool_s')} s, "
           f"overhead {env.get('overhead_pct')}%")
-    verdict = _against_report(base, out, history) if base is not None else None
+    verdict = _against_report(against, out) if against is not None else None
     if args.upload:
         from iowatch.upload import Spool, upload
         outcomes = upload([str(out)], args.upload, args.token or "", Spool(paths.spool_dir()))
@@ -191,13 +245,12 @@ def _finish(args, doc: dict, out: Path, base, history, matrix) -> int:
     return exit_status.of_states([verdict] if verdict else [])
 
 
-def _judge(base, out: Path, history=None):
+def _judge(against: _Against, out: Path):
     from iowatch import resources
-    from iowatch.side_data import Side
     from iowatch.judging import compare_sides
     from iowatch.studies import load_studies
-    return compare_sides(base, Side(str(out), str(out), [bundle.load(out)]),
-                         studies=load_studies(resources.studies_dir()), history=history)
+    return compare_sides(against.base, against.candidate(out),
+                         studies=load_studies(resources.studies_dir()), history=against.history)
 
 
 def against_targets(cmp, studies, bundle_doc: dict) -> dict[str, int]:
@@ -212,7 +265,7 @@ def against_targets(cmp, studies, bundle_doc: dict) -> dict[str, int]:
             if cell_id in have and have[cell_id] < want.candidate}
 
 
-def _adaptive(runner: Runner, base, history=None) -> dict:
+def _adaptive(runner: Runner, against: _Against) -> dict:
     """Add repetitions to the cells whose verdict against the base is unsure,
     a look at a time, until every deciding cell is decided or at its study's
     cap (iowatch.judging.adaptive; the base bundle cannot grow)."""
@@ -228,27 +281,28 @@ def _adaptive(runner: Runner, base, history=None) -> dict:
         runner.add_repetitions(targets)
         return True
 
-    adapt(lambda: _judge(base, runner.out, history),
+    adapt(lambda: _judge(against, runner.out),
           lambda cmp: against_targets(cmp, studies, runner.writer.doc), measure)
     return runner.writer.doc
 
 
-def _against_report(base, out: Path, history=None) -> str:
+def _against_report(against: _Against, out: Path) -> str:
     from iowatch.report import render_text
-    cmp = _judge(base, out, history)
+    cmp = _judge(against, out)
     boots = cmp.boots_a_side
-    if boots and min(boots) < 2:
-        # Run here, this bundle is one boot, and so is a base of one bundle: the
-        # boots' own offset is only in the test through a recorded history (issue 41 item 1).
-        from iowatch.stats.boots import HOLD_WITHOUT_RECORD
-        recorded = any(v.boot_variance for v in cmp.verdicts)
-        held = ", so a change is at most suspected" if HOLD_WITHOUT_RECORD else ""
+    recorded = any(v.boot_variance for v in cmp.verdicts)
+    if recorded or any(v.one_boot for v in cmp.verdicts):
+        # One boot a side: the boots' own offset is in the test only through a
+        # recorded history; else a change is at most suspected (issue 41 item 1).
+        again = (f"reboot into this kernel and run the same command again (--boots "
+                 f"{against.boots_dir} adds the boot)" if against.boots_dir else
+                 f"give --boots DIR (this bundle moved to DIR/boot-1), then reboot into this "
+                 "kernel and run the same command with --boots DIR again")
         print(f"iowatch run: --against: {boots[0]} boot(s) on the base side and {boots[1]} on this "
               "one: " + ("the noise between boots is taken from --history" if recorded else
-                         f"a boot's own offset is not in the test{held}; give --history with "
-                         "bundles of kernels booted more than once on this host, or measure "
-                         "each kernel in two boots or more (`iowatch check` boots them "
-                         "itself)"), file=sys.stderr)
+                         "a boot's own offset is not in the test, so a change is at most "
+                         f"suspected: {again}; or give --history with bundles of kernels "
+                         "booted more than once on this host"), file=sys.stderr)
     print()
     print(render_text(cmp), end="")
     return cmp.state
