@@ -8,6 +8,11 @@ from pathlib import Path
 import pytest
 
 
+def run(*cmd: str, input: str | None = None) -> subprocess.CompletedProcess:
+    """A command that must succeed (check=True), its output kept."""
+    return subprocess.run(cmd, input=input, capture_output=True, text=True, check=True)
+
+
 def loops_over(images: Path) -> list[str]:
     """The loop devices whose backing file is under `images`."""
     out = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard_browser import NOISE, SCRIPT, claim_kernel, uploader  # noqa: F401 (tests read them here too)
+from dashboard_browser import NOISE, SCRIPT, at, claim_kernel, kernel, level, uploader  # noqa: F401 (tests read them here too)
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "webapp"))  # bundle_maker
@@ -36,28 +36,6 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if str(item.path).startswith(here):
             item.add_marker(pytest.mark.webapp)
-
-
-def level(mean: float) -> list[float]:
-    return [mean + e for e in NOISE]
-
-
-def kernel(commit: int, series: str | None = None, patch: int | None = None,
-           subject: str = "") -> dict:
-    k = {"release": "6.12.0-iowatch", "git_commit": f"{commit:012x}", "config_hash": "c0ffee",
-         "config": {"CONFIG_XFS_DEBUG": "n"}, "cmdline": "console=ttyS0 quiet"}
-    if series is not None:
-        k["series"] = {"name": series, "base": "v6.12", "patch_count": 2,
-                       "message_id": "<series@example.org>"}
-        if patch:
-            k["patch"] = {"index": patch, "subject": subject, "commit": f"{commit:07x}"}
-        else:
-            k["patch"] = {"index": 0}
-    return k
-
-
-def at(hour: int) -> str:
-    return f"2024-05-{1 + hour // 24:02d}T{hour % 24:02d}:00:00Z"
 
 
 @dataclass

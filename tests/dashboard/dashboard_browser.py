@@ -75,3 +75,25 @@ def stored_lava_labs() -> None:
              "Maintenance", "offline")):
         LavaBoardState.objects.create(lab=lab, hostname=name, device_type=kind, state=state,
                                       health=health, label=label, worker="worker-1")
+
+
+def level(mean: float) -> list[float]:
+    return [mean + e for e in NOISE]
+
+
+def kernel(commit: int, series: str | None = None, patch: int | None = None,
+           subject: str = "") -> dict:
+    k = {"release": "6.12.0-iowatch", "git_commit": f"{commit:012x}", "config_hash": "c0ffee",
+         "config": {"CONFIG_XFS_DEBUG": "n"}, "cmdline": "console=ttyS0 quiet"}
+    if series is not None:
+        k["series"] = {"name": series, "base": "v6.12", "patch_count": 2,
+                       "message_id": "<series@example.org>"}
+        if patch:
+            k["patch"] = {"index": patch, "subject": subject, "commit": f"{commit:07x}"}
+        else:
+            k["patch"] = {"index": 0}
+    return k
+
+
+def at(hour: int) -> str:
+    return f"2024-05-{1 + hour // 24:02d}T{hour % 24:02d}:00:00Z"

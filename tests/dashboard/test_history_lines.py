@@ -10,7 +10,7 @@ regression page's chart in Debian's chromium."""
 from __future__ import annotations
 
 import pytest
-from conftest import at, kernel, level
+from dashboard_browser import at, kernel, level
 from dashboard_browser import screenshot, uploader
 
 from iowatch_web.regressions.models import Regression

@@ -10,7 +10,7 @@ import html
 import re
 
 import pytest
-from conftest import at, kernel, level
+from dashboard_browser import at, kernel, level
 from dashboard_browser import uploader
 
 SUBJECTS = {1: "f2fs: take the lock later", 2: "f2fs: drop the write lock"}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from iowatch import inventory
+from loop_devices import run
 
 
 def _root_with_losetup() -> str | None:
@@ -46,10 +47,6 @@ def load_host(write_inventory):
     def load(devices: list[dict]) -> inventory.Host:
         return inventory.load(write_inventory(devices)).host("localhost")
     return load
-
-
-def run(*cmd: str, input: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, input=input, capture_output=True, text=True, check=True)
 
 
 def _backing(path: str) -> str | None:

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import run
+from loop_devices import run
 from iowatch import loopdev, safety
 
 pytestmark = pytest.mark.usefixtures("lab")
