@@ -109,3 +109,22 @@ def test_no_lava_lab_no_section(client, tmp_path):
     inv.write_text("all:\n  hosts:\n    box:\n      iowatch_kind: local\n")
     call_command("refresh_lava_boards", "--inventory", str(inv))
     assert LavaLabRefresh.objects.count() == 0 and _section(client) == ""
+
+
+def test_every_n_seconds_it_asks_again_and_goes_on_past_a_lab_not_reached(lava, client):
+    """As a service (--every): each refresh reads the inventory and asks LAVA;
+    a refusal is stored and said, and the loop goes on."""
+    from io import StringIO
+    lava.answer("GET", DEVICES, "devices-401.json", status=401)
+    out = StringIO()
+    call_command("refresh_lava_boards", "--inventory", lava.inventory, "--every", "0.05",
+                 "--count", "3", stdout=out)
+    assert [r["path"] for r in lava.requests] == [DEVICES] * 3
+    assert out.getvalue().count(": not reached: ") == 3
+    assert LavaLabRefresh.objects.get().error.endswith("(401): Invalid token.")
+    lava.answer("GET", DEVICES, "devices-qemu.json")
+    call_command("refresh_lava_boards", "--inventory", lava.inventory, "--every", "0.05",
+                 "--count", "1", stdout=StringIO())
+    assert LavaLabRefresh.objects.get().error in ("", None) and LavaBoardState.objects.count() == 4
+    with pytest.raises(CommandError, match="at most once a second"):
+        call_command("refresh_lava_boards", "--inventory", lava.inventory, "--every", "0.5")
