@@ -18,8 +18,9 @@ if [ $# -eq 0 ]; then
     # The statistics' simulations (thousands of simulated checks, pure CPU, no
     # store, no device) on every core, a file a worker; then everything else.
     status=0
-    .venv/bin/pytest -q -n "$(nproc)" --dist loadfile tests/stats || status=$?
-    .venv/bin/pytest -q --ignore=tests/stats || status=$?
+    # --durations: where the suite's time goes, printed at the end of each part.
+    .venv/bin/pytest -q -n "$(nproc)" --dist loadfile --durations=10 tests/stats || status=$?
+    .venv/bin/pytest -q --durations=40 --ignore=tests/stats || status=$?
     [ "$status" -eq 0 ] || exit "$status"
 else
     .venv/bin/pytest -q "$@"
@@ -27,4 +28,4 @@ fi
 
 echo "== store, API, dashboard and upload tests against SQLite"
 unset DATABASE_URL
-IOWATCH_DATA_DIR=$(mktemp -d) .venv/bin/pytest -q tests/webapp tests/dashboard tests/test_upload.py tests/test_bundle.py "$@"
+IOWATCH_DATA_DIR=$(mktemp -d) .venv/bin/pytest -q --durations=20 tests/webapp tests/dashboard tests/test_upload.py tests/test_bundle.py "$@"
