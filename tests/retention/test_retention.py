@@ -206,8 +206,11 @@ def test_the_daily_pass_runs_once_a_day(history):
 def test_a_bisect_steps_runs_stay_raw(history):
     from iowatch_web.regressions.models import BisectJob
 
+    regression = Regression.objects.order_by("id").first()
+    # The change point's regression may have opened its own bisect: this one stands for it.
+    BisectJob.objects.filter(regression=regression).delete()
     BisectJob.objects.create(
-        regression=Regression.objects.order_by("id").first(), origin="nightly", cell_key="f2fs-dio-write/sd0/f2fs",
+        regression=regression, origin="nightly", cell_key="f2fs-dio-write/sd0/f2fs",
         study="f2fs-dio-write", group="seqw", metric_id="write.bw_kib_s",
         good_kernel="6.12.0-iowatch", bad_kernel="6.12.0-iowatch",
         steps=[{"commit": "0" * 12, "run_ids": [str(history[2].run_id), "not-a-run-id"]}])
@@ -221,3 +224,33 @@ def test_a_run_marked_raw_after_the_pass_chose_it_stays_raw(history):
     RunRetention.objects.create(run=history[0], keep_raw=True)
     assert summarise_run(history[0].pk) is None
     assert Sample.objects.filter(cell__run=history[0]).exists()
+
+
+def test_compare_answers_kept_over_the_window_are_removed_and_computed_again(client, settings):
+    """A kept compare answer is a cache (issue 42): the pass removes those kept
+    longer than IOWATCH_COMPARE_ANSWER_DAYS, leaves a newer one and one whose
+    computation is under way, and a dry run only counts them."""
+    from iowatch_web.regressions.models import CompareAnswer
+    from iowatch_web.retention.retain import retain
+    settings.IOWATCH_COMPARE_ANSWER_DAYS = 7
+    now = timezone.now()
+
+    def answer(key: str, days_ago: float, state: str = "done", started_days_ago=None):
+        row = CompareAnswer.objects.create(key=key, base_spec="a", candidate_spec="b", state=state,
+                                           answer=b"x" * 100 if state == "done" else None)
+        at = now - timedelta(days=days_ago)
+        started = now - timedelta(days=started_days_ago) if started_days_ago is not None else None
+        CompareAnswer.objects.filter(pk=row.pk).update(
+            asked_at=at, computed_at=at if state == "done" else None, started_at=started)
+
+    answer("old", 30)
+    answer("new", 1)
+    answer("stuck", 20, state="running", started_days_ago=20)
+    answer("under-way", 20, state="running", started_days_ago=0.01)
+    dry = retain(dry_run=True, now=now)
+    assert (dry.answers, dry.answer_bytes) == (2, 100) and CompareAnswer.objects.count() == 4
+    assert "compare answers: would remove 2 kept over 7 days (100 bytes)" in "\n".join(dry.lines())
+    done = retain(now=now)
+    assert done.answers == 2
+    assert set(CompareAnswer.objects.values_list("key", flat=True)) == {"new", "under-way"}
+    assert retain(now=now).answers == 0

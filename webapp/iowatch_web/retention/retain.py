@@ -18,12 +18,13 @@ from datetime import datetime, timedelta
 from django.apps import apps
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Q, Sum
 from django.db.models.functions import Coalesce, Length
 from django.utils import timezone
 
 from iowatch.stats import side_stats
-from iowatch_web.regressions.models import StoredChangePoint, StoredComparison, Regression
+from iowatch_web.regressions.models import (CompareAnswer, Regression, StoredChangePoint,
+                                            StoredComparison)
 from iowatch_web.results.models import Run, Sample
 from iowatch_web.retention.models import RetentionPass, RunRetention, SampleSummary
 
@@ -44,15 +45,21 @@ class Report:
     bytes_freed: int = 0
     held: int = 0
     summarised: list[str] = field(default_factory=list)
+    answers_days: int = 0
+    answers: int = 0  # kept compare answers pruned
+    answer_bytes: int = 0
 
     def lines(self) -> list[str]:
         verb = "would summarise" if self.dry_run else "summarised"
+        pruned = "would remove" if self.dry_run else "removed"
         return [f"retention: samples before {self.cutoff:%Y-%m-%d %H:%M} UTC ({self.days} days)",
                 f"{verb} {self.runs} run(s): {self.samples_removed} sample rows "
                 f"{'to remove' if self.dry_run else 'removed'}, {self.summaries} summaries, "
                 f"{self.bytes_freed} bytes {'to free' if self.dry_run else 'freed'}",
                 f"kept raw: {self.held} old run(s) (published, a regression's side, "
-                "a bisect step, or marked keep_raw)"]
+                "a bisect step, or marked keep_raw)",
+                f"compare answers: {pruned} {self.answers} kept over {self.answers_days} days "
+                f"({self.answer_bytes} bytes); asked again, they are computed again"]
 
 
 def held_runs() -> Q:
@@ -112,7 +119,23 @@ def retain(days: int | None = None, *, dry_run: bool = False, now: datetime | No
         report.summaries += summaries
         report.bytes_freed += freed
         report.summarised.append(run_id)
+    prune_answers(report, now or timezone.now())
     return report
+
+
+def prune_answers(report: Report, now: datetime) -> None:
+    """Remove the compare answers kept longer than IOWATCH_COMPARE_ANSWER_DAYS
+    (a cache: computed again when asked), leaving one whose computation is
+    under way (started within the window)."""
+    days = report.answers_days = settings.IOWATCH_COMPARE_ANSWER_DAYS
+    cutoff = now - timedelta(days=days)
+    old = (CompareAnswer.objects
+           .filter(Q(computed_at__lt=cutoff) | Q(computed_at__isnull=True, asked_at__lt=cutoff))
+           .exclude(state="running", started_at__gte=cutoff))
+    report.answers = old.count()
+    report.answer_bytes = old.aggregate(n=Sum(Length("answer")))["n"] or 0
+    if not report.dry_run:
+        old.delete()
 
 
 def summarise_run(pk: int, *, dry_run: bool = False) -> tuple[str, int, int, int] | None:

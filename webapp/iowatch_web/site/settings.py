@@ -23,6 +23,8 @@ IOWATCH_HEARTBEAT_TIMEOUT_S  a host whose agent has not beaten for this long is
                         unreachable, and the job it held goes back on the queue (default 600)
 IOWATCH_RETENTION_DAYS  samples of runs older than this are summarised per cell, job
                         group and metric (manage.py retain; default 90)
+IOWATCH_COMPARE_ANSWER_DAYS  kept compare answers older than this are removed by the
+                        same pass, and computed again when asked (default 7)
 """
 from __future__ import annotations
 
@@ -101,6 +103,13 @@ if not _retention_days.strip().isdigit():
     raise ImproperlyConfigured(f"IOWATCH_RETENTION_DAYS={_retention_days!r}: give a whole number "
                                "of days, 0 or more (default 90)")
 IOWATCH_RETENTION_DAYS = int(_retention_days)
+# A kept compare answer (regressions.CompareAnswer) is a cache: asked again
+# after this many days, it is computed again (retention/retain.py prunes it).
+_answer_days = os.environ.get("IOWATCH_COMPARE_ANSWER_DAYS", "7")
+if not _answer_days.strip().isdigit():
+    raise ImproperlyConfigured(f"IOWATCH_COMPARE_ANSWER_DAYS={_answer_days!r}: give a whole number "
+                               "of days, 0 or more (default 7)")
+IOWATCH_COMPARE_ANSWER_DAYS = int(_answer_days)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
