@@ -20,7 +20,7 @@ import pytest
 from bundle_maker import planted_bundle
 from iowatch.cli import build_parser
 from iowatch.commands import compare as compare_command
-from iowatch.side_data import load_side
+from iowatch.side_sources import load_side
 from iowatch_web.dashboard import queries
 from iowatch_web.regressions.models import StoredComparison
 from iowatch_web.results.models import Kernel, Run

@@ -38,7 +38,8 @@ def register(sub):
 def run_kcidb(args) -> int:
     from iowatch import kcidb, resources
     from iowatch.ciapi import Client, ServerError
-    from iowatch.side_data import SideNotFound, load_side, manifest_from_api
+    from iowatch.judging.sides import SideNotFound
+    from iowatch.side_sources import load_side, manifest_from_api
     from iowatch.studies import load_studies
 
     def fail(message: str) -> int:

@@ -132,7 +132,8 @@ def _prepare(args):
     from iowatch.stats.sequential import FIRST, MIN_REPS
     base = history = None
     if args.against:
-        from iowatch.side_data import SideNotFound, bundles_history, load_side
+        from iowatch.judging.sides import SideNotFound
+        from iowatch.side_sources import bundles_history, load_side
         try:
             base = load_side(args.against, role="--against")
             history = bundles_history(args.history) if args.history else None

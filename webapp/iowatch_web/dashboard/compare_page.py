@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.core.paginator import Page, Paginator
 from django.db.models import Max
 
-from iowatch.judging.outcomes import verdict_line
+from iowatch.vocabulary.outcomes import verdict_line
 from iowatch_web.dashboard import queries
 from iowatch_web.dashboard.freshness import cached
 from iowatch_web.results.models import Kernel

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from iowatch.judging.outcomes import Outcome
+from iowatch.vocabulary.outcomes import Outcome
 from iowatch.figures import amount
 
 # The summary's counts, in the order a maintainer reads them (the words are the outcomes').

@@ -16,14 +16,14 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from iowatch_web.dashboard import comparing
-from iowatch.judging import (Outcome, boots_words, ci_name, compare_sides, noisy_matrix_words,
-                             platform_words, verdict_label)
-from iowatch.judging.outcomes import UNDECIDED_OUTCOMES
+from iowatch.vocabulary import Outcome, boots_words, ci_name, noisy_matrix_words, verdict_label
+from iowatch.judging import compare_sides, platform_words
+from iowatch.vocabulary.outcomes import UNDECIDED_OUTCOMES
 from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views catch it here)
 from iowatch.metrics import METRICS
 from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
-from iowatch.stats.wording import rerun_words
+from iowatch.vocabulary.wording import rerun_words
 from iowatch_web.regressions.models import STATES, StoredVerdict, StoredChangePoint, Regression
 from iowatch_web.store.sides import (boot_history, judging_studies, manifest, one_host,
                                      runs_side, stored_runs)
