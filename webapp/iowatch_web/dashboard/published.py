@@ -22,7 +22,8 @@ from django.db.models import Exists, OuterRef, Q, Subquery
 from django.urls import reverse
 
 from iowatch_web.dashboard.freshness import cached
-from iowatch import figures, seeds
+from iowatch import figures
+from iowatch.claims import seeds
 from iowatch.judging import claims as claim_judge, compare_sides, deciding
 from iowatch.side_data import Side
 from iowatch.vocabulary import DEFAULT_MIN_EFFECT
