@@ -63,7 +63,7 @@ class CheckResult:
     plan: Plan
     runs: list[VariantRun] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
-    claims: list[dict] = field(default_factory=list)  # the patch mails' claims judged (mailclaims)
+    claims: list[dict] = field(default_factory=list)  # the patch mails' claims judged (claims.series)
 
     @property
     def regressing_patches(self) -> list[VariantRun]:
