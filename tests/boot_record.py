@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from iowatch.side_data import bundles_history
+from iowatch.side_sources import bundles_history
 
 AABB = Path(__file__).resolve().parent / "fixtures" / "e2e-boots" / "aabb"
 

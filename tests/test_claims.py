@@ -1,7 +1,7 @@
 """Claims from patch mails (issue 25, item 5).
 
 The five seeds: every number of each study's `published:` section (the study
-files are written by hand from the posts, independently of iowatch.claims) is
+files are written by hand from the posts, independently of iowatch.claims.mail) is
 extracted from the seed's text with its metric, unit and label; and every
 number on the seeds' own result lines (found here by a plain regex over the
 text) is extracted. Two real mails of other series (tests/fixtures/mails,
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from iowatch.claims import ClaimsError, Claim, extract, load
+from iowatch.claims.mail import ClaimsError, Claim, extract, load
 from iowatch.cli import main
 from iowatch.metrics import METRICS
 from iowatch.studies import load_studies
@@ -295,7 +295,7 @@ def test_a_series_directory_reads_each_patch_mail():
 
 @pytest.mark.parametrize("slug", SEEDED, ids=str)
 def test_each_seeds_claims_match_its_own_study(slug):
-    from iowatch.claims import match_study
+    from iowatch.claims.mail import match_study
 
     match = match_study(_claims(STUDIES[slug]), STUDIES)
     assert match is not None and match.study == slug, match
@@ -303,7 +303,7 @@ def test_each_seeds_claims_match_its_own_study(slug):
 
 
 def test_a_seeds_second_study_without_numbers_does_not_take_its_posts_claims():
-    from iowatch.claims import match_study
+    from iowatch.claims.mail import match_study
 
     wbt = STUDIES["odirect-vs-readers-wbt"]
     assert wbt.seed == STUDIES["odirect-vs-readers"].seed and not wbt.published
@@ -315,13 +315,13 @@ def test_a_seeds_second_study_without_numbers_does_not_take_its_posts_claims():
 def test_a_mail_of_another_workload_matches_no_study(name):
     # aio random read/write, CFQ slices for 32 readers, bulkstat: none is a study's
     # workload, and read/write bandwidth or wall time alone does not make one.
-    from iowatch.claims import match_study
+    from iowatch.claims.mail import match_study
 
     assert match_study(load(str(MAILS / name)), STUDIES) is None
 
 
 def test_fs_mark_flags_keep_their_case():
-    from iowatch.claims import workload_options
+    from iowatch.claims.mail import workload_options
 
     assert workload_options("fs_mark -D 10000 -S0 -n 10000 -s 4096 -L 120 -d /mnt/0 -d /mnt/1") >= {
         ("D", "10000"), ("S", "0"), ("n", "10000"), ("s", "4096"), ("L", "120")}

@@ -24,7 +24,8 @@ import numpy as np
 import simulate
 from iowatch.check import REPS_PER_BOOT, boot_sizes, first_round_boots
 from iowatch.judging import Comparison, more_runs
-from iowatch.stats import DEFAULT_CAP, FIRST, CellInput, CellKey, compare_matrix
+from iowatch.vocabulary import DEFAULT_CAP, DEFAULT_MIN_EFFECT as MIN_EFFECT, FDR
+from iowatch.stats import FIRST, CellInput, CellKey, compare_matrix
 
 # Each path: how a round's repetitions of a side are split over boots.
 SHIPPED = f"check as shipped, <={REPS_PER_BOOT} a boot"  # iowatch.check (REPS_PER_BOOT)
@@ -74,10 +75,11 @@ class BootedSide:
 
 def _family(d: simulate.Draw, base: list[BootedSide], cand: list[BootedSide], cap: int):
     return compare_matrix([CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), b.values,
-                                     c.values, d.cells[i].direction, base_boots=b.labels,
-                                     candidate_boots=c.labels, base_rounds=b.rounds,
+                                     c.values, d.cells[i].direction, MIN_EFFECT,
+                                     base_boots=b.labels, candidate_boots=c.labels,
+                                     base_rounds=b.rounds,
                                      candidate_rounds=c.rounds)
-                           for i, (b, c) in enumerate(zip(base, cand))], cap=cap)
+                           for i, (b, c) in enumerate(zip(base, cand))], cap=cap, fdr=FDR)
 
 
 def judge_check(path: str, d: simulate.Draw, rng, share: float, cap: int = DEFAULT_CAP):

@@ -52,6 +52,7 @@ import check_boots  # noqa: E402
 import later_paths  # noqa: E402
 import simulate  # noqa: E402
 from iowatch.stats import CellInput, CellKey, compare_matrix  # noqa: E402
+from iowatch.vocabulary import DEFAULT_CAP as CAP, FDR, DEFAULT_MIN_EFFECT as MIN_EFFECT
 
 QUIET_CV = 0.15  # "noise at a CV of about 10%": the cells the goals speak of
 COLUMNS = ("false alarm per check", "clean cells flagged", "slow10", "slow20", "slow50", "runs a side")
@@ -149,10 +150,10 @@ def paths_table(real, trials: int, seed: int, boots, title: str, paths=simulate.
 def speed() -> float:
     rng = np.random.default_rng(0)
     cells = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"), rng.normal(100, 5, 10),
-                       rng.normal(100, 5, 10), "higher") for i in range(1000)]
-    compare_matrix(cells[:10])
+                       rng.normal(100, 5, 10), "higher", MIN_EFFECT) for i in range(1000)]
+    compare_matrix(cells[:10], fdr=FDR, cap=CAP)
     t0 = time.perf_counter()
-    compare_matrix(cells)
+    compare_matrix(cells, fdr=FDR, cap=CAP)
     return time.perf_counter() - t0
 
 

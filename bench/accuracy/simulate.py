@@ -34,7 +34,8 @@ from scipy import stats as sps
 
 from iowatch.judging import Comparison, more_runs
 from iowatch.metrics import HIGHER
-from iowatch.stats import DEFAULT_CAP, FIRST, CellInput, CellKey, compare_matrix, mann_whitney_p
+from iowatch.vocabulary import DEFAULT_CAP, DEFAULT_MIN_EFFECT as MIN_EFFECT, FDR
+from iowatch.stats import FIRST, CellInput, CellKey, compare_matrix, mann_whitney_p
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "fixtures" / "accuracy" / "real-samples.json"
@@ -166,8 +167,8 @@ def _sample(pool: np.ndarray, n: int, rng) -> np.ndarray:
 
 def _family(d: Draw, base: list, cand: list, cap: int = DEFAULT_CAP):
     inputs = [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), base[i], cand[i],
-                        d.cells[i].direction) for i in range(len(d.cells))]
-    return compare_matrix(inputs, cap=cap)
+                        d.cells[i].direction, MIN_EFFECT) for i in range(len(d.cells))]
+    return compare_matrix(inputs, cap=cap, fdr=FDR)
 
 
 def iowatch_fixed(d: Draw, rng, n: int = FIRST):
@@ -357,11 +358,12 @@ class SideDraw:
 def _boot_family(d: Draw, base: list[SideDraw], cand: list[SideDraw], cap: int = DEFAULT_CAP,
                  blocked: bool = False):
     inputs = [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), b.values, c.values,
-                        d.cells[i].direction, base_boots=b.labels, candidate_boots=c.labels,
+                        d.cells[i].direction, MIN_EFFECT, base_boots=b.labels,
+                        candidate_boots=c.labels,
                         base_rounds=b.rounds if blocked else None,
                         candidate_rounds=c.rounds if blocked else None)
               for i, (b, c) in enumerate(zip(base, cand))]
-    return compare_matrix(inputs, cap=cap)
+    return compare_matrix(inputs, cap=cap, fdr=FDR)
 
 
 def judge_path(path: str, d: Draw, rng, boots: Boots, cap: int = DEFAULT_CAP):

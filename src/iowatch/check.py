@@ -17,7 +17,8 @@ from typing import Callable, Sequence
 from iowatch import bundle, exit_status, figures, paths, progress, resources
 from iowatch.bundle import BundleWriter
 from iowatch.side_data import Side, in_round
-from iowatch.judging import Comparison, ci_name, compare_sides, platform_words
+from iowatch.judging import Comparison, compare_sides, platform_words
+from iowatch.vocabulary import ci_name
 from iowatch.judging.adaptive import adapt
 from iowatch.judging.boots import History
 from iowatch.judging.next_measurement import next_measurement, rounds_allowed
@@ -25,7 +26,7 @@ from iowatch.inventory import Host
 from iowatch.kernel.build import Plan, Variant, build_variant, configure, make_variants
 from iowatch.kernel.series import Series
 from iowatch.stats.sequential import FIRST
-from iowatch.judging.outcomes import Outcome, noisy_matrix_words, verdict_label
+from iowatch.vocabulary.outcomes import UNDECIDED_STATES, Outcome, noisy_matrix_words, verdict_label
 from iowatch.studies import load_matrix, load_studies
 from iowatch.vlab import boot_and_run, guest_run_command, note_device_models
 from iowatch.yamlfile import DataFileError
@@ -62,7 +63,7 @@ class CheckResult:
     plan: Plan
     runs: list[VariantRun] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
-    claims: list[dict] = field(default_factory=list)  # the patch mails' claims judged (mailclaims)
+    claims: list[dict] = field(default_factory=list)  # the patch mails' claims judged (claims.series)
     # The host's record of its noise between boots (iowatch.judging.boots), for a
     # variant measured in one boot: a check directory made before round 0 booted
     # every variant twice, judged again (`--history`).
@@ -76,7 +77,7 @@ class CheckResult:
     def unsure_patches(self) -> list[VariantRun]:
         """Patches whose comparison with their parent is suspected, unsure or failed."""
         return [r for r in self.runs if r.vs_parent and not r.vs_parent.regressions
-                and r.vs_parent.state in ("suspected", "unsure", "failed")]
+                and r.vs_parent.state in (*UNDECIDED_STATES, Outcome.FAILED.state)]
 
 
 def failure_bundle(out: Path, v: Variant, plan: Plan, host: Host, status: str,

@@ -46,7 +46,7 @@ import statistics
 from datetime import datetime
 from pathlib import Path
 
-from iowatch.judging.outcomes import Outcome
+from iowatch.vocabulary.outcomes import Outcome
 from iowatch.metrics import METRICS
 from iowatch.kernel.series import patchset_hash
 

@@ -36,11 +36,11 @@ from email.utils import format_datetime, getaddresses
 
 from iowatch import figures, replay, reproduce
 from iowatch.kernel.build import DEFAULT_BASE, DEFAULT_FRAGMENTS
-from iowatch.judging.outcomes import boots_words, outcome_label
+from iowatch.vocabulary.outcomes import boots_words, outcome_label
 from iowatch.judging.worst import severity, worst_order
 from iowatch.metrics import METRICS
 from iowatch.stats.confounders import Confounder, shown
-from iowatch.stats.wording import metric_phrase
+from iowatch.vocabulary.wording import metric_phrase
 
 FORMATS = ("email", "text")
 # Plain text the lists take: 7bit, or 8bit UTF-8 (RFC 6532 headers), never

@@ -1,6 +1,6 @@
 """A ratio study's filesystem-to-raw ratio (`ratio.fs_to_raw`), one value per
 repetition pair: the one definition, used by the runner when it writes a bundle
-and by whoever judges a bundle written before it (iowatch.seeds, the kept
+and by whoever judges a bundle written before it (iowatch.claims.seeds, the kept
 reproductions' import).
 
 A study with `workload.ratio` (ext4-dio-randread: ext4's read IOPS over the raw

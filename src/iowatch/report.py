@@ -11,13 +11,14 @@ from dataclasses import asdict
 
 from iowatch import figures, reproduce
 from iowatch.side_data import Side
-from iowatch.judging import Comparison, ci_name, platform_findings, platform_words
+from iowatch.judging import Comparison, platform_findings, platform_words
+from iowatch.vocabulary import DEFAULT_CAP, ci_name
 from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
 from iowatch.stats.confounders import shown
-from iowatch.stats.sequential import DEFAULT_CAP, FIRST, STEP, look_points
-from iowatch.judging.outcomes import (CELL_OUTCOMES, Outcome, boots_words, noisy_matrix_words,
-                                      verdict_label, verdict_line)
+from iowatch.stats.sequential import FIRST, STEP, look_points
+from iowatch.vocabulary.outcomes import (CELL_OUTCOMES, Outcome, boots_words, noisy_matrix_words,
+                                         verdict_label, verdict_line)
 
 FORMATS = ("text", "json", "junit", "markdown")
 

@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from iowatch.metrics import INFO, METRICS
 from iowatch.resources import matrix_path
-from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
-from iowatch.stats.sequential import DEFAULT_CAP
+from iowatch.vocabulary.defaults import DEFAULT_MIN_EFFECT
+from iowatch.vocabulary import DEFAULT_CAP
 from iowatch.yamlfile import DataFileError, line_at, load_with_nodes, parse as parse_yaml, read as read_yaml
 
 # Published units and how they become the metric table's units. fio's KB and

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from iowatch.side_data import SideNotFound, load_side, run_boot
+from iowatch.judging.sides import SideNotFound
+from iowatch.side_data import run_boot
+from iowatch.side_sources import load_side
 
 ROOT = Path(__file__).resolve().parents[2]
 AABB = ROOT / "tests" / "fixtures" / "e2e-boots" / "aabb"

@@ -11,6 +11,7 @@ from iowatch import bundle
 from iowatch.cells import CellKey
 from iowatch.side_data import Side, pool, run_boot
 from iowatch.stats import CellInput, compare_matrix
+from iowatch.vocabulary import DEFAULT_CAP as CAP, FDR, DEFAULT_MIN_EFFECT as MIN_EFFECT
 
 ROOT = Path(__file__).resolve().parents[2]
 GUEST = ROOT / "tests" / "fixtures" / "e2e-check" / "guest-00" / "bundle"
@@ -31,9 +32,9 @@ def test_the_runners_boot_id_under_environment_host_names_the_boot():
 def _cell(base_boot: str, candidate_boot: str):
     key = CellKey("s", "h", "c", "d", "fs", "g", "write.bw_kib_s")
     base, candidate = [100, 101, 99, 100.5, 99.5], [80, 81, 79, 80.5, 79.5]
-    (v,) = compare_matrix([CellInput(key, base, candidate, "higher",
+    (v,) = compare_matrix([CellInput(key, base, candidate, "higher", MIN_EFFECT,
                                      base_boots=[base_boot] * 5,
-                                     candidate_boots=[candidate_boot] * 5)])
+                                     candidate_boots=[candidate_boot] * 5)], fdr=FDR, cap=CAP)
     return v
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from iowatch.side_data import published_side
+from iowatch.side_sources import published_side
 from iowatch.judging import compare_sides
 from iowatch.report import render_junit, render_markdown, render_text
 from iowatch.studies import load_studies

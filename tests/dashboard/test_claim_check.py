@@ -1,7 +1,7 @@
 """Published results as a claim check, on data uploaded through the ingest API:
 each study's title, seed post, source and question; every claim of a post (a
 metric between two of its result sets) beside what the lab measured per host
-and device, with the outcome iowatch.seeds' claim judge gives it (reproduced,
+and device, with the outcome iowatch.claims.seeds' claim judge gives it (reproduced,
 opposite, not reproduced, not reproducible here, not comparable and why); a log axis where the numbers differ more than tenfold;
 and the published run's own values."""
 from __future__ import annotations

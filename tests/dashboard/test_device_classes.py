@@ -9,7 +9,7 @@ from __future__ import annotations
 import html as markup
 import re
 
-from iowatch.judging.outcomes import Outcome
+from iowatch.vocabulary.outcomes import Outcome
 from iowatch_web.regressions.models import Regression, StoredComparison
 
 

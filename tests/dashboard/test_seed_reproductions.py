@@ -18,7 +18,7 @@ from iowatch import figures, resources
 from iowatch.commands.import_published import published_bundles
 from iowatch.commands.import_reproductions import kept_reproductions, stored_bundles
 from iowatch.judging.claims import OUTCOMES
-from iowatch.seeds import checked_variants, find_seed, judge_check_dir, label_bundle, report
+from iowatch.claims.seeds import checked_variants, find_seed, judge_check_dir, label_bundle, report
 from iowatch.studies import load_studies
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 from iowatch import bundle, resources
-from iowatch.judging import boots_words, compare_sides
+from iowatch.vocabulary import (DEFAULT_CAP as CAP, DEFAULT_MIN_EFFECT as MIN_EFFECT, FDR,
+                                boots_words)
+from iowatch.judging import compare_sides
 from iowatch.report import render_json, render_markdown, render_text
 from iowatch.side_data import Side, pool, run_boot
 from iowatch.stats import CellInput, CellKey, compare_matrix
@@ -18,14 +20,14 @@ CHECK = ROOT / "tests" / "fixtures" / "e2e-check"
 
 def _cell(base_boots, candidate_boots):
     return CellInput(CellKey("s", "h", "c", "d", "fs", "g", "m"), [100, 101, 99, 102, 98],
-                     [90, 91, 89, 92, 88], "higher", base_boots=base_boots,
+                     [90, 91, 89, 92, 88], "higher", MIN_EFFECT, base_boots=base_boots,
                      candidate_boots=candidate_boots)
 
 
 def test_a_verdict_counts_the_boots_of_each_side():
-    one, = compare_matrix([_cell(["a"] * 5, ["b"] * 5)])
+    one, = compare_matrix([_cell(["a"] * 5, ["b"] * 5)], fdr=FDR, cap=CAP)
     assert one.boot_counts == (1, 1)
-    mixed, = compare_matrix([_cell(["a", "a", "b", "b", "c"], None)])
+    mixed, = compare_matrix([_cell(["a", "a", "b", "b", "c"], None)], fdr=FDR, cap=CAP)
     assert mixed.boot_counts == (3, 5)  # no labels: each value a boot of its own
 
 

@@ -1,21 +1,21 @@
 """No verdict path bypasses iowatch.judging (issues 27 and 43).
 
-The policy owns the decision and its words: outside iowatch.judging and the
-statistics it calls (iowatch.stats), no module of the runner or the web app
-imports the family test (compare_matrix), the change-point selection
-(confirm_family) or the bisect's culprit model (the oracle); outside
-iowatch.judging.outcomes no module writes a dict keyed by two outcome words
-or more, or a sequence of four or more of them (a shorter list such as
-exit_status.UNDECIDED_STATES, or one written with names such as
-stats/verdict.py's OUTCOMES, passes: the walk sees literal tables, not every
-use of a word); and no page decides a stored
+The policy owns the decision, and the vocabulary below it
+(iowatch.vocabulary) its words. Outside iowatch.judging and the statistics
+it calls (iowatch.stats), no module of the runner or the web app imports the
+family test (compare_matrix), the change-point selection (candidates) or the
+bisect's culprit model (the oracle). Outside the vocabulary's outcomes no
+module maps the outcomes in a literal table: a dict keyed by two outcome
+words or more, or a sequence of two or more of them (the walk sees literal
+tables; a lone word compared in a page, such as `state == "regression"`,
+passes). Outside judging and the vocabulary no module names an outcome's or
+a claim's word (the statistics too: they read the vocabulary's), or defines
+a rule judging holds (the claim judge, the steps that open a regression, the
+worst-cell order, the side rule's exclusions). No page decides a stored
 comparison again from its rows (its state, failed cells and columns are the
-verdict worker's, stored); no module outside iowatch.judging names an
-outcome's or a claim's word, or defines a rule judging holds (the claim
-judge, the steps that open a regression, the worst-cell order, the side
-rule's exclusions); and outside judging and the statistics nobody works out
-the repetitions or rounds wanted next (looks, more_runs). The walk reads the
-source, so a new module is covered the day it is written.
+verdict worker's, stored); and outside judging and the statistics nobody
+works out the repetitions or rounds wanted next (looks, more_runs). The walk
+reads the source, so a new module is covered the day it is written.
 """
 from __future__ import annotations
 
@@ -23,11 +23,13 @@ import ast
 from pathlib import Path
 
 from iowatch.judging import claims
-from iowatch.judging.outcomes import Outcome
+from iowatch.vocabulary.outcomes import Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [ROOT / "src" / "iowatch", ROOT / "webapp" / "iowatch_web"]
 POLICY = ("iowatch.judging", "iowatch.stats")
+# Where the words are written: the policy and its vocabulary (not the statistics).
+WORDED = ("iowatch.judging", "iowatch.vocabulary")
 # What decides: the family test (one cell's compare too), the change-point
 # selection (candidates; confirm_family, its name before) and the bisect's oracle.
 GUARDED = {"compare", "compare_matrix", "candidates", "change_points", "confirm_family",
@@ -69,20 +71,20 @@ def word(node: ast.AST) -> str | None:
 
 def outcome_tables(tree: ast.AST) -> list[int]:
     """Lines of dicts keyed by two outcome words or more, and of sequences of
-    four or more: a mapping or a ranking of the outcomes."""
+    two or more: a mapping, a group or a ranking of the outcomes."""
     lines = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict) and sum(1 for k in node.keys if k is not None and word(k)) >= 2:
             lines.append(node.lineno)
         elif isinstance(node, (ast.Tuple, ast.List, ast.Set)) and \
-                sum(1 for e in node.elts if word(e)) >= 4:
+                sum(1 for e in node.elts if word(e)) >= 2:
             lines.append(node.lineno)
     return lines
 
 
 def test_the_walk_sees_the_policy_and_the_pages():
     names = {m for m, _, _ in modules()}
-    assert {"iowatch.judging.policy", "iowatch.judging.outcomes", "iowatch.stats.verdict",
+    assert {"iowatch.judging.policy", "iowatch.vocabulary.outcomes", "iowatch.stats.verdict",
             "iowatch_web.dashboard.attention", "iowatch_web.regressions.verdicts"} <= names
 
 
@@ -92,8 +94,8 @@ def test_no_module_outside_the_policy_imports_its_statistics():
     assert bypass == {}
 
 
-def test_no_module_outside_the_outcomes_maps_an_outcome_word():
-    tables = {m: lines for m, _, tree in modules() if m != "iowatch.judging.outcomes"
+def test_no_module_outside_the_vocabulary_maps_an_outcome_word():
+    tables = {m: lines for m, _, tree in modules() if not inside(m, ("iowatch.vocabulary",))
               for lines in [outcome_tables(tree)] if lines}
     assert tables == {}
 
@@ -104,9 +106,11 @@ def test_the_walk_would_see_a_bypass():
                      'LABELS = {"regression": "REGRESSION", "no-change": "fine"}\n'
                      'ORDER = ("regression", "suspected", "inconclusive", "no-change")\n'
                      'from iowatch.stats.oracle import culprit\n'
-                     'found = stats.candidates(histories)\n')
+                     'found = stats.candidates(histories)\n'
+                     'rerun = state in ("suspected", "unsure")\n'
+                     'alone = state == "regression"\n')
     assert guarded_imports(tree) == ["compare_matrix", "oracle", "culprit", "oracle", "candidates"]
-    assert outcome_tables(tree) == [3, 4]
+    assert outcome_tables(tree) == [3, 4, 7]
 
 
 # A comparison's decision from its cells: what judging decides once and the
@@ -242,11 +246,12 @@ def test_the_walk_would_see_a_path_of_its_own_wanting_repetitions():
     assert wants_calls(tree) == ["looks", "more_runs"]
 
 
-# The words are judging's (issue 43 item 3): an outcome's or a claim's word
-# (reproduced, not reproduced, opposite, not reproducible here, not comparable,
-# and the sizes) is given a name only in iowatch.judging (and in iowatch.stats,
-# the statistics it calls, until the vocabulary moves below them, item 4).
-# seeds.py named the claim words itself before (REPRODUCED = "reproduced").
+# The words are judging's and its vocabulary's (issue 43 items 3 and 4): an
+# outcome's or a claim's word (reproduced, not reproduced, opposite, not
+# reproducible here, not comparable, and the sizes) is given a name only in
+# iowatch.judging and iowatch.vocabulary. The statistics name their outcomes
+# by the vocabulary's words (stats/verdict.py wrote its own before), and
+# seeds.py named the claim words itself (REPRODUCED = "reproduced").
 CLAIM_WORDS = set(claims.OUTCOMES) | set(claims.SIZES)
 
 
@@ -275,7 +280,7 @@ def word_definitions(tree: ast.AST) -> list[int]:
 
 
 def test_no_module_outside_judging_names_an_outcome_or_claim_word():
-    found = {m: lines for m, _, tree in modules() if not inside(m, POLICY)
+    found = {m: lines for m, _, tree in modules() if not inside(m, WORDED)
              for lines in [word_definitions(tree)] if lines}
     assert found == {}
 

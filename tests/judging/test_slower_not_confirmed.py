@@ -1,7 +1,7 @@
 """Issue 41 item 2 and item 9's third test: "no change" means the data rule out a change.
 
 "Slower by less than X%, not confirmed" is a claim of direction, made at the
-family level (iowatch.judging.family): Benjamini-Hochberg at the comparison's
+family level (iowatch.stats.family): Benjamini-Hochberg at the comparison's
 false-discovery rate over the deciding cells' one-sided p for "slower", X the
 far end of the selected cell's false-coverage-rate adjusted interval (level
 1 - R*q/m), printed as "family-adjusted over m cells". A cell not selected and
@@ -25,9 +25,9 @@ import pytest
 from iowatch.cells import CellKey
 from iowatch.check import exit_code, report
 from iowatch.exit_status import UNDECIDED
-from iowatch.judging import noisy_matrix_words, slower_family, verdict_label
-from iowatch.judging.family import SlowerFamily
-from iowatch.stats import verdict as verdict_module
+from iowatch.vocabulary import DEFAULT_CAP as CAP, noisy_matrix_words, verdict_label
+from iowatch.stats import slower_family, verdict as verdict_module
+from iowatch.stats.family import SlowerFamily
 from iowatch.stats.verdict import CellInput, compare_matrix
 
 CELLS, RUNS, CV, SLOWED = 40, 20, 0.10, 0
@@ -47,7 +47,7 @@ def _family(seed: int, slowed: int | None = SLOWED):
             cand = cand * 0.9 * np.exp(np.log(base).mean() - np.log(cand).mean())
         key = CellKey("f2fs-dio-write", "lab", "ssd", f"dev{i}", "f2fs", "seqw", "write.bw_kib_s")
         cells.append(CellInput(key, base, cand, "higher", 5.0, RUNS))
-    return compare_matrix(cells, fdr=FDR)
+    return compare_matrix(cells, fdr=FDR, cap=CAP)
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +178,7 @@ def test_a_cell_too_noisy_for_its_study_says_so_and_a_matrix_of_them_once_at_the
     cells = [CellInput(CellKey("s", "h", "ssd", f"d{i}", "xfs", "g", "write.bw_kib_s"),
                        np.exp(rng.normal(7, sd, RUNS)), np.exp(rng.normal(7, sd, RUNS)),
                        "higher", 5.0, RUNS) for i in range(8)]
-    verdicts = compare_matrix(cells)
+    verdicts = compare_matrix(cells, fdr=FDR, cap=CAP)
     noisy = [v for v in verdicts if v.within_pct and v.within_pct > 15]
     assert noisy and all(verdict_label(v).endswith("too noisy to decide") for v in noisy)
     assert all("the study cannot decide this cell at this noise" in v.words for v in noisy)

@@ -411,7 +411,8 @@ def test_a_cover_letters_claims_are_judged_on_the_whole_series(tmp_path):
     writer -33%), not on a patch against its parent."""
     import shutil
 
-    from iowatch import mailclaims, resources
+    from iowatch import resources
+    from iowatch.claims import series as series_claims
     from iowatch.check import compare_with_base
     from iowatch.judging.claims import REPRODUCED
     from iowatch.studies import load_studies
@@ -422,16 +423,16 @@ def test_a_cover_letters_claims_are_judged_on_the_whole_series(tmp_path):
     series = load_series(str(d))
     assert series.cover == COVER and len(series.patches) == 2  # the cover is no patch
     studies = load_studies(resources.studies_dir())
-    claimed = [pc for pc in mailclaims.from_series(series, studies, ["odirect-vs-readers"])
+    claimed = [pc for pc in series_claims.from_series(series, studies, ["odirect-vs-readers"])
                if pc.whole_series]
     (pc,) = claimed
     assert (pc.patch, pc.study) == (2, "odirect-vs-readers")
     result = result_from_fixtures()
     whole = compare_with_base(result)
     assert whole is not None and whole.base.spec != result.runs[1].variant.label
-    mailclaims.judge(claimed, {r.variant.index: r.vs_parent for r in result.runs}, studies, whole)
+    series_claims.judge(claimed, {r.variant.index: r.vs_parent for r in result.runs}, studies, whole)
     rows = {r.claim.metric: r for r in pc.rows}
     assert rows["write.bw_kib_s"].outcome == REPRODUCED, rows["write.bw_kib_s"].why
-    lines = mailclaims.report_lines(claimed)
+    lines = series_claims.report_lines(claimed)
     assert lines[1].startswith("claims of the cover letter (ext4: yield to buffered readers")
     assert "judged on the whole series (patch 2 against the base)" in lines[1]

@@ -1,4 +1,4 @@
-"""`iowatch check` judges what a series' own mails claim (iowatch.mailclaims):
+"""`iowatch check` judges what a series' own mails claim (iowatch.claims.series):
 seed 000's patch 2 quotes the post's SD card and eMMC bandwidths in prose, and
 the check's comparison of patch 2 with its parent says whether the lab moved
 the same way. No guest here: the variants' bundles are written with the
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from iowatch import bundle, mailclaims, resources
+from iowatch import bundle, resources
+from iowatch.claims import series as series_claims
 from iowatch.bundle import BundleWriter
 from iowatch.side_data import Side
 from iowatch.judging import compare_sides
@@ -47,24 +48,24 @@ def _side(path: Path, index: int, medians: dict[tuple[str, str], float]) -> Side
 
 def test_seed_000s_patch_mail_claims_are_paired_on_its_study(studies):
     series = load_series(str(SERIES / "seed-000-f2fs-dio-write-alloc"))
-    (pc,) = mailclaims.from_series(series, studies, ["f2fs-dio-write"])
+    (pc,) = series_claims.from_series(series, studies, ["f2fs-dio-write"])
     assert pc.patch == 2 and pc.study == "f2fs-dio-write"
     got = {(c.metric, c.device_class): (c.before.label, c.before_value, c.after_value)
            for c in pc.pairs}
     assert got[("write.bw_kib_s", "sdcard")] == ("before", 5125, 10424)
     assert got[("write.bw_min_kib_s", "sdcard")] == ("before", 512, 1042)
     # The matrix the check was given lacks the study: it is added, and the guests can load it.
-    assert mailclaims.missing_studies([pc], ["odirect-vs-readers"]) == ["f2fs-dio-write"]
+    assert series_claims.missing_studies([pc], ["odirect-vs-readers"]) == ["f2fs-dio-write"]
 
 
 def test_a_matrix_without_the_claimed_study_gets_it(tmp_path, studies):
     matrix = load_matrix("check-quick")
-    path = mailclaims.matrix_with(matrix.path, matrix.studies[0].path.parent,
+    path = series_claims.matrix_with(matrix.path, matrix.studies[0].path.parent,
                                   ["f2fs-nat-flush"], tmp_path / "check")
     got = load_matrix(path)
     assert [s.slug for s in got.studies] == [s.slug for s in matrix.studies] + ["f2fs-nat-flush"]
     assert got.reps == matrix.reps and got.profile == matrix.profile
-    one = mailclaims.matrix_with(studies["odirect-vs-readers"].path, matrix.studies[0].path.parent,
+    one = series_claims.matrix_with(studies["odirect-vs-readers"].path, matrix.studies[0].path.parent,
                                  ["f2fs-dio-write"], tmp_path / "other")
     # The platform canary comes with every matrix (issue 41 item 7).
     assert [s.slug for s in load_matrix(one).studies] == ["odirect-vs-readers", "f2fs-dio-write",
@@ -80,17 +81,17 @@ def test_a_matrix_without_the_claimed_study_gets_it(tmp_path, studies):
 def test_the_claims_are_judged_on_the_patchs_comparison_with_its_parent(tmp_path, studies, after,
                                                                         expected):
     series = load_series(str(SERIES / "seed-000-f2fs-dio-write-alloc"))
-    found = mailclaims.from_series(series, studies, ["f2fs-dio-write"])
+    found = series_claims.from_series(series, studies, ["f2fs-dio-write"])
     cells = {("seqw", "write.bw_kib_s"): 19000.0, ("seqw", "write.bw_min_kib_s"): 4700.0}
     parent = _side(tmp_path / "v1", 1, cells)
     patched = _side(tmp_path / "v2", 2, {k: v * after for k, v in cells.items()})
     cmp = compare_sides(parent, patched, studies=studies)
-    mailclaims.judge(found, {1: None, 2: cmp}, studies)
+    series_claims.judge(found, {1: None, 2: cmp}, studies)
     rows = {(r.claim.metric, r.claim.device_class): r for r in found[0].rows}
     bw = rows["write.bw_kib_s", "sdcard"]
     assert bw.outcome == expected, bw.why
     assert bw.lab is not None and bw.lab.device == "vsd" and bw.lab.after_n == 10
-    text = "\n".join(mailclaims.report_lines(found))
+    text = "\n".join(series_claims.report_lines(found))
     assert "claims of patch 2's mail (f2fs: serialise block allocation of big direct writes)" in text
     assert "write.bw_kib_s [seqw] before -> after" in text
     assert "study f2fs-dio-write" in text
@@ -98,8 +99,8 @@ def test_the_claims_are_judged_on_the_patchs_comparison_with_its_parent(tmp_path
 
 def test_a_patch_that_was_not_measured_leaves_its_claims_not_comparable(studies):
     series = load_series(str(SERIES / "seed-000-f2fs-dio-write-alloc"))
-    found = mailclaims.from_series(series, studies, ["f2fs-dio-write"])
-    mailclaims.judge(found, {}, studies)
+    found = series_claims.from_series(series, studies, ["f2fs-dio-write"])
+    series_claims.judge(found, {}, studies)
     assert found[0].rows and {r.outcome for r in found[0].rows} == {NOT_COMPARABLE}
     assert "patch 2 or its parent was not measured" in found[0].rows[0].why
 
@@ -110,10 +111,10 @@ def test_a_mail_with_claims_of_no_study_says_so(studies):
     judging them on a cell they are not about."""
     text = (Path(__file__).resolve().parents[1] / "fixtures" / "mails"
             / "cfq-adapt-slice-2009.txt").read_text()
-    (pc,) = mailclaims.from_series(_mail_series(text, "cfq-iosched: adapt slice"), studies,
+    (pc,) = series_claims.from_series(_mail_series(text, "cfq-iosched: adapt slice"), studies,
                                    ["f2fs-dio-write", "xfs-smallfile-writeback"])
     assert pc.study is None and "no study" in pc.why_study
-    assert "not judged: no study" in "\n".join(mailclaims.report_lines([pc]))
+    assert "not judged: no study" in "\n".join(series_claims.report_lines([pc]))
 
 
 SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
@@ -138,7 +139,7 @@ def test_a_mail_whose_job_file_no_study_has_gets_a_study_made_from_it(tmp_path, 
     post measured in the job that measured it, and pairs the post's numbers."""
     # Both of the seed's studies out (the wbt half runs the same readers and direct writer).
     without = {k: v for k, v in studies.items() if not k.startswith("odirect-vs-readers")}
-    (pc,) = mailclaims.from_series(_mail_series(seed_003_post, SEED_003), without,
+    (pc,) = series_claims.from_series(_mail_series(seed_003_post, SEED_003), without,
                                    ["canary-tmpfs-read"], made_dir=tmp_path / "made")
     assert pc.study == "mail-fix-regression-in-direct-writes" and pc.made.is_file()
     assert pc.why_study.startswith("made from the mail's workload")
@@ -156,8 +157,8 @@ def test_a_mail_whose_job_file_no_study_has_gets_a_study_made_from_it(tmp_path, 
                                                  "for-2.6.33 + fix"]
     # The check's matrix gets it, and a guest (load_matrix) reads it beside the rest.
     matrix = load_matrix("check-quick")
-    path = mailclaims.matrix_with(matrix.path, matrix.studies[0].path.parent, [pc.study],
-                                  tmp_path / "check", mailclaims.made_studies([pc]))
+    path = series_claims.matrix_with(matrix.path, matrix.studies[0].path.parent, [pc.study],
+                                  tmp_path / "check", series_claims.made_studies([pc]))
     got = load_matrix(path)
     assert pc.study in [s.slug for s in got.studies]
     assert not (matrix.studies[0].path.parent / pc.made.name).exists()  # nothing written there
@@ -165,7 +166,7 @@ def test_a_mail_whose_job_file_no_study_has_gets_a_study_made_from_it(tmp_path, 
 
 def test_a_mail_that_only_names_its_job_file_gets_no_study_and_says_why(tmp_path, studies):
     text = (MAILS / "io_submit-non-blocking-2012.txt").read_text()
-    (pc,) = mailclaims.from_series(_mail_series(text, "[RFC][PATCH] Make io_submit non-blocking"),
+    (pc,) = series_claims.from_series(_mail_series(text, "[RFC][PATCH] Make io_submit non-blocking"),
                                    studies, ["odirect-vs-readers"], made_dir=tmp_path / "made")
     assert pc.study is None and pc.made is None
     assert "no study made from the mail: its fio command line runs the job file " \
@@ -184,7 +185,7 @@ def test_a_fio_command_line_with_its_options_makes_a_study_of_its_jobs(tmp_path,
             "--rw=randwrite --iodepth=8 --filename=/dev/nvme0n1 --write_lat_log=lat\n\n"
             "before:\n  write: IOPS=41.0k, BW=641MiB/s (672MB/s)(37.5GiB/60001msec)\n"
             "after:\n  write: IOPS=52.0k, BW=813MiB/s (852MB/s)(47.6GiB/60001msec)\n")
-    (pc,) = mailclaims.from_series(_mail_series(text, "[PATCH] ext4: skip the orphan lock"),
+    (pc,) = series_claims.from_series(_mail_series(text, "[PATCH] ext4: skip the orphan lock"),
                                    studies, [], made_dir=tmp_path / "made")
     made = studies[pc.study]
     assert made.device_classes == ("nvme",)

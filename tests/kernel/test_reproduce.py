@@ -24,7 +24,7 @@ from iowatch.bundle import BundleWriter
 from iowatch.kernel.series_input import load_series
 from iowatch.judging.claims import (NOT_COMPARABLE, NOT_REPRODUCED, NOT_REPRODUCIBLE, OPPOSITE,
                                     REPRODUCED, published_claims)
-from iowatch.seeds import SeedError, find_seed, judge_check_dir, label_bundle, load_seed, report
+from iowatch.claims.seeds import SeedError, find_seed, judge_check_dir, label_bundle, load_seed, report
 from iowatch.studies import load_studies, load_study
 from iowatch.yamlfile import DataFileError
 

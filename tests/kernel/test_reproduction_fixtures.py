@@ -15,7 +15,7 @@ from iowatch import bundle, resources
 from iowatch.side_data import Side
 from iowatch.judging import compare_sides
 from iowatch.judging.claims import NOT_REPRODUCED, REPRODUCED
-from iowatch.seeds import find_seed, judge_check_dir
+from iowatch.claims.seeds import find_seed, judge_check_dir
 from iowatch.studies import load_studies
 
 REPO = Path(__file__).resolve().parents[2]
@@ -247,7 +247,7 @@ def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(stud
     assert size_of(-50.0, -29.0) == SMALLER          # ln 0.71 = -0.34: 0.49x
     assert size_of(-50.0, 10.0) == ""                # the other way: a direction, not a size
     # The table's size line gives the bounds of its first sized claim, not a fixed example.
-    from iowatch.seeds import claims_table
+    from iowatch.claims.seeds import claims_table
     rep = judge_check_dir(FIXTURES / "seed-001", find_seed("001", studies), studies)
     assert claims_table(rep.rows)[-1].endswith("claim 1's post +98.0% (ln 0.68) is met in size "
                                                 "by the lab's +40.7% to ×3.92")

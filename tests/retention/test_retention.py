@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from bundle_maker import planted_bundle
-from iowatch_web.dashboard import queries
+from iowatch_web.dashboard import compare_page
 from iowatch_web.dashboard.run_numbers import cell_numbers
 from iowatch_web.regressions.models import StoredChangePoint, Regression
 from iowatch_web.regressions.verdicts import change_point_alerts
@@ -85,7 +85,7 @@ def numbers(runs) -> dict:
     from django.test import Client
     history = json.loads(Client().get("/dashboard/api/history", KEY).content)
     history["points"].sort(key=lambda p: (p["x"], p["y"]))
-    compared = queries.compare(f"kernel:{runs[2].kernel_id}", f"kernel:{runs[10].kernel_id}")
+    compared = compare_page.compare(f"kernel:{runs[2].kernel_id}", f"kernel:{runs[10].kernel_id}")
     run = runs[3]
     page = cell_numbers(run, list(run.cells.select_related("study", "device")))
     StoredChangePoint.objects.all().delete()

@@ -74,7 +74,7 @@ def test_reproduce_measures_the_canary_for_every_seed(number):
     """`iowatch reproduce SEED` checks the seed's series with its reproduce.yml's
     matrix, else the seed's study file, on its host (else vlab-mech): seeds
     000, 001, 002 and 004 listed no canary."""
-    from iowatch.seeds import find_seed
+    from iowatch.claims.seeds import find_seed
     seed = find_seed(number, load_studies(resources.studies_dir()))
     matrix = seed.matrix or str(seed.study.path)
     assert len(canaries(matrix, seed.host or "vlab-mech")) == 1, (number, matrix)

@@ -9,6 +9,7 @@ import scipy.stats
 
 from iowatch.stats import CellInput, CellKey, compare_matrix
 from iowatch.stats.blocks import DRIFT_P, within_rounds
+from iowatch.vocabulary import DEFAULT_CAP as CAP, FDR, DEFAULT_MIN_EFFECT as MIN_EFFECT
 
 
 def test_the_round_contrast_is_the_paired_t_of_the_rounds_means():
@@ -47,11 +48,11 @@ def _confirmed(rng, slowdown, drift, blocked, n=300):
     hits = 0
     for b, c, labels in _cells(rng, n, slowdown, drift):
         # Each round is one boot a side, as a check's rounds are.
-        cell = CellInput(CellKey("s", "h", "c", "d", "fs", "g", "m"), b, c, "higher",
+        cell = CellInput(CellKey("s", "h", "c", "d", "fs", "g", "m"), b, c, "higher", MIN_EFFECT,
                          base_boots=[f"b{k}" for k in labels], candidate_boots=[f"c{k}" for k in labels],
                          base_rounds=list(labels) if blocked else None,
                          candidate_rounds=list(labels) if blocked else None)
-        hits += compare_matrix([cell])[0].outcome == "regression"
+        hits += compare_matrix([cell], fdr=FDR, cap=CAP)[0].outcome == "regression"
     return hits / n
 
 

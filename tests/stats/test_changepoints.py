@@ -7,6 +7,7 @@ import pytest
 
 from iowatch.cells import CellKey
 from iowatch.stats import History, candidates, change_points
+from iowatch.vocabulary import DEFAULT_CAP as CAP, FDR, DEFAULT_MIN_EFFECT as MIN_EFFECT
 
 KEY = CellKey("s", "h", "ssd", "d", "ext4", "g", "m")
 
@@ -19,7 +20,7 @@ def _steps(seed: int, noise: float = 2.0) -> np.ndarray:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_planted_steps_are_found_where_they_are(seed):
-    cps = change_points(_steps(seed))
+    cps = change_points(_steps(seed), min_magnitude_pct=MIN_EFFECT)
     assert [c.index for c in cps] == [40, 70]
     assert cps[0].change_pct == pytest.approx(20, abs=3) and cps[0].p_value < 0.01
     assert cps[1].change_pct == pytest.approx(-25, abs=3)
@@ -28,11 +29,11 @@ def test_planted_steps_are_found_where_they_are(seed):
 @pytest.mark.parametrize("seed", range(5))
 def test_flat_noise_has_no_change_point(seed):
     rng = np.random.default_rng(100 + seed)
-    assert change_points(rng.normal(100, 1, 120)) == []
+    assert change_points(rng.normal(100, 1, 120), min_magnitude_pct=MIN_EFFECT) == []
 
 
 def test_candidates_carry_their_segments_and_selection_p():
-    found = candidates([History(KEY, list(_steps(1)), 5.0)])[KEY]
+    found = candidates([History(KEY, list(_steps(1)), 5.0)], fdr=FDR)[KEY]
     assert [(c.index, c.start, c.end) for c in found] == [(40, 10, 70), (70, 40, 100)]
     assert found[0].change_pct > 0 > found[1].change_pct
     assert all(c.p_selection <= 0.05 for c in found)
@@ -42,7 +43,7 @@ def test_a_small_step_below_the_minimum_effect_is_not_a_candidate():
     rng = np.random.default_rng(7)
     x = np.concatenate([rng.normal(100, 0.5, 40), rng.normal(102, 0.5, 40)])
     assert [c.index for c in change_points(x, min_magnitude_pct=1)] == [40]
-    assert candidates([History(KEY, list(x), 5.0)]) == {}
+    assert candidates([History(KEY, list(x), 5.0)], fdr=FDR) == {}
 
 
 @pytest.mark.parametrize("seed", range(1, 8))
@@ -89,18 +90,20 @@ def test_a_family_of_flat_histories_raises_no_alert_though_the_chosen_splits_loo
     alarms = naive = 0
     for seed in range(20):
         family = _family(1000 + seed)
-        alarms += bool(_regressed(candidates(family)))
+        alarms += bool(_regressed(candidates(family, fdr=FDR)))
         cells = []
         for h in family:  # each chosen split, A/B between its neighbouring splits
             cps = [c.index for c in change_points(np.asarray(h.values), min_magnitude_pct=5)]
             for a, i, b in zip([0] + cps, cps, cps[1:] + [len(h.values)]):
                 cells.append(CellInput(h.key, tuple(h.values[a:i]), tuple(h.values[i:b]), "higher", 5.0))
-        naive += any(v.outcome == "regression" for v in compare_matrix(cells, family_size=40))
+        naive += any(v.outcome == "regression" for v in compare_matrix(cells, family_size=40,
+                                                                       fdr=FDR, cap=CAP))
     assert alarms <= 1, alarms
     assert naive >= 10, naive  # the control: what the A/B test of chosen splits says
 
 
 @pytest.mark.parametrize("step, cv, at_least", [(0.85, 0.05, 18), (0.80, 0.10, 14)])
 def test_a_real_step_in_one_history_of_forty_is_found(step, cv, at_least):
-    found = sum("m0" in _regressed(candidates(_family(2000 + seed, step, cv))) for seed in range(20))
+    found = sum("m0" in _regressed(candidates(_family(2000 + seed, step, cv),
+                                              fdr=FDR)) for seed in range(20))
     assert found >= at_least, found

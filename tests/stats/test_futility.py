@@ -15,6 +15,7 @@ from iowatch.cells import CellKey
 from iowatch.judging import Comparison, more_runs
 from iowatch.stats import CellInput, compare_matrix, sequential
 from iowatch.stats.sequential import futile
+from iowatch.vocabulary import DEFAULT_CAP as CAP, FDR, DEFAULT_MIN_EFFECT as MIN_EFFECT
 
 LOG5 = math.log1p(0.05)
 
@@ -30,7 +31,7 @@ def _family(rng, n: int, cvs, changes=None) -> list[CellInput]:
     changes = changes or [0.0] * len(cvs)
     return [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"),
                       list(np.exp(rng.normal(0, cv, n))),
-                      list(np.exp(rng.normal(math.log1p(ch), cv, n))), "higher")
+                      list(np.exp(rng.normal(math.log1p(ch), cv, n))), "higher", MIN_EFFECT)
             for i, (cv, ch) in enumerate(zip(cvs, changes))]
 
 
@@ -38,21 +39,21 @@ def test_a_noisy_cell_trending_nowhere_cannot_reach_a_decision_by_the_cap():
     # CV 30% at 5 a side: the cap's 95% CI is +-19%, wider than the 5% minimum
     # effect, and a difference near zero cannot be confirmed either way.
     se = 0.30 * math.sqrt(2 / 5)
-    assert futile(0.01, se, 5, worse_sign=-1, delta=LOG5, cap=20)
+    assert futile(0.01, se, 5, worse_sign=-1, delta=LOG5, cap=20, q=FDR)
     # The same noise with the cell trending 40% slower: a confirmation is in reach.
-    assert not futile(math.log(0.6), se, 5, worse_sign=-1, delta=LOG5, cap=20)
+    assert not futile(math.log(0.6), se, 5, worse_sign=-1, delta=LOG5, cap=20, q=FDR)
     # ... and 40% faster: an improvement is in reach too.
-    assert not futile(math.log(1.4), se, 5, worse_sign=-1, delta=LOG5, cap=20)
+    assert not futile(math.log(1.4), se, 5, worse_sign=-1, delta=LOG5, cap=20, q=FDR)
 
 
 def test_a_quiet_cell_can_still_end_no_change_so_it_goes_on():
     # CV 2%: the cap's CI is +-1.3%, well inside the minimum effect.
-    assert not futile(0.01, 0.02 * math.sqrt(2 / 5), 5, worse_sign=-1, delta=LOG5, cap=20)
+    assert not futile(0.01, 0.02 * math.sqrt(2 / 5), 5, worse_sign=-1, delta=LOG5, cap=20, q=FDR)
 
 
 def test_at_the_cap_or_without_noise_nothing_is_futile():
-    assert not futile(0.0, 0.1, 20, worse_sign=1, delta=LOG5, cap=20)
-    assert not futile(0.0, 0.0, 5, worse_sign=1, delta=LOG5, cap=20)
+    assert not futile(0.0, 0.1, 20, worse_sign=1, delta=LOG5, cap=20, q=FDR)
+    assert not futile(0.0, 0.0, 5, worse_sign=1, delta=LOG5, cap=20, q=FDR)
 
 
 def test_a_bigger_family_asks_more_of_a_lone_confirmation():
@@ -60,14 +61,14 @@ def test_a_bigger_family_asks_more_of_a_lone_confirmation():
     # divides the cap's level over 40 cells.
     se = 0.10 * math.sqrt(2 / 5)
     d = math.log(0.95)
-    assert not futile(d, se, 5, worse_sign=-1, delta=LOG5, cap=20, family=1)
-    assert futile(d, se, 5, worse_sign=-1, delta=LOG5, cap=20, family=40)
+    assert not futile(d, se, 5, worse_sign=-1, delta=LOG5, cap=20, family=1, q=FDR)
+    assert futile(d, se, 5, worse_sign=-1, delta=LOG5, cap=20, family=40, q=FDR)
 
 
 def test_a_futile_cell_stops_says_why_and_asks_for_no_more_runs():
     rng = np.random.default_rng(7)
     cells = _family(rng, 5, [0.30] * 8)
-    verdicts = compare_matrix(cells)
+    verdicts = compare_matrix(cells, fdr=FDR, cap=CAP)
     stopped = [v for v in verdicts if v.futile]
     assert stopped, [v.words for v in verdicts]
     for v in stopped:
@@ -86,9 +87,9 @@ def test_futility_never_changes_what_is_confirmed(monkeypatch):
         changes = [float(rng.choice([0.0, 0.0, 0.0, -0.1, -0.2, 0.2])) for _ in cvs]
         cells = _family(rng, int(rng.choice([5, 10, 15])), cvs, changes)
         monkeypatch.setattr(sequential, "FUTILE", sequential.CHANCE)
-        on = compare_matrix(cells)
+        on = compare_matrix(cells, fdr=FDR, cap=CAP)
         monkeypatch.setattr(sequential, "FUTILE", 0.0)
-        off = compare_matrix(cells)
+        off = compare_matrix(cells, fdr=FDR, cap=CAP)
         assert not any(v.futile for v in off)
         confirmed = lambda vs: [(v.key, v.outcome) for v in vs  # noqa: E731
                                 if v.outcome in ("regression", "improvement")]
@@ -105,9 +106,9 @@ def test_futility_stops_most_clean_unsure_cells_at_the_first_look(cv, monkeypatc
     for seed in range(10):
         cells = _family(np.random.default_rng(seed), 5, [cv] * 40)
         monkeypatch.setattr(sequential, "FUTILE", 0.0)
-        off = compare_matrix(cells)
+        off = compare_matrix(cells, fdr=FDR, cap=CAP)
         monkeypatch.setattr(sequential, "FUTILE", sequential.CHANCE)
-        on = compare_matrix(cells)
+        on = compare_matrix(cells, fdr=FDR, cap=CAP)
         left = [i for i, v in enumerate(off) if v.outcome in ("suspected", "inconclusive")]
         unsure += len(left)
         stopped += sum(on[i].futile for i in left)
@@ -128,7 +129,7 @@ def test_a_slower_cell_whose_interval_excludes_zero_is_never_called_no_change():
         cvs = list(rng.choice([0.03, 0.08, 0.15, 0.30], size))
         changes = [-0.10] + [0.0] * (size - 1)
         n = int(rng.choice([5, 10, 15, 20]))
-        v = compare_matrix(_family(rng, n, cvs, changes))[0]
+        v = compare_matrix(_family(rng, n, cvs, changes), fdr=FDR, cap=CAP)[0]
         if v.ci_high is not None and v.ci_high < 0:
             seen_below += 1
             assert v.outcome != "no-change" or (v.ci_low >= -v.min_effect_pct), v.words
@@ -138,5 +139,5 @@ def test_a_slower_cell_whose_interval_excludes_zero_is_never_called_no_change():
 def test_as_shipped_no_cell_stops_for_futility(monkeypatch):
     """Off as shipped: the same noisy family measures on to its cap."""
     monkeypatch.setattr(sequential, "FUTILE", 0.0)
-    verdicts = compare_matrix(_family(np.random.default_rng(7), 5, [0.30] * 8))
+    verdicts = compare_matrix(_family(np.random.default_rng(7), 5, [0.30] * 8), fdr=FDR, cap=CAP)
     assert not any(v.futile or v.budget_spent for v in verdicts)

@@ -38,6 +38,7 @@ from iowatch.judging import Comparison, more_runs  # noqa: E402
 from iowatch.stats import CellInput, CellKey, compare_matrix  # noqa: E402
 from iowatch.judging.boots import HISTORY_KERNELS  # noqa: E402
 from iowatch.stats.boots import between_boot_variance  # noqa: E402
+from iowatch.vocabulary import DEFAULT_CAP as CAP, FDR, DEFAULT_MIN_EFFECT as MIN_EFFECT
 
 CHECKS = 1000
 GOAL = 0.05
@@ -75,11 +76,11 @@ def _family(d, base, cand, labelled: bool, recorded=None):
     taken as independent, as the verdict read one bundle a side before."""
     return compare_matrix([
         CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), b.values, c.values,
-                  d.cells[i].direction,
+                  d.cells[i].direction, MIN_EFFECT,
                   base_boots=[b.tag] * len(b.values) if labelled else None,
                   candidate_boots=[c.tag] * len(c.values) if labelled else None,
                   boot_variance=recorded[i] if recorded else None)
-        for i, (b, c) in enumerate(zip(base, cand))])
+        for i, (b, c) in enumerate(zip(base, cand))], fdr=FDR, cap=CAP)
 
 
 def against(model, rng, labelled: bool, with_history: bool = False,

@@ -9,20 +9,23 @@ from iowatch.stats import confounders
 from iowatch.stats.confounders import kernel_flags
 from iowatch.stats.sequential import (alpha_spent, effective_n, look_index, look_level, looks,
                                       next_target)
+from iowatch.vocabulary import DEFAULT_CAP as CAP, FDR, DEFAULT_MIN_EFFECT as MIN_EFFECT
 
 
 def test_the_looks_spend_no_more_than_the_rate():
-    levels = [look_level(n, 0.05) for n in (5, 10, 15, 20)]
+    levels = [look_level(n, 0.05, cap=CAP) for n in (5, 10, 15, 20)]
     assert sum(levels) == pytest.approx(0.05)
     assert levels == sorted(levels, reverse=True) and all(a > 0 for a in levels)
     assert alpha_spent(1, 0.05) == 0.05
     # Every count belongs to one look; past the cap it is the last look's level.
-    assert [look_index(n) for n in (1, 5, 6, 10, 11, 20, 60)] == [1, 1, 2, 2, 3, 4, 4]
-    assert look_level(3, 0.05) == look_level(5, 0.05) and look_level(60, 0.05) == levels[-1]
+    assert [look_index(n, cap=CAP) for n in (1, 5, 6, 10, 11, 20, 60)] == [1, 1, 2, 2, 3, 4, 4]
+    assert look_level(3, 0.05, cap=CAP) == look_level(5, 0.05, cap=CAP)
+    assert look_level(60, 0.05, cap=CAP) == levels[-1]
 
 
 def test_next_target_walks_the_schedule_up_to_the_cap():
-    assert [next_target(n) for n in (0, 3, 5, 7, 10, 15, 19, 20)] == [5, 5, 10, 10, 15, 20, 20, 20]
+    assert [next_target(n, cap=CAP) for n in (0, 3, 5, 7, 10, 15, 19, 20)] == \
+        [5, 5, 10, 10, 15, 20, 20, 20]
     assert next_target(5, cap=8) == 8
     # A fixed side of 5 and a growing side count as fewer runs than the larger.
     assert effective_n(5, 5) == 5 and effective_n(5, 20) == 8
@@ -30,15 +33,16 @@ def test_next_target_walks_the_schedule_up_to_the_cap():
 
 def test_a_larger_cap_adds_looks_and_still_spends_no_more_than_the_rate():
     from iowatch.stats import CellInput, CellKey, compare_matrix
-    assert looks() == 4 and looks(40) == 8 and looks(22) == 5
+    assert looks(cap=CAP) == 4 and looks(40) == 8 and looks(22) == 5
     levels = [look_level(n, 0.05, cap=40) for n in range(5, 41, 5)]
-    assert sum(levels) == pytest.approx(0.05) and levels[0] < look_level(5, 0.05)
+    assert sum(levels) == pytest.approx(0.05) and levels[0] < look_level(5, 0.05, cap=CAP)
     assert [next_target(n, cap=40) for n in (20, 35, 40)] == [25, 40, 40]
     # A cell's own cap (its study's max_runs) overrides the family's default.
     key = CellKey("s", "h", "c", "d", "fs", "g", "m")
     values = [100, 140, 70, 120, 90] * 4  # 20 a side, the same spread both sides
-    at20, at40 = compare_matrix([CellInput(key, values, values, "higher"),
-                                 CellInput(key, values, values, "higher", cap=40)])
+    at20, at40 = compare_matrix([CellInput(key, values, values, "higher", MIN_EFFECT),
+                                 CellInput(key, values, values, "higher", MIN_EFFECT,
+                                           cap=40)], fdr=FDR, cap=CAP)
     assert (at20.cap, at40.cap) == (20, 40)
     # At its cap the cell ends "no change within X%" (issue 24: not "unsure" for ever);
     # with budget left it is unsure, and says its own cap cannot decide it at this
@@ -49,7 +53,7 @@ def test_a_larger_cap_adds_looks_and_still_spends_no_more_than_the_rate():
     assert "not decidable within the cap (40) at this noise" in at40.words
     # A trend that 20 more runs a side could confirm keeps it measuring.
     (trend,) = compare_matrix([CellInput(key, values, [v * 0.88 for v in values], "higher",
-                                         cap=40)])
+                                         MIN_EFFECT, cap=40)], fdr=FDR, cap=CAP)
     # Its estimate of runs for the minimum effect is past the cap, so it says so (issue 44).
     assert trend.outcome == "inconclusive" and not trend.budget_spent and not trend.futile
     assert trend.needs_runs is None and "not decidable within the cap (40) at this noise" in trend.words
@@ -145,15 +149,17 @@ def test_kernel_flags_name_the_debug_and_preemption_options_in_force():
 def test_a_fixed_side_spends_only_the_information_the_growing_side_adds():
     from iowatch.stats.sequential import information, level_at
     # Equal sides on the schedule: the looks' levels, as before.
-    assert [level_at(n, n) for n in (5, 10, 15, 20)] == pytest.approx(
-        [look_level(n) for n in (5, 10, 15, 20)])
-    assert information(5) == 0.25 and information(7.5) == pytest.approx(0.375) and information(30) == 1
+    assert [level_at(n, n, q=FDR, cap=CAP) for n in (5, 10, 15, 20)] == pytest.approx(
+        [look_level(n, q=FDR, cap=CAP) for n in (5, 10, 15, 20)])
+    assert information(5, cap=CAP) == 0.25 and information(30, cap=CAP) == 1
+    assert information(7.5, cap=CAP) == pytest.approx(0.375)
     # A fixed base of 5 and a candidate grown to 10, 15 and 20: each look spends
     # what n_eff (6.7, 7.5, 8) added, never the second look's level again, and all
     # of them together no more than the spending function at n_eff 8.
-    levels = [level_at(5, n) for n in (5, 10, 15, 20)]
-    assert levels[0] == pytest.approx(look_level(5)) and levels[1] > levels[2] > levels[3] > 0
-    assert sum(levels) == pytest.approx(alpha_spent(information(8), 0.05))
-    assert sum(levels) < look_level(5) + 3 * look_level(10)
+    levels = [level_at(5, n, q=FDR, cap=CAP) for n in (5, 10, 15, 20)]
+    assert levels[0] == pytest.approx(look_level(5, q=FDR,
+                                                 cap=CAP)) and levels[1] > levels[2] > levels[3] > 0
+    assert sum(levels) == pytest.approx(alpha_spent(information(8, cap=CAP), 0.05))
+    assert sum(levels) < look_level(5, q=FDR, cap=CAP) + 3 * look_level(10, q=FDR, cap=CAP)
     # A function of the counts alone: either side may be the fixed one.
-    assert level_at(20, 5) == level_at(5, 20)
+    assert level_at(20, 5, q=FDR, cap=CAP) == level_at(5, 20, q=FDR, cap=CAP)

@@ -8,6 +8,11 @@ from iowatch.cells import CellLocation, PooledKey
 from iowatch.stats import (CellInput, CellKey, benjamini_hochberg, cliffs_delta, compare,
                            compare_matrix, mann_whitney_p)
 from iowatch.stats.verdict import PRIOR_MIN_CELLS, holm, variance_prior
+from iowatch.vocabulary import DEFAULT_CAP as CAP, FDR, DEFAULT_MIN_EFFECT as MIN_EFFECT
+
+# A study's minimum effect, false-discovery rate and cap, which the statistics
+# take as arguments (the defaults a study file gets).
+STUDY = dict(min_effect_pct=MIN_EFFECT, fdr=FDR, cap=CAP)
 
 
 def _tie_corrected_normal_p(x, y):
@@ -56,7 +61,8 @@ def test_cliffs_delta_by_hand():
     # y = 2 beats 1, ties 2, loses to 3; y = 4 beats all three: (4 - 1) / 6.
     assert cliffs_delta([1, 2, 3], [2, 4]) == pytest.approx(0.5)
     assert cliffs_delta([1, 2], [3, 4]) == 1.0 and cliffs_delta([3, 4], [1, 2]) == -1.0
-    assert compare([1, 2, 3], [2, 4], direction="higher").cliffs_delta == pytest.approx(0.5)
+    assert compare([1, 2, 3], [2, 4], direction="higher",
+                   **STUDY).cliffs_delta == pytest.approx(0.5)
 
 
 def test_benjamini_hochberg_by_hand_and_statsmodels_values():
@@ -72,7 +78,7 @@ def test_the_ci_covers_the_true_shift_on_a_large_sample():
     rng = np.random.default_rng(42)
     base = rng.normal(1000, 50, 400)
     cand = rng.normal(1100, 50, 400)  # +10%
-    v = compare(base, cand, direction="higher")
+    v = compare(base, cand, direction="higher", **STUDY)
     assert v.ci_low < 10 < v.ci_high
     assert v.ci_high - v.ci_low < 3
     assert v.outcome == "improvement" and v.p_value < 1e-10
@@ -80,28 +86,28 @@ def test_the_ci_covers_the_true_shift_on_a_large_sample():
 
 def test_the_test_is_a_t_test_on_log_values():
     base, cand = [100, 104, 97, 101, 99], [90, 93, 88, 92, 91]
-    v = compare(base, cand, direction="higher")
+    v = compare(base, cand, direction="higher", **STUDY)
     ref = scipy.stats.ttest_ind(np.log(cand), np.log(base), alternative="less")
     assert v.p_worse == pytest.approx(ref.pvalue)
     assert v.change_pct == pytest.approx((np.exp(np.log(cand).mean() - np.log(base).mean()) - 1) * 100)
     # Unequal counts: Welch's test.
-    w = compare(base, cand[:3], direction="higher")
+    w = compare(base, cand[:3], direction="higher", **STUDY)
     ref = scipy.stats.ttest_ind(np.log(cand[:3]), np.log(base), equal_var=False, alternative="less")
     assert w.p_worse == pytest.approx(ref.pvalue)
 
 
 def test_regression_needs_significance_and_size():
     v = compare([100, 101, 99, 100, 102, 98], [80, 81, 79, 80, 82, 78], direction="higher",
-                metric="write.bw_kib_s")
+                metric="write.bw_kib_s", **STUDY)
     assert v.outcome == "regression" and v.change_pct == pytest.approx(-20, abs=0.1)
     assert v.words.startswith("write bandwidth fell 20.0%, from 100 to 80 KiB/s (geometric means): a regression")
     # Lower is better: the same fall is an improvement.
     assert compare([100, 101, 99, 100, 102, 98], [80, 81, 79, 80, 82, 78],
-                   direction="lower").outcome == "improvement"
+                   direction="lower", **STUDY).outcome == "improvement"
     # Significant but below the minimum effect, and a 5% fall is ruled out: no change,
     # with what was ruled out in the words.
     small = compare([100, 100.1, 99.9, 100, 100.2, 99.8], [99, 99.1, 98.9, 99, 99.2, 98.8],
-                    direction="higher")
+                    direction="higher", **STUDY)
     assert small.p_value < 0.01 and small.outcome == "no-change"
     assert small.hidden_pct < 5 and "rules out a fall of more than 1." in small.words
 
@@ -109,18 +115,18 @@ def test_regression_needs_significance_and_size():
 def test_three_runs_a_side_can_confirm_a_clear_slowdown():
     # Issue 11: a 28% cut with every candidate below every base at 3 a side was
     # "inconclusive" under Mann-Whitney (its p cannot go below 0.1 there).
-    v = compare([1000, 1040, 980], [730, 700, 745], direction="higher")
+    v = compare([1000, 1040, 980], [730, 700, 745], direction="higher", **STUDY)
     assert v.outcome == "regression" and v.level == pytest.approx(0.0179, abs=1e-4)
 
 
 def test_a_big_drop_with_few_runs_is_suspected_not_lost():
     # 2 runs a side, -50% but noisy: not confirmed, yet over 3x the minimum effect.
-    v = compare([300, 150], [100, 110], direction="higher", metric="write.bw_kib_s")
+    v = compare([300, 150], [100, 110], direction="higher", metric="write.bw_kib_s", **STUDY)
     assert v.outcome == "suspected" and "suspected regression" in v.words
     # At this noise 20 runs a side would not confirm it: said, with no estimate past the cap.
     assert v.needs_runs is None and "not decidable within the cap (20) at this noise" in v.words
     # Without a big drop and without evidence: unsure, and at this noise the cap cannot decide it.
-    u = compare([100, 120, 90], [95, 118, 85], direction="higher")
+    u = compare([100, 120, 90], [95, 118, 85], direction="higher", **STUDY)
     assert u.outcome == "inconclusive" and "unsure: not decidable within the cap (20)" in u.words
 
 
@@ -129,7 +135,7 @@ def test_at_the_cap_an_undecided_cell_ends_no_change_within_what_it_could_not_ru
     # the slowdown it rules out instead, its minimum detectable effect.
     rng = np.random.default_rng(5)
     base, cand = rng.normal(100, 12, 20), rng.normal(97, 12, 20)
-    v = compare(base, cand, direction="higher")
+    v = compare(base, cand, direction="higher", **STUDY)
     assert v.outcome == "no-change" and v.budget_spent and v.needs_runs is None
     # The cap came before the equivalence bound reached the minimum effect...
     assert v.bound_pct == math.ceil(v.hidden_pct) > v.min_effect_pct
@@ -140,7 +146,7 @@ def test_at_the_cap_an_undecided_cell_ends_no_change_within_what_it_could_not_ru
     assert "budget of 20 runs a side is spent" in v.words
     # Before the cap the same kind of cell is unsure; more runs than the cap
     # leaves would be needed, so it says the cap cannot decide it.
-    u = compare(base[:15], cand[:15], direction="higher")
+    u = compare(base[:15], cand[:15], direction="higher", **STUDY)
     assert u.outcome in ("inconclusive", "suspected") and u.bound_pct is not None
     assert u.needs_runs is None and "not decidable within the cap (20)" in u.words
     assert u.mde_pct > v.mde_pct  # fewer runs, a larger effect needed to detect
@@ -152,30 +158,32 @@ def test_at_the_cap_a_cell_clearly_beyond_the_minimum_effect_stays_suspected():
     from iowatch.stats import CellInput, CellKey, compare_matrix
     rng = np.random.default_rng(3)
     cells = [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), rng.normal(100, 12, 20),
-                       rng.normal(100, 12, 20), "higher") for i in range(39)]
+                       rng.normal(100, 12, 20), "higher", MIN_EFFECT) for i in range(39)]
     z = [(x - x.mean()) / x.std(ddof=1) for x in (rng.normal(size=20), rng.normal(size=20))]
     drop = 3.6 * 0.12 * math.sqrt(2 / 20)  # t = 3.6 on the log scale: about -13%
     cells.append(CellInput(CellKey("s", "h", "c", "slow", "fs", "g", "m"), 100 * np.exp(0.12 * z[0]),
-                           100 * np.exp(0.12 * z[1] - drop), "higher"))
-    slow = compare_matrix(cells)[-1]
+                           100 * np.exp(0.12 * z[1] - drop), "higher", MIN_EFFECT))
+    slow = compare_matrix(cells, fdr=FDR, cap=CAP)[-1]
     assert slow.outcome == "suspected" and slow.budget_spent and slow.within_pct is None
 
 
 def test_a_decided_cell_states_its_minimum_detectable_effect():
-    v = compare([100, 101, 99, 100, 100.5], [100, 100.2, 99.5, 100.4, 99.9], direction="higher")
+    v = compare([100, 101, 99, 100, 100.5], [100, 100.2, 99.5, 100.4, 99.9], direction="higher",
+                **STUDY)
     assert v.outcome == "no-change" and v.mde_pct is not None and 0 < v.mde_pct <= 5
     assert v.within_pct is None and "no change that matters" in v.words
 
 
 def test_info_metrics_never_give_a_verdict():
-    v = compare([1, 2, 3, 4, 5], [60, 70, 80, 90, 100], direction="info", metric="write.io_kib")
+    v = compare([1, 2, 3, 4, 5], [60, 70, 80, 90, 100], direction="info", metric="write.io_kib",
+                **STUDY)
     assert v.outcome == "no-change" and "information only" in v.words
 
 
 def test_needs_runs_grows_as_noise_grows():
     needs = []
     for sd in (3, 3.5, 4):
-        v = compare([100 - sd, 100, 100 + sd], [95 - sd, 95, 95 + sd], direction="higher")
+        v = compare([100 - sd, 100, 100 + sd], [95 - sd, 95, 95 + sd], direction="higher", **STUDY)
         assert v.outcome == "inconclusive"
         needs.append(v.needs_runs)
     assert None not in needs and needs[0] < needs[1] < needs[2]
@@ -185,7 +193,7 @@ def test_needs_runs_grows_as_noise_grows():
 
 def test_an_estimate_past_the_cap_is_never_given_the_cap_is_said_instead():
     # Issue 44 item 9: "+2354 needed" where the cap is 20.
-    v = compare([88, 100, 112], [85, 97, 109], direction="higher")
+    v = compare([88, 100, 112], [85, 97, 109], direction="higher", **STUDY)
     assert v.outcome == "inconclusive" and v.needs_runs is None
     half = (v.ci_high - v.ci_low) / 2
     assert f"not decidable within the cap (20) at this noise: CI \u00b1{half:.1f}%" in v.words
@@ -193,21 +201,22 @@ def test_an_estimate_past_the_cap_is_never_given_the_cap_is_said_instead():
 
 
 def test_one_sample_on_a_side_is_judged_by_size_only():
-    v = compare([2968], [19], direction="higher", metric="write.bw_kib_s")
+    v = compare([2968], [19], direction="higher", metric="write.bw_kib_s", **STUDY)
     assert v.size_only and v.p_value is None and v.outcome == "regression"
     assert v.words.startswith("write bandwidth fell 99.4%, from 2,968 to 19 KiB/s: a regression")
-    assert compare([100], [103], direction="higher").outcome == "no-change"
+    assert compare([100], [103], direction="higher", **STUDY).outcome == "no-change"
 
 
 def test_a_family_adjusts_and_agrees_with_compare_per_cell():
     rng = np.random.default_rng(0)
     cells = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"),
-                       rng.normal(100, 5, 6), rng.normal(100 if i % 2 else 70, 5, 6), "higher")
+                       rng.normal(100, 5, 6), rng.normal(100 if i % 2 else 70, 5,
+                                                         6), "higher", MIN_EFFECT)
              for i in range(20)]
-    out = compare_matrix(cells)
+    out = compare_matrix(cells, fdr=FDR, cap=CAP)
     for cell, v in zip(cells, out):
         # Confirmation rests on the cell's own t, whatever the family.
-        single = compare(cell.base, cell.candidate, direction="higher")
+        single = compare(cell.base, cell.candidate, direction="higher", **STUDY)
         assert v.p_worse == pytest.approx(single.p_worse)
         if v.ci_family is None:  # its own 95% CI
             assert v.ci_low == pytest.approx(single.ci_low)
@@ -226,8 +235,9 @@ def test_a_family_adjusts_and_agrees_with_compare_per_cell():
 def test_suspicion_reads_the_moderated_t_written_out():
     rng = np.random.default_rng(0)
     cells = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"),
-                       rng.lognormal(0, 0.1, 5), rng.lognormal(0, 0.1, 5), "higher") for i in range(30)]
-    out = compare_matrix(cells)
+                       rng.lognormal(0, 0.1, 5), rng.lognormal(0, 0.1, 5), "higher", MIN_EFFECT)
+             for i in range(30)]
+    out = compare_matrix(cells, fdr=FDR, cap=CAP)
     logs = [(np.log(c.base), np.log(c.candidate)) for c in cells]
     pooled = [(b.var(ddof=1) + c.var(ddof=1)) / 2 for b, c in logs]
     prior = variance_prior(pooled, [8] * 30)
@@ -244,9 +254,9 @@ def test_suspicion_reads_the_moderated_t_written_out():
 def test_a_small_family_lends_nothing_and_agrees_with_compare_per_cell():
     rng = np.random.default_rng(1)
     cells = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"),
-                       rng.normal(100, 5, 5), rng.normal(90, 5, 5), "higher")
+                       rng.normal(100, 5, 5), rng.normal(90, 5, 5), "higher", MIN_EFFECT)
              for i in range(PRIOR_MIN_CELLS - 1)]
-    for cell, v in zip(cells, compare_matrix(cells)):
+    for cell, v in zip(cells, compare_matrix(cells, fdr=FDR, cap=CAP)):
         assert v.p_worse_family == v.p_worse == pytest.approx(
             scipy.stats.ttest_ind(np.log(cell.candidate), np.log(cell.base), alternative="less").pvalue)
 
@@ -275,9 +285,10 @@ def test_a_drop_the_cell_alone_cannot_show_is_suspected_in_a_family_of_its_kind(
     # above the 2% screen; with the variance of its 39 neighbours (same noise) p = 0.5%.
     rng = np.random.default_rng(2)
     cells = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"), rng.lognormal(0, 0.1, 5),
-                       rng.lognormal(np.log(0.8) if i == 0 else 0, 0.1, 5), "higher") for i in range(40)]
-    v = compare_matrix(cells)[0]
-    alone = compare(cells[0].base, cells[0].candidate, direction="higher")
+                       rng.lognormal(np.log(0.8) if i == 0 else 0, 0.1,
+                                     5), "higher", MIN_EFFECT) for i in range(40)]
+    v = compare_matrix(cells, fdr=FDR, cap=CAP)[0]
+    alone = compare(cells[0].base, cells[0].candidate, direction="higher", **STUDY)
     assert alone.outcome == "inconclusive" and alone.p_worse > 0.02
     assert v.outcome == "suspected" and v.p_worse_family < 0.02 < v.p_worse == pytest.approx(alone.p_worse)
     assert "suspected regression" in v.words
@@ -288,11 +299,12 @@ def test_a_noisy_cell_among_quiet_ones_borrows_little_and_stays_unsure():
     # the prior the cells differ, so the noisy cell is not made sure by its neighbours.
     rng = np.random.default_rng(8)
     quiet = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"),
-                       rng.lognormal(0, 0.03, 5), rng.lognormal(0, 0.03, 5), "higher") for i in range(8)]
+                       rng.lognormal(0, 0.03, 5), rng.lognormal(0, 0.03, 5), "higher", MIN_EFFECT)
+             for i in range(8)]
     noisy = CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", "noisy"),
-                      [1.3, 0.8, 1.1, 0.7, 1.2], [0.9, 1.1, 0.6, 0.8, 1.0], "higher")
-    out = compare_matrix([*quiet, noisy])
-    alone = compare(noisy.base, noisy.candidate, direction="higher")
+                      [1.3, 0.8, 1.1, 0.7, 1.2], [0.9, 1.1, 0.6, 0.8, 1.0], "higher", MIN_EFFECT)
+    out = compare_matrix([*quiet, noisy], fdr=FDR, cap=CAP)
+    alone = compare(noisy.base, noisy.candidate, direction="higher", **STUDY)
     assert out[-1].outcome == alone.outcome == "inconclusive"
     assert out[-1].p_worse == pytest.approx(alone.p_worse, rel=0.5)
 
@@ -301,16 +313,17 @@ def test_a_lone_slowdown_in_a_40_cell_family_is_still_found():
     # With Mann-Whitney at 5 a side, Benjamini-Hochberg over 40 cells could flag nothing.
     rng = np.random.default_rng(3)
     cells = [CellInput(CellKey("s", "h", "ssd", "d", "xfs", "g", f"m{i}"), rng.normal(100, 3, 5),
-                       rng.normal(70 if i == 7 else 100, 3, 5), "higher") for i in range(40)]
-    out = compare_matrix(cells)
+                       rng.normal(70 if i == 7 else 100, 3,
+                                  5), "higher", MIN_EFFECT) for i in range(40)]
+    out = compare_matrix(cells, fdr=FDR, cap=CAP)
     assert [v.key.metric for v in out if v.outcome == "regression"] == ["m7"]
 
 
 def test_zero_on_both_sides_is_no_change_and_a_bad_direction_is_refused():
-    assert compare([0, 0, 0], [0, 0, 0], direction="lower").outcome == "no-change"
-    assert compare([0, 0, 0], [3, 4, 5], direction="lower").outcome == "inconclusive"
+    assert compare([0, 0, 0], [0, 0, 0], direction="lower", **STUDY).outcome == "no-change"
+    assert compare([0, 0, 0], [3, 4, 5], direction="lower", **STUDY).outcome == "inconclusive"
     with pytest.raises(ValueError, match="direction"):
-        compare([1, 2], [3, 4], direction="up")
+        compare([1, 2], [3, 4], direction="up", **STUDY)
 
 
 def test_a_cell_key_names_its_pooled_values_its_location_and_its_bundle_cell():
@@ -335,21 +348,22 @@ def test_with_several_boots_a_side_the_test_is_on_boot_means():
     side = lambda: 100 * np.exp(np.repeat(rng.normal(0, 0.1, 4), 5) + rng.normal(0, 0.05, 20))  # noqa: E731
     base, cand = side(), side() * 0.9
     labels = [[f"{s}{i // 5}" for i in range(20)] for s in "bc"]
-    plain, = compare_matrix([CellInput(key, base, cand, "higher")])
-    booted, = compare_matrix([CellInput(key, base, cand, "higher", base_boots=labels[0],
-                                        candidate_boots=labels[1])])
+    plain, = compare_matrix([CellInput(key, base, cand, "higher", MIN_EFFECT)], fdr=FDR, cap=CAP)
+    booted, = compare_matrix([CellInput(key, base, cand, "higher", MIN_EFFECT, base_boots=labels[0],
+                                        candidate_boots=labels[1])], fdr=FDR, cap=CAP)
     assert plain.boots is None and booted.boots == (4, 4)
     assert booted.change_pct == pytest.approx(plain.change_pct)  # equal boots: the same centre
     # Four boot means a side carry less than twenty repetitions claimed.
     assert booted.p_worse > 10 * plain.p_worse and booted.ci_high - booted.ci_low > plain.ci_high - plain.ci_low
     assert booted.between_boot_share > 0.5 and 3 < booted.within_boot_sd_pct < 7
     # One boot a side: exactly the test on repetitions.
-    one, = compare_matrix([CellInput(key, base, cand, "higher", base_boots=["x"] * 20,
-                                     candidate_boots=["y"] * 20)])
+    one, = compare_matrix([CellInput(key, base, cand, "higher", MIN_EFFECT, base_boots=["x"] * 20,
+                                     candidate_boots=["y"] * 20)], fdr=FDR, cap=CAP)
     assert (one.p_worse, one.ci_low, one.boots) == (plain.p_worse, plain.ci_low, None)
     # Unequal boot counts: Welch's df on the boot means.
-    welch, = compare_matrix([CellInput(key, base, cand[:15], "higher", base_boots=labels[0],
-                                       candidate_boots=labels[1][:15])])
+    welch, = compare_matrix([CellInput(key, base, cand[:15], "higher", MIN_EFFECT,
+                                       base_boots=labels[0],
+                                       candidate_boots=labels[1][:15])], fdr=FDR, cap=CAP)
     b = np.log(base).reshape(4, 5).mean(axis=1)
     c = np.log(cand[:15]).reshape(3, 5).mean(axis=1)
     expected = scipy.stats.ttest_ind(c, b, equal_var=False, alternative="less").pvalue
@@ -374,8 +388,8 @@ def test_an_improved_cell_has_the_same_minimum_detectable_effect_as_an_unchanged
     rng = np.random.default_rng(11)
     base = 100 * np.exp(rng.normal(0, 0.1, 10))
     noise = 100 * np.exp(rng.normal(0, 0.1, 10))
-    same = compare(base, noise, direction="higher")
-    better = compare(base, noise * 1.3, direction="higher")
+    same = compare(base, noise, direction="higher", **STUDY)
+    better = compare(base, noise * 1.3, direction="higher", **STUDY)
     assert better.outcome == "improvement" and better.bound_pct == 0
     assert better.mde_pct == same.mde_pct > 5
 
@@ -386,8 +400,8 @@ def test_the_minimum_detectable_effect_is_z_times_the_standard_error(direction, 
     rng = np.random.default_rng(2)
     inputs = [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"),
                         100 * np.exp(rng.normal(0, 0.08, 10)), 100 * np.exp(rng.normal(0, 0.08, 10)),
-                        direction) for i in range(cells)]
-    v = compare_matrix(inputs)[0]
+                        direction, MIN_EFFECT) for i in range(cells)]
+    v = compare_matrix(inputs, fdr=FDR, cap=CAP)[0]
     xb, xc = np.log(inputs[0].base), np.log(inputs[0].candidate)
     se = math.sqrt((xb.var(ddof=1) + xc.var(ddof=1)) / 10)
     d = (scipy.stats.norm.isf(v.level / cells) + scipy.stats.norm.ppf(0.8)) * se
@@ -402,12 +416,13 @@ def test_a_slowdown_at_the_minimum_detectable_effect_is_confirmed_about_80_perce
     rng = np.random.default_rng(7)
     sd, n = 0.1, 20
     level = compare(np.exp(rng.normal(0, sd, n)), np.exp(rng.normal(0, sd, n)),
-                    direction="higher").level
+                    direction="higher", **STUDY).level
     from iowatch.stats.detectable import minimum_detectable_effect
     mde = minimum_detectable_effect(sd * math.sqrt(2 / n), level, direction="higher")
     confirmed = sum(compare(np.exp(rng.normal(0, sd, n)),
                             np.exp(rng.normal(math.log1p(-mde / 100), sd, n)),
-                            direction="higher").outcome == "regression" for _ in range(600))
+                            direction="higher", **STUDY).outcome == "regression"
+                    for _ in range(600))
     assert 0.70 <= confirmed / 600 <= 0.88
 
 
@@ -418,7 +433,8 @@ def test_no_change_that_moved_the_better_way_says_the_gain_is_unconfirmed():
     rng = np.random.default_rng(4)
     base = 100 * np.exp(rng.normal(0, 0.35, 15))
     cand = 83 * np.exp(rng.normal(0, 0.35, 15))
-    v = compare(list(base), list(cand), direction="lower", metric="wall_s", cap=15)
+    v = compare(list(base), list(cand), direction="lower", metric="wall_s", cap=15,
+                min_effect_pct=MIN_EFFECT, fdr=FDR)
     assert v.outcome == "no-change", v.words
     assert "no change that matters" not in v.words
     # Issue 41: its CI holds zero and reaches far: "no change within X%", too noisy to decide.

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from bundle_maker import planted_bundle
-from iowatch_web.dashboard import compare_work, queries
+from iowatch_web.dashboard import compare_page, compare_work
 from iowatch_web.regressions.models import CompareAnswer
 from iowatch_web.regressions.work import drain
 
@@ -61,7 +61,7 @@ def test_a_large_compare_is_queued_not_computed_in_the_request(post, client, lar
     done = client.get("/dashboard/api/compare", sides).json()
     assert done["computed"]["times"] == 1
     assert done["state"] == "regression"
-    assert done["cells"] == queries.compare(sides["base"], sides["candidate"])["cells"]
+    assert done["cells"] == compare_page.compare(sides["base"], sides["candidate"])["cells"]
     page = client.get("/compare", sides)
     assert page.status_code == 200 and "Verdict:" in page.content.decode()
     assert _compare_tasks() == 1  # read again, not computed again
@@ -101,7 +101,7 @@ def test_a_failed_computation_is_said_and_asking_again_tries_again(post, client,
     def broken(base, candidate):
         raise RuntimeError("the store went away")
 
-    monkeypatch.setattr(queries, "compare", broken)
+    monkeypatch.setattr(compare_page, "compare", broken)
     drain()
     failed = client.get("/dashboard/api/compare", sides)
     assert failed.status_code == 500 and "the store went away" in failed.json()["error"]

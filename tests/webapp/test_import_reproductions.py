@@ -15,7 +15,7 @@ from django.core.management import call_command
 
 from iowatch import bundle, resources
 from iowatch.commands.import_reproductions import kept_reproductions, stored_bundles
-from iowatch.seeds import SeedError, checked_variants, find_seed
+from iowatch.claims.seeds import SeedError, checked_variants, find_seed
 from iowatch.studies import load_studies
 from iowatch_web.results.models import Run, Sample
 

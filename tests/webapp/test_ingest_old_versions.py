@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from iowatch import bundle, upload
-from iowatch.side_data import manifest_from_api
+from iowatch.side_sources import manifest_from_api
 from live_server import IOWATCH, create_agent, manage, running_server, scratch_database
 
 pytestmark = pytest.mark.slow

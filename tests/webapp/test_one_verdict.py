@@ -23,7 +23,8 @@ import yaml
 from bundle_maker import calibration_bundles, planted_bundle, recorded_boots
 from iowatch import bundle
 from iowatch.check import CheckResult, VariantRun, compare_with_parents, report
-from iowatch.side_data import Side, bundles_history
+from iowatch.side_data import Side
+from iowatch.side_sources import bundles_history
 from iowatch.judging import compare_sides
 from iowatch.kernel.build import Plan, Variant
 from iowatch.kernel.series_input import load_series

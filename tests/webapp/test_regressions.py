@@ -15,6 +15,7 @@ from django.utils.crypto import get_random_string
 from bundle_maker import planted_bundle
 from iowatch_web.regressions.models import StoredVerdict, StoredChangePoint, StoredComparison, Regression, TriageEvent
 from iowatch_web.results.models import Run
+from iowatch.vocabulary import FDR
 
 pytestmark = pytest.mark.django_db
 
@@ -246,7 +247,7 @@ def test_a_change_point_whose_neighbours_ab_is_no_change_opens_no_regression(arr
         runs.append(arrive(doc))
     medians = [1000 + night % 3 if night < 8 else 920 + night % 3 for night in range(len(nights))]
     seen = candidates([History(CellKey("f2fs-dio-write", "h", "sdcard", "sd0", "f2fs", "seqw",
-                                       "write.bw_kib_s"), medians, 5.0)])
+                                       "write.bw_kib_s"), medians, 5.0)], fdr=FDR)
     assert [c.index for cps in seen.values() for c in cps] == [8]  # the detector sees the step
     neighbours = StoredComparison.objects.get(reason="previous-run", base_kernel=runs[7].kernel,
                                         candidate_kernel=runs[8].kernel)

@@ -20,8 +20,8 @@ import pytest
 from bundle_maker import planted_bundle
 from iowatch.cli import build_parser
 from iowatch.commands import compare as compare_command
-from iowatch.side_data import load_side
-from iowatch_web.dashboard import queries
+from iowatch.side_sources import load_side
+from iowatch_web.dashboard import compare_page
 from iowatch_web.regressions.models import StoredComparison
 from iowatch_web.results.models import Kernel, Run
 from iowatch_web.store.sides import store_side
@@ -77,7 +77,7 @@ def cli_runs(base: str, candidate: str, capsys) -> dict:
 ])
 def test_the_dashboard_and_iowatch_compare_pool_the_same_runs(stored, capsys, request_for):
     base, candidate = request_for(stored)
-    page = queries.compare(base, candidate)
+    page = compare_page.compare(base, candidate)
     cli = cli_runs(base, candidate, capsys)
     assert {role: page[role]["runs"] for role in ("base", "candidate")} == cli
     assert cli["base"] == stored[BASE]  # measured only, oldest first: no published run
@@ -87,7 +87,7 @@ def test_the_dashboard_and_iowatch_compare_pool_the_same_runs(stored, capsys, re
 def test_the_stored_verdict_pools_what_the_pages_compare_link_pools(stored):
     base, candidate = (Kernel.objects.get(git_commit__startswith=c) for c in (BASE, PATCH))
     stored_cmp = StoredComparison.objects.get(reason="parent", base_kernel=base, candidate_kernel=candidate)
-    page = queries.compare(f"kernel:{base.pk}", f"kernel:{candidate.pk}")
+    page = compare_page.compare(f"kernel:{base.pk}", f"kernel:{candidate.pk}")
     for role, runs in (("base", stored_cmp.base_runs), ("candidate", stored_cmp.candidate_runs)):
         assert sorted(page[role]["runs"]) == sorted(str(r.run_id) for r in runs.all())
     assert page["base"]["runs"] == stored[BASE] and page["candidate"]["runs"] == stored[PATCH]

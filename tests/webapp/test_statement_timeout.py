@@ -12,7 +12,7 @@ from django.db import OperationalError, connection, transaction
 from django.test import RequestFactory
 
 from bundle_maker import make_bundle
-from iowatch_web.results.bounds import VALUES_PAGE
+from iowatch_web.site.bounds import VALUES_PAGE
 from iowatch_web.site.middleware import store_unavailable
 from live_server import IOWATCH
 

@@ -11,8 +11,8 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 
 from iowatch.metrics import METRICS
-from iowatch_web.results.apps import sync_metrics
-from iowatch_web.results.models import Cell, Device, Host, Kernel, Metric, Run, Sample, Study
+from iowatch_web.results.models import (Cell, Device, Host, Kernel, Metric, Run, Sample, Study,
+                                        sync_metrics)
 
 pytestmark = pytest.mark.django_db
 

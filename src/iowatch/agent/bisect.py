@@ -77,7 +77,7 @@ def work_bisect(agent, claim: dict) -> str:
     try:
         # Each end and step is one boot here: the regression's host's record of
         # its noise between boots, from the server (iowatch.judging.boots).
-        from iowatch.side_data import server_history
+        from iowatch.side_sources import server_history
         result, body = work(job, plan, measure, poster, say=agent.say,
                             history=server_history(agent.client, job.host))
     except JobError as e:

@@ -87,7 +87,8 @@ def run_next(args) -> int:
     from iowatch.bisect.search import next_step
     from iowatch.kernel.build import Plan, Variant
     from iowatch.kernel.series import Series
-    from iowatch.side_data import SideNotFound, bundles_history
+    from iowatch.judging.sides import SideNotFound
+    from iowatch.side_sources import bundles_history
     if not (args.variants and args.bundles):
         print("iowatch bisect: give --variants and --bundles together", file=sys.stderr)
         return 2

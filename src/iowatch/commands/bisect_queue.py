@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from iowatch import inventory, paths, progress, resources
-from iowatch.side_data import server_history
+from iowatch.side_sources import server_history
 
 
 def _fail(client, job, reason: str) -> int:

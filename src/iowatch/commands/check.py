@@ -6,7 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from iowatch import exit_status, inventory, mailclaims, progress, resources, vlab
+from iowatch import exit_status, inventory, progress, resources, vlab
+from iowatch.claims import series as series_claims
 from iowatch.commands.guest_options import HostError, add_boot_option, add_guest_run_options, qemu_host
 from iowatch.check import (compare_with_base, default_out, exit_code, report, run_check,
                            store_locally, summary, write_summary)
@@ -46,14 +47,14 @@ def run(args) -> int:
         return 2
     out = Path(args.out) if args.out else default_out(series)
     # What the series' mails claim is measured too: a study they are about that
-    # the matrix lacks is added to it (iowatch.mailclaims).
+    # the matrix lacks is added to it (iowatch.claims.series).
     slugs = [s.slug for s in matrix.studies]
-    claimed = mailclaims.from_series(series, studies, slugs, made_dir=out / "mail-studies")
+    claimed = series_claims.from_series(series, studies, slugs, made_dir=out / "mail-studies")
     matrix_arg = args.matrix
-    extra = mailclaims.missing_studies(claimed, slugs)
-    made = mailclaims.made_studies(claimed)
+    extra = series_claims.missing_studies(claimed, slugs)
+    made = series_claims.made_studies(claimed)
     if extra:
-        matrix_arg = str(mailclaims.matrix_with(matrix.path, matrix.studies[0].path.parent, extra,
+        matrix_arg = str(series_claims.matrix_with(matrix.path, matrix.studies[0].path.parent, extra,
                                                 out, made))
         print(f"check: the series' mails claim figures of {', '.join(extra)}, which {matrix.name} "
               f"does not run: running {matrix_arg}")
@@ -75,11 +76,11 @@ def run(args) -> int:
               file=sys.stderr)
         return 130
     whole = compare_with_base(result) if any(pc.whole_series for pc in claimed) else None
-    mailclaims.judge(claimed, {r.variant.index: r.vs_parent for r in result.runs}, studies, whole)
+    series_claims.judge(claimed, {r.variant.index: r.vs_parent for r in result.runs}, studies, whole)
     result.claims = [pc.as_dict() for pc in claimed]
     print()
     print(report(result))
-    lines = mailclaims.report_lines(claimed)
+    lines = series_claims.report_lines(claimed)
     if lines:
         print("\n".join(lines))
     print(f"check: details in {write_summary(result, out)}")

@@ -11,7 +11,7 @@ import json
 import sys
 
 from iowatch import resources
-from iowatch.claims import ClaimsError, load, match_study
+from iowatch.claims.mail import ClaimsError, load, match_study
 from iowatch.studies import load_studies
 from iowatch.yamlfile import DataFileError
 

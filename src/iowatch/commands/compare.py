@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 
 from iowatch import exit_status, resources
-from iowatch.side_data import NeedsStore, SideNotFound, bundles_history, load_side, published_side
-from iowatch.judging import FDR, compare_sides
+from iowatch.side_sources import NeedsStore, bundles_history, load_side, published_side
+from iowatch.judging.sides import SideNotFound
+from iowatch.vocabulary import FDR
+from iowatch.judging import compare_sides
 from iowatch.report import FORMATS, RENDERERS
 from iowatch.studies import load_studies
 from iowatch.yamlfile import DataFileError

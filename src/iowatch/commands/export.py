@@ -42,7 +42,8 @@ def register(sub):
 def run_kcidb(args) -> int:
     from iowatch import kcidb, resources
     from iowatch.ciapi import Client, ServerError
-    from iowatch.side_data import SideNotFound, bundles_history, load_side, manifest_from_api
+    from iowatch.judging.sides import SideNotFound
+    from iowatch.side_sources import bundles_history, load_side, manifest_from_api
     from iowatch.studies import load_studies
 
     def fail(message: str) -> int:

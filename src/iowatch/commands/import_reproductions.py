@@ -5,7 +5,7 @@ the output directory of one `iowatch reproduce` (check.json and each
 variant's bundles, labelled with the post's side they stand for). Its bundles
 go into the store as measured runs, so the Published results page judges each
 seed's claims on a real 6.12 lab beside the post's numbers. Each run is stored
-as the claim judge reads it (iowatch.seeds.judge_check_dir): a ratio study's
+as the claim judge reads it (iowatch.claims.seeds.judge_check_dir): a ratio study's
 ratio made again per repetition pair (iowatch.ratio) from the recorded
 repetitions, in a copy under --out; the kept files are not changed. A new seed-NNN
 directory is picked up as it is; a run already stored is stored once (the
@@ -22,7 +22,7 @@ from pathlib import Path
 from iowatch import bundle, paths, resources
 from iowatch import ratio as fs_ratio
 from iowatch.local_store import store_bundles
-from iowatch.seeds import KeptReproduction, SeedError, kept_dirs, load_kept
+from iowatch.claims.seeds import KeptReproduction, SeedError, kept_dirs, load_kept
 from iowatch.studies import Study, load_studies
 from iowatch.yamlfile import DataFileError
 

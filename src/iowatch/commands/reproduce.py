@@ -5,7 +5,7 @@
 matrix (quick profile unless --profile), gives each variant's runs the
 post's label of the side it stands for (reproduce.yml in the series
 directory), stores them, and judges every published claim of the study
-(iowatch.seeds). `--from CHECK_DIR` judges a check that already ran, without
+(iowatch.claims.seeds). `--from CHECK_DIR` judges a check that already ran, without
 building or booting. The exit status is the check's (iowatch.exit_status),
 also with --from, where it is read from the check's check.json; 2 when the
 seed, series or check directory cannot be used.
@@ -20,7 +20,7 @@ from pathlib import Path
 from iowatch import exit_status, inventory, paths, resources
 from iowatch.commands import check as check_command
 from iowatch.commands.guest_options import add_boot_option, add_guest_run_options
-from iowatch.seeds import (Seed, SeedError, checked_variants, find_seed, judge_check_dir,
+from iowatch.claims.seeds import (Seed, SeedError, checked_variants, find_seed, judge_check_dir,
                            label_bundle, report)
 from iowatch.studies import load_studies
 from iowatch.yamlfile import DataFileError

@@ -150,7 +150,8 @@ def _earlier_boots(args, host) -> list[dict]:
     import platform
 
     from iowatch.environment import kernel_config_summary, kernel_config_text
-    from iowatch.side_data import SideNotFound, boots_side, kernel_of
+    from iowatch.judging.sides import SideNotFound
+    from iowatch.side_sources import boots_side, kernel_of
     boots = Path(args.boots)
     if not boots.is_dir() or not any(boots.glob(f"**/{bundle.MANIFEST}")):
         return []
@@ -185,7 +186,8 @@ def _prepare(args):
     against = None
     earlier = _earlier_boots(args, host) if args.boots else []
     if args.against:
-        from iowatch.side_data import SideNotFound, bundles_history, load_side
+        from iowatch.judging.sides import SideNotFound
+        from iowatch.side_sources import bundles_history, load_side
         try:
             against = _Against(load_side(args.against, role="--against"),
                                bundles_history(args.history) if args.history else None,

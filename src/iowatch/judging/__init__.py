@@ -3,12 +3,11 @@
 
 Every verdict, bisect step and change point is decided here, on the pure
 statistics of iowatch.stats; pages, reports and exports only read what it
-decided. A newcomer reads it in this order:
+decided. Its words and defaults are the plain data below both
+(iowatch.vocabulary: the outcomes with their labels, ranks, gates and KCIDB
+statuses; the minimum effect, the false-discovery rate and the cap a study
+file may leave out). A newcomer reads it in this order:
 
-- `defaults`: what a study file or a caller may leave out, written once (the
-  minimum effect and the false-discovery rate).
-- `outcomes`: the vocabulary. One enum of the outcomes with their labels,
-  the comparison state each makes, rank, colour class and KCIDB status.
 - `policy`: the study's minimum effect and cap, and the decision of one
   comparison: `compare_sides` pairs two sides' cells and judges the deciding
   ones as one family; `Comparison.state`, the canary's `platform_words`,
@@ -36,49 +35,34 @@ decided. A newcomer reads it in this order:
 - `adaptive`: `adapt`, the one loop that measures until the policy is sure
   (check, run --against and the bisect each give it judge, wanted, measure).
 
-`from iowatch.judging import X` gives every name of these modules.
+`from iowatch.judging import X` gives every public name of these modules.
 """
 from __future__ import annotations
 
-import importlib
+from iowatch.judging.adaptive import Adapted, adapt
+from iowatch.judging.bisect import StepVerdict, judge_step
+from iowatch.judging.boots import HISTORY_KERNELS, HISTORY_RUNS, boot_variances, one_boot
+from iowatch.judging.changepoints import (SAME_STEP_KERNELS, ConfirmedChangePoint,
+                                          confirm_change_points, deciding_metrics, history_of,
+                                          opening_steps, segment_kernels)
+from iowatch.judging.claims import (Claim, Judged, claim_outcome, judge_claim, published_claims,
+                                    size_of)
+from iowatch.judging.next_measurement import (NextMeasurement, Wanted, next_measurement,
+                                              ratio_partner, rounds_allowed, with_partners)
+from iowatch.judging.policy import (Comparison, FailedCell, PlatformDrift, RunsWanted,
+                                    column_states, compare_sides, decision_of, deciding,
+                                    failed_cells, max_runs, min_effect, more_runs,
+                                    platform_findings, platform_words, state_of, watched)
+from iowatch.judging.sides import MAX_SIDE_RUNS, SideNotFound, SideQuery
+from iowatch.judging.worst import severity, verdict_order, worse_pct, worst_order
 
-_WHERE = {
-    "CELL_OUTCOMES": "outcomes", "CONFIDENT_STATES": "outcomes", "PATCH_STATES": "outcomes",
-    "Outcome": "outcomes", "outcome_label": "outcomes", "verdict_line": "outcomes",
-    "NOTHING_TO_COMPARE": "outcomes", "NOISY_TIMES": "outcomes",
-    "noisy_matrix_words": "outcomes", "reach": "outcomes", "too_noisy": "outcomes",
-    "verdict_label": "outcomes", "worse_side": "outcomes", "boots_words": "outcomes",
-    "SlowerFamily": "family", "slower_family": "family", "ci_name": "family",
-    "DEFAULT_MIN_EFFECT": "defaults", "FDR": "defaults", "Comparison": "policy",
-    "FailedCell": "policy", "PlatformDrift": "policy", "RunsWanted": "policy",
-    "column_states": "policy", "compare_sides": "policy", "decision_of": "policy",
-    "deciding": "policy", "failed_cells": "policy", "max_runs": "policy",
-    "min_effect": "policy", "more_runs": "policy", "platform_findings": "policy",
-    "platform_words": "policy", "state_of": "policy", "watched": "policy",
-    "StepVerdict": "bisect", "judge_step": "bisect", "Culprit": "bisect", "Observation": "bisect",
-    "culprit": "bisect", "steps_left": "bisect", "NAME_AT": "bisect",
-    "ConfirmedChangePoint": "changepoints", "confirm_change_points": "changepoints",
-    "deciding_metrics": "changepoints", "segment_kernels": "changepoints",
-    "history_of": "changepoints", "opening_steps": "changepoints",
-    "SAME_STEP_KERNELS": "changepoints",
-    "severity": "worst", "worst_order": "worst", "verdict_order": "worst",
-    "MAX_SIDE_RUNS": "sides", "SideNotFound": "sides", "SideQuery": "sides",
-    "Adapted": "adaptive", "adapt": "adaptive",
-    "NextMeasurement": "next_measurement", "Wanted": "next_measurement",
-    "rounds_allowed": "next_measurement",
-    "Claim": "claims", "Judged": "claims", "judge_claim": "claims", "claim_outcome": "claims",
-    "published_claims": "claims", "size_of": "claims",
-    "ratio_partner": "next_measurement", "with_partners": "next_measurement",
-}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    # Loaded on first use (PEP 562), as iowatch.stats is: the vocabulary
-    # (outcomes) is plain data that iowatch.stats' wording reads while the
-    # policy's modules are still importing iowatch.stats.
-    if name not in _WHERE:
-        raise AttributeError(f"module 'iowatch.judging' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"iowatch.judging.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__all__ = ["Adapted", "Claim", "Comparison", "ConfirmedChangePoint", "FailedCell",
+           "HISTORY_KERNELS", "HISTORY_RUNS", "Judged", "MAX_SIDE_RUNS", "NextMeasurement",
+           "PlatformDrift", "RunsWanted", "SAME_STEP_KERNELS", "SideNotFound", "SideQuery",
+           "StepVerdict", "Wanted", "adapt", "boot_variances", "claim_outcome", "column_states",
+           "compare_sides", "confirm_change_points", "decision_of", "deciding", "deciding_metrics",
+           "failed_cells", "history_of", "judge_claim", "judge_step", "max_runs", "min_effect",
+           "more_runs", "next_measurement", "one_boot", "opening_steps", "platform_findings",
+           "platform_words", "published_claims", "ratio_partner", "rounds_allowed",
+           "segment_kernels", "severity", "size_of", "state_of", "verdict_order", "watched",
+           "with_partners", "worse_pct", "worst_order"]

@@ -12,7 +12,8 @@ from statistics import median
 
 from iowatch.side_data import Side, pool
 from iowatch.judging.policy import Comparison, compare_sides, more_runs, platform_words
-from iowatch.stats import FDR, CellVerdict
+from iowatch.vocabulary import FDR
+from iowatch.stats import CellVerdict
 from iowatch.stats.oracle import NAME_AT, Culprit, Observation, culprit, steps_left
 from iowatch.stats.sequential import next_target
 from iowatch.studies import Study

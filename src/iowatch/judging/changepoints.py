@@ -11,9 +11,9 @@ from statistics import median
 from typing import Hashable, Mapping, Sequence
 
 from iowatch.cells import CellKey
-from iowatch.judging.outcomes import Outcome
 from iowatch.judging.policy import compare_sides, deciding, max_runs, min_effect
-from iowatch.stats import FDR, CellVerdict
+from iowatch.vocabulary import CONFIRMED_OUTCOMES, FDR, Outcome
+from iowatch.stats import CellVerdict
 from iowatch.studies import Study
 
 # A stored change point this many kernels away from a new one is the same step
@@ -89,7 +89,7 @@ def confirm_change_points(histories, sides, *, studies: dict[str, Study],
             base, candidate = sides(key, before, after)
             cmp = compare_sides(base, candidate, studies=studies, fdr=fdr)
             verdict = next((v for v in cmp.verdicts if v.key.pooled == key.pooled), None)
-            if verdict is not None and not cmp.platform and verdict.outcome in ("regression", "improvement"):
+            if verdict is not None and not cmp.platform and verdict.outcome in CONFIRMED_OUTCOMES:
                 out.setdefault(key, []).append(ConfirmedChangePoint(key, point, verdict, before, after))
     return out
 

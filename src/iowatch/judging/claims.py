@@ -19,7 +19,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from iowatch import figures
-from iowatch.judging.outcomes import Outcome
+from iowatch.vocabulary.outcomes import CONFIRMED_OUTCOMES, Outcome
 from iowatch.judging.policy import Comparison, min_effect
 from iowatch.metrics import INFO, METRICS
 from iowatch.stats import CellVerdict
@@ -30,8 +30,6 @@ NOT_REPRODUCIBLE, NOT_COMPARABLE = "not-reproducible", "not-comparable"
 # The claim judge's outcomes with their words, best first.
 OUTCOMES = {REPRODUCED: "reproduced", NOT_REPRODUCED: "not reproduced", OPPOSITE: "opposite",
             NOT_REPRODUCIBLE: "not reproducible here", NOT_COMPARABLE: "not comparable"}
-# The cell outcomes that confirm a change.
-CONFIRMED = (Outcome.REGRESSION.word, Outcome.IMPROVEMENT.word)
 # Each outcome's rule, in the words the text report's readers and the Published
 # results page are given.
 OUTCOME_RULES = {
@@ -124,7 +122,8 @@ class Judged:
     def size(self) -> str:
         """SIZES' key for a claim reproduced in direction with a change of its
         own (not one reproduced by "no change" under the minimum effect); else ""."""
-        if self.outcome != REPRODUCED or self.lab is None or self.lab.verdict not in CONFIRMED:
+        if self.outcome != REPRODUCED or self.lab is None or \
+                self.lab.verdict not in CONFIRMED_OUTCOMES:
             return ""
         return size_of(self.claim.change_pct, self.lab.change_pct)
 
@@ -218,9 +217,9 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
         if not judged:
             outcome, why = NOT_COMPARABLE, (f"{claim.metric} does not decide in {study.slug}: "
                                             f"the lab's change ({measured}) is shown, not judged")
-        elif v.outcome in CONFIRMED and expected and _sign(v.change_pct, 0) == expected:
+        elif v.outcome in CONFIRMED_OUTCOMES and expected and _sign(v.change_pct, 0) == expected:
             outcome, why = REPRODUCED, f"the post {post}, the lab {measured} ({v.outcome})"
-        elif v.outcome in CONFIRMED and expected:
+        elif v.outcome in CONFIRMED_OUTCOMES and expected:
             outcome, why = OPPOSITE, f"the post {post}, the lab {measured} ({v.outcome})"
         elif v.outcome == Outcome.NO_CHANGE.word and not expected:
             outcome, why = REPRODUCED, (f"the post {post} (under the study's {floor:g}% minimum "
@@ -262,7 +261,7 @@ def _control(judged_on: JudgedOn, cmp: Comparison, v: CellVerdict) -> str:
     if control is None:
         return (f"judged on {judged_on.metric} with {fs} {metric} as the control, which was "
                 f"not measured on both sides on {k.device}")
-    if control.outcome in CONFIRMED:
+    if control.outcome in CONFIRMED_OUTCOMES:
         return (f"judged on {judged_on.metric} with {fs} {metric} as the control, which moved "
                 f"({figures.change(control.change_pct)}, {control.outcome}): the change is not the "
                 f"{k.filesystem} cell's alone")

@@ -28,7 +28,8 @@ from typing import Iterable
 
 from iowatch.judging.bisect import StepVerdict
 from iowatch.judging.policy import Comparison, more_runs
-from iowatch.stats.sequential import DEFAULT_CAP, FIRST, looks
+from iowatch.vocabulary import DEFAULT_CAP
+from iowatch.stats.sequential import FIRST, looks
 from iowatch.studies import Study
 
 # A bisect step's plans (NextMeasurement.plan); a comparison's is BOTH_SIDES.

@@ -51,11 +51,12 @@ from dataclasses import asdict, dataclass, field
 from iowatch.cells import CellKey, CellLocation, Located
 from iowatch.side_data import CellContext, PooledSide, Side, cell_passed, pool
 from iowatch.judging.boots import History, boot_variances, one_boot, read_history
-from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
-from iowatch.judging.outcomes import CONFIDENT_STATES, PATCH_STATES, Outcome
 from iowatch.metrics import INFO, METRICS
-from iowatch.stats import (DEFAULT_CAP, FDR, UNSURE, CellInput, CellVerdict, Confounder,
-                           compare_matrix, confounders, next_target)
+from iowatch.vocabulary import (CONFIDENT_STATES, CONFIRMED_OUTCOMES, DEFAULT_CAP,
+                                DEFAULT_MIN_EFFECT, FDR,
+                                PATCH_STATES, UNDECIDED_OUTCOMES, Outcome)
+from iowatch.stats import (CellInput, CellVerdict, Confounder, compare_matrix, confounders,
+                           next_target)
 from iowatch.stats.blocks import DRIFT_P
 from iowatch.studies import Study
 
@@ -137,7 +138,7 @@ class PlatformDrift:
 def platform_findings(canary: CellVerdict) -> list[PlatformDrift]:
     """What one canary's verdict says of the platform: nothing when it held."""
     out = []
-    if canary.outcome in ("regression", "improvement"):
+    if canary.outcome in CONFIRMED_OUTCOMES:
         out.append(PlatformDrift(canary, "kernels"))
     if canary.drift_p is not None and canary.drift_p <= DRIFT_P and \
             canary.drift_pct is not None and abs(canary.drift_pct) >= canary.min_effect_pct:
@@ -200,7 +201,7 @@ class Comparison:
 
     @property
     def unsure(self) -> list[CellVerdict]:
-        return [v for v in self.verdicts if v.outcome in UNSURE]
+        return [v for v in self.verdicts if v.outcome in UNDECIDED_OUTCOMES]
 
     @property
     def state(self) -> str:
@@ -300,11 +301,11 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
         elif METRICS[metric].direction != INFO:
             shown.append(CellInput(cell_key, bv[key], cv[key], INFO, min_effect(study),
                                    max_runs(study)))
-    verdicts = compare_matrix(judged, fdr=fdr)
-    diagnostics = compare_matrix(shown, fdr=fdr)
+    verdicts = compare_matrix(judged, fdr=fdr, cap=DEFAULT_CAP)
+    diagnostics = compare_matrix(shown, fdr=fdr, cap=DEFAULT_CAP)
     # The canaries are their own family: a moved platform must not spend, nor
     # borrow, the deciding cells' false-discovery rate or variance prior.
-    canaries = compare_matrix(watching, fdr=fdr)
+    canaries = compare_matrix(watching, fdr=fdr, cap=DEFAULT_CAP)
     failed = failed_cells(b, c)
     context = {where: CellContext(device_model=c.device_models.get(where.device)
                                   or b.device_models.get(where.device),
@@ -369,7 +370,7 @@ def more_runs(cmp: Comparison) -> dict[CellLocation, RunsWanted]:
     the budget is spent."""
     want: dict[CellLocation, RunsWanted] = {}
     for v in cmp.verdicts:
-        if v.outcome not in UNSURE or v.size_only or v.budget_spent or v.one_boot:
+        if v.outcome not in UNDECIDED_OUTCOMES or v.size_only or v.budget_spent or v.one_boot:
             continue  # one_boot: more runs of the same boot cannot confirm it
         nb, nc = v.base.n, v.candidate.n
         target = (next_target(nb, cap=v.cap), next_target(nc, cap=v.cap))

@@ -17,7 +17,7 @@ The last three are `SideQuery.choose`, one function every adapter calls
 with its runs as it reads them (their status, trigger and whether they are
 published): the store's (iowatch_web.store.sides.stored_runs, which also
 writes `admits` as SQL, judged_runs, so as not to read runs it would drop),
-the HTTP API's (iowatch.side_data, from the runs list, which carries each
+the HTTP API's (iowatch.side_sources, from the runs list, which carries each
 run's trigger), the verdict worker's (regressions/verdicts.py, `admits` on
 the run that arrived) and the claim check's (dashboard/published.py). A
 bundle directory is one run, taken as it is.

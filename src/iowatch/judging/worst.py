@@ -18,7 +18,7 @@ equal (tests/webapp/test_regressions.py).
 """
 from __future__ import annotations
 
-from iowatch.judging.outcomes import Outcome
+from iowatch.vocabulary.outcomes import Outcome
 
 
 def worse_pct(change_pct: float | None, direction: str) -> float | None:

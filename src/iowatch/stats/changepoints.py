@@ -30,8 +30,7 @@ import numpy as np
 from scipy.stats import ttest_ind_from_stats
 
 from iowatch.cells import CellKey
-from iowatch.judging.defaults import DEFAULT_MIN_EFFECT
-from iowatch.stats.verdict import FDR, benjamini_hochberg
+from iowatch.stats.verdict import benjamini_hochberg
 
 
 @dataclass(frozen=True)
@@ -128,7 +127,7 @@ def _magnitude(cp: ChangePoint) -> float:
     return max(abs(cp.change_pct), abs(back))
 
 
-def change_points(values: Sequence[float], *, min_magnitude_pct: float = DEFAULT_MIN_EFFECT,
+def change_points(values: Sequence[float], *, min_magnitude_pct: float,
                   max_pvalue: float = 0.01, window: int = 30) -> list[ChangePoint]:
     """Change points of a series, oldest first (index: the first value after the change)."""
     x = np.asarray(values, dtype=float)
@@ -205,7 +204,7 @@ def selection_p(values: Sequence[float], index: int, permutations: int = PERMUTA
     return float((1 + np.count_nonzero(null >= observed * (1 - 1e-12))) / (permutations + 1))
 
 
-def selection_ps(values: Sequence[float], indices: Sequence[int], level: float = FDR) -> dict[int, float]:
+def selection_ps(values: Sequence[float], indices: Sequence[int], level: float) -> dict[int, float]:
     """selection_p of each of a history's change points, tested top-down as
     e-divisive does: the strongest split of the whole history first; once one
     holds (p <= level), the history is cut there and the next strongest split
@@ -237,8 +236,8 @@ def selection_ps(values: Sequence[float], indices: Sequence[int], level: float =
     return out
 
 
-def candidates(histories: Sequence[History], *, max_pvalue: float = 0.01, window: int = 30,
-               fdr: float = FDR) -> dict[CellKey, list[Candidate]]:
+def candidates(histories: Sequence[History], *, fdr: float, max_pvalue: float = 0.01,
+               window: int = 30) -> dict[CellKey, list[Candidate]]:
     """The change points of several histories, judged as one family by the selection test.
 
     Each history's points (e-divisive means, magnitude at least its minimum

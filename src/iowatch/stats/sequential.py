@@ -1,8 +1,9 @@
 """How many repetitions a verdict rests on: the look schedule and when to add runs.
 
-A cell is judged at looks of 5, 10, 15 and 20 repetitions a side (the cap:
-DEFAULT_CAP, or the study file's max_runs, which adds looks every 5). Each
-look tests at a share of the false-discovery rate q from
+A cell is judged at looks of 5, 10, 15 and 20 repetitions a side (the cap: its
+study's max_runs, which adds looks every 5; the callers pass it and the rate q,
+this module assumes neither). Each look tests at a share of the false-discovery
+rate q from
 Lan–DeMets alpha spending with the Pocock-type function
 α(t) = q·ln(1 + (e − 1)·t), t = look / number of looks: 0.0179, 0.0131,
 0.0105 and 0.0085 of q = 0.05. The shares sum to q, so however many looks an
@@ -55,11 +56,8 @@ import math
 
 from scipy.special import ndtr, ndtri
 
-from iowatch.judging.defaults import FDR
-
 FIRST = 5        # repetitions a side at the first look, and the default of a judged matrix
 STEP = 5         # repetitions added a side when a cell is still unsure
-DEFAULT_CAP = 20  # at most this many repetitions a side
 MIN_REPS = 2     # fewer a side and the t-test has no variance to stand on
 # Futility: below this chance of each decision by the cap, a cell stops (futile).
 # 0 turns it off, as shipped: at 5% it cut the repetitions a side from about 11
@@ -82,32 +80,32 @@ def effective_n(nb: int, nc: int) -> float:
     return 2 * nb * nc / (nb + nc) if nb and nc else 0.0
 
 
-def look_points(cap: int = DEFAULT_CAP, *, first: int = FIRST, step: int = STEP) -> list[int]:
+def look_points(cap: int, *, first: int = FIRST, step: int = STEP) -> list[int]:
     """The repetitions a side of each look up to the cap: [5, 10, 15, 20]."""
     return [*range(first, cap, step), cap]
 
 
-def looks(cap: int = DEFAULT_CAP, *, first: int = FIRST, step: int = STEP) -> int:
+def looks(cap: int, *, first: int = FIRST, step: int = STEP) -> int:
     """How many looks the schedule up to the cap has: 4 for 5, 10, 15 and 20."""
     return len(look_points(cap, first=first, step=step))
 
 
-def look_index(n: float, *, first: int = FIRST, step: int = STEP, cap: int = DEFAULT_CAP) -> int:
+def look_index(n: float, *, cap: int, first: int = FIRST, step: int = STEP) -> int:
     """Which look (1-based) n repetitions a side belong to: 1..5 -> 1, 6..10 -> 2, ..."""
     if n <= first:
         return 1
     return min(looks(cap, first=first, step=step), 1 + math.ceil((n - first - 1e-9) / step))
 
 
-def look_level(n: float, q: float = FDR, *, first: int = FIRST, step: int = STEP,
-               cap: int = DEFAULT_CAP) -> float:
+def look_level(n: float, q: float, *, cap: int, first: int = FIRST,
+               step: int = STEP) -> float:
     """The share of q a test at n repetitions a side may use."""
     total = looks(cap, first=first, step=step)
     k = look_index(n, first=first, step=step, cap=cap)
     return alpha_spent(k / total, q) - alpha_spent((k - 1) / total, q)
 
 
-def information(n: float, *, first: int = FIRST, step: int = STEP, cap: int = DEFAULT_CAP) -> float:
+def information(n: float, *, cap: int, first: int = FIRST, step: int = STEP) -> float:
     """The information fraction of n repetitions a side (or an effective count):
     look k of K at its point, linear between points, the first look's below it."""
     points = look_points(cap, first=first, step=step)
@@ -121,8 +119,8 @@ def information(n: float, *, first: int = FIRST, step: int = STEP, cap: int = DE
     return (k + (n - lo) / (hi - lo)) / total
 
 
-def level_at(nb: int, nc: int, q: float = FDR, *, first: int = FIRST, step: int = STEP,
-             cap: int = DEFAULT_CAP) -> float:
+def level_at(nb: int, nc: int, q: float, *, cap: int, first: int = FIRST,
+             step: int = STEP) -> float:
     """The share of q a test of nb against nc repetitions may use: what its
     information adds since the previous look of the schedule (each side's
     count capped at that look's point). Equal sides on the schedule get
@@ -137,7 +135,7 @@ def level_at(nb: int, nc: int, q: float = FDR, *, first: int = FIRST, step: int 
     return max(alpha_spent(now, q) - alpha_spent(min(before, now), q), 0.0)
 
 
-def next_target(n: int, *, first: int = FIRST, step: int = STEP, cap: int = DEFAULT_CAP) -> int:
+def next_target(n: int, *, cap: int, first: int = FIRST, step: int = STEP) -> int:
     """The repetitions a side of the next look after n (the cap at most)."""
     if n < first:
         return first
@@ -145,7 +143,7 @@ def next_target(n: int, *, first: int = FIRST, step: int = STEP, cap: int = DEFA
 
 
 def futile(d: float, se: float, n_eff: float, *, worse_sign: float, delta: float,
-           cap: int, q: float = FDR, family: int = 1, chance: float | None = None) -> bool:
+           cap: int, q: float, family: int = 1, chance: float | None = None) -> bool:
     """Whether a cell measured to `n_eff` (effective repetitions a side) with the
     difference `d` (test scale, candidate - base) at standard error `se` can
     stop: on its current trend, the chances of "no change" (the cap's 95% CI

@@ -63,7 +63,7 @@ Outcomes of a cell with at least two samples a side:
   minimum effect: rerun to confirm;
 - inconclusive: "unsure, rerun", with about how many more runs a side would
   decide it at the observed noise when that is within the cap, else that the
-  cap cannot decide it at this noise (stats.wording.rerun_words).
+  cap cannot decide it at this noise (iowatch.vocabulary.wording.rerun_words).
 A side with one sample (published numbers) is judged by size only. Metrics
 whose direction is "info" are never a regression or an improvement.
 """
@@ -78,26 +78,24 @@ from scipy.special import digamma, ndtri, polygamma, stdtr, stdtrit
 from scipy.stats import mannwhitneyu
 
 from iowatch.cells import CellKey
-from iowatch.judging.defaults import DEFAULT_MIN_EFFECT, FDR
-from iowatch.judging.family import SlowerFamily, slower_family
-from iowatch.judging.outcomes import reach, worse_side
 from iowatch.metrics import DIRECTIONS, HIGHER, INFO
 from iowatch.stats.blocks import within_rounds
 from iowatch.stats import boots as boots_policy
 from iowatch.stats.boots import BootVariance, with_boot_offsets
 from iowatch.stats.detectable import minimum_detectable_effect
-from iowatch.stats.sequential import DEFAULT_CAP, effective_n, futile, level_at, look_level
-from iowatch.stats.wording import sentence
+from iowatch.stats.family import SlowerFamily, slower_family
+from iowatch.stats.sequential import effective_n, futile, level_at, look_level
+from iowatch.vocabulary.outcomes import Outcome, reach, worse_side
+from iowatch.vocabulary.wording import sentence
 
-REGRESSION, SUSPECTED, IMPROVEMENT = "regression", "suspected", "improvement"
-NO_CHANGE, INCONCLUSIVE = "no-change", "inconclusive"
-# Slower by less than X%, not confirmed (issue 41): at the cap, a cell that
-# Benjamini-Hochberg at the family's rate selects as slower (iowatch.judging.family)
-# and whose family-adjusted interval reaches beyond the minimum effect, but which
-# is not a confirmed regression. Never "no change".
-SLOWER = "slower"
-OUTCOMES = (REGRESSION, SUSPECTED, SLOWER, IMPROVEMENT, NO_CHANGE, INCONCLUSIVE)
-UNSURE = (SUSPECTED, INCONCLUSIVE)  # more runs would decide these
+# The cell's outcomes, by the vocabulary's words (iowatch.vocabulary.outcomes).
+# SLOWER is "slower by less than X%, not confirmed" (issue 41): at the cap, a
+# cell that Benjamini-Hochberg at the family's rate selects as slower
+# (iowatch.stats.family) and whose family-adjusted interval reaches beyond the
+# minimum effect, but which is not a confirmed regression. Never "no change".
+REGRESSION, SUSPECTED, SLOWER, IMPROVEMENT, NO_CHANGE, INCONCLUSIVE = (
+    o.word for o in (Outcome.REGRESSION, Outcome.SUSPECTED, Outcome.SLOWER, Outcome.IMPROVEMENT,
+                     Outcome.NO_CHANGE, Outcome.UNSURE))
 SUSPECT_P = 0.02  # one-sided, per cell: at most 2% of clean cells are suspected
 BIG_DROP = 3.0  # with fewer than FEW_RUNS a side, a drop over 3x the minimum effect is suspected
 # Below 3 a side the t-test has 2 degrees of freedom or fewer and cannot give a
@@ -139,6 +137,7 @@ class Verdict:
     needs_runs: int | None  # about this many more runs a side, when unsure and within the cap
     size_only: bool  # a side has one sample: judged by size only
     words: str
+    cap: int  # the most repetitions a side this cell may take (its study's max_runs)
     level: float | None = None  # the share of the false-discovery rate this look may use
     # The largest slowdown (in % of the base, in the metric's worse direction)
     # that the data cannot rule out at 80% confidence; <= 0 when none.
@@ -147,7 +146,6 @@ class Verdict:
     # The budget was spent before the cap: no decision was in reach by it on the
     # current trend (iowatch.stats.sequential.futile, issue 41 item 3).
     futile: bool = False
-    cap: int = DEFAULT_CAP  # the most repetitions a side this cell may take (its study's max_runs)
     # One-sided p of the worse direction with the family's variance lent (the
     # moderated t): what "suspected" reads. p_worse when the family lends nothing.
     p_worse_family: float | None = None
@@ -194,7 +192,7 @@ class Verdict:
     @property
     def within_pct(self) -> float | None:
         """X of "no change within X%" (or of "slower by less than X%"): the 95%
-        CI's reach, when it is beyond the minimum effect (iowatch.judging.reach)."""
+        CI's reach, when it is beyond the minimum effect (iowatch.vocabulary.reach)."""
         return reach(self.outcome, (self.ci_low, self.ci_high), self.direction,
                      self.min_effect_pct)
 
@@ -205,7 +203,7 @@ class CellInput:
     base: Sequence[float]
     candidate: Sequence[float]
     direction: str
-    min_effect_pct: float = DEFAULT_MIN_EFFECT
+    min_effect_pct: float  # the study's: a required argument, never a default
     cap: int | None = None  # the study's max_runs; None: compare_matrix's cap
     # The boot each value came from (any hashable label, one per value); None:
     # each value its own boot, as independent repetitions.
@@ -227,7 +225,7 @@ class CellVerdict(Verdict):
     # larger of Benjamini–Hochberg's and Holm's (the module's docstring).
     p_adjusted: float | None = None
     # When ci_low/ci_high are the family-adjusted interval (a "slower" or a "no
-    # change within X%" cell, iowatch.judging.family): the family's m cells and the
+    # change within X%" cell, iowatch.stats.family): the family's m cells and the
     # interval's level (0.99875 for 1 - 0.05/40); None: the cell's own 95% CI.
     ci_family: int | None = None
     ci_level: float | None = None
@@ -652,7 +650,7 @@ def _outcome(direction: str, s: _Cell, adj_worse: float | None, adj_better: floa
     if adj_better is not None and adj_better <= level and -s.worse >= min_effect:
         return IMPROVEMENT
     if s.hidden is not None and s.hidden < min_effect:
-        return NO_CHANGE  # iowatch.judging.family's rule may still hold it (_by_family)
+        return NO_CHANGE  # iowatch.stats.family's rule may still hold it (_by_family)
     few = min(s.base.n, s.candidate.n) < FEW_RUNS
     if (s.p_screen is not None and s.p_screen <= SUSPECT_P and s.worse >= min_effect) \
             or (few and s.worse >= BIG_DROP * min_effect):
@@ -663,7 +661,7 @@ def _outcome(direction: str, s: _Cell, adj_worse: float | None, adj_better: floa
 def _by_family(outcome: str, s: _Cell, cell: CellInput, key: int, family: SlowerFamily,
                at_cap: bool) -> tuple[str, tuple[float | None, float | None], float | None]:
     """The family's rule on a cell that is neither confirmed nor held suspected
-    (iowatch.judging.family): (outcome, the CI it is read off, 1 - that CI's
+    (iowatch.stats.family): (outcome, the CI it is read off, 1 - that CI's
     level when it is the family-adjusted one and not the 95% CI, else None).
 
     - Its 95% CI inside +- the minimum effect: plain "no change".
@@ -729,8 +727,8 @@ def _family_prior(sides, cells: Sequence[CellInput], boots) -> VariancePrior | N
     return variance_prior([v for v, _ in pooled], [df for _, df in pooled])
 
 
-def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
-                   cap: int = DEFAULT_CAP, family_size: int | None = None,
+def compare_matrix(cells: Sequence[CellInput], *, fdr: float,
+                   cap: int, family_size: int | None = None,
                    by_information: bool = True) -> list[CellVerdict]:
     """Verdicts for one family of cells: Benjamini–Hochberg at `fdr` over the
     regression tests (and, apart, the improvement tests) of the cells that have
@@ -760,7 +758,7 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float = FDR,
     adj_worse = {i: max(adj_worse[i], holm_worse[i]) for i in tested}
     adj_better = {i: max(adj_better[i], holm_better[i]) for i in tested}
     # "Slower" is a discovery: Benjamini-Hochberg at this comparison's rate over
-    # the one-sided p for slower of its deciding cells (iowatch.judging.family).
+    # the one-sided p for slower of its deciding cells (iowatch.stats.family).
     family = slower_family({i: stats[i].p_worse for i in tested}, fdr, m)
     return [_cell_verdict(i, cell, s, cap, fdr, m, family, adj_worse, adj_better, adj_screen,
                           by_information) for i, (cell, s) in enumerate(zip(cells, stats))]
@@ -845,7 +843,7 @@ def _futile(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int) -> boo
 
 
 def compare(base: Sequence[float], candidate: Sequence[float], *, direction: str,
-            min_effect_pct: float = DEFAULT_MIN_EFFECT, fdr: float = FDR, cap: int = DEFAULT_CAP,
+            min_effect_pct: float, fdr: float, cap: int,
             metric: str | None = None) -> Verdict:
     """The verdict on one cell: compare_matrix of a family of one. `metric`
     only names the thing in `words`."""

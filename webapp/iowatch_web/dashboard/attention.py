@@ -31,12 +31,12 @@ from django.utils.timezone import localtime
 from iowatch_web.dashboard import freshness
 from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label, regressions_by_state, suspected_rows
 from iowatch import figures
-from iowatch.judging import PATCH_STATES, Outcome, outcome_label
-from iowatch.judging.outcomes import UNDECIDED_OUTCOMES, UNDECIDED_STATES
+from iowatch.vocabulary import PATCH_STATES, Outcome, outcome_label
+from iowatch.vocabulary.outcomes import UNDECIDED_OUTCOMES, UNDECIDED_STATES
 from iowatch.judging.sides import NOT_MEASURED
 from iowatch.judging.worst import worst_order
 from iowatch.metrics import HIGHER, LOWER, METRICS
-from iowatch.stats.wording import rerun_words
+from iowatch.vocabulary.wording import rerun_words
 from iowatch_web.regressions.models import REASONS, STATES, StoredVerdict, StoredChangePoint, StoredComparison, Regression
 from iowatch_web.regressions.nightly import NIGHTLY
 from iowatch_web.results.models import Host, Patch, PatchSeries, Run
@@ -348,7 +348,8 @@ def lines(limit: int = 8) -> dict:
     shown = heads[:limit]
     ids = {e["comparison_id"] for e in shown} | {a["comparison_id"] for e in shown for a in e["also"]}
     context = comparisons(ids)
-    cells = cells_of([e["comparison_id"] for e in shown], ["regression", "suspected"])
+    cells = cells_of([e["comparison_id"] for e in shown], [Outcome.REGRESSION.word,
+                                                           Outcome.SUSPECTED.word])
     out = []
     for e in shown:
         c = context[e["comparison_id"]]

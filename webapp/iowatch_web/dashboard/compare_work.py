@@ -32,7 +32,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django_tasks import task
 
-from iowatch_web.dashboard import queries
+from iowatch_web.dashboard import compare_page
 from iowatch_web.regressions.models import CompareAnswer
 from iowatch_web.regressions.work import QUEUE
 
@@ -61,11 +61,11 @@ class CompareFailed(Exception):
 
 
 def answer(base_spec: str, candidate_spec: str) -> dict:
-    """The compare's answer (queries.judge_sides' dict, with how it was
+    """The compare's answer (compare_page.judge_sides' dict, with how it was
     computed), or raise Computing while it is made, CompareFailed when it
-    failed, queries.SideNotFound when a side has no runs."""
-    base_runs = queries.side_runs(base_spec, "base")
-    candidate_runs = queries.side_runs(candidate_spec, "candidate")
+    failed, compare_page.SideNotFound when a side has no runs."""
+    base_runs = compare_page.side_runs(base_spec, "base")
+    candidate_runs = compare_page.side_runs(candidate_spec, "candidate")
     ids = ",".join(str(r.pk) for r in base_runs) + "|" + ",".join(str(r.pk) for r in candidate_runs)
     key = hashlib.sha256(f"{base_spec}|{candidate_spec}|{ids}".encode()).hexdigest()
     cells = sum(r.cell_count or 0 for r in (*base_runs, *candidate_runs))
@@ -148,7 +148,7 @@ def compute(pk: int) -> str:
     row = CompareAnswer.objects.get(pk=pk)
     t0 = time.monotonic()
     try:
-        result = queries.compare(row.base_spec, row.candidate_spec)
+        result = compare_page.compare(row.base_spec, row.candidate_spec)
     except Exception as e:  # the reader is told, and asking again tries again
         why = f"{type(e).__name__}: {e}"
         CompareAnswer.objects.filter(pk=pk).update(state="failed", error=why,

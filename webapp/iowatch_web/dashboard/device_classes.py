@@ -6,7 +6,7 @@ week" is one page.
 
 It reads what the verdict worker stored (StoredComparison.column_states) and
 never judges again: the trend is the stored states in order, with their
-labels (iowatch.judging.outcomes)."""
+labels (iowatch.vocabulary.outcomes)."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from iowatch.judging.outcomes import Outcome
+from iowatch.vocabulary.outcomes import Outcome
 from iowatch_web.dashboard import freshness
 from iowatch_web.dashboard.queries import OPEN_STATES, kernel_label
 from iowatch_web.regressions.models import StoredComparison, StoredVerdict

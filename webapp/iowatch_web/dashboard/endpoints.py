@@ -48,9 +48,9 @@ def compare(request):
         return JsonResponse({"error": str(e), "candidates": e.candidates}, status=400)
     except (compare_page.SameSides, compare_page.UnknownParameter) as e:
         return _error(str(e))
-    except queries.SideNotFound as e:
+    except compare_page.SideNotFound as e:
         return _error(str(e), 404)
-    filters = {f: request.GET.get(f, "") for f in queries.COMPARE_FILTERS}
+    filters = {f: request.GET.get(f, "") for f in compare_page.COMPARE_FILTERS}
     # One page of cells (page=N, from 1); state, summary and headline are every cell's.
     answer, _ = compare_page.paged(result, filters, request.GET.get("page"))
     return JsonResponse(answer)

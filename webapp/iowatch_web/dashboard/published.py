@@ -22,10 +22,11 @@ from django.db.models import Exists, OuterRef, Q, Subquery
 from django.urls import reverse
 
 from iowatch_web.dashboard.freshness import cached
-from iowatch import figures, seeds
-from iowatch.judging import claims as claim_judge
+from iowatch import figures
+from iowatch.claims import seeds
+from iowatch.judging import claims as claim_judge, compare_sides, deciding
 from iowatch.side_data import Side
-from iowatch.judging import DEFAULT_MIN_EFFECT, compare_sides, deciding
+from iowatch.vocabulary import DEFAULT_MIN_EFFECT
 from iowatch.judging.sides import SideQuery
 from iowatch.metrics import METRICS
 from iowatch_web.results.models import Cell, Host, Kernel, Run, Sample, Study

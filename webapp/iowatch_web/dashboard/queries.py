@@ -2,10 +2,9 @@
 
 Every function pages and filters in the database and returns plain values
 (values()/values_list() rows or small dicts), so a page and its JSON endpoint
-read the same thing. Verdicts are read as stored by the regressions app; only
-compare() judges two sides (two arbitrary kernels have no stored comparison),
-with the same code the CLI's `iowatch compare` uses; the pages keep its answer
-and compute it once, off the request when it is large (compare_work.py).
+read the same thing. Verdicts are read as stored by the regressions app; the
+compare page alone judges two sides (two arbitrary kernels have no stored
+comparison), in compare_page.py.
 """
 from __future__ import annotations
 
@@ -15,18 +14,11 @@ from collections import defaultdict
 from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from iowatch_web.dashboard import comparing
-from iowatch.judging import (Outcome, boots_words, ci_name, compare_sides, noisy_matrix_words,
-                             platform_words, verdict_label)
-from iowatch.judging.outcomes import UNDECIDED_OUTCOMES
-from iowatch.judging.sides import SideNotFound, SideQuery  # noqa: F401 (views catch it here)
 from iowatch.metrics import METRICS
-from iowatch.report import render_text
 from iowatch.stats import confounders as find_confounders
-from iowatch.stats.wording import rerun_words
+from iowatch.vocabulary import UNDECIDED_OUTCOMES, Outcome, rerun_words
 from iowatch_web.regressions.models import STATES, StoredVerdict, StoredChangePoint, Regression
-from iowatch_web.store.sides import (boot_history, judging_studies, manifest, one_host,
-                                     runs_side, stored_runs)
+from iowatch_web.store.sides import judging_studies, manifest
 from iowatch_web.results.models import Cell, Host, Kernel, Patch, PatchSeries, Run
 from iowatch_web.store.values import sample_values
 
@@ -134,84 +126,6 @@ def overview() -> dict:
     return {"runs": latest_runs(), "regressions_by_state": regressions_by_state(),
             "open_regressions": regression_rows(OPEN_STATES, limit=20),
             "suspected": suspected_rows(), "hosts": hosts_with_last_run()}
-
-
-# --- compare A vs B -------------------------------------------------------------------
-
-def side_runs(spec: str, role: str) -> list[Run]:
-    """The runs of one side: kernel:ID (the links of the series and regression
-    pages), or what `iowatch compare` takes, by the rule every side follows."""
-    query = SideQuery(spec, role)
-    runs = stored_runs(query)
-    if not runs:
-        raise query.not_found("the store")
-    return runs
-
-
-def compare(base_spec: str, candidate_spec: str) -> dict:
-    """Judge two sides from their stored samples, now (the pages ask
-    compare_work.answer, which keeps the answer and computes it once)."""
-    return judge_sides(base_spec, side_runs(base_spec, "base"),
-                       candidate_spec, side_runs(candidate_spec, "candidate"))
-
-
-def judge_sides(base_spec: str, base_runs: list[Run], candidate_spec: str,
-                candidate_runs: list[Run]) -> dict:
-    """What the compare page and its JSON show of two sides' runs."""
-    base = runs_side(base_spec, base_runs)
-    candidate = runs_side(candidate_spec, candidate_runs)
-    # The deciding cells as every other path judges them (iowatch.judging);
-    # the other metrics beside them as diagnostics, never a verdict.
-    result = compare_sides(base, candidate, studies=studies(),
-                           history=boot_history(one_host([*base_runs, *candidate_runs])))
-    kernels = {r.kernel_id for r in base_runs} | {r.kernel_id for r in candidate_runs}
-    cells = comparing.worst_first([_cell_row(v, deciding=True) for v in result.verdicts])
-    diagnostics = comparing.worst_first([_cell_row(v, deciding=False) for v in result.diagnostics])
-    return {"base": {"spec": base_spec, "title": base.title,
-                     "runs": [str(r.run_id) for r in base_runs]},
-            "candidate": {"spec": candidate_spec, "title": candidate.title,
-                          "runs": [str(r.run_id) for r in candidate_runs]},
-            "cells": cells, "diagnostics": diagnostics, "state": result.state,
-            "summary": comparing.summary(cells, result.failed),
-            "failed": [vars(f) for f in result.failed], "report": render_text(result),
-            "platform": {"drifted": bool(result.platform), "words": platform_words(result)},
-            "noisy": noisy_matrix_words(result.verdicts),
-            # One kernel on both sides (an A/A of its runs): the headline says so.
-            "same_kernel": str(base_runs[0].kernel) if len(kernels) == 1 else None,
-            "boots": boots_words(result.boots_a_side, result.recorded_boots),
-            "confounders": [{"name": c.name, "base": str(c.base), "candidate": str(c.candidate),
-                             "why": c.why} for c in result.confounders]}
-
-
-def _cell_row(v, *, deciding: bool) -> dict:
-    k = v.key
-    return {
-        "study": k.study, "device_class": k.device_class, "device": k.device,
-        "filesystem": k.filesystem, "group": k.group, "metric": k.metric,
-        "unit": METRICS[k.metric].unit, "direction": METRICS[k.metric].direction,
-        "deciding": deciding,
-        "base": {"n": v.base.n, "mean": v.base.mean, "median": v.base.median, "sd": v.base.sd},
-        "candidate": {"n": v.candidate.n, "mean": v.candidate.mean,
-                      "median": v.candidate.median, "sd": v.candidate.sd},
-        "change_pct": v.change_pct, "ci_low": v.ci_low, "ci_high": v.ci_high,
-        # The interval is the family-adjusted one of a "slower" or "no change within X%"
-        # cell (issue 41): marked as such beside it.
-        "ci_name": ci_name(v) if v.ci_family else None,
-        "p_value": v.p_value, "p_adjusted": v.p_adjusted, "p_worse_family": v.p_worse_family,
-        "mde_pct": v.mde_pct if deciding else None, "bound_pct": v.bound_pct if deciding else None,
-        "outcome": v.outcome if deciding else "diagnostic", "needs_runs": v.needs_runs,
-        "rerun": rerun_words(v.needs_runs, v.cap, (v.ci_low, v.ci_high))
-        if deciding and v.outcome in UNDECIDED_OUTCOMES and not v.budget_spent else None,
-        "label": verdict_label(v) if deciding else Outcome.DIAGNOSTIC.label,
-        "size_only": v.size_only, "words": v.words,
-        "shown": comparing.shown(v.base, v.candidate, METRICS[k.metric].unit)}
-
-
-COMPARE_FILTERS = ("study", "device_class", "filesystem", "metric")
-
-
-def filter_cells(cells: list[dict], filters: dict) -> list[dict]:
-    return [c for c in cells if all(not filters.get(f) or c[f] == filters[f] for f in COMPARE_FILTERS)]
 
 
 # --- history of a series key -------------------------------------------------------------

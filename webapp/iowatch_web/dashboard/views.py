@@ -12,7 +12,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
 from iowatch_web.dashboard import (
-    attention, compare_page, compare_work, comparing, device_classes as rollup, lab_hosts, published, queries,
+    attention, compare_page, compare_work, device_classes as rollup, lab_hosts, published, queries,
     run_numbers, series_checks, series_keys,
 )
 from iowatch_web.hosts import beats, giveback, lava_boards
@@ -82,7 +82,7 @@ def series_check(request, series_id: int):
 
 def compare(request):
     base, candidate = request.GET.get("base", "").strip(), request.GET.get("candidate", "").strip()
-    filters = {f: request.GET.get(f, "") for f in queries.COMPARE_FILTERS}
+    filters = {f: request.GET.get(f, "") for f in compare_page.COMPARE_FILTERS}
     context = {"base": base, "candidate": candidate, "filters": filters, "error": None,
                "kernels": compare_page.kernel_choices()["kernels"]}
     status = 200
@@ -106,7 +106,7 @@ def compare(request):
         except (compare_page.SameSides, compare_page.UnknownParameter) as e:
             context["error"] = str(e)
             status = 400
-        except queries.SideNotFound as e:
+        except compare_page.SideNotFound as e:
             context["error"] = str(e)
             status = 404  # the form again, with what was not found
         else:
@@ -115,12 +115,12 @@ def compare(request):
             query = urlencode({"base": base, "candidate": candidate,
                                **{k: v for k, v in filters.items() if v}})
             context.update(
-                result=shown, cells=shown["cells"], charts=comparing.charts(shown["cells"]),
+                result=shown, cells=shown["cells"], charts=compare_page.charts(shown["cells"]),
                 page=page, query=query,
                 # The summary's rows: the deciding cells that moved, worst first.
                 deciding=[c for c in cells if c["outcome"] != "no-change"][:8],
                 headline=compare_page.headline(result),
-                choices={f: sorted({c[f] for c in cells}) for f in queries.COMPARE_FILTERS},
+                choices={f: sorted({c[f] for c in cells}) for f in compare_page.COMPARE_FILTERS},
                 # The charts draw the page's cells.
                 data_url=reverse("dashboard:api-compare") + f"?{query}&page={page.number}")
     return render(request, "dashboard/compare.html", context, status=status)

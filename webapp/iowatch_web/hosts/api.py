@@ -17,7 +17,7 @@ from iowatch.heartbeat import JOB_KINDS, PHASES
 from iowatch_web.hosts import beats, grants
 from iowatch_web.hosts.models import HostState
 from iowatch_web.site.api import AgentInput, AgentToken, Error, found
-from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_RULE, STORE_MAX, JsonInt, is_host_name
+from iowatch_web.site.bounds import HOST_NAME, HOST_NAME_RULE, STORE_MAX, JsonInt, is_host_name
 
 router = Router(tags=["hosts"])
 

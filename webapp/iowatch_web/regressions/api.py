@@ -26,10 +26,9 @@ from iowatch_web.regressions import confirm, detail, nightly
 from iowatch_web.regressions.bisect_api import BisectOut, latest
 from iowatch_web.regressions.models import (KINDS, STATES, StoredVerdict, StoredChangePoint, StoredComparison,
                                             Regression, TriageEvent)
-from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused
-from iowatch_web.results.bounds import MAX_PAGE, Offset, PageLimit, StoreId, one_of
+from iowatch_web.regressions.triage import MAX_NOTE, TriageRefused, triage as apply_triage
+from iowatch_web.site.bounds import MAX_PAGE, Offset, PageLimit, StoreId, one_of
 from iowatch_web.site.api import Error, error_response, found, page_problem
-from iowatch_web.regressions.triage import triage as apply_triage
 
 router = Router(tags=["regressions"])
 

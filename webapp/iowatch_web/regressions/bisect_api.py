@@ -22,8 +22,8 @@ from pydantic import StrictBool, StrictFloat, field_validator
 
 from iowatch_web.hosts import giveback, grants
 from iowatch_web.regressions import cancel, nightly, triage
-from iowatch_web.results.bounds import (HOST_NAME, HOST_NAME_OR_EMPTY, MAX_PAGE, JsonInt, Offset,
-                                        PageLimit, StoreId, not_one_of, one_of)
+from iowatch_web.site.bounds import (HOST_NAME, HOST_NAME_OR_EMPTY, MAX_PAGE, JsonInt, Offset,
+                                     PageLimit, StoreId, not_one_of, one_of)
 from iowatch_web.site.api import AgentInput, AgentToken, Error, Page, error_response, found, one_page
 from iowatch_web.regressions.models import BISECT_OPEN, BISECT_STATES, BisectJob
 from iowatch_web.results.models import DEVICE_CLASSES

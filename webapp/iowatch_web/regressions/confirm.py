@@ -22,9 +22,9 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from iowatch.judging import FDR, compare_sides
-from iowatch.judging.outcomes import UNDECIDED_OUTCOMES
-from iowatch.stats.sequential import DEFAULT_CAP
+from iowatch.vocabulary import DEFAULT_CAP, FDR
+from iowatch.judging import compare_sides
+from iowatch.vocabulary.outcomes import UNDECIDED_OUTCOMES
 from iowatch_web.regressions.models import CONFIRM_OPEN, ConfirmJob, Regression, StoredVerdict
 from iowatch_web.results.models import Device, Run
 from iowatch_web.store.sides import boot_history, judging_studies, one_host, runs_side
@@ -129,24 +129,6 @@ def added_runs_refused(job: ConfirmJob, good: list[str], bad: list[str]) -> str 
                     return (f"{side} run {run.run_id}: its {what} is {said}, comparison #{c.pk}'s "
                             f"{side} side is {asked}: the run cannot pool with it")
     return None
-
-
-def rejudge(job: ConfirmJob) -> None:
-    """An add-runs job handed back: its runs are ordinary runs of the comparison's
-    kernels (the verdict worker pools them as they arrive); the comparison is
-    judged again here at once, so the job says what its cell is with them."""
-    from iowatch_web.regressions.verdicts import Pairing, compare_kernels
-    c = job.comparison
-    last = Run.objects.filter(run_id__in=job.bad_runs).order_by("-received_at", "-id").first()
-    again = compare_kernels(Pairing(c.reason, c.base_kernel, c.candidate_kernel), last)
-    wanted = {(x["study"], x["device_class"], x["filesystem"], x["group"], x["metric"]) for x in job.cells}
-    job.verdicts = [
-        {"study": v.study.slug, "device_class": v.device_class, "filesystem": v.filesystem,
-         "group": v.group, "metric": v.metric_id, "outcome": v.outcome, "change_pct": v.change_pct,
-         "ci_low": v.ci_low, "ci_high": v.ci_high, "base_n": v.base_n, "candidate_n": v.candidate_n,
-         "needs_runs": v.needs_runs}
-        for v in again.cells.select_related("study")
-        if (v.study.slug, v.device_class, v.filesystem, v.group, v.metric_id) in wanted]
 
 
 def claim(agent, host: str, holds_none: bool = False) -> ConfirmJob | None:

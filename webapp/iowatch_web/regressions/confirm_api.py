@@ -13,12 +13,12 @@ from django.utils import timezone
 from ninja import Field, Router, Schema
 
 from iowatch_web.hosts import giveback, grants
-from iowatch_web.regressions import cancel, confirm
+from iowatch_web.regressions import cancel, confirm, verdicts
 from iowatch_web.regressions.bisect_api import MAX_RUNS, ClaimIn
 from iowatch_web.regressions.api import Triager
 from iowatch_web.regressions.models import CONFIRM_STATES, ConfirmJob, StoredVerdict
-from iowatch_web.results.bounds import (HOST_NAME_OR_EMPTY, MAX_PAGE, Offset, PageLimit, StoreId,
-                                        not_one_of, one_of)
+from iowatch_web.site.bounds import (HOST_NAME_OR_EMPTY, MAX_PAGE, Offset, PageLimit, StoreId,
+                                     not_one_of, one_of)
 from iowatch_web.results.models import Run
 from iowatch_web.site.api import AgentInput, AgentToken, Error, Page, error_response, found, one_page
 
@@ -186,7 +186,7 @@ def post_result(request, job_id: StoreId, body: ConfirmResultIn):
             if job.purpose == "confirm":
                 confirm.judge(job)
             else:  # added runs are in their kernels' sides: the comparison is judged again
-                confirm.rejudge(job)
+                verdicts.rejudge(job)
         else:
             job.state, job.error = "failed", body.error
         job.finished_at = timezone.now()

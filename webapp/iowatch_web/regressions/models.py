@@ -19,10 +19,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from iowatch.judging.defaults import DEFAULT_MIN_EFFECT, FDR
-from iowatch.judging.outcomes import PATCH_STATES, Outcome
+from iowatch.vocabulary.defaults import DEFAULT_MIN_EFFECT, FDR
+from iowatch.vocabulary.outcomes import PATCH_STATES, STORED_OUTCOMES, Outcome
 from iowatch.metrics import DIRECTIONS
-from iowatch.stats.verdict import OUTCOMES
 from iowatch_web.results.models import (DEVICE_CLASSES, Agent, Device, Host, Kernel, Metric, Run,
                                         Study, at_least, one_of)
 
@@ -155,7 +154,7 @@ class StoredVerdict(models.Model):
                   "confirm with 80% power at its look's level, (z(1-a/m) + z(0.8)) x SE "
                   "(iowatch.stats.detectable)")
     cliffs_delta = models.FloatField(null=True, blank=True)
-    outcome = models.CharField(max_length=12, choices=[(o, o) for o in OUTCOMES])
+    outcome = models.CharField(max_length=12, choices=[(o, o) for o in STORED_OUTCOMES])
     needs_runs = models.PositiveIntegerField(null=True, blank=True,
                                              help_text="about how many more runs per side, "
                                                        "only when within the cap")
@@ -177,7 +176,7 @@ class StoredVerdict(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["comparison", "cell_key", "group", "metric"],
                                     name="cellverdict_unique_in_comparison"),
-            one_of("outcome", OUTCOMES, "cellverdict_outcome_known"),
+            one_of("outcome", STORED_OUTCOMES, "cellverdict_outcome_known"),
             one_of("direction", DIRECTIONS, "cellverdict_direction_known"),
             at_least("base_n", 1, "cellverdict_base_sampled"),
             at_least("candidate_n", 1, "cellverdict_candidate_sampled"),

@@ -19,6 +19,7 @@ from __future__ import annotations
 from django.db.models import Q
 
 from iowatch.judging.worst import severity, worst_order
+from iowatch_web.regressions import confirm
 from iowatch_web.regressions.models import BISECT_OPEN, BisectJob, StoredComparison, Regression
 from iowatch_web.results.models import Kernel, Patch, Run
 
@@ -40,7 +41,6 @@ def kind_of(comparison: StoredComparison) -> str:
 def opened(regression: Regression) -> None:
     """A regression was just created (inside the verdict work's transaction):
     its kind, and for a nightly one the bisect job that starts by itself."""
-    from iowatch_web.regressions import confirm
     regression.kind = kind_of(regression.comparison)
     regression.save(update_fields=["kind"])
     if regression.kind == "nightly":

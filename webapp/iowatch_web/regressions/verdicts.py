@@ -25,12 +25,15 @@ from django.db import transaction
 from django.db.models import Min, Q
 
 from iowatch.cells import CellKey
-from iowatch.judging import (FDR, compare_sides, confirm_change_points, deciding_metrics, history_of,
+from iowatch.vocabulary import FDR
+from iowatch.judging import (compare_sides, confirm_change_points, deciding_metrics, history_of,
                              platform_words)
 from iowatch.judging.changepoints import opening_steps
 from iowatch.judging.sides import SideQuery
 from iowatch_web.regressions import grouping, nightly
-from iowatch_web.regressions.models import StoredVerdict, StoredChangePoint, StoredComparison, Regression
+from iowatch_web.regressions.models import (ConfirmJob, Regression, StoredChangePoint,
+                                            StoredComparison,
+                                            StoredVerdict)
 from iowatch_web.results.models import Cell, Kernel, Run
 from iowatch_web.store.sides import (boot_history, judged_runs, judging_studies, runs_side,
                                      stored_runs)
@@ -338,3 +341,21 @@ def _change_point_comparison(run: Run, before: int, after: int, history) -> Stor
     comparison.base_runs.set(history.filter(kernel_id=before))
     comparison.candidate_runs.set(history.filter(kernel_id=after))
     return comparison
+
+
+def rejudge(job: ConfirmJob) -> None:
+    """An add-runs job handed back: its runs are ordinary runs of the comparison's
+    kernels (the verdict worker pools them as they arrive); the comparison is
+    judged again here at once, so the job says what its cell is with them."""
+    c = job.comparison
+    last = Run.objects.filter(run_id__in=job.bad_runs).order_by("-received_at", "-id").first()
+    again = compare_kernels(Pairing(c.reason, c.base_kernel, c.candidate_kernel), last)
+    wanted = {(x["study"], x["device_class"], x["filesystem"], x["group"],
+               x["metric"]) for x in job.cells}
+    job.verdicts = [
+        {"study": v.study.slug, "device_class": v.device_class, "filesystem": v.filesystem,
+         "group": v.group, "metric": v.metric_id, "outcome": v.outcome, "change_pct": v.change_pct,
+         "ci_low": v.ci_low, "ci_high": v.ci_high, "base_n": v.base_n, "candidate_n": v.candidate_n,
+         "needs_runs": v.needs_runs}
+        for v in again.cells.select_related("study")
+        if (v.study.slug, v.device_class, v.filesystem, v.group, v.metric_id) in wanted]

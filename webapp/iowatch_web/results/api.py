@@ -23,10 +23,10 @@ from django.utils import timezone
 from ninja import Query, Router, Schema
 
 from iowatch import bundle
-from iowatch.judging.outcomes import UNDECIDED_OUTCOMES
+from iowatch.vocabulary.outcomes import UNDECIDED_OUTCOMES
 from iowatch_web.results import ingest
-from iowatch_web.results.bounds import (MAX_PAGE, MAX_SAMPLES_FILTERED, MAX_SAMPLES_UNFILTERED,
-                                        Offset, PageLimit, SampleLimit, StoreId, ValueLimit)
+from iowatch_web.site.bounds import (MAX_PAGE, MAX_SAMPLES_FILTERED, MAX_SAMPLES_UNFILTERED,
+                                     Offset, PageLimit, SampleLimit, StoreId, ValueLimit)
 from iowatch_web.results.models import Artifact, Cell, Metric, Run, Sample
 from iowatch_web.site.api import AgentToken, Error, Page, error_response, found, one_page
 # The one API object is site/api.py's; read here too by the tests that describe it.

@@ -20,11 +20,9 @@ from django.db import IntegrityError, connection, transaction
 from django.utils.dateparse import parse_datetime
 
 from iowatch.bundle import BundleError, artifact_bytes, upgrade
-from iowatch_web.results.apps import sync_metrics
-from iowatch_web.results.models import (
-    Agent, Artifact, Cell, Device, Host, JobFailure, Kernel, Metric, Patch, PatchSeries,
-    Repetition, Run, Sample, Study,
-)
+from iowatch_web.results.models import (Agent, Artifact, Cell, Device, Host, JobFailure, Kernel,
+                                        Metric, Patch, PatchSeries, Repetition, Run, Sample, Study,
+                                        sync_metrics)
 from iowatch_web.results.signals import run_stored
 
 # Rows per INSERT when COPY is not available (SQLite); Django splits further

@@ -17,7 +17,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 
 from iowatch import metrics as metric_table
-from iowatch_web.results.bounds import HOST_NAME, HOST_NAME_RULE
+from iowatch_web.site.bounds import HOST_NAME, HOST_NAME_RULE
 
 
 def _choices(values) -> list[tuple[str, str]]:
@@ -44,7 +44,7 @@ REPETITION_STATUSES = ("passed", "failed")
 
 
 class Metric(models.Model):
-    """A row of iowatch.metrics.METRICS, kept in step by a post_migrate handler."""
+    """A row of iowatch.metrics.METRICS, kept in step by sync_metrics (after each migrate)."""
     name = models.CharField(primary_key=True, max_length=100)
     unit = models.CharField(max_length=20)
     direction = models.CharField(max_length=6, choices=_choices(metric_table.DIRECTIONS))
@@ -57,6 +57,27 @@ class Metric(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+def sync_metrics(using: str = "default", **kwargs) -> int:
+    """Make the Metric table match iowatch.metrics.METRICS: add new metrics and
+    update changed ones (rows are never deleted: old samples point at them).
+    Returns how many rows changed."""
+    stored = {m.name: m for m in Metric.objects.using(using).all()}
+    fields = ("unit", "direction", "description", "nonnegative")
+    new, changed = [], []
+    for m in metric_table.METRICS.values():
+        row = stored.get(m.name)
+        if row is None:
+            new.append(Metric(name=m.name, **{f: getattr(m, f) for f in fields}))
+        elif any(getattr(row, f) != getattr(m, f) for f in fields):
+            for f in fields:
+                setattr(row, f, getattr(m, f))
+            changed.append(row)
+    # ignore_conflicts: two processes migrating at once both try to add the rows.
+    Metric.objects.using(using).bulk_create(new, ignore_conflicts=True)
+    Metric.objects.using(using).bulk_update(changed, fields)
+    return len(new) + len(changed)
 
 
 class Host(models.Model):

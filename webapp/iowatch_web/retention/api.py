@@ -9,7 +9,7 @@ import uuid
 from django.http import JsonResponse
 from ninja import Router, Schema
 
-from iowatch_web.results.bounds import MAX_SAMPLES_FILTERED, VALUES_PAGE, Offset, ValueLimit
+from iowatch_web.site.bounds import MAX_SAMPLES_FILTERED, VALUES_PAGE, Offset, ValueLimit
 from iowatch_web.results.models import Cell, Run
 from iowatch_web.site.api import Error, Page, found, page_problem
 from iowatch_web.store.values import values_page

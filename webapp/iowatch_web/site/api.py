@@ -2,8 +2,10 @@
 token, its answers for what goes wrong, and its paging. The apps add their
 operations as routers (results: ingest and reads; regressions: regressions,
 bisects, confirmations; hosts: heartbeats) from their AppConfig.ready, and
-site/urls.py mounts the API. This module imports no app's API, and no app's
-API imports another's (tests/webapp/test_api_seams.py).
+site/urls.py mounts the API. This module imports no app (it looks the agent
+model up by the app registry), and no app's API imports another's
+(tests/webapp/test_api_seams.py; tests/test_import_layers.py holds the site
+below the apps).
 
 Every malformed input is a 4xx naming the field ({"error", "where"}) and
 stores nothing: a parameter that does not parse is a 400 here, not ninja's
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 
 import pydantic_core
+from django.apps import apps
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse, UnreadablePostError
@@ -25,8 +28,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
-from iowatch_web.results.bounds import MAX_OFFSET, NO_NUL, STORE_MAX, STORE_MIN
-from iowatch_web.results.models import Agent
+from iowatch_web.site.bounds import MAX_OFFSET, NO_NUL, STORE_MAX, STORE_MIN
 from iowatch_web.site.api_docs import ReferenceDocs
 from iowatch_web.site.middleware import client_went_away, out_of_range, store_unavailable
 
@@ -64,10 +66,6 @@ class IowatchAPI(NinjaAPI):
                     "description": "seconds to wait before trying again",
                     "schema": {"type": "integer"}}}
         return schema
-
-
-# A string the middleware takes in a query: no NUL character.
-NO_NUL = "^[^\\x00]*$"
 
 
 def _integers(schema: dict) -> list[dict]:
@@ -127,7 +125,10 @@ def agent_token_digest(token: str) -> str:
 class AgentToken(HttpBearer):
     """Authorization: Bearer <token> of an active agent (manage.py create_agent)."""
 
-    def authenticate(self, request: HttpRequest, token: str) -> Agent:
+    def authenticate(self, request: HttpRequest, token: str):
+        """The agent's row (results.Agent), looked up by the app registry: the
+        site holds the API and imports no app (each app imports the site)."""
+        Agent = apps.get_model("results", "Agent")
         agent = Agent.objects.filter(token_sha256=agent_token_digest(token), active=True).first()
         if agent is None:
             raise AgentTokenRefused()

@@ -1,7 +1,7 @@
 """manage.py grant_hosts NAME HOST... [--revoke]: the hosts an agent may act for."""
 from django.core.management.base import BaseCommand, CommandError
 
-from iowatch_web.results.bounds import HOST_NAME_RULE, is_host_name
+from iowatch_web.site.bounds import HOST_NAME_RULE, is_host_name
 from iowatch_web.results.models import Agent, AgentHost
 
 

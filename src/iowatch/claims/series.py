@@ -4,7 +4,7 @@ A patch mail that says what it does to performance ("5125 KB/s before and
 10424 KB/s after", a before/after table, pasted fio output) makes a claim a
 check can test: the patch's variant against its parent is the mail's "after"
 against its "before". Per patch this module extracts the claims
-(iowatch.claims), finds the study they are about (the study their workload
+(iowatch.claims.mail), finds the study they are about (the study their workload
 and metrics match, else the one study of the check's matrix that measures
 what they claim), pairs each metric's before and after, and judges each pair
 with the claim judge of `iowatch reproduce` (iowatch.judging.claims.judge_claim) on
@@ -16,7 +16,7 @@ A study the claims match that the check's matrix does not run is added to it
 
 A mail whose workload no study has (a pasted fio job file, a fio or
 fs_mark command line with its options) gets a study made from it
-(iowatch.mailstudy), written into the check's output directory, so the
+(iowatch.claims.mail_study), written into the check's output directory, so the
 check runs what the mail ran and judges the mail's claims on it.
 
 A cover letter's claims (a series read from an mbox or Message-ID, or a
@@ -32,13 +32,13 @@ from pathlib import Path
 
 import yaml
 
-from iowatch import claims as mail
-from iowatch import mailstudy
+from iowatch.claims import mail
+from iowatch.claims import mail_study
 from iowatch.judging import Comparison
 from iowatch.kernel.series import Patch
 from iowatch.metrics import METRICS
 from iowatch.judging.claims import OUTCOMES, Claim, Judged, judge_claim
-from iowatch.seeds import claims_table
+from iowatch.claims.seeds import claims_table
 from iowatch.studies import PublishedResult, PublishedSet, Study, load_study
 
 # A mail's words for the two sides, as kernel developers write them.
@@ -72,7 +72,7 @@ def from_series(series, studies: dict[str, Study], matrix_studies: list[str],
                 made_dir: Path | None = None) -> list[PatchClaims]:
     """The claims of each patch mail that makes any, with their study and pairs.
     With `made_dir`, a mail whose workload no study has gets a study made from
-    it there (iowatch.mailstudy), added to `studies`."""
+    it there (iowatch.claims.mail_study), added to `studies`."""
     out = []
     mails = list(series.patches)
     if series.cover and series.patches:
@@ -102,13 +102,13 @@ def _made(pc: PatchClaims, patch, studies: dict[str, Study], made_dir: Path) -> 
     """A study from the mail's own workload, written and loaded like any study
     file; why not, beside the other reason, when it cannot be made."""
     try:
-        doc = mailstudy.study_from_mail(pc.found, patch.subject, patch.message_id, patch.text)
-    except mailstudy.NoStudy as e:
+        doc = mail_study.study_from_mail(pc.found, patch.subject, patch.message_id, patch.text)
+    except mail_study.NoStudy as e:
         pc.why_study += f"; no study made from the mail: {e}"
         return
     made_dir.mkdir(parents=True, exist_ok=True)
     path = made_dir / f"{doc['study']}.yml"
-    path.write_text("# Made by iowatch check from a patch mail's workload (iowatch.mailstudy).\n"
+    path.write_text("# Made by iowatch check from a patch mail's workload (iowatch.claims.mail_study).\n"
                     + yaml.safe_dump(doc, sort_keys=False))
     study = load_study(path)
     studies[study.slug] = study

@@ -19,8 +19,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from iowatch import bundle, figures
-from iowatch import ratio as fs_ratio
+from iowatch import bundle, figures, ratio as fs_ratio
 from iowatch.side_data import Side
 from iowatch.judging import Comparison, compare_sides
 from iowatch.judging.claims import (IN_SIZE, OUTCOMES, REPRODUCED, SIZE_FACTOR, SIZES, Judged,
@@ -235,7 +234,7 @@ class CheckedVariant:
     index: int
     status: str  # passed, failed, build-failed, boot-failed, apply-failed
     bundles: list[Path]  # the first run, then the rounds that added repetitions
-    state: str | None = None  # its comparison with its parent (judging.PATCH_STATES)
+    state: str | None = None  # its comparison with its parent (iowatch.vocabulary.PATCH_STATES)
 
     @property
     def measured(self) -> bool:

@@ -1,12 +1,14 @@
-"""The outcomes' vocabulary: every word, rank, colour and export status of a verdict, once.
+"""The outcomes' vocabulary: every word, rank, gate and export status of a verdict, once.
 
 A cell's verdict has an outcome (iowatch.stats.verdict: regression, suspected,
 inconclusive, improvement, no-change; a diagnostic cell is shown, never
 judged), and a comparison has a state (Comparison.state: the same words, with
 "unsure" for inconclusive, and "failed" when a cell gave no result on a side).
-Pages, reports, the e-mail and the KCIDB export read the words from here, so
-the text report, the dashboard's chips and the export cannot disagree about
-what an outcome is called or how bad it is.
+The statistics (iowatch.stats), the policy (iowatch.judging), pages, reports,
+the e-mail, the exit statuses and the KCIDB export read the words from here, so
+the text report, the dashboard's chips, a gate and the export cannot disagree
+about what an outcome is called or how bad it is. Plain data, below everything
+that reads it (it imports only iowatch.figures).
 
 Outcome("inconclusive") and Outcome("unsure") are the same member: the cell's
 word and the state's word of one outcome.
@@ -15,61 +17,76 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
-from enum import Enum
+from enum import Enum, IntEnum
 import math
 
 from iowatch import figures
+
+
+class Gate(IntEnum):
+    """A CI gate's exit status of a command that judges (iowatch.exit_status
+    says it to the commands): what a comparison's state makes of it."""
+    CLEAN = 0       # every deciding cell decided, none a regression
+    REGRESSION = 1  # a deciding cell is confirmed slower
+    ERROR = 2       # bad arguments, or nothing could be measured or judged
+    UNDECIDED = 3   # no regression, but a deciding cell is still unsure, suspected, or slower
+    #                 by less than X% and not confirmed (issue 41: neither a regression nor a pass)
 
 
 @dataclass(frozen=True)
 class _Words:
     word: str                # the cell's outcome as stored and exported (CellVerdict.outcome)
     state: str | None        # the comparison's state it makes (Comparison.state); None: never one
-    label: str               # a cell's label on a page and in a report
+    # A cell's label on a page and in a report. A chip's CSS class is the word or
+    # the state itself (webapp/iowatch_web/dashboard/static/dashboard/dashboard.css).
+    label: str
     short: str               # a state's chip, one count of it
     plural: str              # several counts of it
-    colour: str              # its chip's CSS class in dashboard/static/dashboard/dashboard.css (the word)
     kcidb: str | None        # the KCIDB test status of a cell with this outcome
     verdict: str | None      # `iowatch compare`'s verdict line for the state
     headline: str | None     # `iowatch check`'s line for a patch in the state ({where}: the runs)
     size_only: str | None = None  # the compare page's words when one sample a side is all there is
+    # What a gate reads of a comparison in the state (the failed cells' own exit is
+    # the command's: a state of "failed" alone is no regression and not undecided).
+    gate: Gate = Gate.CLEAN
+    undecided: bool = False  # more repetitions would decide it (the undecided group)
 
 
 class Outcome(Enum):
     """The outcomes, worst first: a member's rank is its place here."""
     REGRESSION = _Words(
-        "regression", "regression", "regression", "regression", "regressions", "regression",
+        "regression", "regression", "regression", "regression", "regressions",
         "FAIL", "REGRESSION: a deciding cell is confirmed slower", "REGRESSION",
-        "a deciding cell is {change} slower")
+        "a deciding cell is {change} slower", gate=Gate.REGRESSION)
     FAILED = _Words(
-        "failed", "failed", "failed", "failed", "failed", "failed", None,
+        "failed", "failed", "failed", "failed", "failed", None,
         "FAILED: a cell gave no performance result on a side",
         "FAILED CELLS (no performance result on a side)")
     SUSPECTED = _Words(
-        "suspected", "suspected", "suspected regression", "suspected", "suspected", "suspected",
+        "suspected", "suspected", "suspected regression", "suspected", "suspected",
         "ERROR", "SUSPECTED REGRESSION: a deciding cell looks slower but is not confirmed; rerun",
-        "SUSPECTED REGRESSION (not confirmed {where}; rerun)")
+        "SUSPECTED REGRESSION (not confirmed {where}; rerun)", gate=Gate.UNDECIDED, undecided=True)
     UNSURE = _Words(
-        "inconclusive", "unsure", "unsure, rerun", "unsure", "unsure", "inconclusive", "ERROR",
+        "inconclusive", "unsure", "unsure, rerun", "unsure", "unsure", "ERROR",
         "UNSURE: a deciding cell is undecided; rerun with more repetitions",
-        "UNSURE (a deciding cell is undecided {where}; rerun)")
+        "UNSURE (a deciding cell is undecided {where}; rerun)", gate=Gate.UNDECIDED, undecided=True)
     SLOWER = _Words(
         "slower", "slower", "slower, not confirmed", "slower, not confirmed",
-        "slower, not confirmed", "slower", "ERROR",
+        "slower, not confirmed", "ERROR",
         "SLOWER, NOT CONFIRMED: a deciding cell's 95% CI lies wholly on the slower side, "
         "but the slowdown is not confirmed beyond the minimum effect within the cap",
         "SLOWER, NOT CONFIRMED (a deciding cell's CI is below zero {where}; not a regression, "
-        "not \"no change\")")
+        "not \"no change\")", gate=Gate.UNDECIDED)
     IMPROVEMENT = _Words(
-        "improvement", "improvement", "improvement", "improvement", "improvements", "improvement",
+        "improvement", "improvement", "improvement", "improvement", "improvements",
         "PASS", "improvement, and no deciding cell slower", "improvement",
         "a deciding cell is {change} faster")
     NO_CHANGE = _Words(
-        "no-change", "no-change", "no change", "no change", "no change", "no-change", "PASS",
+        "no-change", "no-change", "no change", "no change", "no change", "PASS",
         "no change: every deciding cell rules out a slowdown beyond the minimum effect",
         "no change", "no deciding cell moved beyond its study's minimum effect")
     DIAGNOSTIC = _Words(
-        "diagnostic", None, "diagnostic", "diagnostic", "diagnostic", "diagnostic", None, None, None)
+        "diagnostic", None, "diagnostic", "diagnostic", "diagnostic", None, None, None)
 
     def __new__(cls, words: _Words):
         member = object.__new__(cls)
@@ -105,7 +122,8 @@ class Outcome(Enum):
 
 # A comparison's states, worst first.
 PATCH_STATES = tuple(o.state for o in Outcome if o.state)
-# The states a drifted platform takes away: they claim the kernels' difference.
+
+
 def boots_words(boots: tuple[int, int] | None, recorded: str | None = None) -> str | None:
     """"N boots a side" of a comparison's (base, candidate) boots, and what one
     boot a side cannot carry (issue 41 item 1); None when no cell counted them.
@@ -124,19 +142,21 @@ def boots_words(boots: tuple[int, int] | None, recorded: str | None = None) -> s
     return words
 
 
+# The states a drifted platform takes away: they claim the kernels' difference.
 CONFIDENT_STATES = tuple(o.state for o in (Outcome.REGRESSION, Outcome.SLOWER,
                                             Outcome.IMPROVEMENT, Outcome.NO_CHANGE))
-# The undecided group: the outcomes more repetitions would decide (a gate's
-# exit status 3, iowatch.exit_status), as a comparison's states and as a cell's words.
-UNDECIDED = (Outcome.SUSPECTED, Outcome.UNSURE)
+# A confirmed change, either way.
+CONFIRMED_OUTCOMES = tuple(o.word for o in (Outcome.REGRESSION, Outcome.IMPROVEMENT))
+# The undecided group: the outcomes more repetitions would decide, as a
+# comparison's states and as a cell's words.
+UNDECIDED = tuple(o for o in Outcome if o.undecided)
 UNDECIDED_STATES = tuple(o.state for o in UNDECIDED)
 UNDECIDED_OUTCOMES = tuple(o.word for o in UNDECIDED)
-# What a gate does not read as a pass (exit status 3, iowatch.exit_status): the
-# undecided group, and "slower" (a CI wholly on the slower side that the cap could
-# not confirm beyond the minimum effect: decided, but neither a regression nor a pass).
-GATE_UNDECIDED_STATES = (*UNDECIDED_STATES, Outcome.SLOWER.state)
 # The outcomes a deciding cell can have, worst first.
 CELL_OUTCOMES = tuple(o.word for o in Outcome if o.kcidb is not None)
+# The same outcomes in the order the store's check constraint lists them
+# (regressions migration 0019): another order would be a migration that changes nothing.
+STORED_OUTCOMES = ("regression", "suspected", "slower", "improvement", "no-change", "inconclusive")
 
 
 # A cell whose X (the CI's reach) is over this many minimum effects cannot be

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from iowatch import figures
-from iowatch.judging.outcomes import NOISY_TIMES, outcome_label, reach
+from iowatch.vocabulary.outcomes import NOISY_TIMES, outcome_label, reach
 from iowatch.metrics import HIGHER, INFO, METRICS
 
 # Suffix of a metric name -> how a maintainer says it ({d} is the I/O direction).
@@ -45,6 +45,16 @@ def metric_phrase(metric: str | None) -> str:
     m = METRICS.get(metric)
     words = metric.replace(".", " ").replace("_", " ")
     return m.description if m and len(m.description) < 50 else words
+
+
+def ci_name(v) -> str:
+    """What a verdict-shaped object's printed interval is: "95% CI", or, when
+    ci_low/ci_high are the family-adjusted interval, "99.88% CI, family-adjusted
+    over 40 cells"."""
+    m, level = getattr(v, "ci_family", None), getattr(v, "ci_level", None)
+    if not m or level is None:
+        return "95% CI"
+    return f"{100 * level:.4g}% CI, family-adjusted over {m} cell{'s' if m != 1 else ''}"
 
 
 def rerun_words(needs_runs: int | None, cap: int | None,

@@ -3,7 +3,7 @@
 A mail that claims "X before, Y after" under a pasted fio job file, a fio
 command line that carries its options (`fio --name=... --rw=... `) or an
 fs_mark command line has said what to run: `iowatch check` runs it beside the
-matrix and judges the mail's claims on it (iowatch.mailclaims). The study is
+matrix and judges the mail's claims on it (iowatch.claims.series). The study is
 written like a hand-made one (jobs/studies): the workload as the mail gave it,
 every job its own reporting group (named after the job), the claimed metrics
 deciding, each in the group of the job that reads or writes it, and a quick
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from iowatch import claims as mail
+from iowatch.claims import mail
 from iowatch.filesystems import MKFS
 from iowatch.metrics import INFO, METRICS
 from iowatch.studies import PUBLISHED_UNITS

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from iowatch.vocabulary.wording import ci_name
+
 
 @dataclass(frozen=True)
 class SlowerFamily:
@@ -51,16 +53,6 @@ class SlowerFamily:
 class _Marked:
     ci_family: int
     ci_level: float
-
-
-def ci_name(v) -> str:
-    """What a verdict-shaped object's printed interval is: "95% CI", or, when
-    ci_low/ci_high are the family-adjusted interval, "99.88% CI, family-adjusted
-    over 40 cells"."""
-    m, level = getattr(v, "ci_family", None), getattr(v, "ci_level", None)
-    if not m or level is None:
-        return "95% CI"
-    return f"{100 * level:.4g}% CI, family-adjusted over {m} cell{'s' if m != 1 else ''}"
 
 
 def slower_family(p_slower: Mapping, q: float, m: int | None = None) -> SlowerFamily:
