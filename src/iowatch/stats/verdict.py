@@ -13,14 +13,7 @@ Why these tests (issue 11; docs/verdicts.md has the measurements):
 - Regressions are tested one-sided in the metric's worse direction, and
   Benjamini–Hochberg controls the false-discovery rate over the family of
   the comparison's deciding cells; improvements are a second family, tested
-  the same way (they never open anything). A change is *confirmed* only when
-  Holm's step-down holds it too (issue 41 item 6): after a true discovery BH
-  lowers the bar for the rest of the family (the k-th smallest p needs k·q/m),
-  so an unchanged cell was confirmed beside a true slowdown in 2-14% of slowed
-  checks; Holm keeps the chance of any unchanged cell confirmed at most q
-  whatever else changed. A cell BH holds and Holm does not is "suspected",
-  and its next runs decide it. A lone change passes both alike (the smallest p
-  needs q/m in each), so the power to find one slowed cell is the same.
+  the same way (they never open anything).
 - Each test uses the share of the rate that its look may spend
   (iowatch.stats.sequential): 5 runs a side is the first look, 20 the last,
   and a look spends what its information (the effective count) added since
@@ -221,9 +214,7 @@ class CellInput:
 @dataclass(frozen=True)
 class CellVerdict(Verdict):
     key: CellKey = None  # type: ignore[assignment]
-    # The family-adjusted p in the tested direction that confirmation holds: the
-    # larger of Benjamini–Hochberg's and Holm's (the module's docstring).
-    p_adjusted: float | None = None
+    p_adjusted: float | None = None  # Benjamini–Hochberg over the family, in the tested direction
     # When ci_low/ci_high are the family-adjusted interval (a "slower" or a "no
     # change within X%" cell, iowatch.stats.family): the family's m cells and the
     # interval's level (0.99875 for 1 - 0.05/40); None: the cell's own 95% CI.
@@ -242,22 +233,6 @@ def benjamini_hochberg(p_values: Sequence[float], family_size: int | None = None
     order = np.argsort(p)
     ranked = p[order] * m / np.arange(1, len(p) + 1)
     adjusted = np.minimum.accumulate(ranked[::-1])[::-1]
-    out = np.empty(len(p))
-    out[order] = np.minimum(adjusted, 1.0)
-    return out.tolist()
-
-
-def holm(p_values: Sequence[float], family_size: int | None = None) -> list[float]:
-    """Holm's step-down adjusted p-values, in the input's order: the family-wise
-    error held whatever else in the family is changed. `family_size` as in
-    benjamini_hochberg."""
-    p = np.asarray(p_values, dtype=float)
-    if len(p) == 0:
-        return []
-    m = max(len(p), family_size or 0)
-    order = np.argsort(p)
-    ranked = p[order] * (m - np.arange(len(p)))
-    adjusted = np.maximum.accumulate(ranked)
     out = np.empty(len(p))
     out[order] = np.minimum(adjusted, 1.0)
     return out.tolist()
@@ -752,11 +727,6 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float,
     adj_worse = dict(zip(tested, benjamini_hochberg([stats[i].p_worse for i in tested], m)))
     adj_better = dict(zip(tested, benjamini_hochberg([stats[i].p_better for i in tested], m)))
     adj_screen = dict(zip(tested, benjamini_hochberg([stats[i].p_screen for i in tested], m)))
-    # Confirmation also holds Holm's step-down (the module's docstring says why).
-    holm_worse = dict(zip(tested, holm([stats[i].p_worse for i in tested], m)))
-    holm_better = dict(zip(tested, holm([stats[i].p_better for i in tested], m)))
-    adj_worse = {i: max(adj_worse[i], holm_worse[i]) for i in tested}
-    adj_better = {i: max(adj_better[i], holm_better[i]) for i in tested}
     # "Slower" is a discovery: Benjamini-Hochberg at this comparison's rate over
     # the one-sided p for slower of its deciding cells (iowatch.stats.family).
     family = slower_family({i: stats[i].p_worse for i in tested}, fdr, m)
