@@ -282,21 +282,28 @@ def test_one_boot_a_side_is_held_and_told_how_to_boot_again(env, measured, tmp_p
 
 def test_a_kernels_boots_in_one_directory_are_its_side(env, measured, tmp_path):
     """--boots DIR: this run goes to DIR/boot-2 beside the kernel's earlier boot,
-    and the candidate is both boots: judged on boot means, the slowdown is
-    confirmed (exit 1) where one boot a side was held."""
+    and the candidate is both boots: tested on boot means (1 vs 2 boots), not
+    held as one boot a side. Whether 2 boots confirm the slowdown depends on
+    this machine's noise between them (a t on boot means has 1 degree of
+    freedom here), so the test holds how the sides are read, not the outcome."""
     base = _another_boot(_no_canary(_far_above(measured, tmp_path / "base")), "base-boot")
     boots = tmp_path / "boots"
     _another_boot(_no_canary(_rewritten(measured, boots / "boot-1", [1.0])), "earlier-boot")
     r = _run("run", _study(env), "--profile", "quick", "--target", "localhost", "--reps", 5,
              "--against", base, "--boots", boots, "--no-progress", env=env)
-    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.returncode in (1, 3), r.stdout + r.stderr  # a regression, or undecided: a verdict
     assert f"bundle {boots / 'boot-2'} (passed" in r.stdout
-    assert "verdict: REGRESSION" in r.stdout and "[5 vs 10 runs]" in r.stdout
+    assert "boots: 1 vs 2 boots a side" in r.stdout and "[5 vs 10 runs]" in r.stdout
+    assert "tested on boot means: 1 vs 2 boots" in r.stdout
+    assert "one boot a side, boot again to confirm" not in r.stdout
     assert "at most suspected" not in r.stderr
     # `iowatch compare` reads the directory as the same side.
     cmp = subprocess.run([IOWATCH, "compare", str(base), str(boots), "--format", "json"],
                          capture_output=True, text=True, cwd=ROOT, env=env)
-    assert cmp.returncode == 1 and json.loads(cmp.stdout)["state"] == "regression", cmp.stderr
+    doc = json.loads(cmp.stdout)
+    assert doc["boots_a_side"] == [1, 2], cmp.stderr
+    assert {c["candidate"]["n"] for c in doc["cells"]} == {10}
+    assert not any(c.get("one_boot") for c in doc["cells"])
 
 
 def test_boots_of_another_kernel_or_host_are_refused_before_anything_runs(env, tmp_path):
