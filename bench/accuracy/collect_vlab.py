@@ -153,11 +153,15 @@ class VlabCollector:
 
     def _base_devices(self) -> list[dict]:
         """The vlab host's devices of the matrix's classes as the inventory has
-        them (the matrix picks their filesystems)."""
+        them, their filesystems cut to those the matrix runs on them."""
         vlab_host = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["virtual"]["hosts"]["vlab"]
-        classes = {c for e in MATRICES[self.args.matrix] for c in e["device_classes"]}
-        devices = [dict(d) for d in vlab_host["iowatch_devices"] if d["class"] in classes]
+        runs_on: dict[str, set[str]] = defaultdict(set)  # device class -> its filesystems
+        for e in MATRICES[self.args.matrix]:
+            for c in e["device_classes"]:
+                runs_on[c].update(e["filesystems"])
+        devices = [dict(d) for d in vlab_host["iowatch_devices"] if d["class"] in runs_on]
         for d in devices:
+            d["filesystems"] = [fs for fs in d["filesystems"] if fs in runs_on[d["class"]]]
             d["qemu"] = dict(d.get("qemu") or {})
             throttle = dict(d["qemu"].get("throttle") or {})
             # QEMU refuses a total limit beside a read or write one: the conditions'
