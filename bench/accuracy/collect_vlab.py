@@ -45,6 +45,13 @@ As root, from the repository, after `./scripts/setup.sh --kernel` and a build
     sudo .venv/bin/python bench/accuracy/collect_vlab.py --kernel BUILD_ARTIFACTS \\
         --rounds 1 --calibration 1 --out /tmp/try.json
 
+Recorded A/A boots of several device classes for bench/accuracy's whole-boot
+draws (--matrix classes, MATRICES; no throttles, so no calibration boots):
+
+    sudo .venv/bin/python bench/accuracy/collect_vlab.py --kernel BUILD_ARTIFACTS \\
+        --matrix classes --conditions aa --rounds 20 --reps-per-boot 3 \\
+        --out tests/fixtures/accuracy/real-boots-vlab.json
+
 The output has collect.py's layout (cells with samples per condition), so
 bench/accuracy/run.py reads both.
 """

@@ -21,6 +21,12 @@ Rules on the same draws (the anchors in docs/verdicts.md):
 - fsperf: the candidate's mean outside the base's mean +- 1.96 sd.
 The anchors judge each cell alone, at 5 a side: they have no family and no
 adaptive repetitions.
+
+Boots (issue 24, issue 41 item 5): a side's repetitions come in boots, and
+SideBoots says what a boot does to every cell of the check: an offset of the
+cell's own and one that every cell of the boot shares (Boots), or a whole
+recorded boot of the virtual lab (load_boots: real-boots-vlab.json, every
+cell's repetitions of one real boot, with whatever the boot moved them by).
 """
 from __future__ import annotations
 
