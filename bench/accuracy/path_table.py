@@ -132,11 +132,10 @@ def measure(kind: str, share: float, trials: int, seed: int) -> tuple[list[Row],
                                  paths=(AGAINST, AGAINST + simulate.RECORD, COMPARE,
                                         COMPARE + simulate.RECORD))
     for path, t in out.items():
-        if path.endswith(" a side"):
-            if path.endswith(f" {ANCHOR_RUNS} a side"):
-                anchors.append(_tally_row(f"{path}, one boot", t))
-        else:
+        if not path.startswith(tuple(simulate.ANCHORS)):
             rows[path] = _tally_row(path, t)
+        elif path.endswith(f" {ANCHOR_RUNS} a side"):
+            anchors.append(_tally_row(f"{path.split(' (')[0]}, {ANCHOR_RUNS} a side, one boot", t))
     with hold(True):
         out = simulate.run_paths(cells, trials, seed + 2, boots, conditions=CONDITIONS, anchors=False,
                                  paths=(AGAINST, COMPARE))
@@ -186,12 +185,12 @@ def print_block(kind: str, share: float, rows: list[Row], anchors: list[Row], se
                 trials: int) -> None:
     print(f"\n{kind}, {share:.0%} between boots ({trials} clean checks and {trials} a slowdown a row; "
           f"{seconds:.0f} s)")
-    print(f"  {'path':<44} " + " ".join(f"{COLUMNS[c]:<37}" for c in COLUMNS) + " runs/side")
+    print(f"  {'path':<48} " + " ".join(f"{COLUMNS[c]:<37}" for c in COLUMNS) + " runs/side")
     for row in rows:
-        print(f"  {row.path:<44} " + " ".join(f"{figure(c, row, share):<37}" for c in COLUMNS)
+        print(f"  {row.path:<48} " + " ".join(f"{figure(c, row, share):<37}" for c in COLUMNS)
               + (f" {row.runs:5.1f}" if row.runs is not None else ""))
     for row in anchors:
-        print(f"  {'anchor: ' + row.path:<44} " + " ".join(
+        print(f"  {'anchor: ' + row.path:<48} " + " ".join(
             f"{figure(c, row, share) if c != 'no-change' else '':<37}" for c in COLUMNS))
 
 
@@ -226,6 +225,7 @@ def main(trials: int, seed: int, jobs: int, kinds=KINDS, shares=SHARES) -> None:
     print(f"== issue 41 item 4: every path, {simulate.MATRIX_CELLS}-cell checks, {trials} clean checks "
           f"and {trials} per exact slowdown a row (seed {seed}); the hold without a record ships "
           f"{'on' if boots.HOLD_WITHOUT_RECORD else 'off'}")
+    print("  anchors (each cell alone, on the compare path's draws): " + "; ".join(simulate.ANCHORS))
     if "recorded" in kinds:
         recorded_header()
     # At 0% the half boot-wide draws are the synthetic ones: nothing to split.

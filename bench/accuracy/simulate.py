@@ -123,14 +123,14 @@ def load(path: Path = SAMPLES) -> list[RealCell]:
     return cells
 
 
-def load_boots(path: Path = BOOTS) -> list[RecordedCell]:
+def load_boots(path: Path | None = None) -> list[RecordedCell]:
     """The deciding cells of a collection of recorded A/A boots (collect_vlab.py
-    --conditions aa), each with its repetitions by boot."""
+    --conditions aa; default BOOTS), each with its repetitions by boot."""
     from iowatch.judging import deciding
     from iowatch.studies import load_studies
 
     studies = load_studies(ROOT / "jobs" / "studies")
-    doc = json.loads(path.read_text())
+    doc = json.loads((path or BOOTS).read_text())
     boots = sorted({b for c in doc["cells"] for b in c["boot_of_samples"]["aa"]})
     cells = []
     for c in doc["cells"]:
