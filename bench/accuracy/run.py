@@ -189,6 +189,8 @@ def main() -> None:
     p.add_argument("--table-shares", dest="shares_table", type=float, nargs="*",
                    default=list(path_table.SHARES),
                    help="with --path-table: the between-boot shares (default 0 0.10 0.25 0.40)")
+    p.add_argument("--boots", default=str(simulate.BOOTS),
+                   help="with --path-table: the recorded boots (default %(default)s)")
     p.add_argument("--jobs", type=int, default=1,
                    help="with --path-table: processes to measure the blocks in (default 1)")
     p.add_argument("--kinds", nargs="*", default=list(path_table.KINDS), choices=path_table.KINDS,
@@ -196,6 +198,7 @@ def main() -> None:
     args = p.parse_args()
     t0 = time.monotonic()
     if args.path_table:
+        simulate.BOOTS = Path(args.boots)
         path_table.main(args.trials, args.seed, args.jobs, kinds=args.kinds, shares=args.shares_table)
         return
     if args.paths:
