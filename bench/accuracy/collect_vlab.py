@@ -421,7 +421,8 @@ def main() -> int:
     c = VlabCollector(args)
     try:
         doc = c.collect()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, vlab.GuestStopped):
+        # SIGTERM in a boot reaches us as the guest's GuestStopped (vlab stops the guest first).
         print(f"interrupted; the boots so far are in {c.work}", file=sys.stderr)
         if getattr(c, "calibration_record", None) and c.samples:
             # The rounds done so far are a collection too, with fewer repetitions.
