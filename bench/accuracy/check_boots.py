@@ -13,10 +13,11 @@ boot). The paths split a round's repetitions as the check does now
 (SHIPPED), one a boot (a new boot per repetition, as Pinpoint runs a new bot
 task per run), and as the check did before: two boots in round 0 and one a
 round after (TWO), or one boot a round (ONE), all judged by today's rule.
+`run` also takes a simulate.Boots for the share: with an offset every cell of
+a boot shares, or recorded boots drawn whole (simulate.SideBoots).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,23 +49,22 @@ def _split(path: str, reps: int, round_no: int) -> tuple[int, ...]:
 
 
 class BootedSide:
-    """One side of one cell, grown a boot at a time."""
+    """One side of one cell, grown a boot at a time; its side's machine
+    (simulate.SideBoots) says what each boot does to it, the same boot for every
+    cell of the side that grows in it."""
 
-    def __init__(self, pool: np.ndarray, share: float, rng, tag: str):
-        self.pool, self.rng, self.tag = pool, rng, tag
-        sd = float(np.log(pool).std(ddof=1))
-        # A boot's offset on the log scale: between / (between + within) = share.
-        self.boot_sd = sd * math.sqrt(share / (1 - share)) if share else 0.0
+    def __init__(self, pool: np.ndarray, machine: simulate.SideBoots, index: int, tag: str):
+        self.pool, self.machine, self.index, self.tag = pool, machine, index, tag
         self.values: list[float] = []
         self.labels: list[str] = []
         self.rounds: list[int] = []
         self.boots = 0
 
-    def boot(self, n: int, round_no: int) -> None:
+    def boot(self, n: int, round_no: int, part: int = 0) -> None:
+        """n repetitions in the round's `part`-th boot of this side."""
         if n <= 0:
             return
-        offset = math.exp(self.rng.normal(0, self.boot_sd)) if self.boot_sd else 1.0
-        self.values += list(self.rng.choice(self.pool, size=n, replace=True) * offset)
+        self.values += list(self.machine.values(self.index, self.pool, n, (round_no, part)))
         self.labels += [f"{self.tag}{self.boots}"] * n
         self.rounds += [round_no] * n
         self.boots += 1
@@ -82,15 +82,19 @@ def _family(d: simulate.Draw, base: list[BootedSide], cand: list[BootedSide], ca
                            for i, (b, c) in enumerate(zip(base, cand))], cap=cap, fdr=FDR)
 
 
-def judge_check(path: str, d: simulate.Draw, rng, share: float, cap: int = DEFAULT_CAP):
+def judge_check(path: str, d: simulate.Draw, rng, share: float | simulate.Boots,
+                cap: int = DEFAULT_CAP):
     """(verdicts, runs a side, boots a side, the variant's boots) of one simulated check: round 0 in
     one or two boots a side, then iowatch.judging.more_runs' next look of each
-    unsure cell, both sides, one new boot a side a round, until nothing is wanted."""
-    base = [BootedSide(p, share, rng, "b") for p in d.base_pool]
-    cand = [BootedSide(p, share, rng, "c") for p in d.cand_pool]
-    for n in _split(path, FIRST, 0):  # v0 v1 v0 v1: every side's first boot, then its second
+    unsure cell, both sides, one new boot a side a round, until nothing is wanted.
+    `share`: of each cell's variance between boots, or how boots are drawn."""
+    boots = share if isinstance(share, simulate.Boots) else simulate.Boots(share)
+    machines = simulate.SideBoots(boots, rng, d.cells), simulate.SideBoots(boots, rng, d.cells)
+    base = [BootedSide(p, machines[0], i, "b") for i, p in enumerate(d.base_pool)]
+    cand = [BootedSide(p, machines[1], i, "c") for i, p in enumerate(d.cand_pool)]
+    for part, n in enumerate(_split(path, FIRST, 0)):  # v0 v1 v0 v1: every side's first boot, then its second
         for s in base + cand:
-            s.boot(n, 0)
+            s.boot(n, 0, part)
     round_no = 0
     while True:
         verdicts = _family(d, base, cand, cap)
@@ -102,8 +106,8 @@ def judge_check(path: str, d: simulate.Draw, rng, share: float, cap: int = DEFAU
             for side, n in ((base[i], runs.base), (cand[i], runs.candidate)):
                 if n > len(side):
                     add = n - len(side)
-                    for part in _split(path, add, round_no):
-                        side.boot(part, round_no)
+                    for part, m in enumerate(_split(path, add, round_no)):
+                        side.boot(m, round_no, part)
                     grew = True
         if not grew:
             sides = base + cand
@@ -122,10 +126,11 @@ class CheckTally(simulate.PathTally):
     beside: dict = field(default_factory=dict)  # condition -> checks with a false confirmation
 
 
-def run(real, trials: int, seed: int, share: float, *, paths=PATHS,
+def run(real, trials: int, seed: int, share: float | simulate.Boots, *, paths=PATHS,
         conditions=tuple(simulate.EXACT), size: int = simulate.MATRIX_CELLS,
         cap: int = DEFAULT_CAP) -> dict[str, CheckTally]:
-    """{path: CheckTally} over `trials` clean checks and `trials` a slowed condition."""
+    """{path: CheckTally} over `trials` clean checks and `trials` a slowed condition;
+    `share` as judge_check takes it."""
     rng = np.random.default_rng(seed)
     out = {path: CheckTally() for path in paths}
     for condition in ("aa", *conditions):

@@ -45,6 +45,13 @@ As root, from the repository, after `./scripts/setup.sh --kernel` and a build
     sudo .venv/bin/python bench/accuracy/collect_vlab.py --kernel BUILD_ARTIFACTS \\
         --rounds 1 --calibration 1 --out /tmp/try.json
 
+Recorded A/A boots of several device classes for bench/accuracy's whole-boot
+draws (--matrix classes, MATRICES; no throttles, so no calibration boots):
+
+    sudo .venv/bin/python bench/accuracy/collect_vlab.py --kernel BUILD_ARTIFACTS \\
+        --matrix classes --conditions aa --rounds 20 --reps-per-boot 3 \\
+        --out tests/fixtures/accuracy/real-boots-vlab.json
+
 The output has collect.py's layout (cells with samples per condition), so
 bench/accuracy/run.py reads both.
 """
@@ -76,7 +83,29 @@ from collect import (_git_head, _interrupt, ceiling_for, declared_samples,  # no
 from iowatch import bundle, inventory, vlab  # noqa: E402
 from iowatch.studies import load_studies  # noqa: E402
 
-STUDIES = ("ext4-dio-randread", "odirect-vs-readers")
+# The matrices a collection can run: {name: matrix entries as a matrix file has them}.
+# ssd-hdd is the collection of real-samples-vlab.json (A/A and throttled
+# slowdowns); classes is the A/A collection of recorded boots
+# (real-boots-vlab.json): a deciding cell or two of the sd card, the ssd and
+# the hdd, each boot running them all. Timed in one boot here under TCG, a
+# repetition took: the sd card 11-14 s, the ssd's raw device 6-7 s and its
+# ext4 9 s, the hdd 10-12 s, the canary 6-7 s, the eMMC 33-39 s
+# (f2fs-dio-write: QEMU's SD card emulation, of which vemmc is a second one)
+# and the RAID0 44-46 s (xfs-smallfile-writeback), beside about 35 s of boot
+# and start a boot. The eMMC and the RAID0 would triple a boot's time and
+# ext4 adds a quarter: left out, so that 20 boots of 3 repetitions take under
+# an hour. The canary comes with every matrix (iowatch.studies.with_canaries).
+MATRICES = {
+    "ssd-hdd": [
+        {"study": "ext4-dio-randread", "device_classes": ["ssd"], "filesystems": ["ext4", "raw"]},
+        {"study": "odirect-vs-readers", "device_classes": ["hdd"], "filesystems": ["ext4"]},
+    ],
+    "classes": [
+        {"study": "f2fs-dio-write", "device_classes": ["sdcard"], "filesystems": ["f2fs"]},
+        {"study": "ext4-dio-randread", "device_classes": ["ssd"], "filesystems": ["raw"]},
+        {"study": "odirect-vs-readers", "device_classes": ["hdd"], "filesystems": ["ext4"]},
+    ],
+}
 SLOWDOWNS = {"slow10": 0.10, "slow20": 0.20, "slow50": 0.50}
 CONDITIONS = ("aa", *SLOWDOWNS)
 INVENTORY = ROOT / "hardware-inventory.yml"
@@ -110,12 +139,15 @@ class VlabCollector:
         if not studies.exists():
             studies.symlink_to(ROOT / "jobs" / "studies")
         self.matrix = self.work / "jobs" / "accuracy-vlab.yml"
-        self.matrix.write_text("matrix: accuracy-vlab\nprofile: quick\n"
-                               f"reps: {args.reps_per_boot}\nstudies:\n"
-                               + "".join(f"  - study: {s}\n" for s in STUDIES))
+        entries = MATRICES[args.matrix]
+        self.matrix.write_text(yaml.safe_dump({"matrix": "accuracy-vlab", "profile": "quick",
+                                               "reps": args.reps_per_boot, "studies": entries},
+                                              sort_keys=False))
         loaded = load_studies(ROOT / "jobs" / "studies")
+        self.studies = [e["study"] for e in entries] + [s for s in loaded if loaded[s].canary]
         self.declared = {s: {(m.group, m.metric): m.direction for m in loaded[s].metrics}
-                         for s in STUDIES}
+                         for s in self.studies}
+        self.conditions = [c for c in CONDITIONS if c in args.conditions]
         self.base_devices = self._base_devices()
         self.rules: dict[str, dict[str, dict[str, int]]] = {"aa": {}}
         self.samples: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -127,12 +159,16 @@ class VlabCollector:
         self.done: dict[str, int] = defaultdict(int)
 
     def _base_devices(self) -> list[dict]:
-        """The vlab host's vssd and vhdd entries as the inventory has them, the
-        filesystems cut to what the two studies run on (ext4 and raw)."""
+        """The vlab host's devices of the matrix's classes as the inventory has
+        them, their filesystems cut to those the matrix runs on them."""
         vlab_host = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["virtual"]["hosts"]["vlab"]
-        devices = [dict(d) for d in vlab_host["iowatch_devices"] if d["name"] in (SSD, HDD)]
+        runs_on: dict[str, set[str]] = defaultdict(set)  # device class -> its filesystems
+        for e in MATRICES[self.args.matrix]:
+            for c in e["device_classes"]:
+                runs_on[c].update(e["filesystems"])
+        devices = [dict(d) for d in vlab_host["iowatch_devices"] if d["class"] in runs_on]
         for d in devices:
-            d["filesystems"] = ["ext4", "raw"] if d["name"] == SSD else ["ext4"]
+            d["filesystems"] = [fs for fs in d["filesystems"] if fs in runs_on[d["class"]]]
             d["qemu"] = dict(d.get("qemu") or {})
             throttle = dict(d["qemu"].get("throttle") or {})
             # QEMU refuses a total limit beside a read or write one: the conditions'
@@ -174,6 +210,9 @@ class VlabCollector:
         out = shared / "bundle"
         cmd = vlab.guest_run_command(str(self.matrix), host, inv, out, profile="quick",
                                      reps=self.args.reps_per_boot, kernel_commit=None, label=label)
+        # The guest runs this tree's iowatch, not the one the venv's script was
+        # installed from (an editable install of another checkout, edited meanwhile).
+        cmd[2:3] = [f"PYTHONPATH={ROOT / 'src'}", sys.executable, "-m", "iowatch.cli"]
         t0 = time.monotonic()
         result = vlab.boot_and_run(self.bzimage, host, cmd, shared, shared / "console.log",
                                    memory=self.args.memory, cpus=self.args.cpus, run_timeout=1800)
@@ -231,11 +270,16 @@ class VlabCollector:
     def collect(self) -> dict:
         t0 = self.t0 = time.monotonic()
         at = self.at = {"start": machine_state()}
-        calibration = self.calibration_record = self.calibrate()
-        at["after_calibration"] = machine_state()
+        if self.conditions == ["aa"]:
+            # Recorded boots alone: no throttle to set, so no calibration boots.
+            calibration = self.calibration_record = {"method": "none: A/A boots only",
+                                                     "calibrated_cells": {}}
+        else:
+            calibration = self.calibration_record = self.calibrate()
+            at["after_calibration"] = machine_state()
         rng = random.Random(self.args.seed)
         for r in range(self.args.rounds):
-            order = list(CONDITIONS)
+            order = list(self.conditions)
             rng.shuffle(order)
             for cond in order:
                 got = self.boot(cond, f"r{r + 1:02d}-{cond}")
@@ -260,15 +304,16 @@ class VlabCollector:
             name = "/".join(str(k) for k in key)
             cells.append({
                 "study": key[0], "device": key[1], "filesystem": key[2], "group": key[3],
-                "metric": key[4], "direction": self.directions[key], "throttled": True,
+                "metric": key[4], "direction": self.directions[key],
+                "throttled": any(self.rules.get(c, {}).get(key[1]) for c in SLOWDOWNS),
                 "calibrated_on": name in calibrated,
-                "samples": {c: by_cond.get(c, []) for c in CONDITIONS},
-                "boot_of_samples": {c: self.boots_of[key].get(c, []) for c in CONDITIONS},
+                "samples": {c: by_cond.get(c, []) for c in self.conditions},
+                "boot_of_samples": {c: self.boots_of[key].get(c, []) for c in self.conditions},
                 "between_boot_share": between_boot_share(by_cond.get("aa", []),
                                                          self.boots_of[key].get("aa", [])),
                 "calibration_samples": self.calibration.get(key, []),
                 "achieved_change_pct": change,
-                **({} if name in calibrated else {
+                **({} if name in calibrated or self.conditions == ["aa"] else {
                     "not_calibrated": "shares its disk's throttle with the calibrated cell: "
                                       "its slowdown is whatever that rule gives it"}),
             })
@@ -285,10 +330,14 @@ class VlabCollector:
                       "accel": sorted({b["accel"] for b in self.boots})},
             "how": (
                 "Real runs in the virtual lab: each boot is a QEMU guest of one bzImage (virtme-ng, "
-                "the host's root over 9p) with the inventory's vlab disks vssd (virtio-blk, 2 GiB, "
-                "ext4 and raw) and vhdd (scsi-hd, the inventory's 150 IOPS as 150 read and 150 write "
-                "IOPS), running `iowatch run` of the quick "
-                f"profile of {', '.join(STUDIES)} with {self.args.reps_per_boot} repetitions per boot. "
+                "the host's root over 9p) with the inventory's vlab disks "
+                + "; ".join(f"{d['name']} ({d['class']}, {d['qemu'].get('bus', 'virtio-blk')}"
+                            f"{', throttle ' + json.dumps(d['qemu']['throttle']) if d['qemu'].get('throttle') else ''})"
+                            for d in self.base_devices)
+                + " (a total IOPS or bps limit split into equal read and write ones, which QEMU takes "
+                "beside the conditions' read or write ones), running `iowatch run` of the quick profile "
+                f"of the matrix {self.args.matrix} ({json.dumps(MATRICES[self.args.matrix])}, and the "
+                f"canary) with {self.args.reps_per_boot} repetitions per boot. "
                 "'aa' boots the inventory's disks as they are: repeated boots of one kernel. slowN adds "
                 "QEMU block throttling (iops-read on vssd, iops-write and bps-read on vhdd) set by a "
                 "ceiling model on the calibration boots (calibration.method); achieved_change_pct is "
@@ -296,13 +345,16 @@ class VlabCollector:
                 f"round by round in an order shuffled per round (seed {self.args.seed}). Samples are each "
                 "repetition's group-level samples (job null) of the metrics the study declares; a boot "
                 "with a failed cell is left out and counted in failed_boots. boot_of_samples gives the "
-                "index into boots of each sample; between_boot_share is the share of the aa variance "
+                "index into boots of each sample (every cell of one boot has the same index); "
+                "between_boot_share is the share of the aa variance "
                 "that lies between boots (one-way ANOVA estimate, 0 when the boots differ less than "
                 "the repetitions inside them)."),
+            "matrix": {"name": self.args.matrix, "studies": MATRICES[self.args.matrix]},
+            "conditions": self.conditions,
             "reps_per_condition": {c: n * self.args.reps_per_boot for c, n in self.done.items()},
             "reps_per_boot": self.args.reps_per_boot,
             "completed_boots": dict(self.done),
-            "failed_boots": {c: self.failed.get(c, 0) for c in CONDITIONS},
+            "failed_boots": {c: self.failed.get(c, 0) for c in self.conditions},
             "mean_boot_wall_s": {c: round(statistics.mean(v), 1) for c, v in walls.items()},
             "wall_s": round(seconds),
             "machine": at,
@@ -344,6 +396,11 @@ def _bzimage(path: Path) -> Path:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--kernel", required=True, help="a bzImage, or a build's artifacts directory")
+    p.add_argument("--matrix", choices=sorted(MATRICES), default="ssd-hdd",
+                   help="the cells each boot runs (MATRICES; default ssd-hdd)")
+    p.add_argument("--conditions", default=",".join(CONDITIONS),
+                   help="comma-separated conditions to boot (default all; 'aa' alone: "
+                        "recorded A/A boots, no calibration)")
     p.add_argument("--rounds", type=int, default=8, help="boots per condition (default 8)")
     p.add_argument("--reps-per-boot", type=int, default=2, help="repetitions in each boot (default 2)")
     p.add_argument("--calibration", type=int, default=2, help="unthrottled calibration boots (default 2)")
@@ -354,13 +411,18 @@ def main() -> int:
                    "(default: a new directory in the virtual lab's data directory; kept)")
     p.add_argument("--out", required=True, help="the JSON file to write")
     args = p.parse_args()
+    args.conditions = args.conditions.split(",")
+    unknown = set(args.conditions) - set(CONDITIONS)
+    if unknown or "aa" not in args.conditions:
+        p.error(f"--conditions: {', '.join(CONDITIONS)}, with aa among them (not {args.conditions})")
     if os.geteuid() != 0:
         sys.exit("needs root: the guest makes filesystems and runs fio on its disks")
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM writes what was collected, as Ctrl-C does
     c = VlabCollector(args)
     try:
         doc = c.collect()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, vlab.GuestStopped):
+        # SIGTERM in a boot reaches us as the guest's GuestStopped (vlab stops the guest first).
         print(f"interrupted; the boots so far are in {c.work}", file=sys.stderr)
         if getattr(c, "calibration_record", None) and c.samples:
             # The rounds done so far are a collection too, with fewer repetitions.

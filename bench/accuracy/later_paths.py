@@ -49,26 +49,40 @@ STUDY, GROUP, METRIC = "f2fs-dio-write", "seqw", "write.bw_kib_s"
 HISTORY, STEP_AT = 30, 20
 
 
-def _measure(pools: list[np.ndarray], boots: simulate.Boots, rng, n: int = FIRST) -> dict:
-    """One measurement (one boot, n repetitions of every cell) as a bundle-shaped
-    manifest; with boot-clustered draws each cell's repetitions of the boot share
-    one lognormal offset whose variance is `boots.share` of the cell's."""
+def _measure(machine: simulate.SideBoots, pools: list[np.ndarray], key, n: int = FIRST) -> dict:
+    """One measurement (one boot, `key`, of n repetitions of every cell) as a
+    bundle-shaped manifest; the machine (simulate.SideBoots) says what the boot
+    does to each cell: with boot-clustered draws each cell's repetitions of the
+    boot share its offsets, with recorded cells they are one recorded boot."""
     cells = []
     for i, pool in enumerate(pools):
-        sd = float(np.log(pool).std(ddof=1)) * np.sqrt(boots.share / (1 - boots.share))
-        f = float(np.exp(rng.normal(0, sd))) if boots.share else 1.0
         cells.append({"study": STUDY, "device": f"d{i}", "filesystem": "f2fs", "status": "passed",
                       "repetitions": [{"samples": [{"metric": METRIC, "group": GROUP, "job": None,
-                                                    "value": float(v * f)}]}
-                                      for v in simulate._sample(pool, n, rng)]})
+                                                    "value": float(v)}]}
+                                      for v in machine.values(i, pool, n, key)]})
     return {"run_id": str(uuid.uuid4()), "host": {"name": "h"}, "kernel": {"release": "k"},
             "devices": [{"name": f"d{i}", "class": "sdcard"} for i in range(len(pools))],
             "cells": cells}
 
 
+def _machines(d: simulate.Draw, rng, boots: simulate.Boots):
+    return simulate.SideBoots(boots, rng, d.cells), simulate.SideBoots(boots, rng, d.cells)
+
+
+def _history(d: simulate.Draw, rng, boots: simulate.Boots) -> list[Side]:
+    """The host's record (iowatch.judging.boots): other kernels, each measured
+    in simulate.HISTORY_BOOTS boots of simulate.HISTORY_RUNS repetitions."""
+    from iowatch.judging.boots import HISTORY_KERNELS
+    machine = simulate.SideBoots(boots, rng, d.cells)
+    return [Side(f"k{k}", "", [_measure(machine, d.base_pool, ("history", k, b), simulate.HISTORY_RUNS)
+                               for b in range(simulate.HISTORY_BOOTS)])
+            for k in range(HISTORY_KERNELS)]
+
+
 def bisect_ends(d: simulate.Draw, rng, boots: simulate.Boots, studies) -> tuple[int | None, float]:
     """(the device index the bisect would follow or None, repetitions a side)."""
-    good, bad = [_measure(d.base_pool, boots, rng)], [_measure(d.cand_pool, boots, rng)]
+    good_m, bad_m = _machines(d, rng, boots)
+    good, bad = [_measure(good_m, d.base_pool, 0)], [_measure(bad_m, d.cand_pool, 0)]
     cap = studies[STUDY].max_runs
     for attempt in itertools.count(1):
         cmp = compare_sides(Side("good", "", good), Side("bad", "", bad), studies=studies)
@@ -77,13 +91,30 @@ def bisect_ends(d: simulate.Draw, rng, boots: simulate.Boots, studies) -> tuple[
             return int(worst.key.device[1:]), FIRST * len(good)
         if attempt > looks(cap) - 1 or not more_runs(cmp):
             return None, FIRST * len(good)
-        good.append(_measure(d.base_pool, boots, rng))
-        bad.append(_measure(d.cand_pool, boots, rng))
+        good.append(_measure(good_m, d.base_pool, attempt))
+        bad.append(_measure(bad_m, d.cand_pool, attempt))
+
+
+def night_over_night(d: simulate.Draw, rng, boots: simulate.Boots, studies, nights: int,
+                     record: bool) -> tuple[list[bool], str]:
+    """Which cells a nightly's comparison with the previous night confirms as
+    regressions, and the state it ends in (the web app's "previous-run" comparison): each night `nights`
+    boots of FIRST repetitions (iowatch.nightly.DEFAULT_BOOTS in the virtual
+    lab; one on a lab host booted into the head), one look; with `record` the
+    host's history of other kernels booted more than once."""
+    history = _history(d, rng, boots) if record else None
+    before, after = _machines(d, rng, boots)
+    cmp = compare_sides(Side("previous night", "", [_measure(before, d.base_pool, b) for b in range(nights)]),
+                        Side("this night", "", [_measure(after, d.cand_pool, b) for b in range(nights)]),
+                        studies=studies, history=history)
+    regressed = {int(v.key.device[1:]) for v in cmp.regressions}
+    return [i in regressed for i in range(len(d.cells))], cmp.state
 
 
 def nightly(d: simulate.Draw, rng, boots: simulate.Boots, studies) -> set[tuple[int, int]]:
     """{(device index, kernel index)} of the confirmed regressions of one night's histories."""
-    runs = [_measure(d.base_pool if k < STEP_AT else d.cand_pool, boots, rng) for k in range(HISTORY)]
+    machine = simulate.SideBoots(boots, rng, d.cells)
+    runs = [_measure(machine, d.base_pool if k < STEP_AT else d.cand_pool, k) for k in range(HISTORY)]
     histories = []
     for i in range(len(d.cells)):
         per_kernel = [[r["samples"][0]["value"] for r in run["cells"][i]["repetitions"]]
@@ -100,31 +131,52 @@ def nightly(d: simulate.Draw, rng, boots: simulate.Boots, studies) -> set[tuple[
             if cp.verdict.outcome == "regression"}
 
 
+# The nightly's comparison with the previous night (night_over_night): the
+# virtual lab boots a night's kernel iowatch.nightly.DEFAULT_BOOTS times; a lab
+# host booted into the head is one boot a night, judged with the host's record.
+NIGHTLY_VLAB = "nightly, 2 boots a night"
+NIGHTLY_LAB = "nightly, 1 boot a night" + simulate.RECORD
+PATHS = ("bisect ends", "change points")
+
+
 def run(real, trials: int, seed: int, boots: simulate.Boots, *, size: int = simulate.MATRIX_CELLS,
-        conditions=tuple(simulate.EXACT)) -> dict[str, dict]:
-    """{path: {"fa": false alarms per clean draw, condition: share found, "runs": ...}}."""
+        conditions=tuple(simulate.EXACT), paths=PATHS) -> dict[str, dict]:
+    """{path: {"fa": false alarms per clean draw, "no-change": clean draws that
+    ended so (the nightly's), condition: share found, "runs": ...}}."""
+    from iowatch.nightly import DEFAULT_BOOTS
     studies = load_studies(resources.studies_dir())
     rng = np.random.default_rng(seed)
-    out = {"bisect ends": {"clean": 0, "fa": 0, "runs": 0.0, "n": 0},
-           "change points": {"clean": 0, "fa": 0, "runs": float(FIRST), "n": 0}}
+    out = {path: {"clean": 0, "fa": 0, "runs": float(FIRST), "n": 0, "no-change": 0} for path in paths}
+    if "bisect ends" in out:
+        out["bisect ends"]["runs"] = 0.0
     for condition in ("aa", *conditions):
         for _ in range(trials):
             # The pools are drawn as one check's; the slowed cell is d.slowed.
             d = simulate.draw_matrix(real, rng, None if condition == "aa" else condition, size)
-            followed, reps = bisect_ends(d, rng, boots, studies)
-            found = nightly(d, rng, boots, studies)
-            for path, hit, alarm in (
-                    ("bisect ends", followed is not None and followed == d.slowed,
-                     followed is not None and followed != d.slowed),
-                    ("change points", any(i == d.slowed and abs(k - STEP_AT) <= 1 for i, k in found),
-                     any(i != d.slowed for i, _ in found))):
+            results = []  # (path, found the slowed cell, an unchanged cell flagged, ended no change)
+            if "bisect ends" in out:
+                followed, reps = bisect_ends(d, rng, boots, studies)
+                out["bisect ends"]["runs"] += reps
+                results.append(("bisect ends", followed is not None and followed == d.slowed,
+                                followed is not None and followed != d.slowed, False))
+            if "change points" in out:
+                found = nightly(d, rng, boots, studies)
+                results.append(("change points",
+                                any(i == d.slowed and abs(k - STEP_AT) <= 1 for i, k in found),
+                                any(i != d.slowed for i, _ in found), False))
+            for path, nights, record in ((NIGHTLY_VLAB, DEFAULT_BOOTS, False), (NIGHTLY_LAB, 1, True)):
+                if path in out:
+                    flagged, state = night_over_night(d, rng, boots, studies, nights, record)
+                    results.append((path, d.slowed is not None and flagged[d.slowed],
+                                    any(f for i, f in enumerate(flagged) if i != d.slowed),
+                                    state == "no-change"))
+            for path, hit, alarm, quiet in results:
                 t = out[path]
                 t["n"] += 1
-                if path == "bisect ends":
-                    t["runs"] += reps
                 if condition == "aa":
                     t["clean"] += 1
                     t["fa"] += alarm or hit
+                    t["no-change"] += quiet
                 else:
                     n, k = t.get(condition, (0, 0))
                     t[condition] = (n + 1, k + hit)

@@ -34,6 +34,8 @@ bench/accuracy/collect.py say how each was made):
     .venv/bin/python bench/accuracy/run.py --paths --trials 200     # every path, boots (issue 24)
     .venv/bin/python bench/accuracy/run.py --paths --drift 2        # ... and a check whose machine
                                                                     # doubles its speed from round 2
+    .venv/bin/python bench/accuracy/run.py --path-table --trials 200 --jobs 2   # issue 41 item 4's
+        # table: every path at 0-40% between boots, synthetic and recorded boots (path_table.py)
 """
 from __future__ import annotations
 
@@ -50,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import check_boots  # noqa: E402
 import later_paths  # noqa: E402
+import path_table  # noqa: E402
 import simulate  # noqa: E402
 from iowatch.stats import CellInput, CellKey, compare_matrix  # noqa: E402
 from iowatch.vocabulary import DEFAULT_CAP as CAP, FDR, DEFAULT_MIN_EFFECT as MIN_EFFECT
@@ -180,8 +183,25 @@ def main() -> None:
     p.add_argument("--caps", type=int, nargs="*", default=[],
                    help="also run the noise model with these caps of the adaptive loop (default "
                         "none: the cap iowatch uses, 20), to see what a goal would need")
+    p.add_argument("--path-table", action="store_true",
+                   help="only issue 41 item 4's table: every path's false alarms, 'no change' and "
+                        "exact -20/-10%% found with 95%% intervals, goals and anchors, at 0, 10, 25 and "
+                        "40%% between boots, on synthetic and recorded boots (path_table.py)")
+    p.add_argument("--table-shares", dest="shares_table", type=float, nargs="*",
+                   default=list(path_table.SHARES),
+                   help="with --path-table: the between-boot shares (default 0 0.10 0.25 0.40)")
+    p.add_argument("--boots", default=str(simulate.BOOTS),
+                   help="with --path-table: the recorded boots (default %(default)s)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="with --path-table: processes to measure the blocks in (default 1)")
+    p.add_argument("--kinds", nargs="*", default=list(path_table.KINDS), choices=path_table.KINDS,
+                   help="with --path-table: the kinds of draw (default all)")
     args = p.parse_args()
     t0 = time.monotonic()
+    if args.path_table:
+        simulate.BOOTS = Path(args.boots)
+        path_table.main(args.trials, args.seed, args.jobs, kinds=args.kinds, shares=args.shares_table)
+        return
     if args.paths:
         model = simulate.exact_slowdowns(simulate.lognormal_cells(0.10))
         print(f"== paths: {simulate.MATRIX_CELLS}-cell checks of the lognormal CV 10% model, exact "

@@ -21,12 +21,18 @@ Rules on the same draws (the anchors in docs/verdicts.md):
 - fsperf: the candidate's mean outside the base's mean +- 1.96 sd.
 The anchors judge each cell alone, at 5 a side: they have no family and no
 adaptive repetitions.
+
+Boots (issue 24, issue 41 item 5): a side's repetitions come in boots, and
+SideBoots says what a boot does to every cell of the check: an offset of the
+cell's own and one that every cell of the boot shares (Boots), or a whole
+recorded boot of the virtual lab (load_boots: real-boots-vlab.json, every
+cell's repetitions of one real boot, with whatever the boot moved them by).
 """
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +45,7 @@ from iowatch.stats import FIRST, CellInput, CellKey, compare_matrix, mann_whitne
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "fixtures" / "accuracy" / "real-samples.json"
+BOOTS = SAMPLES.with_name("real-boots-vlab.json")  # recorded A/A boots, whole (load_boots)
 MATRIX_CELLS = 40
 CONDITIONS = ("slow10", "slow20", "slow50")
 
@@ -50,6 +57,25 @@ class RealCell:
     aa: np.ndarray
     slowed: dict[str, np.ndarray]  # condition -> samples, for throttled cells
     achieved: dict[str, float]
+
+
+@dataclass
+class RecordedCell(RealCell):
+    """A real cell of recorded boots (tests/fixtures/accuracy/real-boots-vlab.json):
+    its A/A repetitions by the boot they came from, every cell of the collection
+    with the same boots in the same order, so that one boot index draws a whole
+    recorded boot (every cell's repetitions of it)."""
+    by_boot: list = field(default_factory=list)  # [np.ndarray of the boot's repetitions]
+
+    def draw_boot(self, boot: int, n: int, rng) -> np.ndarray:
+        """n repetitions of recorded boot `boot`, drawn with replacement from its
+        own, their log deviations from the boot's log mean widened by sqrt(k/(k-1))
+        for k repetitions a boot: drawn as they are, 20 values from 3 would have
+        (k-1)/k of the spread a boot's repetitions have."""
+        logs = np.log(self.by_boot[boot])
+        k = len(logs)
+        dev = (logs - logs.mean()) * (math.sqrt(k / (k - 1)) if k > 1 else 0.0)
+        return np.exp(logs.mean() + rng.choice(dev, size=n, replace=True))
 
 
 def lognormal_cells(cv: float, n: int = 30, seed: int = 7) -> list[RealCell]:
@@ -95,6 +121,29 @@ def load(path: Path = SAMPLES) -> list[RealCell]:
                   and sign * achieved.get(k, 0.0) > 0}
         cells.append(RealCell(f"{c['study']}/{c['filesystem']}/{c['group']} {c['metric']}",
                               c["direction"], aa, slowed, achieved))
+    return cells
+
+
+def load_boots(path: Path | None = None) -> list[RecordedCell]:
+    """The deciding cells of a collection of recorded A/A boots (collect_vlab.py
+    --conditions aa; default BOOTS), each with its repetitions by boot."""
+    from iowatch.judging import deciding
+    from iowatch.studies import load_studies
+
+    studies = load_studies(ROOT / "jobs" / "studies")
+    doc = json.loads((path or BOOTS).read_text())
+    boots = sorted({b for c in doc["cells"] for b in c["boot_of_samples"]["aa"]})
+    cells = []
+    for c in doc["cells"]:
+        if (c["group"], c["metric"]) not in deciding(studies.get(c["study"])):
+            continue
+        aa = np.asarray(c["samples"]["aa"], dtype=float)
+        where = c["boot_of_samples"]["aa"]
+        by_boot = [aa[[j for j, b in enumerate(where) if b == boot]] for boot in boots]
+        if not (aa > 0).all() or any(len(v) == 0 for v in by_boot):
+            continue  # a cell without every boot cannot be drawn as part of one
+        cells.append(RecordedCell(f"{c['study']}/{c['device']}/{c['filesystem']}/{c['group']} "
+                                  f"{c['metric']}", c["direction"], aa, {}, {}, by_boot=by_boot))
     return cells
 
 
@@ -296,59 +345,125 @@ def exact_slowdowns(real: list[RealCell]) -> list[RealCell]:
     out = []
     for c in real:
         scale = {k: (1 - s) if c.direction == HIGHER else 1 / (1 - s) for k, s in EXACT.items()}
-        out.append(RealCell(c.name, c.direction, c.aa, {k: c.aa * f for k, f in scale.items()},
-                            {k: -100 * s for k, s in EXACT.items()}))
+        out.append(replace(c, slowed={k: c.aa * f for k, f in scale.items()},
+                           achieved={k: -100 * s for k, s in EXACT.items()}))
     return out
 
 
 @dataclass(frozen=True)
 class Boots:
     """How repetitions are drawn: `share` of each cell's log variance lies between
-    boots, `per_boot` repetitions come from one boot; share 0 is independent draws
-    (each repetition its own boot)."""
+    boots in an offset of the cell's own, `wide` in one offset that every cell of
+    a boot shares (the platform's: what the canary sees), `per_boot` repetitions
+    come from one boot (None: a side is one boot however it grows, as `run
+    --against` and `compare RUN RUN` are); share and wide 0 with synthetic cells
+    is independent draws (each repetition its own boot). Recorded cells
+    (RecordedCell) bring their boots' own between-boot noise, and share and
+    wide add to it."""
     share: float = 0.0
-    per_boot: int = 2
+    per_boot: int | None = 2
     # The machine's speed from round `drift_from` of a check on (0 the first):
     # higher-is-better values times `drift`, lower-is-better ones over it, both sides alike.
     drift: float = 1.0
     drift_from: int = 2
+    wide: float = 0.0
 
     @property
     def name(self) -> str:
         drift = (f"; from round {self.drift_from} the machine {self.drift:g} times as fast"
                  if self.drift != 1.0 else "")
-        if not self.share:
-            return "independent" + drift
-        return f"boot-clustered {self.share:.0%} between boots, {self.per_boot} a boot" + drift
+        per = "one boot a side" if self.per_boot is None else f"{self.per_boot} a boot"
+        if not self.share and not self.wide:
+            return ("independent" if self.per_boot is not None else per) + drift
+        wide = f" ({self.wide:.0%} of it shared by every cell of a boot)" if self.wide else ""
+        return f"boot-clustered {self.share + self.wide:.0%} between boots{wide}, {per}" + drift
+
+
+class SideBoots:
+    """What each boot of one side does to every cell of a draw. A boot is named
+    by a key its callers give (a round and a part of it, a measurement): the
+    same key is the same boot, for every cell. Synthetic cells: each boot moves
+    a cell's repetitions by a lognormal offset of the cell's own (Boots.share)
+    and by one every cell of the boot shares (Boots.wide), each in proportion to
+    the cell's log sd. Recorded cells (RecordedCell): each boot is a recorded
+    boot drawn whole, the same recorded boot for every cell of one copy of the
+    recorded matrix (a 40-cell check of 4 recorded cells holds 10 copies, each
+    its own recorded boot: the copies of a cell in one boot would otherwise be
+    draws from the same 3 repetitions), with Boots' offsets on top."""
+
+    def __init__(self, boots: Boots, rng, cells: list[RealCell] | None = None):
+        self.boots, self.rng, self.cells = boots, rng, cells or []
+        self.recorded = any(isinstance(c, RecordedCell) for c in self.cells)
+        seen: dict[int, int] = {}
+        self.copy = []  # matrix cell -> which copy of its recorded cell it is
+        for c in self.cells:
+            self.copy.append(seen.get(id(c), 0))
+            seen[id(c)] = self.copy[-1] + 1
+        self._offset: dict = {}  # (boot key, cell) -> the cell's own offset
+        self._wide: dict = {}    # boot key -> the shared offset's standard normal
+        self._boot: dict = {}    # (boot key, copy) -> recorded boot index
+
+    @property
+    def clustered(self) -> bool:
+        """Repetitions share their boots' noise (else each is its own boot)."""
+        return bool(self.boots.share or self.boots.wide or self.recorded)
+
+    def values(self, i: int, pool: np.ndarray, n: int, key) -> np.ndarray:
+        """n repetitions of matrix cell i (drawn from `pool`) in boot `key`."""
+        sd = float(np.log(pool).std(ddof=1)) if (pool > 0).all() else 0.0
+        rest = 1 - self.boots.share - self.boots.wide
+        offset = 1.0
+        if sd and self.boots.share:
+            if (key, i) not in self._offset:
+                self._offset[key, i] = math.exp(self.rng.normal(0, sd * math.sqrt(self.boots.share / rest)))
+            offset = self._offset[key, i]
+        if sd and self.boots.wide:
+            if key not in self._wide:
+                self._wide[key] = float(self.rng.normal())
+            offset *= math.exp(self._wide[key] * sd * math.sqrt(self.boots.wide / rest))
+        cell = self.cells[i] if i < len(self.cells) else None
+        if isinstance(cell, RecordedCell):
+            where = (key, self.copy[i])
+            if where not in self._boot:
+                self._boot[where] = int(self.rng.integers(len(cell.by_boot)))
+            # An exact slowdown's pool is the cell's A/A one scaled.
+            return cell.draw_boot(self._boot[where], n, self.rng) * (pool.mean() / cell.aa.mean()) * offset
+        return _sample(pool, n, self.rng) * offset
 
 
 class SideDraw:
     """One side of one cell, grown a batch at a time; each batch starts new boots
-    (a round of a check boots the kernel again)."""
+    (a round of a check boots the kernel again), shared with the other cells of
+    the side's machine (SideBoots) grown in the same round; with Boots.per_boot
+    None the side stays one boot."""
 
-    def __init__(self, pool: np.ndarray, boots: Boots, rng, tag: str, direction: str = "higher"):
+    def __init__(self, pool: np.ndarray, boots: Boots, rng, tag: str, direction: str = "higher",
+                 machine: SideBoots | None = None, index: int = 0):
         self.pool, self.boots, self.rng, self.tag = pool, boots, rng, tag
         self.direction = direction
+        self.machine, self.index = machine or SideBoots(boots, rng), index
         self.rounds: list[int] = []  # the round of a check each value came from
-        logs = np.log(pool) if (pool > 0).all() else None
-        sd = float(logs.std(ddof=1)) if logs is not None else 0.0
-        # A boot's offset on the log scale: between / (between + within) = share.
-        self.boot_sd = sd * math.sqrt(boots.share / (1 - boots.share)) if boots.share else 0.0
         self.values: list[float] = []
         self.labels: list[str] = []
         self._boot = 0
+        self._grown: dict[int, int] = {}  # round -> times grown in it
 
     def grow(self, n: int, round_no: int = 0) -> None:
-        per = self.boots.per_boot if self.boots.share else 1
+        one_boot = self.boots.per_boot is None
+        per = n if one_boot else self.boots.per_boot if self.machine.clustered else 1
         speed = self.boots.drift if round_no >= self.boots.drift_from else 1.0
         speed = 1 / speed if self.direction == "lower" else speed
+        call = self._grown.get(round_no, 0)
+        self._grown[round_no] = call + 1
+        part = 0
         while n > 0:
             m = min(per, n)
-            offset = math.exp(self.rng.normal(0, self.boot_sd)) if self.boot_sd else 1.0
-            self.values += list(_sample(self.pool, m, self.rng) * offset * speed)
+            key = "one" if one_boot else (round_no, call, part)
+            self.values += list(self.machine.values(self.index, self.pool, m, key) * speed)
             self.rounds += [round_no] * m
-            self.labels += [f"{self.tag}{self._boot}"] * m
-            self._boot += 1
+            self.labels += [f"{self.tag}{0 if one_boot else self._boot}"] * m
+            self._boot += 0 if one_boot else 1
+            part += 1
             n -= m
 
     def __len__(self) -> int:
@@ -356,14 +471,40 @@ class SideDraw:
 
 
 def _boot_family(d: Draw, base: list[SideDraw], cand: list[SideDraw], cap: int = DEFAULT_CAP,
-                 blocked: bool = False):
+                 blocked: bool = False, recorded: list | None = None):
     inputs = [CellInput(CellKey("s", "h", "c", f"d{i}", "fs", "g", "m"), b.values, c.values,
                         d.cells[i].direction, MIN_EFFECT, base_boots=b.labels,
                         candidate_boots=c.labels,
                         base_rounds=b.rounds if blocked else None,
-                        candidate_rounds=c.rounds if blocked else None)
+                        candidate_rounds=c.rounds if blocked else None,
+                        boot_variance=recorded[i] if recorded else None)
               for i, (b, c) in enumerate(zip(base, cand))]
     return compare_matrix(inputs, cap=cap, fdr=FDR)
+
+
+# One boot a side (issue 41 item 1): `iowatch run --against` run locally (its base
+# AGAINST_BASE repetitions in one boot, the candidate grown in its own one boot to
+# the next look of every unsure cell) and `iowatch compare RUN RUN` (FIRST a side,
+# one look); RECORD: with the host's recorded variance between boots of each cell
+# (HISTORY_KERNELS kernels of HISTORY_BOOTS boots of HISTORY_RUNS repetitions,
+# drawn as the sides are), as iowatch.judging.boots reads it.
+AGAINST_ONE_BOOT = "run --against, one boot a side"
+COMPARE_ONE_BOOT = "compare, one boot a side"
+RECORD = ", with a record"
+HISTORY_BOOTS, HISTORY_RUNS = 3, 3
+
+
+def recorded_variances(d: Draw, rng, boots: Boots) -> list:
+    """Each cell's recorded variance between boots (iowatch.stats.boots), from a
+    history of other kernels booted on the same machine: the base's pools, the
+    draws' noise (new boots, the same kind of offsets, recorded boots whole)."""
+    from iowatch.judging.boots import HISTORY_KERNELS
+    from iowatch.stats.boots import between_boot_variance
+
+    machine = SideBoots(replace(boots, drift=1.0), rng, d.cells)
+    return [between_boot_variance([[list(machine.values(i, pool, HISTORY_RUNS, ("history", k, b)))
+                                     for b in range(HISTORY_BOOTS)] for k in range(HISTORY_KERNELS)])
+            for i, pool in enumerate(d.base_pool)]
 
 
 def judge_path(path: str, d: Draw, rng, boots: Boots, cap: int = DEFAULT_CAP):
@@ -372,15 +513,22 @@ def judge_path(path: str, d: Draw, rng, boots: Boots, cap: int = DEFAULT_CAP):
     (iowatch.judging.more_runs, new boots each round), `5 a side` stops at the
     first look, `run --against` grows only the candidate against a fixed base
     of AGAINST_BASE repetitions; `check adaptive, blocked` is the check with
-    its rounds given to the verdict as blocks."""
-    base = [SideDraw(p, boots, rng, "b", cell.direction) for p, cell in zip(d.base_pool, d.cells)]
-    cand = [SideDraw(p, boots, rng, "c", cell.direction) for p, cell in zip(d.cand_pool, d.cells)]
+    its rounds given to the verdict as blocks; AGAINST_ONE_BOOT and
+    COMPARE_ONE_BOOT, each side one boot, and with RECORD the host's record."""
+    one_boot = path.startswith((AGAINST_ONE_BOOT, COMPARE_ONE_BOOT))
+    recorded = recorded_variances(d, rng, boots) if path.endswith(RECORD) else None
+    boots = replace(boots, per_boot=None) if one_boot else boots
+    machines = SideBoots(boots, rng, d.cells), SideBoots(boots, rng, d.cells)
+    base = [SideDraw(p, boots, rng, "b", cell.direction, machines[0], i)
+            for i, (p, cell) in enumerate(zip(d.base_pool, d.cells))]
+    cand = [SideDraw(p, boots, rng, "c", cell.direction, machines[1], i)
+            for i, (p, cell) in enumerate(zip(d.cand_pool, d.cells))]
     for s in base + cand:
-        s.grow(AGAINST_BASE if path == "run --against" else FIRST)
+        s.grow(AGAINST_BASE if path.startswith("run --against") else FIRST)
     round_no = 0
     while True:
-        verdicts = _boot_family(d, base, cand, cap, blocked=path == BLOCKED)
-        if path == "5 a side":
+        verdicts = _boot_family(d, base, cand, cap, blocked=path == BLOCKED, recorded=recorded)
+        if path == "5 a side" or path.startswith(COMPARE_ONE_BOOT):
             return verdicts, [len(c) for c in cand]
         want = more_runs(Comparison(None, None, 0.05, verdicts, [], {}, {}))
         grew = False
@@ -425,7 +573,7 @@ class PathTally:
 
 def run_paths(real: list[RealCell], trials: int, seed: int, boots: Boots, *,
               size: int = MATRIX_CELLS, paths=PATHS, anchors: bool = True,
-              conditions=tuple(EXACT)) -> dict[str, PathTally]:
+              conditions=tuple(EXACT), anchor_runs=ANCHOR_RUNS) -> dict[str, PathTally]:
     """{path or anchor rule: PathTally} over `trials` clean checks and `trials`
     checks per slowed condition, every path judging the same draws; the anchors
     judge the first 5, 10 and 20 of the same repetitions (each rule at its own
@@ -442,11 +590,14 @@ def run_paths(real: list[RealCell], trials: int, seed: int, boots: Boots, *,
                 state = Comparison(None, None, 0.05, verdicts, [], {}, {}).state
                 results[path] = (flagged, state, float(np.mean(runs)))
             if anchors:
-                base = [SideDraw(p, boots, rng, "b") for p in d.base_pool]
-                cand = [SideDraw(p, boots, rng, "c") for p in d.cand_pool]
+                machines = SideBoots(boots, rng, d.cells), SideBoots(boots, rng, d.cells)
+                base = [SideDraw(p, boots, rng, "b", machine=machines[0], index=i)
+                        for i, p in enumerate(d.base_pool)]
+                cand = [SideDraw(p, boots, rng, "c", machine=machines[1], index=i)
+                        for i, p in enumerate(d.cand_pool)]
                 for s in base + cand:
-                    s.grow(max(ANCHOR_RUNS))
-                for n in ANCHOR_RUNS:
+                    s.grow(max(anchor_runs))
+                for n in anchor_runs:
                     for name, rule in ANCHORS.items():
                         flagged = [bool(rule(np.asarray(b.values[:n]), np.asarray(c.values[:n]),
                                              cell.direction))

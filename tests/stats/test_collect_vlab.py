@@ -20,8 +20,21 @@ from iowatch import inventory, vlab  # noqa: E402
 def collector(tmp_path, monkeypatch):
     monkeypatch.setattr(collect_vlab, "_bzimage", lambda p: p)
     args = argparse.Namespace(kernel=str(tmp_path / "bzImage"), work=str(tmp_path / "work"),
-                              reps_per_boot=2)
+                              reps_per_boot=2, matrix="ssd-hdd", conditions=list(collect_vlab.CONDITIONS))
     return collect_vlab.VlabCollector(args)
+
+
+def test_the_classes_matrix_boots_a_disk_of_each_class_it_runs(tmp_path, monkeypatch):
+    """The recorded boots' matrix: the sd card, the ssd and the hdd in one boot,
+    each cut to the filesystems the matrix runs on it, and the canary."""
+    monkeypatch.setattr(collect_vlab, "_bzimage", lambda p: p)
+    args = argparse.Namespace(kernel=str(tmp_path / "bzImage"), work=str(tmp_path / "work"),
+                              reps_per_boot=3, matrix="classes", conditions=["aa"])
+    c = collect_vlab.VlabCollector(args)
+    host = inventory.load(c._inventory("aa")).host("vlab")
+    assert sorted((d.device_class, d.filesystems) for d in host.devices) == [
+        ("hdd", ("ext4",)), ("sdcard", ("f2fs",)), ("ssd", ("raw",))]
+    assert c.conditions == ["aa"] and "canary-tmpfs-read" in c.declared
 
 
 def test_a_condition_adds_its_throttles_to_the_inventorys_own(collector, tmp_path):
