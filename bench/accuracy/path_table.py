@@ -5,9 +5,9 @@ Paths (each through the simulators it has: check_boots, simulate.run_paths,
 later_paths; nothing here judges):
 - check: `iowatch check` as it boots (check_boots.SHIPPED);
 - run --against and compare RUN RUN, one boot a side (simulate.AGAINST_ONE_BOOT,
-  simulate.COMPARE_ONE_BOOT), without a record with the hold as shipped (off)
-  and with it on (IOWATCH_HOLD_ONE_BOOT=1, set here in-process on
-  iowatch.stats.boots.HOLD_WITHOUT_RECORD), and with the host's record;
+  simulate.COMPARE_ONE_BOOT), without a record with the hold off and on (on as
+  shipped; set here in-process on iowatch.stats.boots.HOLD_WITHOUT_RECORD), and
+  with the host's record;
 - nightly, the comparison with the previous night: two boots a night (the
   virtual lab), or one (a lab host) with the record (later_paths);
 - bisect ends, hold off and on; change points of a nightly history (later_paths).
