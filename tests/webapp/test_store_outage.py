@@ -85,10 +85,25 @@ def night(path: Path, i: int, level: float) -> str:
     return run_id
 
 
+def calibration(path: Path, k: int, factor: float) -> Path:
+    """One calibration boot of lab-1 (a kernel of its own, trigger calibration):
+    the host's record of its noise between boots, which a night compared with
+    the night before (one boot a side) reads (issue 41 item 1)."""
+    from iowatch import bundle
+    night(path, 4 + k, 1000 * factor)
+    doc = bundle.load(path)
+    doc.update(schema_version=2, trigger={"kind": "calibration"},
+               kernel={**doc["kernel"], "git_commit": "ca11b7a7e000"})
+    bundle.write_manifest(path, doc)
+    return path
+
+
 def test_uploads_during_a_database_outage_all_end_stored_with_their_verdicts(tmp_path):
     bundles = [tmp_path / f"night{i}" for i in range(4)]
     run_ids = [night(b, i, level) for i, (b, level) in
                enumerate(zip(bundles, (1000, 1000, 1000, 700)))]
+    record = [calibration(tmp_path / f"calibration{k}", k, f)
+              for k, f in enumerate((1.0, 1.01, 0.99, 1.005))]
     with own_postgres() as (url, start, stop):
         env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
         env.update(DATABASE_URL=url, IOWATCH_DATA_DIR=str(tmp_path / "data"))
@@ -98,8 +113,8 @@ def test_uploads_during_a_database_outage_all_end_stored_with_their_verdicts(tmp
                   "--spool", str(tmp_path / "spool"), "--retries", "8", "--backoff", "0.5"]
         with running_server(env) as (server, _):
             upload[3] = server
-            first = subprocess.run([*upload, str(bundles[0])], capture_output=True, text=True,
-                                   env=env, timeout=120)
+            first = subprocess.run([*upload, *map(str, record), str(bundles[0])],
+                                   capture_output=True, text=True, env=env, timeout=120)
             assert first.returncode == 0, first.stdout + first.stderr
 
             stop()
@@ -123,5 +138,5 @@ def test_uploads_during_a_database_outage_all_end_stored_with_their_verdicts(tmp
                     break
                 time.sleep(1)
             assert [r["verdict"]["state"] for r in runs] == ["done"] * 4, runs
-            assert get_json(f"{server}/api/v1/runs")["count"] == 4  # each stored once
+            assert get_json(f"{server}/api/v1/runs")["count"] == 4 + len(record)  # each stored once
             assert get_json(f"{server}/api/v1/regressions")["count"] >= 1  # the slow fourth night
