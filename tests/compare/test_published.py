@@ -12,6 +12,7 @@ from iowatch.side_sources import published_side
 from iowatch.judging import compare_sides
 from iowatch.report import render_junit, render_markdown, render_text
 from iowatch.studies import load_studies
+from iowatch.vocabulary import FDR
 
 ROOT = Path(__file__).resolve().parents[2]
 IOWATCH = str(Path(sys.executable).parent / "iowatch")
@@ -89,7 +90,7 @@ def test_cli_gives_the_seeds_outcome_and_exit_code(study, base, cand, cls, expec
         assert cell["outcome"] == outcome and cell["study"] == study
         assert cell["base"]["n"] == cell["candidate"]["n"] == 1
         assert set(cell["ci"]) == {"low", "high"} and "p_value" in cell and "change_pct" in cell
-    assert doc["fdr"] == 0.05 and doc["confounders"] == []
+    assert doc["fdr"] == FDR and doc["confounders"] == []
 
 
 def test_cli_text_report_names_the_kernels_and_the_verdict_in_words():

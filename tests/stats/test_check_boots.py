@@ -59,7 +59,10 @@ def test_a_50_percent_slowdown_is_confirmed(model):
 
 @pytest.mark.parametrize("share", [0.10, 0.25])
 def test_a_20_percent_slowdown_in_boots_is_confirmed_95_percent(model, share):
-    out = check_boots.run(model, 100, 26, share, paths=(check_boots.SHIPPED,),
+    """Measured 98.75% at 10% and 96.75% at 25% between boots (400 checks, seeds
+    26-29, docs/verdicts.md): at 1,000 checks a true 96.75% falls under 95% with
+    probability about 0.1% (binomial); 100 checks, as before, could not tell."""
+    out = check_boots.run(model, CLEAN, 26, share, paths=(check_boots.SHIPPED,),
                           conditions=("slow20",))
     assert out[check_boots.SHIPPED].detected("slow20") >= 0.95
 

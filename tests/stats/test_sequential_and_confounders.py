@@ -7,20 +7,31 @@ import pytest
 
 from iowatch.stats import confounders
 from iowatch.stats.confounders import kernel_flags
-from iowatch.stats.sequential import (alpha_spent, effective_n, look_index, look_level, looks,
-                                      next_target)
+from iowatch.stats.sequential import (LINEAR, POCOCK, alpha_spent, effective_n, look_index,
+                                      look_level, looks, next_target)
 from iowatch.vocabulary import DEFAULT_CAP as CAP, FDR, DEFAULT_MIN_EFFECT as MIN_EFFECT
 
 
 def test_the_looks_spend_no_more_than_the_rate():
     levels = [look_level(n, 0.05, cap=CAP) for n in (5, 10, 15, 20)]
     assert sum(levels) == pytest.approx(0.05)
-    assert levels == sorted(levels, reverse=True) and all(a > 0 for a in levels)
+    assert all(a >= b - 1e-12 for a, b in zip(levels, levels[1:])) and all(a > 0 for a in levels)
     assert alpha_spent(1, 0.05) == 0.05
     # Every count belongs to one look; past the cap it is the last look's level.
     assert [look_index(n, cap=CAP) for n in (1, 5, 6, 10, 11, 20, 60)] == [1, 1, 2, 2, 3, 4, 4]
     assert look_level(3, 0.05, cap=CAP) == look_level(5, 0.05, cap=CAP)
     assert look_level(60, 0.05, cap=CAP) == levels[-1]
+
+
+def test_both_spending_shapes_spend_the_rate_linear_evenly_pocock_early():
+    """The deciding cells spend linearly (q/4 a look at a cap of 20); the
+    canaries Pocock's way, most at the first look (iowatch.judging.policy)."""
+    linear = [look_level(n, FDR, cap=CAP, shape=LINEAR) for n in (5, 10, 15, 20)]
+    pocock = [look_level(n, 0.05, cap=CAP, shape=POCOCK) for n in (5, 10, 15, 20)]
+    assert linear == pytest.approx([FDR / 4] * 4) and sum(pocock) == pytest.approx(0.05)
+    assert pocock == pytest.approx([0.01787, 0.01314, 0.01039, 0.00860], abs=1e-5)
+    with pytest.raises(ValueError, match="spending 'obf'"):
+        alpha_spent(0.5, 0.05, "obf")
 
 
 def test_next_target_walks_the_schedule_up_to_the_cap():
@@ -159,7 +170,7 @@ def test_a_fixed_side_spends_only_the_information_the_growing_side_adds():
     levels = [level_at(5, n, q=FDR, cap=CAP) for n in (5, 10, 15, 20)]
     assert levels[0] == pytest.approx(look_level(5, q=FDR,
                                                  cap=CAP)) and levels[1] > levels[2] > levels[3] > 0
-    assert sum(levels) == pytest.approx(alpha_spent(information(8, cap=CAP), 0.05))
+    assert sum(levels) == pytest.approx(alpha_spent(information(8, cap=CAP), FDR))
     assert sum(levels) < look_level(5, q=FDR, cap=CAP) + 3 * look_level(10, q=FDR, cap=CAP)
     # A function of the counts alone: either side may be the fixed one.
     assert level_at(20, 5, q=FDR, cap=CAP) == level_at(5, 20, q=FDR, cap=CAP)

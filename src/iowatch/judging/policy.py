@@ -53,11 +53,12 @@ from iowatch.side_data import CellContext, PooledSide, Side, cell_passed, pool
 from iowatch.judging.boots import History, boot_variances, one_boot, read_history
 from iowatch.metrics import INFO, METRICS
 from iowatch.vocabulary import (CONFIDENT_STATES, CONFIRMED_OUTCOMES, DEFAULT_CAP,
-                                DEFAULT_MIN_EFFECT, FDR,
+                                CANARY_FDR, DEFAULT_MIN_EFFECT, FDR,
                                 PATCH_STATES, UNDECIDED_OUTCOMES, Outcome)
 from iowatch.stats import (CellInput, CellVerdict, Confounder, compare_matrix, confounders,
                            next_target)
 from iowatch.stats.blocks import DRIFT_P
+from iowatch.stats.sequential import POCOCK
 from iowatch.studies import Study
 
 
@@ -305,7 +306,8 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
     diagnostics = compare_matrix(shown, fdr=fdr, cap=DEFAULT_CAP)
     # The canaries are their own family: a moved platform must not spend, nor
     # borrow, the deciding cells' false-discovery rate or variance prior.
-    canaries = compare_matrix(watching, fdr=fdr, cap=DEFAULT_CAP)
+    # They are judged at their own rate, spent early (vocabulary.CANARY_FDR).
+    canaries = compare_matrix(watching, fdr=CANARY_FDR, cap=DEFAULT_CAP, spending=POCOCK)
     failed = failed_cells(b, c)
     context = {where: CellContext(device_model=c.device_models.get(where.device)
                                   or b.device_models.get(where.device),

@@ -77,7 +77,7 @@ from iowatch.stats import boots as boots_policy
 from iowatch.stats.boots import BootVariance, with_boot_offsets
 from iowatch.stats.detectable import minimum_detectable_effect
 from iowatch.stats.family import SlowerFamily, slower_family
-from iowatch.stats.sequential import effective_n, futile, level_at, look_level
+from iowatch.stats.sequential import LINEAR, effective_n, futile, level_at, look_level
 from iowatch.vocabulary.outcomes import Outcome, reach, worse_side
 from iowatch.vocabulary.wording import sentence
 
@@ -466,12 +466,16 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
             prior = None  # the family's prior is of one repetition's variance, within a boot
     # Rounds are blocks: when the platform drifted between them, the change is
     # judged within rounds (paired by round), so a drift moves both sides alike.
-    rt = within_rounds(xb, rounds[0], xc, rounds[1]) \
+    # With two boots or more in a side's round the rounds are blocks always
+    # (the pure error, iowatch.stats.blocks); the prior still screens "suspected".
+    rt = within_rounds(xb, rounds[0], xc, rounds[1], boots[0], boots[1]) \
         if rounds[0] is not None and rounds[1] is not None else None
     if rt is not None:
         diagnostics.update(_drift(rt, to_pct))
-    if rt is not None and rt.drifted:
+    within = rt is not None and (rt.drifted or rt.pure)
+    if within:
         d, se, df, sd_pooled = rt.d, rt.se, rt.df, rt.sd_per_run
+    if rt is not None and rt.drifted:
         prior = None  # the family's prior is of one repetition's variance
     if se == 0:
         tstat = 0.0 if d == 0 else math.copysign(math.inf, d)
@@ -496,7 +500,7 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
     if prior is not None and log_scale:
         m_se, m_df, _ = _t_scale(xb, xc, prior)
         p_screen = float(stdtr(m_df, (d if direction == HIGHER else -d) / m_se))
-    if rt is not None and rt.drifted:
+    if within:
         levels = rt.centre
     elif by_boot is not None:
         levels = (float(bb[0].mean()), float(bc[0].mean()))
@@ -704,14 +708,16 @@ def _family_prior(sides, cells: Sequence[CellInput], boots) -> VariancePrior | N
 
 def compare_matrix(cells: Sequence[CellInput], *, fdr: float,
                    cap: int, family_size: int | None = None,
-                   by_information: bool = True) -> list[CellVerdict]:
+                   by_information: bool = True, spending: str = LINEAR) -> list[CellVerdict]:
     """Verdicts for one family of cells: Benjamini–Hochberg at `fdr` over the
     regression tests (and, apart, the improvement tests) of the cells that have
     two samples a side, each held to its look's share of `fdr` in the schedule
     up to its cap (the cell's own, else `cap`). `family_size`, when larger
     than the cells given, counts the family's untested members. `by_information`
     False: the level of the effective count's look (look_level), for sides that
-    are not looks of an adaptive run (a change point's segments)."""
+    are not looks of an adaptive run (a change point's segments). `spending`:
+    how the looks share `fdr` (iowatch.stats.sequential: linear, or Pocock's
+    for a family that must decide early, the canaries)."""
     _check_cells(cells)
     sides = [(np.asarray(cell.base, dtype=float), np.asarray(cell.candidate, dtype=float))
              for cell in cells]
@@ -731,17 +737,17 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float,
     # the one-sided p for slower of its deciding cells (iowatch.stats.family).
     family = slower_family({i: stats[i].p_worse for i in tested}, fdr, m)
     return [_cell_verdict(i, cell, s, cap, fdr, m, family, adj_worse, adj_better, adj_screen,
-                          by_information) for i, (cell, s) in enumerate(zip(cells, stats))]
+                          by_information, spending) for i, (cell, s) in enumerate(zip(cells, stats))]
 
 
 def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: int,
                   family: SlowerFamily, adj_worse: dict, adj_better: dict, adj_screen: dict,
-                  by_information: bool) -> CellVerdict:
+                  by_information: bool, spending: str) -> CellVerdict:
     """One cell's verdict, the family's tests done (compare_matrix)."""
     cell_cap = cell.cap or cap
     level = None if s.size_only else (
-        level_at(s.base.n, s.candidate.n, fdr, cap=cell_cap) if by_information
-        else look_level(s.n_eff, fdr, cap=cell_cap))
+        level_at(s.base.n, s.candidate.n, fdr, cap=cell_cap, shape=spending) if by_information
+        else look_level(s.n_eff, fdr, cap=cell_cap, shape=spending))
     outcome = _outcome(cell.direction, s, adj_worse.get(i), adj_better.get(i), level or 0.0,
                        cell.min_effect_pct)
     bound = _bound(s) if cell.direction != INFO else None

@@ -8,7 +8,7 @@ The policy decides; this says the decision in one set of words everywhere.
 """
 from __future__ import annotations
 
-from iowatch.vocabulary.defaults import DEFAULT_CAP, DEFAULT_MIN_EFFECT, FDR
+from iowatch.vocabulary.defaults import CANARY_FDR, DEFAULT_CAP, DEFAULT_MIN_EFFECT, FDR
 from iowatch.vocabulary.outcomes import (CELL_OUTCOMES, CONFIDENT_STATES, CONFIRMED_OUTCOMES, NOISY_TIMES,
                                          NOTHING_TO_COMPARE, PATCH_STATES, STORED_OUTCOMES,
                                          UNDECIDED, UNDECIDED_OUTCOMES, UNDECIDED_STATES, Gate,
@@ -17,7 +17,7 @@ from iowatch.vocabulary.outcomes import (CELL_OUTCOMES, CONFIDENT_STATES, CONFIR
                                          worse_side)
 from iowatch.vocabulary.wording import ci_name, metric_phrase, rerun_words, sentence
 
-__all__ = ["CELL_OUTCOMES", "CONFIDENT_STATES", "CONFIRMED_OUTCOMES", "DEFAULT_CAP", "DEFAULT_MIN_EFFECT", "FDR",
+__all__ = ["CANARY_FDR", "CELL_OUTCOMES", "CONFIDENT_STATES", "CONFIRMED_OUTCOMES", "DEFAULT_CAP", "DEFAULT_MIN_EFFECT", "FDR",
            "Gate", "NOISY_TIMES", "NOTHING_TO_COMPARE", "Outcome", "PATCH_STATES",
            "STORED_OUTCOMES", "UNDECIDED", "UNDECIDED_OUTCOMES", "UNDECIDED_STATES", "boots_words",
            "ci_name", "metric_phrase", "noisy_matrix_words", "outcome_label", "reach",
