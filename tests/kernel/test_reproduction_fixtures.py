@@ -50,26 +50,30 @@ def _paired_ratios(paths: list[Path]) -> list[float]:
     return out
 
 
-def test_seed_001_the_exclusive_lock_is_named_and_its_ratio_claim_judged(studies):
+def test_seed_001_the_exclusive_lock_is_suspected_today_and_its_claim_not_confirmed(studies):
     """Seed 001 on the virtual lab's SSD (TCG guests, quick profile, four adaptive
-    rounds): patch 2 (ext4_dio_read_iter() takes the inode lock exclusively) is a
-    confirmed regression of ext4's random-read IOPS, the raw device unchanged.
-    The post's claim is the ext4/raw ratio; the study judges it in direction on
-    ext4's read IOPS, the ratio's numerator (the raw device takes no lock: the
-    control), so the claim is reproduced, and the ratio itself, one value per
-    repetition pair (iowatch.ratio) derived again from the recorded IOPS, is
-    shown beside it: up in the post's direction, not confirmed at 5 pairs a
-    side (the check's adaptive rounds re-ran only the ext4 cell), as
+    rounds, 2026-11-26): the check named patch 2 (ext4_dio_read_iter() takes the
+    inode lock exclusively) a confirmed regression of ext4's random-read IOPS,
+    the raw device unchanged. Judged again by today's rule (q 3.5% spent
+    linearly, stop 51) the same bundles make it "suspected": -37.7% with its CI
+    wholly below zero, but its family-adjusted p (0.0041 at 5 boots a side)
+    above the look's level (0.0029; the rule it ran under gave 0.0044), and the
+    check's loop, which stopped on the old confirmation, would have measured
+    on. The post's claim is the ext4/raw ratio, judged in direction on ext4's
+    read IOPS (the raw device takes no lock: the control, which held): in the
+    post's direction, not confirmed, so "not reproduced". The ratio itself, one
+    value per repetition pair (iowatch.ratio) derived again from the recorded
+    IOPS, is shown beside it: up, not confirmed at 5 pairs a side, as
     docs/seeds.md says."""
     check = FIXTURES / "seed-001"
     seed = find_seed("001", studies, REPO / "kernels" / "series")
     rep = judge_check_dir(check, seed, studies)
     (row,) = rep.rows
-    assert (row.claim.metric, row.outcome) == ("ratio.fs_to_raw", REPRODUCED)
-    assert row.why.startswith("judged on read.iops (")
+    assert (row.claim.metric, row.outcome) == ("ratio.fs_to_raw", NOT_REPRODUCED)
+    assert row.why.startswith("judged on read.iops (") and "in the post's direction, not confirmed" in row.why
     # The lab row is ext4's read IOPS, before (DIO_LOCKING, variant 2) -> after (variant 1).
     assert (row.lab.before_n, row.lab.after_n) == (25, 25)
-    assert row.lab.verdict == "improvement" and row.lab.ci_low > 0
+    assert row.lab.verdict not in ("improvement", "regression") and row.lab.ci_low > 0
     # The ratio itself, from the repetition pairs, is said beside it, unconfirmed.
     before, after = _paired_ratios(_variant_bundles(check, 2)), _paired_ratios(_variant_bundles(check, 1))
     itself = re.search(r"ratio\.fs_to_raw itself: ([+-][\d.]+)%, 95% CI \[[^]]*\], ([\w-]+) "
@@ -77,13 +81,15 @@ def test_seed_001_the_exclusive_lock_is_named_and_its_ratio_claim_judged(studies
     assert itself and float(itself[1]) > 0  # up, in the post's direction
     assert itself[2] not in ("regression", "improvement")  # not confirmed
     assert (int(itself[3]), int(itself[4])) == (len(before), len(after))
+    # What the check said when it ran, under the rule of its day.
     assert json.loads((check / "check.json").read_text())["regressing_patches"] == [2]
     # The mechanism itself, judged again from the bundles by the one policy.
     cmp = compare_sides(_side(_variant_bundles(check, 1)), _side(_variant_bundles(check, 2)),
                         studies=studies)
     by = {(v.key.filesystem, v.key.metric): v for v in cmp.verdicts}
     ext4 = by[("ext4", "read.iops")]
-    assert ext4.outcome == "regression" and ext4.change_pct < -20
+    assert ext4.outcome == "suspected" and ext4.change_pct < -20 and ext4.ci_high < 0
+    assert ext4.level < ext4.p_adjusted < 0.0044, (ext4.level, ext4.p_adjusted)
     assert by[("raw", "read.iops")].outcome != "regression"
     ratio = by[("ext4", "ratio.fs_to_raw")]
     assert ratio.change_pct < 0 and ratio.outcome not in ("regression", "improvement")
@@ -225,11 +231,12 @@ def test_seed_002_reads_ahead_of_a_device_with_a_latency_of_its_own(studies):
 def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(studies):
     """The size word (iowatch.judging.claims.size_of): a reproduced claim is "in size"
     when the lab's log-ratio is within a factor of two of the post's. On the
-    kept reproductions: seed 001's ext4 read IOPS (+98% in the post, +60.5% in
-    the lab: ln 0.68 against 0.47) is in size; seed 003's writer on the
-    modelled disk (-99.4%, ln -5.1, against the lab's -84.9%, ln -1.9) is under
-    half the post's size, and its readers (+35.6%, ln 0.30, against x2.18, ln
-    0.78) over twice it."""
+    kept reproductions: seed 003's writer on the modelled disk (-99.4%, ln -5.1,
+    against the lab's -84.9%, ln -1.9) is under half the post's size, and its
+    readers (+35.6%, ln 0.30, against x2.18, ln 0.78) over twice it. Seed 001's
+    ext4 read IOPS (+98% in the post, +60.5% in the lab: ln 0.68 against 0.47)
+    would be in size, but is no longer confirmed (stop 51's rule): a size is
+    said only of a reproduced claim."""
     from iowatch.judging.claims import IN_SIZE, LARGER, SMALLER, size_of
 
     def sizes(seed: str) -> dict[tuple[str, str, str], str]:
@@ -237,8 +244,8 @@ def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(stud
         return {(r.claim.metric, r.claim.before.label, r.claim.after.label): r.size
                 for r in rep.rows if r.outcome == REPRODUCED}
 
-    s001 = sizes("seed-001")
-    assert list(s001.values()) == [IN_SIZE]
+    assert sizes("seed-001") == {}
+    assert size_of(98.0, 60.5) == IN_SIZE  # seed 001's recorded numbers, unconfirmed
     s003 = sizes("seed-003")
     assert s003[("write.bw_kib_s", "2.6.32-rc7", "for-2.6.33")] == SMALLER
     assert s003[("read.bw_kib_s", "2.6.32-rc7", "for-2.6.33")] == LARGER
@@ -248,9 +255,9 @@ def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(stud
     assert size_of(-50.0, 10.0) == ""                # the other way: a direction, not a size
     # The table's size line gives the bounds of its first sized claim, not a fixed example.
     from iowatch.claims.seeds import claims_table
-    rep = judge_check_dir(FIXTURES / "seed-001", find_seed("001", studies), studies)
-    assert claims_table(rep.rows)[-1].endswith("claim 1's post +98.0% (ln 0.68) is met in size "
-                                                "by the lab's +40.7% to ×3.92")
+    rep = judge_check_dir(FIXTURES / "seed-003", find_seed("003", studies), studies)
+    assert claims_table(rep.rows)[-1].endswith("claim 1's post -99.4% (ln -5.05) is met in size "
+                                                "by the lab's -92.0% to -100.0%")
 
 
 def test_the_virtual_labs_excuse_holds_only_for_a_device_without_mechanics(studies, tmp_path):

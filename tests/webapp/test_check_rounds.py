@@ -59,9 +59,12 @@ def test_a_checks_rounds_are_stored_and_judged_as_blocks_by_the_server(post, tmp
     assert sorted(Run.objects.values_list("check_round__round", flat=True)) == \
         sorted([k for k in range(ROUNDS + 1)] * 2)
     ext4 = _ext4_patch2()
-    # Judged within rounds: the exclusive lock still costs ext4 about 38% of its IOPS.
-    assert ext4.outcome == "regression" and -45 < ext4.change_pct < -30, ext4.words
-    assert ext4.ci_high < -15
+    # Judged within rounds: the exclusive lock still costs ext4 about 38% of its
+    # IOPS, its CI (±12%) wholly below -20%. Confirmed when the rate was 5%; at stop 51's
+    # 3.5% these 5 boots a side (one a round) hold it suspected, as they do
+    # without the doubled round (tests/kernel/test_reproduction_fixtures.py).
+    assert ext4.outcome in ("regression", "suspected") and -45 < ext4.change_pct < -30, ext4.words
+    assert ext4.ci_high < -20
 
 
 def test_without_their_rounds_the_same_bundles_pool_the_drift(post, tmp_path):
@@ -69,3 +72,5 @@ def test_without_their_rounds_the_same_bundles_pool_the_drift(post, tmp_path):
     assert not Run.objects.exclude(check_round={}).exists()
     ext4 = _ext4_patch2()
     assert ext4.outcome != "regression", ext4.words
+    # The doubled round's spread in the interval: twice as wide (±24% against ±12%).
+    assert ext4.ci_high > -15, ext4.words

@@ -61,5 +61,7 @@ def test_every_kept_reproductions_mail_is_plain_text_within_72_columns(tmp_path,
         studies_seen |= studies
         if "odirect-vs-readers" in studies and os.environ.get("IOWATCH_MAIL_OUT"):
             Path(os.environ["IOWATCH_MAIL_OUT"]).write_text(text)
-    # Seeds 001, 003 and 004 open regressions (000 and 002 reproduce no slowdown).
-    assert {"ext4-dio-randread", "odirect-vs-readers", "xfs-smallfile-writeback"} <= studies_seen
+    # Seeds 003 and 004 open regressions (000 and 002 reproduce no slowdown; 001's
+    # ext4 read IOPS, confirmed when it ran, is only suspected by stop 51's rule).
+    assert {"odirect-vs-readers", "xfs-smallfile-writeback"} <= studies_seen
+    assert "ext4-dio-randread" not in studies_seen

@@ -323,15 +323,16 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
 
 def _recorded(b: PooledSide, c: PooledSide, history: History | None,
               studies: dict[str, Study]) -> dict:
-    """The recorded variance between boots of each judged cell whose sides are
-    one boot each (iowatch.judging.boots); none across two hosts, whose boots
-    no one host's history describes."""
+    """The recorded variance between boots of each judged cell with a side of
+    one boot (iowatch.judging.boots): both sides one boot, or one against a few
+    boots, whose boot means alone leave the test few degrees of freedom; none
+    across two hosts, whose boots no one host's history describes."""
     if history is None or b.hosts != c.hosts:
         return {}
     keys = [key for key in set(b.values) & set(c.values)
             if (key.group, key.metric) in deciding(studies.get(key.study))
             | watched(studies.get(key.study))
-            and one_boot(b, key) and one_boot(c, key)]
+            and (one_boot(b, key) or one_boot(c, key))]
     return boot_variances(read_history(history), keys, c.hosts) if keys else {}
 
 

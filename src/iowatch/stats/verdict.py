@@ -455,7 +455,7 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
                          n_eff, False)
         return _Cell(bs, cs, 0.0, (0.0, 0.0), 1.0, 1.0, 1.0, cliffs, 0.0, 0.0, 0.0, n_eff, False)
     # Repetitions come in boots: on boot means when a side had two or more (_by_boot).
-    by_boot = _by_boot(xb, xc, boots, to_pct)
+    by_boot = _by_boot(xb, xc, boots, to_pct, boot_variance)
     diagnostics: dict = {}
     if by_boot is not None:
         d, se, df, sd_pooled, (bb, bc), diagnostics = by_boot
@@ -559,12 +559,19 @@ def _one_boot_sides(se: float, df: float, boots: tuple[Sequence | None, Sequence
 
 
 def _by_boot(xb: np.ndarray, xc: np.ndarray, boots: tuple[Sequence | None, Sequence | None],
-             to_pct) -> tuple | None:
+             to_pct, recorded: BootVariance | None = None) -> tuple | None:
     """The test on boot means, when a side's values came from two boots or more
     (issue 24), so the noise between boots counts: (d, se, df, the sd of one
     repetition, the boot means and sizes a side, diagnostics). None when every
     value is its own boot: tested as independent repetitions (the family's prior
-    is of one repetition's variance, which then holds the between-boot variance too)."""
+    is of one repetition's variance, which then holds the between-boot variance too).
+
+    `recorded`: the host's record of a boot mean's variance (iowatch.stats.boots),
+    given when a side is one boot. Its boot means leave few degrees of freedom
+    (1 against 2 boots: one), so the record joins them as a prior, weighted by
+    degrees of freedom (as the family's prior joins a cell's variance): a second
+    run of a kernel that fell 50% no longer turned a confirmed regression back
+    into "suspected" on a t with one degree of freedom."""
     bb, bc = _boot_means(xb, boots[0]), _boot_means(xc, boots[1])
     if (bb is None and bc is None) or (_independent(boots[0]) and _independent(boots[1])):
         return None
@@ -574,11 +581,17 @@ def _by_boot(xb: np.ndarray, xc: np.ndarray, boots: tuple[Sequence | None, Seque
     bb = bb or one(xb, boots[0])
     bc = bc or one(xc, boots[1])
     se, df, sd_boots = _boot_t_scale(bb[0], bc[0])
+    diagnostics: dict = {}
+    if recorded is not None and recorded.df > 0:
+        var = (df * sd_boots ** 2 + recorded.df * recorded.var) / (df + recorded.df)
+        sd_boots, df = math.sqrt(var), df + recorded.df
+        se = sd_boots * math.sqrt(1 / len(bb[0]) + 1 / len(bc[0]))
+        diagnostics["boot_variance"] = recorded
     # needs_runs counts repetitions: a boot mean of m runs stands for m of them.
     sd_pooled = sd_boots * math.sqrt(float(np.mean(np.concatenate([bb[1], bc[1]]))))
     within, share = _anova([(xb, *bb), (xc, *bc)])
-    diagnostics = {"boots": (len(bb[0]), len(bc[0])), "within_boot_sd_pct": to_pct(within),
-                   "between_boot_share": share}
+    diagnostics |= {"boots": (len(bb[0]), len(bc[0])), "within_boot_sd_pct": to_pct(within),
+                    "between_boot_share": share}
     return float(bc[0].mean() - bb[0].mean()), se, df, sd_pooled, (bb, bc), diagnostics
 
 
