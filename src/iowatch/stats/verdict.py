@@ -477,25 +477,7 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
         d, se, df, sd_pooled = rt.d, rt.se, rt.df, rt.sd_per_run
     if rt is not None and rt.drifted:
         prior = None  # the family's prior is of one repetition's variance
-    if se == 0:
-        tstat = 0.0 if d == 0 else math.copysign(math.inf, d)
-    else:
-        tstat = d / se
-    # scipy.special's Student t functions: the same values as scipy.stats.t, at a
-    # hundredth of the cost (a 1,000-cell matrix is judged in milliseconds).
-    p_lower = float(stdtr(df, tstat))  # the candidate is lower
-    p_higher = float(stdtr(df, -tstat))
-    p_two = min(1.0, 2 * min(p_lower, p_higher))
-    half = float(stdtrit(df, 0.975)) * se
-    bound = float(stdtrit(df, SAME_CONFIDENCE)) * se
-    change = to_pct(d)
-    ci = (to_pct(d - half), to_pct(d + half))
-    if direction == HIGHER:
-        p_worse, p_better = p_lower, p_higher
-        hidden = -to_pct(d - bound)  # the slowdown (a fall) not ruled out
-    else:
-        p_worse, p_better = p_higher, p_lower
-        hidden = to_pct(d + bound)  # the rise not ruled out
+    p_two, p_worse, p_better, change, ci, hidden = _t_test(d, se, df, direction, to_pct)
     p_screen = p_worse
     if prior is not None and log_scale:
         m_se, m_df, _ = _t_scale(xb, xc, prior)
@@ -512,6 +494,27 @@ def _cell_stats(b: np.ndarray, c: np.ndarray, direction: str,
     return _Cell(bs, cs, change, ci, p_two, p_worse, p_better, cliffs, sign * change, hidden,
                  sd_pooled, n_eff, False, se, log_scale, centre, p_screen, **diagnostics,
                  d=d, df=df)
+
+
+def _t_test(d: float, se: float, df: float, direction: str, to_pct) -> tuple:
+    """The t test of a difference d (test scale) with its standard error: (p
+    two-sided, p worse, p better, the change in %, its 95% CI, the slowdown in
+    the worse direction its SAME_CONFIDENCE bound cannot rule out)."""
+    if se == 0:
+        tstat = 0.0 if d == 0 else math.copysign(math.inf, d)
+    else:
+        tstat = d / se
+    # scipy.special's Student t functions: the same values as scipy.stats.t, at a
+    # hundredth of the cost (a 1,000-cell matrix is judged in milliseconds).
+    p_lower = float(stdtr(df, tstat))  # the candidate is lower
+    p_higher = float(stdtr(df, -tstat))
+    p_two = min(1.0, 2 * min(p_lower, p_higher))
+    half = float(stdtrit(df, 0.975)) * se
+    bound = float(stdtrit(df, SAME_CONFIDENCE)) * se
+    ci = (to_pct(d - half), to_pct(d + half))
+    if direction == HIGHER:
+        return p_two, p_lower, p_higher, to_pct(d), ci, -to_pct(d - bound)  # a fall not ruled out
+    return p_two, p_higher, p_lower, to_pct(d), ci, to_pct(d + bound)  # a rise not ruled out
 
 
 def _size_only(bs: SideStats, cs: SideStats, sign: float, cliffs: float, n_eff: float) -> _Cell:
