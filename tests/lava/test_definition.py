@@ -83,10 +83,13 @@ def test_the_qemu_board_boots_the_variant_with_the_board_disks_of_the_inventory(
     # an if=virtio drive would be created after them
     assert images["rootfs"]["image_arg"] == ("-drive format=raw,if=none,id=iow-rootfs,file={rootfs} "
                                              "-device virtio-blk-pci,drive=iow-rootfs")
-    assert list(images) == ["kernel", "rootfs", "disk_lssd", "disk_lhdd", "disk_lsd"]
-    assert "throttling.iops-total=150" in images["disk_lhdd"]["image_arg"]
-    assert "-device sd-card,drive=iow-lsd" in images["disk_lsd"]["image_arg"]
-    assert images["disk_lsd"]["url"].endswith("/blank-1073741824.img.xz")
+    # In sorted order: lava-server stores a definition with its keys sorted, and
+    # QEMU numbers the disks in the order of their -device (the root first: vda).
+    assert list(images) == sorted(images) == ["kernel", "rootfs", "storage_lhdd", "storage_lsd",
+                                                "storage_lssd"]
+    assert "throttling.iops-total=150" in images["storage_lhdd"]["image_arg"]
+    assert "-device sd-card,drive=iow-lsd" in images["storage_lsd"]["image_arg"]
+    assert images["storage_lsd"]["url"].endswith("/blank-1073741824.img.xz")
     # every {placeholder} names an image LAVA downloads
     for key, image in images.items():
         assert set(re.findall(r"\{(\w+)\}", image["image_arg"])) == {key}

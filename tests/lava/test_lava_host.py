@@ -143,7 +143,7 @@ def test_the_lab_agent_pipeline_works_lava_board_classes_with_the_same_command(t
 def test_iowatch_lava_follow_and_boards_read_the_lab_of_the_inventory(tmp_path, monkeypatch, capsys):
     with RecordedLava() as lava:
         inv = tmp_path / "inv.yml"
-        inv.write_text((REPO / "hardware-inventory.yml").read_text().replace("http://127.0.0.1:8000/", lava.url))
+        inv.write_text((REPO / "hardware-inventory.yml").read_text().replace("http://127.0.0.1:8010/", lava.url))
         monkeypatch.setenv("IOWATCH_LAVA_TOKEN", "lava-token")
         lava.finished_job(4213, "job-4213-incomplete.json", tests=("tests-4213.json",))
         lava.answer("GET", API + "devices/?device_type=qemu", "devices-qemu.json")

@@ -122,7 +122,8 @@ def _login() -> dict:
 
 def _qemu_actions(host: Host, board: LavaBoard, kernel: str) -> list[dict]:
     """tmpfs deploy of kernel, root filesystem (the first virtio disk, /dev/vda)
-    and one fresh blank image for each QEMU disk of the board class."""
+    and one fresh blank image for each QEMU disk of the board class, in the
+    order of their names (a board's inventory paths follow it)."""
     cmdline = f"root=/dev/vda rw console={CONSOLE[board.arch]},115200 rootwait"
     images = {
         "kernel": {"url": kernel, "image_arg": f'-kernel {{kernel}} -append "{cmdline}"'},
@@ -136,9 +137,14 @@ def _qemu_actions(host: Host, board: LavaBoard, kernel: str) -> list[dict]:
     if guest_disks(host) and not board.lab.disks:
         raise DefinitionInvalid(f"host {host.name!r} has QEMU disks but its lab {board.lab.group!r} "
                                 "declares no disks URL (iowatch_lava.disks) to take blank images from")
+    # lava-server stores a definition with its keys sorted (a job it ran on the
+    # lava-qemu board put the board's disks before the root, which was then not
+    # vda), and QEMU numbers the disks in the order of their -device: so the
+    # images are made in the sorted order of their keys, the root's sorting
+    # before every disk's ("rootfs" < "storage_..."), and the disks in the order
+    # of their names.
     scsi = False
-    for disk_id, dev, size in guest_disks(host):
-        key = "disk_" + disk_id.replace("-", "_").replace(".", "_")
+    for key, (disk_id, dev, size) in sorted((_image_key(d[0]), d) for d in guest_disks(host)):
         q = dev.qemu or {}
         drive = f"iow-{disk_id}"
         arg = [f"-drive file={{{key}}},if=none,id={drive},format=raw,cache=none,aio=threads{throttling(q)}"]
@@ -160,6 +166,11 @@ def _uboot_actions(board: LavaBoard, kernel: str, commit: str) -> list[dict]:
         deploy["dtb"] = {"url": f"{kernel.rsplit('/', 1)[0]}/dtbs/{board.dtb}"}
     return [{"deploy": deploy},
             {"boot": {"method": "u-boot", "commands": "nfs", "timeout": {"minutes": 10}, **_login()}}]
+
+
+def _image_key(disk_id: str) -> str:
+    """The deploy image's key of a board disk: sorts after "kernel" and "rootfs"."""
+    return "storage_" + disk_id.replace("-", "_").replace(".", "_")
 
 
 def _compression(url: str) -> dict:
