@@ -69,7 +69,8 @@ def chances(a, tau=None):
     edge = delta - Z_95 * se_cap
     same = 0.0 if edge <= 0 else float(ndtr((edge - mean) / sd) - ndtr((-edge - mean) / sd))
     conf = max(delta, -float(ndtri(look_level(cap, q, cap=cap) / fam)) * se_cap)
-    return same, 1 - float(ndtr((conf - sign * mean) / sd)), 1 - float(ndtr((conf + sign * mean) / sd))
+    worse, better = (1 - float(ndtr((conf - k * sign * mean) / sd)) for k in (1, -1))
+    return same, worse, better
 
 
 def per_cell(worse, others=1.01, tau=None):

@@ -3,8 +3,8 @@ every look of checks run to the cap, then replay stop rules on the records.
 
 Replaying is approximate: a cell stopped early keeps its look's p in the
 family's Benjamini-Hochberg, which the record (the cell measured on) does not
-see. Figures from it are for screening; bench/accuracy/check_stop.py runs the
-real loop.
+see. Figures from it are for screening; bench/accuracy/futility.py runs the
+real loop (bench/accuracy/CHECK-STOP.md).
 """
 from __future__ import annotations
 

@@ -77,6 +77,7 @@ from iowatch.stats import boots as boots_policy
 from iowatch.stats.boots import BootVariance, with_boot_offsets
 from iowatch.stats.detectable import minimum_detectable_effect
 from iowatch.stats.family import SlowerFamily, slower_family
+from iowatch.stats import sequential
 from iowatch.stats.sequential import (LINEAR, decision_chances, effective_n, family_futile,
                                       futile, level_at, look_level)
 from iowatch.vocabulary.outcomes import Outcome, reach, worse_side
@@ -754,13 +755,21 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float,
     # the one-sided p for slower of its deciding cells (iowatch.stats.family).
     family = slower_family({i: stats[i].p_worse for i in tested}, fdr, m)
     tests = (fdr, m, adj_worse, adj_better, by_information, spending)
-    # The family's futility (sequential.family_futile): every cell still open stops
-    # at once when the decisions they may reach by the cap are too few to measure on.
-    open_ = [i for i, (cell, s) in enumerate(zip(cells, stats)) if _open(i, cell, s, cap, *tests)]
-    stop_all = bool(open_) and family_futile(
-        [_chances(stats[i], cells[i], cells[i].cap or cap, fdr, m) for i in open_])
+    stop_all = _family_stops(cells, stats, cap, tests)
     return [_cell_verdict(i, cell, s, cap, family, adj_screen, tests, stop_all)
             for i, (cell, s) in enumerate(zip(cells, stats))]
+
+
+def _family_stops(cells: Sequence[CellInput], stats: list[_Cell], cap: int, tests: tuple) -> bool:
+    """The family's futility (sequential.family_futile): whether every cell still
+    open stops at once, the decisions they may reach by the cap being too few
+    to measure on. False without a look at the cells when the rule is off."""
+    if sequential.FAMILY_FUTILE <= 0:
+        return False
+    fdr, m = tests[0], tests[1]
+    open_ = [i for i, (cell, s) in enumerate(zip(cells, stats)) if _open(i, cell, s, cap, *tests)]
+    return bool(open_) and family_futile(
+        [_chances(stats[i], cells[i], cells[i].cap or cap, fdr, m) for i in open_])
 
 
 def _look(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: int, adj_worse: dict,
