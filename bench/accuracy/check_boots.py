@@ -121,6 +121,7 @@ def judge_check(path: str, d: simulate.Draw, rng, share: float | simulate.Boots,
 class CheckTally(simulate.PathTally):
     boots: float = 0.0  # summed over checks: boots a side, averaged over the check's cells
     variant_boots: float = 0.0  # summed over checks: the candidate's boots (its busiest cell's)
+    clean_boots: float = 0.0  # the same over the clean checks alone (issue 41 item 3's goal)
     # Slowed checks in which an unchanged cell was confirmed beside the slowed one
     # (issue 41 item 6: what a true discovery's loosening of BH costs the rest).
     beside: dict = field(default_factory=dict)  # condition -> checks with a false confirmation
@@ -147,6 +148,7 @@ def run(real, trials: int, seed: int, share: float | simulate.Boots, *, paths=PA
                 if condition == "aa":
                     state = Comparison(None, None, 0.05, verdicts, [], {}, {}).state
                     t.clean += 1
+                    t.clean_boots += variant
                     t.false_alarm += any(flagged)
                     t.states[state if state in t.states else "unsure"] += 1
                 else:

@@ -1,16 +1,21 @@
 """What futility stopping buys and costs (issue 41 item 3): `iowatch check` as it
 boots (bench/accuracy/check_boots.py, the shipped path: one repetition a boot),
 with and without stopping a cell whose decisions are all out of reach by the
-cap (iowatch.stats.sequential.futile), at 0, 10, 25 and 40% of each cell's
+cap (iowatch.stats.sequential.futile), and with the family's rule (every
+still-wanted cell of a comparison stops when the decisions they may reach by
+the cap sum to fewer than a bound: sequential.family_futile), at 0, 10, 25 and 40% of each cell's
 variance between boots, on the lognormal CV 10% model and on the real
 collections. Each row: the clean checks' end states and false alarms, the
 exact slowdowns found, the repetitions a side per cell, and the variant's
-boots (its busiest cell's: a boot runs every cell still wanted); and, in the
+boots (its busiest cell's: a boot runs every cell still wanted), over all
+checks and over the clean ones (issue 41 item 3's goal: 8); and, in the
 slowed checks, how often an unchanged cell was confirmed beside the slowed
 one (issue 41 item 6: a true discovery loosens Benjamini-Hochberg for the
 rest of its family). Figures in brackets are 95% Wilson intervals.
 
     .venv/bin/python bench/accuracy/futility.py --trials 200
+    .venv/bin/python bench/accuracy/futility.py --trials 200 --collections model \
+        --shares 0.25 0.4 --conditions slow20 --bounds 0.2 0.3 0.5
 """
 from __future__ import annotations
 
@@ -54,7 +59,8 @@ def row(t: check_boots.CheckTally) -> str:
                        for c in simulate.EXACT if c in t.slowed)
     return (f"no change {wilson(t.states['no-change'], t.clean)}  false alarms "
             f"{wilson(t.false_alarm, t.clean)}  {found}  runs a side {t.runs / t.checks:.1f}  "
-            f"boots a variant {t.variant_boots / t.checks:.1f}\n"
+            f"boots a variant {t.variant_boots / t.checks:.1f} (clean checks "
+            f"{t.clean_boots / max(t.clean, 1):.1f})\n"
             f"  an unchanged cell confirmed beside the slowed one: {beside}")
 
 
@@ -64,20 +70,30 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=41)
     p.add_argument("--collections", nargs="*", default=list(COLLECTIONS))
     p.add_argument("--shares", type=float, nargs="*", default=list(SHARES))
+    p.add_argument("--conditions", nargs="*", default=list(simulate.EXACT))
+    p.add_argument("--bounds", type=float, nargs="*", default=[sequential.FAMILY_BOUND],
+                   help="the family's rule at these bounds (sequential.FAMILY_FUTILE)")
+    p.add_argument("--rules", nargs="*", default=["cell", "family", "cap"],
+                   help="which rows: cell (futile at CHANCE), family (--bounds), cap (neither)")
     args = p.parse_args()
-    shipped = sequential.FUTILE
+    shipped = sequential.FUTILE, sequential.FAMILY_FUTILE
+    rules = {"cell": [(f"futility at {sequential.CHANCE:.0%}", sequential.CHANCE, 0.0)],
+             "family": [(f"the family's futility below {b:g} decisions", 0.0, b)
+                        for b in args.bounds],
+             "cap": [("to the cap (as shipped)" if shipped == (0.0, 0.0) else "to the cap",
+                      0.0, 0.0)]}
     for name in args.collections:
         real = cells(name)
         for share in args.shares:
-            for label, chance in ((f"futility at {sequential.CHANCE:.0%}", sequential.CHANCE),
-                                  ("to the cap (as shipped)" if not shipped else "to the cap", 0.0)):
-                sequential.FUTILE = chance
+            for label, chance, bound in (r for key in args.rules for r in rules[key]):
+                sequential.FUTILE, sequential.FAMILY_FUTILE = chance, bound
                 t0 = time.monotonic()
                 out = check_boots.run(real, args.trials, args.seed, share,
-                                      paths=(check_boots.SHIPPED,))
+                                      paths=(check_boots.SHIPPED,),
+                                      conditions=tuple(args.conditions))
                 print(f"{name}, {share:.0%} between boots, {label} ({time.monotonic() - t0:.0f} s):\n"
                       f"  {row(out[check_boots.SHIPPED])}", flush=True)
-    sequential.FUTILE = shipped
+    sequential.FUTILE, sequential.FAMILY_FUTILE = shipped
 
 
 if __name__ == "__main__":

@@ -58,10 +58,20 @@ looks, so it never raises the false-alarm rate; what it costs in power is
 measured by bench/accuracy/futility.py. The cap's information assumes both
 sides grow to the cap, which overstates it for a fixed base (`run
 --against`): that errs toward measuring on.
+
+The family's futility (issue 41 item 3, off as shipped: FAMILY_FUTILE 0): a
+variant boots while any of its cells is wanted, so a per-cell rule stops a
+check only when the last of its 40 cells gives up. `family_futile` stops every
+still-wanted cell of a comparison at once when the decisions they may still
+reach by the cap (each cell's `decision_chances`, summed: the decisions
+measuring on is expected to bring) are fewer than a bound. A lone slowed cell
+keeps its own chance, and so the sum, high; it is the same projection, read
+for the family. What it buys and costs: bench/accuracy/CHECK-STOP.md.
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from scipy.special import ndtr, ndtri
 
@@ -75,6 +85,11 @@ MIN_REPS = 2     # fewer a side and the t-test has no variance to stand on
 # seed 26), a goal issue 41 holds. bench/accuracy/futility.py measures it at CHANCE.
 FUTILE = 0.0
 CHANCE = 0.05    # the chance futility was designed and measured at
+# The family's rule (family_futile): every still-wanted cell of a comparison stops
+# when the decisions they may still reach by the cap sum to fewer than this. 0
+# turns it off, as shipped: see FAMILY_BOUND and bench/accuracy/CHECK-STOP.md.
+FAMILY_FUTILE = 0.0
+FAMILY_BOUND = 0.3  # the bound it was designed and measured at
 FUTILE_FROM = FIRST  # repetitions a side (effective) before a cell may stop for futility
 Z_95 = 1.959963984540054  # the 95% CI's two-sided normal quantile
 
@@ -163,22 +178,20 @@ def next_target(n: int, *, cap: int, first: int = FIRST, step: int = STEP) -> in
     return min(cap, first + step * (1 + (n - first) // step))
 
 
-def futile(d: float, se: float, n_eff: float, *, worse_sign: float, delta: float,
-           cap: int, q: float, family: int = 1, chance: float | None = None) -> bool:
-    """Whether a cell measured to `n_eff` (effective repetitions a side) with the
-    difference `d` (test scale, candidate - base) at standard error `se` can
-    stop: on its current trend, the chances of "no change" (the cap's 95% CI
-    inside +- `delta`), of a confirmed slowdown and of a confirmed gain (beyond
-    `delta` and past the cap's level over the `family`'s size: what
-    Benjamini-Hochberg asks of a lone discovery) are each below `chance`
-    (FUTILE). `worse_sign` is +1 when a rise is worse, -1 when a fall is. False
-    at or past the cap, before the first look (a variance from fewer than FIRST
-    repetitions a side is too rough to give up on), and for a cell without
-    noise (se 0: its verdict is decided)."""
-    chance = FUTILE if chance is None else chance
-    if chance <= 0 or n_eff >= cap or n_eff < FUTILE_FROM - 1e-9 or not se > 0 \
-            or not math.isfinite(d):
-        return False
+def decision_chances(d: float, se: float, n_eff: float, *, worse_sign: float, delta: float,
+                     cap: int, q: float, family: int = 1) -> tuple[float, float, float] | None:
+    """The chances, on the current trend, that a cell measured to `n_eff`
+    (effective repetitions a side) with the difference `d` (test scale,
+    candidate - base) at standard error `se` ends at the cap as "no change"
+    (the cap's 95% CI inside +- `delta`), as a confirmed slowdown and as a
+    confirmed gain (beyond `delta` and past the cap's level over the
+    `family`'s size: what Benjamini-Hochberg asks of a lone discovery).
+    `worse_sign` is +1 when a rise is worse, -1 when a fall is. None when the
+    cell may not stop for futility: at or past the cap, before the first look
+    (a variance from fewer than FUTILE_FROM repetitions a side is too rough to
+    give up on), and without noise (se 0: its verdict is decided)."""
+    if n_eff >= cap or n_eff < FUTILE_FROM - 1e-9 or not se > 0 or not math.isfinite(d):
+        return None
     se_cap = se * math.sqrt(n_eff / cap)
     spread = se_cap * math.sqrt(1 - n_eff / cap)  # the cap's difference around d
     edge = delta - Z_95 * se_cap  # "no change" needs |d_cap| below it
@@ -188,4 +201,37 @@ def futile(d: float, se: float, n_eff: float, *, worse_sign: float, delta: float
     worse = worse_sign * d
     p_worse = 1 - float(ndtr((confirm - worse) / spread))
     p_better = 1 - float(ndtr((confirm + worse) / spread))
-    return max(p_same, p_worse, p_better) < chance
+    return p_same, p_worse, p_better
+
+
+def futile(d: float, se: float, n_eff: float, *, worse_sign: float, delta: float,
+           cap: int, q: float, family: int = 1, chance: float | None = None) -> bool:
+    """Whether one cell can stop on its own: each of its decision_chances is
+    below `chance` (FUTILE). False where decision_chances is None."""
+    chance = FUTILE if chance is None else chance
+    if chance <= 0:
+        return False
+    chances = decision_chances(d, se, n_eff, worse_sign=worse_sign, delta=delta, cap=cap,
+                               q=q, family=family)
+    return chances is not None and max(chances) < chance
+
+
+def family_futile(chances: Sequence[tuple[float, float, float] | None],
+                  bound: float | None = None) -> bool:
+    """Whether every cell still wanted in a family (each one's decision_chances)
+    stops at once: the decisions still to come by the cap, expected, sum to
+    less than `bound` (FAMILY_FUTILE; 0 turns it off, as shipped).
+
+    Why the family and not each cell: a variant boots while any of its cells
+    is wanted, so a per-cell rule stops a check only when the least hopeless of
+    its 40 cells gives up, and among 40 clean cells one usually trends at 2 se
+    (the per-cell rule at 5% left 16 boots a variant of 20). A lone slowed cell
+    keeps its own chance near 1 and so the family's sum above the bound; 40
+    clean cells of small chances fall below it together. The sum is the
+    expected number of decisions that measuring on would bring; its bound is
+    how few a boot of every cell is worth. A cell that may not stop for
+    futility (None: before the first look, no noise) keeps the family going."""
+    bound = FAMILY_FUTILE if bound is None else bound
+    if bound <= 0 or not chances or any(c is None for c in chances):
+        return False
+    return sum(sum(c) for c in chances) < bound

@@ -77,7 +77,9 @@ from iowatch.stats import boots as boots_policy
 from iowatch.stats.boots import BootVariance, with_boot_offsets
 from iowatch.stats.detectable import minimum_detectable_effect
 from iowatch.stats.family import SlowerFamily, slower_family
-from iowatch.stats.sequential import LINEAR, effective_n, futile, level_at, look_level
+from iowatch.stats import sequential
+from iowatch.stats.sequential import (LINEAR, decision_chances, effective_n, family_futile,
+                                      futile, level_at, look_level)
 from iowatch.vocabulary.outcomes import Outcome, reach, worse_side
 from iowatch.vocabulary.wording import sentence
 
@@ -752,27 +754,59 @@ def compare_matrix(cells: Sequence[CellInput], *, fdr: float,
     # "Slower" is a discovery: Benjamini-Hochberg at this comparison's rate over
     # the one-sided p for slower of its deciding cells (iowatch.stats.family).
     family = slower_family({i: stats[i].p_worse for i in tested}, fdr, m)
-    return [_cell_verdict(i, cell, s, cap, fdr, m, family, adj_worse, adj_better, adj_screen,
-                          by_information, spending) for i, (cell, s) in enumerate(zip(cells, stats))]
+    tests = (fdr, m, adj_worse, adj_better, by_information, spending)
+    stop_all = _family_stops(cells, stats, cap, tests)
+    return [_cell_verdict(i, cell, s, cap, family, adj_screen, tests, stop_all)
+            for i, (cell, s) in enumerate(zip(cells, stats))]
 
 
-def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: int,
-                  family: SlowerFamily, adj_worse: dict, adj_better: dict, adj_screen: dict,
-                  by_information: bool, spending: str) -> CellVerdict:
-    """One cell's verdict, the family's tests done (compare_matrix)."""
+def _family_stops(cells: Sequence[CellInput], stats: list[_Cell], cap: int, tests: tuple) -> bool:
+    """The family's futility (sequential.family_futile): whether every cell still
+    open stops at once, the decisions they may reach by the cap being too few
+    to measure on. False without a look at the cells when the rule is off."""
+    if sequential.FAMILY_FUTILE <= 0:
+        return False
+    fdr, m = tests[0], tests[1]
+    open_ = [i for i, (cell, s) in enumerate(zip(cells, stats)) if _open(i, cell, s, cap, *tests)]
+    return bool(open_) and family_futile(
+        [_chances(stats[i], cells[i], cells[i].cap or cap, fdr, m) for i in open_])
+
+
+def _look(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: int, adj_worse: dict,
+          adj_better: dict, by_information: bool, spending: str) -> tuple[float | None, str, bool]:
+    """(the look's level, the cell's outcome by its own tests, whether it is at its cap)."""
     cell_cap = cell.cap or cap
     level = None if s.size_only else (
         level_at(s.base.n, s.candidate.n, fdr, cap=cell_cap, shape=spending) if by_information
         else look_level(s.n_eff, fdr, cap=cell_cap, shape=spending))
     outcome = _outcome(cell.direction, s, adj_worse.get(i), adj_better.get(i), level or 0.0,
                        cell.min_effect_pct)
-    bound = _bound(s) if cell.direction != INFO else None
-    mde = _mde(s, cell.direction, level, m)
     # The candidate at the cap spends the budget: under `run --against` the
     # base bundle cannot grow, so waiting for n_eff to reach the cap would wait for ever.
     at_cap = not s.size_only and (s.candidate.n >= cell_cap or s.n_eff >= cell_cap)
-    # A cell that can reach no decision by the cap stops now, as at the cap (futility).
-    early = not at_cap and outcome in (SUSPECTED, INCONCLUSIVE) and _futile(s, cell, cell_cap, fdr, m)
+    return level, outcome, at_cap
+
+
+def _open(i: int, cell: CellInput, s: _Cell, cap: int, *tests) -> bool:
+    """Whether a cell is unsure before its cap: one futility may stop."""
+    _, outcome, at_cap = _look(i, cell, s, cap, *tests)
+    return not at_cap and outcome in (SUSPECTED, INCONCLUSIVE)
+
+
+def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, family: SlowerFamily,
+                  adj_screen: dict, tests: tuple, stop_all: bool) -> CellVerdict:
+    """One cell's verdict, the family's tests done (compare_matrix); `tests`:
+    (fdr, m, adj_worse, adj_better, by_information, spending); `stop_all`: the
+    family's futility stops every open cell."""
+    fdr, m, adj_worse, adj_better, _, _ = tests
+    cell_cap = cell.cap or cap
+    level, outcome, at_cap = _look(i, cell, s, cap, *tests)
+    bound = _bound(s) if cell.direction != INFO else None
+    mde = _mde(s, cell.direction, level, m)
+    # A cell that can reach no decision by the cap stops now, as at the cap
+    # (futility: its own, or its family's).
+    early = not at_cap and outcome in (SUSPECTED, INCONCLUSIVE) and (
+        stop_all or _futile(s, cell, cell_cap, fdr, m))
     stop = at_cap or early
     if stop and outcome in (SUSPECTED, INCONCLUSIVE) and bound is not None:
         held = outcome == SUSPECTED and adj_screen.get(i, 1.0) <= SUSPECT_P
@@ -832,6 +866,17 @@ def _futile(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int) -> boo
     delta = math.log1p(me) if s.log_scale else me
     return futile(s.d, s.se, s.n_eff, worse_sign=-1.0 if cell.direction == HIGHER else 1.0,
                   delta=delta, cap=cap, q=fdr, family=family)
+
+
+def _chances(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int):
+    """iowatch.stats.sequential.decision_chances of an open cell, on its test's
+    scale; None (it keeps the family going) when it has no test to project."""
+    if s.size_only or s.d is None or s.se is None or cell.direction == INFO:
+        return None
+    me = cell.min_effect_pct / 100
+    delta = math.log1p(me) if s.log_scale else me
+    return decision_chances(s.d, s.se, s.n_eff, worse_sign=-1.0 if cell.direction == HIGHER
+                            else 1.0, delta=delta, cap=cap, q=fdr, family=family)
 
 
 def compare(base: Sequence[float], candidate: Sequence[float], *, direction: str,
