@@ -31,7 +31,26 @@ mkdir -p "$work" "$serve/disks"
 t0=$(date +%s)
 phase() { printf '%s  +%4ss  %s\n' "$(date -u +%H:%M:%S)" "$(( $(date +%s) - t0 ))" "$*"; }
 
+phase "1. serving kernel, blank disks, a busybox root"
 . scripts/lava/serve.sh
+root=$work/rootfs
+rm -rf "$root" && mkdir -p "$root"/{bin,sbin,etc/init.d,proc,sys,dev,tmp,root,var/tmp}
+cp /bin/busybox "$root/bin/"
+for applet in $(/bin/busybox --list); do [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"; done
+ln -s ../bin/busybox "$root/sbin/init"; ln -s ../bin/busybox "$root/sbin/getty"
+printf '::sysinit:/etc/init.d/rcS\nttyS0::respawn:/sbin/getty -L 115200 ttyS0 vt100\n' > "$root/etc/inittab"
+install -m 755 scripts/lava/busybox-rcS "$root/etc/init.d/rcS"
+printf 'root::0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"; printf 'root:x:0:\n' > "$root/etc/group"
+printf "export PS1='root@board:\\\\w# '\n" | tee "$root/etc/profile" > "$root/root/.profile"
+if [ "$measure" = --measure ]; then
+    mkdir -p "$root/usr/local/bin"
+    sed -e "s|@VENV@|$(readlink -f .venv)|g" -e "s|@SRC@|$repo/src|g" scripts/lava/busybox-iowatch > "$root/bin/iowatch"
+    chmod 755 "$root/bin/iowatch"
+fi
+rm -f "$work/rootfs.ext4" "$work/rootfs.ext4.xz"
+truncate -s 64M "$work/rootfs.ext4" && mkfs.ext4 -q -d "$root" "$work/rootfs.ext4" && xz -0 -T1 "$work/rootfs.ext4"
+cp "$work/rootfs.ext4.xz" "$serve/rootfs.ext4.xz"
+
 
 phase "2. the definition (LAVA's schema, then lava-run --validate)"
 .venv/bin/iowatch lava submit lava-qemu jobs/smoke.yml --commit "$commit" --label trial --reps 1 \

@@ -6,9 +6,9 @@
 #
 #   scripts/lava/rootfs.sh OUT.ext4.xz      # as root; about 5 minutes here
 #
-# iowatch is this checkout's src/ under /opt/iowatch (a .pth file puts it on
-# Debian's python3 path; its runner's libraries are Debian's packages: PyYAML,
-# jsonschema, fastjsonschema, rich, numpy, scipy). Init is busybox's, as on
+# iowatch is this checkout's src/ under /opt/iowatch, its runner's libraries
+# (pyproject.toml's dependencies) wheels under /opt/iowatch/lib; a .pth file
+# puts both on Debian's python3 path. Init is busybox's, as on
 # the trial board: the guest kernel iowatch builds (allnoconfig and the
 # fragments) has no cgroups for systemd, and the root needs only a serial
 # login and /dev/disk/by-uuid links for LAVA's test overlay
@@ -24,8 +24,7 @@ work=$(mktemp -d /var/tmp/iowatch-rootfs.XXXXXX)
 trap 'umount -R "$work/root/proc" 2>/dev/null || true; rm -rf "$work"' EXIT
 root=$work/root
 
-packages=busybox,login,passwd,bash,procps,util-linux,kmod,python3,python3-yaml,python3-jsonschema
-packages+=,python3-fastjsonschema,python3-rich,python3-numpy,python3-scipy
+packages=busybox,login,passwd,bash,procps,util-linux,kmod,python3
 packages+=,fio,fsmark,e2fsprogs,xfsprogs,f2fs-tools,mdadm,xz-utils,gzip,tar,coreutils
 debootstrap --variant=minbase --include="$packages" bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
     || { tail -20 "$work/debootstrap.log"; echo "rootfs: debootstrap failed" >&2; exit 1; }
@@ -33,7 +32,15 @@ debootstrap --variant=minbase --include="$packages" bookworm "$root" "$mirror" >
 mkdir -p "$root/opt/iowatch" "$root/etc/init.d"
 cp -a "$repo/src" "$root/opt/iowatch/"
 find "$root/opt/iowatch" -name __pycache__ -prune -exec rm -rf {} +
-echo /opt/iowatch/src > "$root/usr/lib/python3/dist-packages/iowatch.pth"
+# The runner's libraries at the versions pyproject.toml asks for (Debian 12's
+# numpy, scipy, jsonschema and fastjsonschema are older): wheels for the
+# board's Python 3.11, fetched by this machine's pip into /opt/iowatch/lib.
+deps=$(python3 -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))")
+# shellcheck disable=SC2086  # one argument a requirement
+"$repo/.venv/bin/pip" install -q --no-warn-conflicts --target "$root/opt/iowatch/lib" --python-version 3.11 \
+    --implementation cp --only-binary=:all: --platform manylinux2014_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 $deps
+printf '/opt/iowatch/src\n/opt/iowatch/lib\n' > "$root/usr/lib/python3/dist-packages/iowatch.pth"
 cat > "$root/usr/local/bin/iowatch" <<'EOF'
 #!/bin/sh
 exec python3 -c 'import sys; from iowatch.cli import main; sys.argv[0] = "iowatch"; sys.exit(main())' "$@"
