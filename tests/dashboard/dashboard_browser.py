@@ -57,7 +57,7 @@ def stored_lava_labs() -> None:
 
     from iowatch_web.hosts.models import LavaBoardState, LavaLabRefresh
     now = timezone.now()
-    fresh = LavaLabRefresh.objects.create(lab="lava_local", server="http://127.0.0.1:8000/",
+    fresh = LavaLabRefresh.objects.create(lab="lava_local", server="http://127.0.0.1:8010/",
                                           tried_at=now - timedelta(minutes=5),
                                           reached_at=now - timedelta(minutes=5))
     down = LavaLabRefresh.objects.create(

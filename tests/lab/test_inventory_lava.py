@@ -45,7 +45,7 @@ def test_the_repository_lava_lab_loads():
     host = inventory.load(REPO_INVENTORY).host("lava-qemu")
     assert host.kind == "lava" and host.lava.device_type == "qemu"
     lab = host.lava.lab
-    assert (lab.group, lab.server, lab.token_env) == ("lava_local", "http://127.0.0.1:8000/",
+    assert (lab.group, lab.server, lab.token_env) == ("lava_local", "http://127.0.0.1:8010/",
                                                       "IOWATCH_LAVA_TOKEN")
     assert {d.device_class: d.path for d in host.devices} == {
         "ssd": "/dev/vdb", "hdd": "/dev/sda", "sdcard": "/dev/mmcblk0"}

@@ -31,7 +31,7 @@ def lava(tmp_path, monkeypatch):
     with RecordedLava() as server:
         inv = tmp_path / "inventory.yml"
         inv.write_text((REPO / "hardware-inventory.yml").read_text()
-                       .replace("http://127.0.0.1:8000/", server.url))
+                       .replace("http://127.0.0.1:8010/", server.url))
         monkeypatch.setenv("IOWATCH_LAVA_TOKEN", "lava-token")
         server.inventory = str(inv)
         yield server
