@@ -79,7 +79,7 @@ from iowatch.stats.detectable import minimum_detectable_effect
 from iowatch.stats.family import SlowerFamily, slower_family
 from iowatch.stats import sequential
 from iowatch.stats.sequential import (LINEAR, decision_chances, effective_n, family_futile,
-                                      futile, level_at, look_level)
+                                      level_at, look_level)
 from iowatch.vocabulary.outcomes import Outcome, reach, worse_side
 from iowatch.vocabulary.wording import sentence
 
@@ -859,13 +859,10 @@ def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, family: SlowerFam
 
 
 def _futile(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int) -> bool:
-    """iowatch.stats.sequential.futile of a tested cell, on its test's scale."""
-    if s.size_only or s.d is None or s.se is None or cell.direction == INFO:
-        return False
-    me = cell.min_effect_pct / 100
-    delta = math.log1p(me) if s.log_scale else me
-    return futile(s.d, s.se, s.n_eff, worse_sign=-1.0 if cell.direction == HIGHER else 1.0,
-                  delta=delta, cap=cap, q=fdr, family=family)
+    """iowatch.stats.sequential.futile of a tested cell, on its test's scale:
+    each of its _chances below FUTILE (0: off)."""
+    chances = _chances(s, cell, cap, fdr, family)
+    return sequential.FUTILE > 0 and chances is not None and max(chances) < sequential.FUTILE
 
 
 def _chances(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int):
