@@ -76,11 +76,16 @@ def test_seed_001_the_exclusive_lock_is_suspected_today_and_its_claim_not_confir
     assert row.lab.verdict not in ("improvement", "regression") and row.lab.ci_low > 0
     # The ratio itself, from the repetition pairs, is said beside it, unconfirmed.
     before, after = _paired_ratios(_variant_bundles(check, 2)), _paired_ratios(_variant_bundles(check, 1))
-    itself = re.search(r"ratio\.fs_to_raw itself: ([+-][\d.]+)%, 95% CI \[[^]]*\], ([\w-]+) "
+    itself = re.search(r"ratio\.fs_to_raw itself: ([+-][\d.]+)%, ([^[]*CI[^[]*) \[([^]]*)\], ([\w-]+) "
                        r"\[(\d+) vs (\d+)\]", row.why)
     assert itself and float(itself[1]) > 0  # up, in the post's direction
-    assert itself[2] not in ("regression", "improvement")  # not confirmed
-    assert (int(itself[3]), int(itself[4])) == (len(before), len(after))
+    assert itself[4] not in ("regression", "improvement")  # not confirmed
+    assert (int(itself[5]), int(itself[6])) == (len(before), len(after))
+    # Its interval is the one the outcome was decided on, and named so: the
+    # family-adjusted one, which spans zero (an unconfirmed cell's must).
+    assert "family-adjusted over" in itself[2], itself[2]
+    low = re.match(r"([+-][\d,.]+)%", itself[3])
+    assert low and float(low[1].replace(",", "")) < 0, itself[3]
     # What the check said when it ran, under the rule of its day.
     assert json.loads((check / "check.json").read_text())["regressing_patches"] == [2]
     # The mechanism itself, judged again from the bundles by the one policy.

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 
 from iowatch import figures
 from iowatch.vocabulary.outcomes import CONFIRMED_OUTCOMES, Outcome
+from iowatch.vocabulary.wording import ci_name
 from iowatch.judging.policy import Comparison, min_effect
 from iowatch.metrics import INFO, METRICS
 from iowatch.stats import CellVerdict
@@ -229,7 +230,7 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
             way = ("in the post's direction, not confirmed" if moved and moved == expected else
                    "the other way, not confirmed" if moved else
                    f"under the study's {floor:g}% minimum effect")
-            ci = (f" (95% CI {figures.ci(v.ci_low, v.ci_high)})"
+            ci = (f" ({ci_name(v)} {figures.ci(v.ci_low, v.ci_high)})"
                   if v.ci_low is not None and v.ci_high is not None else "")
             outcome, why = NOT_REPRODUCED, (f"the post {post}, the lab {measured}{ci}: {way}; "
                                             f"{v.words}")
@@ -275,7 +276,10 @@ def _itself(claim: Claim, cmp: Comparison, judged_as: CellVerdict) -> str:
                   judged_as.key.filesystem)
     if own is None or own.change_pct is None:
         return ""
-    ci = (f", 95% CI {figures.ci(own.ci_low, own.ci_high)}"
+    # The interval named as what it is: family-adjusted when the outcome was
+    # decided on the adjusted one (a "95% CI" label on it read as a CI wholly
+    # above zero beside a "no-change").
+    ci = (f", {ci_name(own)} {figures.ci(own.ci_low, own.ci_high)}"
           if own.ci_low is not None and own.ci_high is not None else "")
     return (f"; {claim.metric} itself: {figures.change(own.change_pct)}{ci}, {own.outcome} "
             f"[{own.base.n} vs {own.candidate.n}]")
