@@ -8,6 +8,9 @@
 #
 #   ./scripts/lava-lab.sh            # install, start, register, then one job
 #   ./scripts/lava-lab.sh --no-job   # everything but the job
+#   ./scripts/lava-lab.sh --nightly  # then, instead of the one job, the lab loop:
+#                                    # two nights, the regression, its bisect as
+#                                    # LAVA jobs, the mail (scripts/lava/nightly.sh)
 #   ./scripts/lava-lab.sh --stop     # stop the server's processes
 #
 # IOWATCH_LAVA_NICE=N runs the worker (and so its boards' QEMU) at nice N, for a
@@ -177,10 +180,17 @@ overrides:
   SUPERMIN_KERNEL_VERSION: iowatch
 ENV
 chown -R lavaserver:lavaserver /etc/lava-server/dispatcher.d
-
-phase "8. one measurement through LAVA: iowatch lava submit --follow (ext4-dio-randread on the board's ssd)"
 export IOWATCH_LAVA_TOKEN
 IOWATCH_LAVA_TOKEN=$(cat "$token_file")
+if [ "${1:-}" = --nightly ]; then
+    phase "8. the lab loop through LAVA (scripts/lava/nightly.sh)"
+    rc=0
+    scripts/lava/nightly.sh || rc=$?
+    phase "done: exit $rc"
+    exit $rc
+fi
+
+phase "8. one measurement through LAVA: iowatch lava submit --follow (ext4-dio-randread on the board's ssd)"
 rc=0
 .venv/bin/iowatch lava submit lava-qemu jobs/smoke.yml --commit "$commit" --label lava-lab --reps 1 \
     --cells ext4-dio-randread/lssd/ext4 --poll 10 --follow | tee "$work/submit.log" || rc=$?

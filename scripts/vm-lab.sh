@@ -47,7 +47,6 @@ host=lab-vm
 branch=iowatch-lab/next
 export IOWATCH_DATA_DIR=$vm_dir/data-lab   # the agent's builds, spool and bundles
 server_data=$run/server
-url=http://127.0.0.1:$web_port
 lab_args=(--config-base allnoconfig --fragment scripts/vmhost/vm.config --matrix e2e --reps 5)
 
 phase_start "tools"
@@ -82,31 +81,8 @@ qemu-system-x86_64 -accel tcg -cpu max -m 2048 -smp 2 -display none -no-user-con
 qemu_pid=$!
 qemu_t0=$(date +%s)
 
-phase_start "the range"
-tree=$(.venv/bin/python -c 'from iowatch.kernel.source import open_source; print(open_source(None))')
-if ! git -C "$tree" rev-parse -q --verify "refs/heads/$branch" >/dev/null; then
-    wt=$run/range-tree
-    git -C "$tree" worktree add -q --detach "$wt" debian-base
-    git -C "$wt" -c user.name=iowatch -c user.email=iowatch@localhost am -q \
-        "$repo"/kernels/series/e2e-bisect/*.patch > "$run/range.log" 2>&1 || fail "git am failed: see range.log"
-    git -C "$tree" branch "$branch" "$(git -C "$wt" rev-parse HEAD)"
-    git -C "$tree" worktree remove --force "$wt"
-fi
-good=$(git -C "$tree" rev-parse debian-base)
-bad=$(git -C "$tree" rev-parse "$branch")
-first_bad_subject="ext4: yield to buffered readers before each direct write"
-phase_end PASS "$tree: debian-base ${good:0:12} .. $branch ${bad:0:12} ($(git -C "$tree" rev-list --count "$good..$bad") commits)"
-
-phase_start "server"
-mkdir -p "$server_data"
-IOWATCH_DATA_DIR=$server_data .venv/bin/iowatch manage migrate --noinput -v 0 > "$run/server-migrate.log" 2>&1 ||
-    fail "migrate failed: see server-migrate.log"
-token=$(IOWATCH_DATA_DIR=$server_data .venv/bin/iowatch manage create_agent lab-agent --host "$host" | awk '{print $NF}' | tail -1)
-IOWATCH_DATA_DIR=$server_data setsid .venv/bin/iowatch serve --port "$web_port" > "$run/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 60); do curl -sf "$url/api/v1/health" >/dev/null && break; sleep 1; done
-curl -sf "$url/api/v1/health" >/dev/null || fail "iowatch serve did not answer: see server.log"
-phase_end PASS "$url (embedded SQLite in $server_data), agent token made"
+lab_range
+lab_server lab-agent "$host"
 
 cat > "$run/inventory.yml" <<EOF
 # The stand-in lab: one bare-metal-like host, reached over ssh as a lab host

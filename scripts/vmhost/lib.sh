@@ -13,6 +13,11 @@
 #     Debian 12's 3.11 on x86_64, as this machine's); sets wheel;
 #   vm_ssh ARGS: ssh as root into the guest on $port;
 #   vm_wait_ssh TIMEOUT: wait until the guest started at qemu_t0 answers on ssh;
+#   lab_range: the lab loop's range (scripts/vm-lab.sh, scripts/lava/nightly.sh),
+#     kernels/series/e2e-bisect on debian-base as $branch of the kept kernel
+#     tree; sets tree, good, bad, first_bad_subject;
+#   lab_server AGENT HOST: `iowatch serve` on $web_port with its own SQLite in
+#     $server_data and an agent token for HOST; sets url, token, server_pid;
 #   teardown (the EXIT trap): qemu killed, the kept files copied to $last_run,
 #     $run removed, the table printed, the script's exit status kept.
 t_start=$(date +%s)
@@ -83,6 +88,37 @@ vm_wait_ssh() {  # TIMEOUT_S
         [ $(( $(date +%s) - qemu_t0 )) -lt "$1" ] || fail "no ssh on port $port $1 s after qemu started"
         sleep 5
     done
+}
+
+lab_range() {
+    phase_start "the range"
+    tree=$("$repo/.venv/bin/python" -c 'from iowatch.kernel.source import open_source; print(open_source(None))')
+    if ! git -C "$tree" rev-parse -q --verify "refs/heads/$branch" >/dev/null; then
+        local wt=$run/range-tree
+        git -C "$tree" worktree add -q --detach "$wt" debian-base
+        git -C "$wt" -c user.name=iowatch -c user.email=iowatch@localhost am -q \
+            "$repo"/kernels/series/e2e-bisect/*.patch > "$run/range.log" 2>&1 || fail "git am failed: see range.log"
+        git -C "$tree" branch "$branch" "$(git -C "$wt" rev-parse HEAD)"
+        git -C "$tree" worktree remove --force "$wt"
+    fi
+    good=$(git -C "$tree" rev-parse debian-base)
+    bad=$(git -C "$tree" rev-parse "$branch")
+    first_bad_subject="ext4: yield to buffered readers before each direct write"
+    phase_end PASS "$tree: debian-base ${good:0:12} .. $branch ${bad:0:12} ($(git -C "$tree" rev-list --count "$good..$bad") commits)"
+}
+
+lab_server() {  # AGENT HOST
+    phase_start "server"
+    url=http://127.0.0.1:$web_port
+    mkdir -p "$server_data"
+    IOWATCH_DATA_DIR=$server_data "$repo/.venv/bin/iowatch" manage migrate --noinput -v 0 > "$run/server-migrate.log" 2>&1 ||
+        fail "migrate failed: see server-migrate.log"
+    token=$(IOWATCH_DATA_DIR=$server_data "$repo/.venv/bin/iowatch" manage create_agent "$1" --host "$2" | awk '{print $NF}' | tail -1)
+    IOWATCH_DATA_DIR=$server_data setsid "$repo/.venv/bin/iowatch" serve --port "$web_port" > "$run/server.log" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 60); do curl -sf "$url/api/v1/health" >/dev/null && break; sleep 1; done
+    curl -sf "$url/api/v1/health" >/dev/null || fail "iowatch serve did not answer: see server.log"
+    phase_end PASS "$url (embedded SQLite in $server_data), agent token made"
 }
 
 teardown() {

@@ -203,6 +203,14 @@ def _upload(out: Path, client: Client) -> None:
                                "(the bundle stays in the spool; `iowatch upload` retries it)")
 
 
+def upload_boot(out: Path, trig: dict, client: Client) -> str:
+    """A boot of the night's kernel that is not its last: marked and uploaded,
+    not waited on (the server pools the night's runs); its run id."""
+    doc = mark_nightly(out, trig)
+    _upload(out, client)
+    return doc["run_id"]
+
+
 def report_and_wait(out: Path, trig: dict, client: Client, host: Host, result: NightlyOutcome,
                     wait_s: float, say: Callable[[str], None]) -> NightlyOutcome:
     """Mark, upload, wait for the verdict, read the findings: the part every target shares."""
@@ -283,13 +291,10 @@ def run_in_vlab(tree: Path, branch: str, host: Host, inventory: Path, matrix: st
         if vr.status not in ("passed", "failed"):
             why = f"{branch} {v.commit[:12]} on {host.name}: {vr.status}: {vr.reason.strip()[-800:]}"
             if vr.bundle is not None:
-                mark_nightly(vr.bundle, trig)
-                _upload(vr.bundle, client)
-                why += f" (recorded on {client.server} as run {bundle.load(vr.bundle)['run_id']})"
+                why += f" (recorded on {client.server} as run {upload_boot(vr.bundle, trig, client)})"
             raise NightlyError(why)
         if k < boots:
-            mark_nightly(vr.bundle, trig)
-            _upload(vr.bundle, client)
+            upload_boot(vr.bundle, trig, client)
     return report_and_wait(vr.bundle, trig, client, host, result, wait_s, say)
 
 

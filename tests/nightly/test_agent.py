@@ -13,6 +13,7 @@ lab-b's bad kernel runs as fast as its good one. The mail waits for it."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 import subprocess
@@ -308,3 +309,64 @@ def test_a_bisect_cancelled_by_an_admin_stops_at_the_agents_next_post(tmp_path):
             assert "triaged invalid" in job["error"]
             # Nothing else queued: the next turn is idle, not an error.
             assert agent.turn() == "idle"
+
+
+BOOTS = Path(__file__).resolve().parents[1] / "fixtures" / "e2e-boots"
+
+
+def test_the_agents_nightly_boots_the_head_n_times_and_the_first_nights_boots_are_the_record(tmp_path):
+    """`iowatch agent --nightly --boots N` boots the night's head N times, each
+    boot a run of that night, as the virtual lab's nightly and the lab's
+    nightly pipeline do. A lab host's first night booted four times is the
+    host's record of its noise between boots (3 degrees of freedom, what
+    iowatch.judging.boots needs), so the next night's one boot is judged with
+    it and the slow ext4 direct-write patch opens a regression. The replayed
+    boots are real guest boots of the base and of that patch, one kernel
+    configuration (tests/fixtures/e2e-boots). Before, the agent booted a night's
+    head once, whatever the pipeline asked: against one boot of the base the
+    patch was "undecided" (exit 3), as scripts/lava/nightly.sh met on a LAVA
+    board."""
+    good, bad = "a" * 40, "b" * 40
+    rows = [{"index": i, "commit": c, "subject": f"commit {i}" if i else None, "status": "built",
+             "artifacts": str(tmp_path / "artifacts" / f"{i:02d}")} for i, c in enumerate((good, bad))]
+    (tmp_path / "variants.json").write_text(json.dumps(rows))
+    replay = tmp_path / "replay"
+    recorded = {good: [BOOTS / "check-cold" / "guest-00", BOOTS / "check-warm" / "guest-00",
+                       BOOTS / "aabb" / "boot-1-v0", BOOTS / "aabb" / "boot-4-v0"],
+                bad: [BOOTS / "check-warm" / "guest-02"]}
+    for commit, boots in recorded.items():
+        for k, src in enumerate(boots, 1):
+            dst = _as_host(src / "bundle", replay / commit / f"r{k}", "lab-a")
+            doc = bundle.load(dst)
+            doc["kernel"]["git_commit"] = commit
+            bundle.write_manifest(dst, doc)
+    (tmp_path / "inventory.yml").write_text(INVENTORY)
+
+    def night(ref: str, date: str, boots: int) -> subprocess.CompletedProcess:
+        return iowatch_cli("agent", "--host", "lab-a", "--server", url, "--token", token,
+                           "--inventory", str(tmp_path / "inventory.yml"), "--replay", str(replay),
+                           "--variants", str(tmp_path / "variants.json"), "--out",
+                           str(tmp_path / f"agent-{date}"), "--matrix", "e2e",
+                           "--nightly", ref, "--branch", "for-next", "--night", date,
+                           "--boots", str(boots))
+
+    with scratch_database() as env:
+        manage(env, "migrate", "--noinput", "-v", "0")
+        token = create_agent(env, "lab-agents", "lab-a")
+        with running_server(env) as (url, _):
+            first = night(good, "2026-11-20", 4)
+            assert first.returncode == 0, first.stdout + first.stderr
+            said = re.findall(r"boot (\d) of 4 of aaaaaaaaaaaa uploaded as run ([0-9a-f-]{36})", first.stdout)
+            assert [k for k, _ in said] == ["1", "2", "3"], first.stdout
+            assert "agent: lab-a: 4 boot(s)" in first.stdout
+            # Each boot is a run of the night on the server.
+            nights = [get_json(f"{url}/api/v1/runs/{r}")["trigger"] for _, r in said]
+            assert [(t["kind"], t["night"]) for t in nights] == [("nightly", "2026-11-20")] * 3
+            second = night(bad, "2026-11-21", 1)
+            assert second.returncode == 1, second.stdout + second.stderr
+            assert "1 regression(s) with this run on the bad side" in second.stdout, second.stdout
+            (reg,) = [r for r in get_json(f"{url}/api/v1/regressions?limit=100")["items"] if r["kind"] == "nightly"]
+            detail = get_json(f"{url}/api/v1/regressions/{reg['id']}")
+            assert detail["bad"]["commit"] == bad and len(detail["bad"]["runs"]) == 1, detail["bad"]
+            assert len(detail["good"]["runs"]) == 4, detail["good"]
+            assert any(c["metric"] == "write.bw_kib_s" and c["change_pct"] < -20 for c in detail["cells"])
