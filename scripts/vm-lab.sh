@@ -8,11 +8,13 @@
 #   1. the range: kernels/series/e2e-bisect applied on Debian's 6.12 as the
 #      branch iowatch-lab/next of the kept kernel tree (commit 4 of 6 sleeps
 #      10 ms before every ext4 direct write);
-#   2. night 1: `iowatch agent --nightly debian-base`: the head built here with
-#      the lab host's configuration, booted once by the kernel role, the e2e
-#      matrix run on the host, uploaded, judged: no regression;
-#   3. night 2: the same with iowatch-lab/next: a nightly regression, its bisect
-#      queued by the server;
+#   2. night 1: `iowatch agent --nightly debian-base --boots 4`: the head built
+#      here with the lab host's configuration, booted four times by the kernel
+#      role, the e2e matrix run on the host each time, each boot uploaded as a
+#      run of the night: no regression, and the host's record of its noise
+#      between boots (the 3 degrees of freedom iowatch.judging.boots needs);
+#   3. night 2: iowatch-lab/next booted once, judged with the record: a nightly
+#      regression, its bisect queued by the server;
 #   4. `iowatch agent --once`: claims the bisect and works it on the host, commit
 #      by commit (build here, kernel role, cells there, step posted), to the
 #      first bad commit; the host ends on its default kernel;
@@ -141,13 +143,13 @@ agent() {  # LOG ARGS...: iowatch agent for the host, its output in LOG (and sho
 }
 
 phase_start "night 1: debian-base"
-agent night-1.log --nightly debian-base --branch "$branch" --night 2026-11-20
+agent night-1.log --nightly debian-base --branch "$branch" --night 2026-11-20 --boots 4
 [ "$agent_rc" = 0 ] || fail "night 1 exited $agent_rc: see night-1.log"
 grep -q "no regression with this run on the bad side" "$run/night-1.log" || fail "night 1 found something: see night-1.log"
 phase_end PASS "$(grep -m1 '^nightly ' "$run/night-1.log" | cut -c1-100)"
 
 phase_start "night 2: $branch"
-agent night-2.log --nightly "$branch" --branch "$branch" --night 2026-11-21
+agent night-2.log --nightly "$branch" --branch "$branch" --night 2026-11-21 --boots 1
 [ "$agent_rc" = 1 ] || fail "night 2 exited $agent_rc, not 1 (a regression): see night-2.log"
 regression=$(sed -n 's/^  regression \([0-9]*\) (nightly.*/\1/p' "$run/night-2.log" | head -1)
 [ -n "$regression" ] || fail "no nightly regression in night-2.log"
