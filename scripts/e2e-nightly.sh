@@ -4,13 +4,15 @@
 # A local `iowatch serve` (SQLite in a scratch data dir, or the scratch
 # PostgreSQL database IOWATCH_E2E_DATABASE_URL names), and a branch
 # iowatch-e2e-nightly in Debian's linux-source-6.12 git tree:
-#   night 1: the branch is debian-base; `iowatch nightly` builds it, boots it
-#            in the virtual lab with jobs/e2e.yml and uploads it: no regression;
+#   night 1: the branch is debian-base; `iowatch nightly --boots 4` builds it,
+#            boots it four times in the virtual lab with jobs/e2e.yml and
+#            uploads each boot: no regression, and the record of the noise
+#            between boots;
 #   night 2: the branch gains 8 commits: the six of kernels/series/e2e-bisect
 #            (comments, and commit 4 of them: a 10 ms sleep before each ext4
 #            direct write) with, after the third, one that does not build
 #            (#error in fs/ext4/super.c) and one that puts the file back;
-#            `iowatch nightly` must exit 1: the server opened a nightly
+#            `iowatch nightly --boots 1` must exit 1: the server opened a nightly
 #            regression and queued its bisect;
 #   bisect:  `iowatch bisect --next` claims the job and must name the slow
 #            commit (the 6th of 8) in at most ceil(log2 8) + 1 = 4 measured
@@ -65,14 +67,18 @@ phase "server"
 
 # --- night 1: the base -----------------------------------------------------------------
 git -C "$SRC" branch -f "$BR" debian-base
-nightly() {  # nightly NIGHT OUT
+# Night 1 boots the base four times: the virtual lab's record of its noise
+# between boots (the 3 degrees of freedom iowatch.judging.boots needs); night
+# 2 boots the branch once and is judged with it. Two boots a night against two
+# leave the slow commit "undecided": a test on two boot means a side.
+nightly() {  # nightly NIGHT OUT BOOTS
     set +e
     "$IOW" nightly --branch "$BR" --source "$SRC" --target vlab --matrix jobs/e2e.yml \
-        --server "$url" --token "$token" --night "$1" --out "$2" --wait 600
+        --server "$url" --token "$token" --night "$1" --out "$2" --boots "$3" --wait 600
     rc=$?
     set -e
 }
-nightly 2026-01-01 "$work/night1"
+nightly 2026-01-01 "$work/night1" 4
 echo "e2e-nightly: night 1 exited $rc (want 0)"
 [ "$rc" -eq 0 ] || { echo "e2e-nightly: FAIL: night 1"; exit 1; }
 phase "night 1"
@@ -106,7 +112,7 @@ unset GIT_INDEX_FILE
 git -C "$SRC" branch -f "$BR" "$head"
 git -C "$SRC" log --oneline "debian-base..$BR"
 slow=$(git -C "$SRC" log --format=%H --grep='^ext4: yield to buffered readers' "debian-base..$BR")
-nightly 2026-01-02 "$work/night2"
+nightly 2026-01-02 "$work/night2" 1
 echo "e2e-nightly: night 2 exited $rc (want 1)"
 regression=$(curl -fsS "$url/api/v1/regressions?limit=100" | $PY -c '
 import json, sys
