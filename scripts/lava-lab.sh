@@ -11,6 +11,11 @@
 #   ./scripts/lava-lab.sh --nightly  # then, instead of the one job, the lab loop:
 #                                    # two nights, the regression, its bisect as
 #                                    # LAVA jobs, the mail (scripts/lava/nightly.sh)
+#   ./scripts/lava-lab.sh --boards   # then, instead of the one job, a broken board:
+#                                    # a second board, LAVA's health check, an
+#                                    # infrastructure error retried on the other
+#                                    # board, a job failure with LAVA's log
+#                                    # (scripts/lava/boards.sh)
 #   ./scripts/lava-lab.sh --stop     # stop the server's processes
 #
 # IOWATCH_LAVA_NICE=N runs the worker (and so its boards' QEMU) at nice N, for a
@@ -107,7 +112,7 @@ start scheduler runuser -u lavaserver -- lava-server manage lava-scheduler --lev
 for _ in $(seq 60); do curl -sf "${url}api/v0.2/system/version/" >/dev/null && break; sleep 1; done
 curl -sf "${url}api/v0.2/system/version/" >/dev/null || die "gunicorn does not answer on $url ($logs/gunicorn.log)"
 
-phase "6. the lab: user iowatch and its token, device type qemu, worker, board lava-qemu-01"
+phase "6. the lab: user iowatch and its token, device type qemu, worker, boards lava-qemu-01..03"
 manage() { runuser -u lavaserver -- lava-server manage "$@"; }
 django() { runuser -u lavaserver -- lava-server manage shell -c "$1"; }
 # (each list is read whole before grep: grep -q closing the pipe early would
@@ -121,14 +126,15 @@ if [ ! -s "$token_file" ]; then
 fi
 has device-types qemu || manage device-types add qemu >/dev/null
 has workers lava-local || manage workers add lava-local --health ACTIVE >/dev/null
-cat > /etc/lava-server/dispatcher-config/devices/lava-qemu-01.jinja2 <<'DEV'
+board() {  # name, MAC, tag: a board of LAVA's qemu type on worker lava-local, with its class's tag
+    cat > "/etc/lava-server/dispatcher-config/devices/$1.jinja2" <<DEV
 {# iowatch's scripts/lava-lab.sh: LAVA's qemu device type under TCG (this machine's
    /dev/kvm boots no mainline kernel), 1 GiB; the board's disks come with each
-   job (hardware-inventory.yml, lava-qemu). #}
+   job (hardware-inventory.yml: the board class whose tag is $3). #}
 {% extends 'qemu.jinja2' %}
 {% set no_kvm = True %}
 {% set memory = 1024 %}
-{% set mac_addr = '52:54:00:12:34:59' %}
+{% set mac_addr = '$2' %}
 {# LAVA's test overlay on virtio (qemu.jinja2's default is ide, which the guest
    kernel has no driver for): if=virtio, after the board's disks #}
 {% set guestfs_interface = 'virtio' %}
@@ -136,9 +142,24 @@ cat > /etc/lava-server/dispatcher-config/devices/lava-qemu-01.jinja2 <<'DEV'
    board (iowatch run died of SIGILL): the emulator's every feature #}
 {% set extra_options = ['-cpu max'] %}
 DEV
-chown lavaserver:lavaserver /etc/lava-server/dispatcher-config/devices/lava-qemu-01.jinja2
-has devices lava-qemu-01 || manage devices add --device-type qemu --worker lava-local lava-qemu-01 >/dev/null
-manage devices update --health GOOD lava-qemu-01 >/dev/null
+    chown lavaserver:lavaserver "/etc/lava-server/dispatcher-config/devices/$1.jinja2"
+    has devices "$1" || manage devices add --device-type qemu --worker lava-local "$1" >/dev/null
+    django "from lava_scheduler_app.models import Device, Tag
+d = Device.objects.get(hostname='$1'); d.tags.add(Tag.objects.get_or_create(name='$3')[0])" >/dev/null
+    # Good unless a health check has put it out of the pool (Bad): that is the lab admin's to clear.
+    [ "$(django "from lava_scheduler_app.models import Device; print(Device.objects.get(hostname='$1').health)" | tail -1)" = 3 ] \
+        || manage devices update --health GOOD "$1" >/dev/null   # Device.HEALTH_BAD is 3
+}
+# The board classes of hardware-inventory.yml's lava_local: lava-qemu (tag
+# iowatch-lab-a: two boards, so that an infrastructure failure is tried on the
+# other) and lava-qemu-b (tag iowatch-lab-b: the second host that confirms).
+board lava-qemu-01 52:54:00:12:34:59 iowatch-lab-a
+board lava-qemu-02 52:54:00:12:34:5a iowatch-lab-a
+board lava-qemu-03 52:54:00:12:34:5b iowatch-lab-b
+# The boards share this machine: one job at a time, or one board's job would
+# measure another's (and a health check would land beside a measurement).
+django "from lava_scheduler_app.models import Worker
+w = Worker.objects.get(hostname='lava-local'); w.job_limit = 1; w.save()" >/dev/null
 # The dispatcher's environment for every job (LAVA's env.yaml): libguestfs, which
 # builds the test overlay, boots its appliance on the guest kernel under TCG.
 worker_token=$(django "from lava_scheduler_app.models import Worker; print(Worker.objects.get(hostname='lava-local').token)" | tail -1)
@@ -149,7 +170,7 @@ for _ in $(seq 60); do
     [ "$state" = 0 ] && break; sleep 2   # Worker.STATE_ONLINE is 0 (models.Worker)
 done
 [ "$state" = 0 ] || die "the worker lava-local is not online (/var/log/lava-dispatcher/lava-worker.log)"
-echo "   server $url (15/lava:$port), worker lava-local online, board lava-qemu-01 GOOD; token in $token_file"
+echo "   server $url (15/lava:$port), worker lava-local online (one job at a time), boards lava-qemu-01, -02 (iowatch-lab-a), -03 (iowatch-lab-b); token in $token_file"
 [ "${1:-}" = --no-job ] && { phase "done (no job)"; exit 0; }
 
 phase "7. the board's root: Debian 12 with iowatch, fio, fs_mark (scripts/lava/rootfs.sh)"
@@ -165,6 +186,13 @@ if [ ! -f "$debian" ] || [ -n "$(find src scripts/lava/rootfs.sh pyproject.toml 
 fi
 cp "$debian" "$serve/rootfs.ext4.xz"
 . scripts/lava/serve.sh
+# LAVA's health check of the qemu type (`iowatch lava health-check`): a board
+# new, in health Unknown (after an infrastructure error) or unchecked for a day
+# boots the served kernel and `iowatch device check`s its disks before it takes
+# a job; one that fails is Bad, out of the pool.
+mkdir -p /etc/lava-server/dispatcher-config/health-checks
+.venv/bin/iowatch lava health-check lava-qemu --commit "$commit" > /etc/lava-server/dispatcher-config/health-checks/qemu.yaml
+chown lavaserver:lavaserver /etc/lava-server/dispatcher-config/health-checks/qemu.yaml
 # libguestfs (LAVA's test overlay) boots its appliance on the guest kernel under
 # TCG: the worker's dispatcher environment (dispatcher.d/<worker>/env.yaml).
 modules=$serve/no-modules/lib/modules/iowatch
@@ -186,6 +214,14 @@ if [ "${1:-}" = --nightly ]; then
     phase "8. the lab loop through LAVA (scripts/lava/nightly.sh)"
     rc=0
     scripts/lava/nightly.sh || rc=$?
+    phase "done: exit $rc"
+    exit $rc
+fi
+
+if [ "${1:-}" = --boards ]; then
+    phase "8. a broken board: health check, retry on another board, a job failure (scripts/lava/boards.sh)"
+    rc=0
+    scripts/lava/boards.sh "$commit" "$work" || rc=$?
     phase "done: exit $rc"
     exit $rc
 fi

@@ -41,7 +41,7 @@ def test_the_repository_inventory_loads():
     assert all(d.is_image and d.size_bytes == 2 * 1024**3 for d in host.devices)
     assert host.device("loop-hdd").wants_rotational and not host.device("loop-ssd").wants_rotational
     # the class groups name the host again without vars: merged, not a second host
-    assert set(inv.hosts) == {"localhost", "vlab", "vlab-nullblk", "vlab-mech", "lava-qemu"} and "hdd" in host.groups
+    assert set(inv.hosts) == {"localhost", "vlab", "vlab-nullblk", "vlab-mech", "lava-qemu", "lava-qemu-b"} and "hdd" in host.groups
     # The host with mechanics: vlab's classes and driver paths, each disk behind a device model.
     mech = inv.host("vlab-mech")
     assert {d.device_class for d in mech.devices} == {"ssd", "ssd-raid0", "hdd", "sdcard", "emmc"}

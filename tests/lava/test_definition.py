@@ -154,3 +154,37 @@ def test_a_host_that_is_not_a_lava_board_is_refused():
     host = inventory.load(REPO_INVENTORY).host("vlab")
     with pytest.raises(definition.DefinitionInvalid, match="host 'vlab' is qemu, not a board class"):
         definition.make(host, MEASUREMENTS[0], token="t")
+
+
+@pytest.mark.parametrize("make_host", [qemu_host, uboot_host], ids=["qemu", "u-boot"])
+def test_the_health_check_passes_lavas_schema_and_checks_every_declared_disk(make_host):
+    host = make_host()
+    job = definition.validate(definition.health_check(host, "c" * 40))
+    assert job["device_type"] == host.lava.device_type and "secrets" not in job
+    assert job["metadata"]["iowatch.health-check"] == "true"
+    board = inventory.loads(shipped_inventory(job), "board.yml").host(host.name)
+    assert [d.path for d in board.devices] == [d.path for d in host.devices]
+    checks = [shlex.split(s.split(";")[0].removeprefix("if ")) for s in steps(job) if s.startswith("if ")]
+    assert checks == [["iowatch", "device", "check", host.name, d.path, "--inventory", definition.BOARD_INVENTORY]
+                      for d in host.devices]
+
+
+def test_a_disk_the_health_check_refuses_ends_the_job_with_lava_test_raise(tmp_path):
+    """The steps run in a shell with the real `iowatch device check` and LAVA's two
+    helpers recorded: /dev/vdb does not exist here, so the ssd is refused."""
+    import os
+    import subprocess
+    import sys
+    job = definition.health_check(qemu_host(), "c" * 40)
+    calls = tmp_path / "calls"
+    for helper in ("lava-test-case", "lava-test-raise"):
+        (tmp_path / helper).write_text(f'#!/bin/sh\necho "{helper} $*" >> {calls}\n')
+        (tmp_path / helper).chmod(0o755)
+    inventory_step, lssd = steps(job)[0], steps(job)[1]
+    script = inventory_step.replace(definition.BOARD_INVENTORY, str(tmp_path / "board.yml")) + "\n" + \
+        lssd.replace(definition.BOARD_INVENTORY, str(tmp_path / "board.yml"))
+    env = {**os.environ, "PATH": f"{tmp_path}:{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    subprocess.run(["sh", "-c", script], env=env, check=True, capture_output=True, text=True)
+    assert calls.read_text().splitlines() == [
+        "lava-test-case device-lssd --result fail",
+        "lava-test-raise lssd /dev/vdb: iowatch device check refused it"]

@@ -1,8 +1,8 @@
 """iowatch lava: one measurement on a board class of a LAVA lab, by hand or from
 Jenkins. `submit` makes the job definition (checked with LAVA's schema), submits
 it and, with --follow, follows it to the end; `follow` follows a job submitted
-before; `boards` lists the board class's boards with LAVA's state and health.
-The agent (`iowatch agent --host BOARD_CLASS`) does the same for its job kinds."""
+before; `boards` lists the board class's boards with LAVA's state and health;
+`health-check` prints LAVA's health check for the class's boards. The agent (`iowatch agent --host BOARD_CLASS`) does the same for its job kinds."""
 from __future__ import annotations
 
 import os
@@ -39,6 +39,16 @@ def register(sub):
     _host(f)
     f.add_argument("job", type=int)
     f.set_defaults(func=run_follow)
+    h = lava.add_parser("health-check", help="print LAVA's health check for the board class's boards",
+                        description="Print the health check (a LAVA job definition, checked with LAVA's "
+                        "schema) for the boards of BOARD_CLASS: boot a kernel known to be good and run "
+                        "`iowatch device check` on each declared disk; a disk refused ends the job "
+                        "Incomplete and LAVA marks the board Bad. A lab admin saves it as "
+                        "dispatcher-config/health-checks/<device type>.yaml on the LAVA server.")
+    _host(h)
+    h.add_argument("--commit", required=True, help="the known-good kernel's commit (KERNELS/<commit>/)")
+    h.add_argument("--kernel-url", default=None, help="default: the lab's kernels URL, <commit>/<image>")
+    h.set_defaults(func=run_health_check)
     b = lava.add_parser("boards", help="the board class's boards: idle, running, offline or bad health")
     _host(b)
     b.set_defaults(func=run_boards)
@@ -87,6 +97,16 @@ def run_submit(args) -> int:
         run = follow.run_job(lava, host, job, retries=args.retries, poll_s=args.poll)
         print(run.line())
         return EXIT[run.state]
+    return _guarded(work)
+
+
+def run_health_check(args) -> int:
+    def work() -> int:
+        from iowatch.lava import definition
+        host, _ = _load(args)
+        print(definition.render(definition.validate(definition.health_check(host, args.commit, args.kernel_url))),
+              end="")
+        return 0
     return _guarded(work)
 
 

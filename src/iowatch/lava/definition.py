@@ -33,6 +33,7 @@ BUNDLE_LINE = "iowatch-bundle: "        # each line of the bundle's base64 tar.g
 TOKEN_SECRET = "IOWATCH_TOKEN"          # the agent token's name in the job's secrets
 RUN_CASE = "iowatch-run"                # the test case that carries iowatch run's exit status
 SUITE = "iowatch"                       # the inline definition's name: LAVA's suite is 0_iowatch (lava-run here)
+HEALTH_SUITE = "iowatch-health"         # the health check's inline definition
 KERNEL_IMAGE = {"x86_64": "bzImage", "arm64": "Image", "arm": "zImage"}
 UBOOT_KERNEL_TYPE = {"arm64": "image", "arm": "zimage", "x86_64": "image"}
 PROMPTS = ["root@[^:#]+:[^#]*# "]        # the rootfs's root shell, after auto-login as root
@@ -77,15 +78,18 @@ def board_inventory(host: Host) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def make(host: Host, m: Measurement, token: str | None = None) -> dict:
-    """The job definition (a dict, as LAVA's schema reads it) of `m` on `host`."""
-    board = _board(host)
-    kernel = m.kernel_url or kernel_url(board, m.commit)
+def _boot_actions(host: Host, board: LavaBoard, kernel: str, commit: str) -> list[dict]:
     if not board.rootfs:
         raise DefinitionInvalid(f"host {host.name!r}: no root filesystem for its boards; set rootfs in "
                                 f"iowatch_lava of group {board.lab.group!r} or in iowatch_lava_board")
-    boot_actions = (_qemu_actions(host, board, kernel) if board.device_type == "qemu"
-                    else _uboot_actions(board, kernel, m.commit))
+    return (_qemu_actions(host, board, kernel) if board.device_type == "qemu"
+            else _uboot_actions(board, kernel, commit))
+
+
+def make(host: Host, m: Measurement, token: str | None = None) -> dict:
+    """The job definition (a dict, as LAVA's schema reads it) of `m` on `host`."""
+    board = _board(host)
+    boot_actions = _boot_actions(host, board, m.kernel_url or kernel_url(board, m.commit), m.commit)
     job = {
         "job_name": f"iowatch {host.name}: {m.label} {m.commit[:12]} {m.matrix}"[:200],
         "device_type": board.device_type,
@@ -107,6 +111,42 @@ def make(host: Host, m: Measurement, token: str | None = None) -> dict:
     if board.device_type == "qemu":
         job["context"] = {"arch": board.arch}
     return job
+
+
+def health_check(host: Host, commit: str, kernel: str | None = None) -> dict:
+    """LAVA's health check for the boards of `host` (a lab admin puts it in
+    dispatcher-config/health-checks/<device type>.yaml): boot a kernel known to be
+    good and run `iowatch device check` on every disk the class declares. A disk
+    missing, of another size or kind, or mounted ends the job Incomplete
+    (lava-test-raise), so LAVA marks the board Bad and schedules no job on it;
+    one that passes marks it Good. LAVA keeps one health check a device type:
+    board classes of one type with other disks need device dictionaries that
+    extend a device type of their own."""
+    board = _board(host)
+    boot_actions = _boot_actions(host, board, kernel or kernel_url(board, commit), commit)
+    inv = base64.b64encode(board_inventory(host).encode()).decode()
+    steps = [f"echo {inv} | base64 -d > {BOARD_INVENTORY}"]
+    for dev in host.vars.get("iowatch_devices") or []:
+        check = shlex.join(["iowatch", "device", "check", host.name, dev["path"], "--inventory", BOARD_INVENTORY])
+        case = f"device-{dev['name']}"
+        steps.append(f"if {check}; then lava-test-case {case} --result pass; else "
+                     f"lava-test-case {case} --result fail; "
+                     f"lava-test-raise {shlex.quote(dev['name'] + ' ' + dev['path'] + ': iowatch device check refused it')}; fi")
+    definition = {"metadata": {"format": "Lava-Test Test Definition 1.0", "name": HEALTH_SUITE,
+                               "description": f"iowatch device check of {host.name}'s disks"},
+                  "run": {"steps": steps}}
+    return {
+        "job_name": f"iowatch health check: {host.name} ({board.device_type}), kernel {commit[:12]}",
+        "device_type": board.device_type,
+        "priority": "high",
+        "visibility": "public",
+        "timeouts": {"job": {"minutes": 30}, "action": {"minutes": 10}, "connection": {"minutes": 2}},
+        "metadata": {"iowatch.host": host.name, "iowatch.commit": commit, "iowatch.health-check": "true"},
+        **({"context": {"arch": board.arch}} if board.device_type == "qemu" else {}),
+        "actions": boot_actions + [{"test": {"timeout": {"minutes": 10}, "definitions": [
+            {"repository": definition, "from": "inline", "path": "inline/iowatch-health.yaml",
+             "name": HEALTH_SUITE}]}}],
+    }
 
 
 def _board(host: Host) -> LavaBoard:
