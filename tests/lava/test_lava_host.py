@@ -81,7 +81,14 @@ def test_the_agent_boots_and_runs_a_variant_as_one_lava_job(tmp_path, lava_host)
                                           tmp_path / "run")
         sent = yaml.safe_load(json.loads(lava.requests[0]["body"])["definition"])
     assert booted.state == "booted" and "LAVA job 4211 on qemu-01" in booted.detail
-    assert bundle.load(path)["run_id"] == bundle.load(BUNDLE)["run_id"]
+    doc = bundle.load(path)
+    assert doc["run_id"] == bundle.load(BUNDLE)["run_id"]
+    # the stored run links its LAVA job and log
+    assert doc["environment"]["lava"] == {
+        "job": 4211, "board": "qemu-01", "device_type": "qemu", "job_url": f"{lava.url}scheduler/job/4211",
+        "log_url": f"{lava.url}{API.lstrip('/')}jobs/4211/logs/",
+        "attempts": [{"job": 4211, "board": "qemu-01", "health": "Complete"}]}
+    bundle.validate(doc)
     # the kernel was put where the boards fetch it, and the job fetches it from there
     assert (kernels / COMMIT / "bzImage").read_bytes() == b"kernel image"
     assert sent["actions"][0]["deploy"]["images"]["kernel"]["url"] == f"file://{kernels}/{COMMIT}/bzImage"

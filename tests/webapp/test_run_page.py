@@ -69,3 +69,25 @@ def test_a_runs_values_page_by_page_are_its_values_in_one_page(post, client):
         offset += 7
     assert pages == whole["items"]
     assert client.get(url, {"limit": 7, "offset": 1000}).json()["items"] == []
+
+
+def test_a_run_from_a_lava_job_links_the_job_and_lavas_log_and_no_other_scheme(post, client):
+    doc = make_bundle(cells=2, samples=2)
+    doc["status"] = "failed"
+    doc["environment"]["lava"] = {
+        "job": 25, "board": "lava-qemu-02", "device_type": "qemu",
+        "job_url": "http://lava.example.org/scheduler/job/25",
+        "log_url": "http://lava.example.org/api/v0.2/jobs/25/logs/",
+        "attempts": [{"job": 24, "board": "lava-qemu-01", "health": "Incomplete", "infrastructure": "no emulator"},
+                     {"job": 25, "board": "lava-qemu-02", "health": "Complete"}]}
+    assert post(doc)[0] == 201
+    page = client.get(f"/runs/{doc['run_id']}/").content.decode()
+    row = re.search(r'<td id="lava-job">(.*?)</td>', page).group(1)
+    assert row == ('<a href="http://lava.example.org/scheduler/job/25">25</a> on board lava-qemu-02 (qemu), '
+                   'after 2 attempts: <a href="http://lava.example.org/api/v0.2/jobs/25/logs/">LAVA\'s log</a>')
+    # a stored URL of another scheme is shown as nothing to click
+    doc = make_bundle(cells=2, samples=2)
+    doc["environment"]["lava"] = {"job": 7, "board": "b", "device_type": "qemu", "log_url": "javascript:alert(1)"}
+    assert post(doc)[0] == 201
+    row = re.search(r'<td id="lava-job">(.*?)</td>', client.get(f"/runs/{doc['run_id']}/").content.decode()).group(1)
+    assert row == "7 on board b (qemu)"

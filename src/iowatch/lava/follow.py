@@ -59,6 +59,15 @@ class LavaRun:
     detail: str = ""
     attempts: list[Attempt] = field(default_factory=list)
 
+    def provenance(self) -> dict:
+        """What the stored run keeps of its LAVA job (the bundle's environment.lava):
+        the job, its board and LAVA's page and log, and every attempt before it."""
+        return {"job": self.job_id, "board": self.board, "device_type": self.device_type,
+                "job_url": self.job_url, "log_url": self.log_url,
+                "attempts": [{"job": a.job_id, "board": a.board, "health": a.health,
+                              **({"infrastructure": a.infrastructure} if a.infrastructure else {})}
+                             for a in self.attempts]}
+
     def line(self) -> str:
         tried = f" after {len(self.attempts)} attempts" if len(self.attempts) > 1 else ""
         return (f"lava: {self.host} ({self.device_type}) job {self.job_id} on {self.board or 'no board'}: "

@@ -4,7 +4,9 @@ On LAVA a boot and the run after it are one job, so this host boots and runs
 at once (`boot_and_run`; the agent's loop calls it instead of boot then run):
 the variant's kernel is put where the lab's boards fetch it, one job is
 submitted and followed (iowatch.lava.follow), and the bundle comes back in
-LAVA's log for the agent to mark and upload as it does for every host. So each
+LAVA's log for the agent to mark and upload as it does for every host, with
+its LAVA job, board and log URL in its environment (`lava`): a run that
+failed on the board is stored as a failed run that links LAVA's log. So each
 job kind the agent works (confirmations, bisect steps, nightlies) runs on LAVA
 unchanged, one LAVA job a boot: boots stay the unit, the rounds and the canary
 cell of every boot are the agent's and the matrix's as before.
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlsplit
 
+from iowatch import bundle
 from iowatch.agent.hosts import BootOutcome, LabHostError, RunRequest
 from iowatch.inventory import Host
 from iowatch.lava import definition, follow
@@ -87,4 +90,9 @@ class LavaHost:
             raise LabHostError(f"{self.name}: {e}") from None
         if path is None:
             raise LabHostError(f"{run.line()}; the board printed no bundle")
+        # The stored run links its LAVA job and log (the run page's environment rows),
+        # whether `iowatch run` passed on the board or failed there.
+        doc = bundle.load(path)
+        doc.setdefault("environment", {})["lava"] = run.provenance()
+        bundle.write_manifest(path, doc)
         return BootOutcome("booted", f"LAVA job {run.job_id} on {run.board}", seconds), path

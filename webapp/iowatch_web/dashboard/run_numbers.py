@@ -134,6 +134,20 @@ def environment_rows(run: Run) -> list[tuple[str, str]]:
     return rows
 
 
+def lava_job(run: Run) -> dict | None:
+    """The LAVA job a board class's run came from (environment.lava, written by
+    iowatch.lava.host): its id, board and attempts, and LAVA's job page and log
+    when they are http(s) URLs (an uploader's text never becomes another link)."""
+    lava = (run.environment or {}).get("lava")
+    if not isinstance(lava, dict):
+        return None
+    web = {k: v for k in ("job_url", "log_url")
+           if isinstance(v := lava.get(k), str) and v.startswith(("http://", "https://"))}
+    attempts = lava.get("attempts") if isinstance(lava.get("attempts"), list) else []
+    return {"job": lava.get("job"), "board": lava.get("board"), "device_type": lava.get("device_type"),
+            "attempts": len(attempts), **web}
+
+
 def device_state_rows(run: Run) -> list[dict]:
     """Per device the run recorded: its state before the run as the device-state
     table shows it, the temperature after the run, and the preconditioning per study."""

@@ -295,6 +295,7 @@ def run_detail(request, run_id):
         "confounders": queries.run_confounders(run, previous),
         "kernel": run_numbers.kernel_options(run),
         "environment": run_numbers.environment_rows(run),
+        "lava": run_numbers.lava_job(run),
         "cmdline": run_numbers.readable_cmdline(run.cmdline),
         "device_states": run_numbers.device_state_rows(run),
         "tools": sorted((run.tools or {}).items()),
