@@ -263,6 +263,9 @@ class RegressionDetail(RegressionOut):
     confirmation: dict  # a second lab host's (regressions/confirm.py)
     # What the mailing-list report needs beside the verdicts (regressions/detail.py).
     host_kind: str
+    # A LAVA board class's device type and tags (the bundle's host.lava); None
+    # for any other host, and for a board class whose bundles said bare-metal.
+    host_lava: dict | None
     trigger: dict
     series: dict | None
     confounders: list[dict]
@@ -289,6 +292,10 @@ class RegressionDetail(RegressionOut):
     @staticmethod
     def resolve_host_kind(r: Regression) -> str:
         return r.comparison.host.kind
+
+    @staticmethod
+    def resolve_host_lava(r: Regression) -> dict | None:
+        return r.comparison.host.inventory.get("lava")
 
     @staticmethod
     def resolve_trigger(r: Regression) -> dict:
