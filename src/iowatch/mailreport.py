@@ -208,7 +208,10 @@ def _setup_lines(detail: dict, lead: dict | None) -> list[str]:
             f"  good kernel:   {good.name}",
             f"  bad kernel:    {bad.name}"]
     if detail.get("boots"):
-        out.append(f"  boots:         {boots_words(tuple(detail['boots']))}")
+        # The host's record, when it stood in for a side of one boot (a detail
+        # from before the server kept it has none, and says what it said then).
+        words = boots_words(tuple(detail["boots"]), detail.get("recorded_boots"))
+        out.append(f"  boots:         {words}")
     trigger = detail.get("trigger") or {}
     if trigger.get("branch"):
         out.append(f"  nightly:       branch {trigger['branch']}"

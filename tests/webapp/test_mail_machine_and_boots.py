@@ -1,18 +1,24 @@
-"""The regression mail's test-machine line (iowatch.mailreport), on the nights
-the LAVA loop ran (docs/lab.md §12): night 1 boots the good kernel four
-times, the host's record of its noise between boots; night 2 boots the bad
-one once, 30% slower, and is judged with that record. A LAVA board class's
-runs name it so (host kind lava, with the device type:
-iowatch.lava.definition.board_inventory); the mail said "(bare-metal)"."""
+"""The regression mail's test-machine and boots lines (iowatch.mailreport), on
+the nights the LAVA loop ran (docs/lab.md §12): night 1 boots the good kernel
+four times, the host's record of its noise between boots; night 2 boots the
+bad one once, 30% slower, and is judged with that record.
+
+- A LAVA board class's runs name it so (host kind lava, with the device type:
+  iowatch.lava.definition.board_inventory); the mail said "(bare-metal)".
+- The boots line says the record stood in, as the text report and the compare
+  page do (boots_words with Comparison.recorded_boots); the mail said "boot
+  each kernel again". A regression stored before the record was kept says
+  what it said then."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from iowatch import inventory
+from iowatch import inventory, mailreport
 from iowatch.lava import definition
-from iowatch_web.regressions.models import ConfirmJob, Regression
+from iowatch_web.regressions.models import ConfirmJob, Regression, StoredComparison
 from iowatch_web.results.models import Host
 from test_confirmations import BAD, GOOD, lab_bundle
 
@@ -77,3 +83,29 @@ def test_a_lava_board_classs_regression_is_confirmed_on_another_lab_host_of_the_
     regression = nights(post, board_host())
     (job,) = ConfirmJob.objects.filter(regression=regression)
     assert (job.host, job.device_class) == (second["name"], "sdcard")
+
+
+def test_a_night_of_one_boot_judged_with_the_first_nights_four_says_the_record_stood_in(post, client):
+    regression = nights(post, LAB_HOST)
+    assert regression.regressed_cells().count() == 1
+    text = mail_of(client, regression)
+    assert "boot each kernel again" not in text
+    said = re.search(r"boots: 4 vs 1 boots a side \(base vs candidate\); (the variance between boots "
+                     r"taken from 4 recorded boots of 1 kernel on this host \(sd [0-9.]+% a boot\)) "
+                     r"nightly:", text)
+    assert said, text
+    # The words judging gave when it stored the verdict, kept with the comparison.
+    assert client.get(f"/api/v1/regressions/{regression.pk}").json()["recorded_boots"] == said.group(1)
+
+
+def test_a_regression_stored_before_the_record_was_kept_says_what_it_said(post, client):
+    regression = nights(post, LAB_HOST)
+    StoredComparison.objects.filter(pk=regression.comparison_id).update(recorded_boots="")
+    detail = client.get(f"/api/v1/regressions/{regression.pk}").json()
+    assert detail["recorded_boots"] is None
+    text = mail_of(client, regression)
+    assert ("boots: 4 vs 1 boots a side (base vs candidate); a boot's own offset is not in the test "
+            "with one boot a side: boot each kernel again") in text
+    # A detail from a server older than the key renders the same.
+    del detail["recorded_boots"]
+    assert mailreport.body(detail) == mailreport.body({**detail, "recorded_boots": None})

@@ -272,6 +272,9 @@ class RegressionDetail(RegressionOut):
     mail: dict
     workloads: dict  # cell key -> the workload as run (regressions/detail.py)
     boots: list[int]  # [base, candidate] boots a side (regressions/detail.py)
+    # The host's record that stood in for a side of one boot, in words (None: none
+    # did, or the comparison was stored before it was kept).
+    recorded_boots: str | None
 
     @staticmethod
     def resolve_good(r: Regression) -> dict:
@@ -320,6 +323,10 @@ class RegressionDetail(RegressionOut):
     @staticmethod
     def resolve_boots(r: Regression) -> list[int]:
         return detail.boots(r)
+
+    @staticmethod
+    def resolve_recorded_boots(r: Regression) -> str | None:
+        return r.comparison.recorded_boots or None
 
     @staticmethod
     def resolve_base_runs(r: Regression) -> list:
