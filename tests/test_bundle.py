@@ -274,6 +274,28 @@ def test_a_version_1_bundle_is_held_to_version_1_s_schema():
     assert "cc" in str(e.value)
 
 
+def test_a_lava_board_class_is_a_host_kind_and_a_bare_metal_one_of_before_still_reads():
+    """A LAVA board class's runner names its host kind lava with the device
+    type (iowatch.lava.definition.board_inventory); its bundles said
+    bare-metal before, and those of either version still read."""
+    doc = good()
+    doc["host"] = {"name": "lava-qemu", "kind": "lava", "lava": {"device_type": "qemu", "tags": []}}
+    assert bundle.validate(copy.deepcopy(doc)) == doc
+    for version in (1, 2):
+        old = good()
+        old.update(schema_version=version, host={"name": "lava-qemu", "kind": "bare-metal"})
+        assert bundle.upgrade(bundle.validate(old))["host"] == {"name": "lava-qemu", "kind": "bare-metal"}
+    doc["host"]["lava"] = {"tags": ["sd-evo32"]}
+    with pytest.raises(BundleError, match="device_type") as e:
+        bundle.validate(copy.deepcopy(doc))
+    assert e.value.where == "bundle field host.lava"
+    # Version 1 runners wrote no such host: a version 1 document is held to its own kinds.
+    doc.update(schema_version=1, host={"name": "lava-qemu", "kind": "lava"})
+    with pytest.raises(BundleError) as e:
+        bundle.validate(doc)
+    assert e.value.where == "bundle field host.kind"
+
+
 @pytest.mark.parametrize("version, words", [
     (3, ["schema_version 3 is not supported", "reads versions 1 and 2", "upgrade iowatch"]),
     (0, ["schema_version 0 is not supported", "reads versions 1 and 2"]),

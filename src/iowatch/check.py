@@ -92,7 +92,7 @@ def failure_bundle(out: Path, v: Variant, plan: Plan, host: Host, status: str,
                              "patch": {"index": v.index, "subject": v.subject,
                                        **({"commit": v.commit} if v.commit else {}),
                                        **{k: mail[k] for k in ("message_id", "author") if k in mail}}},
-                     host={"name": host.name, "kind": host.kind},
+                     host=host.bundle_entry(),
                      devices=[d.bundle_entry() for d in host.devices],
                      environment={"failure": {"status": status, "reason": reason[-4000:], **extra}},
                      label=v.label)

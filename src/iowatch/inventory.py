@@ -146,6 +146,14 @@ class Host:
         known = ", ".join(d.name for d in self.devices) or "none"
         raise KeyError(f"host {self.name!r} declares no device {name!r} (it declares: {known})")
 
+    def bundle_entry(self) -> dict:
+        """The host as a result bundle names it: its name and kind, and for a board
+        class of a LAVA lab the device type and tags of its boards."""
+        entry = {"name": self.name, "kind": self.kind}
+        if self.lava is not None:
+            entry["lava"] = {"device_type": self.lava.device_type, "tags": list(self.lava.tags)}
+        return entry
+
 
 @dataclass(frozen=True)
 class Inventory:

@@ -181,6 +181,18 @@ def _point_lines(p: dict) -> list[str]:
             f"either side), {figures.change(p.get('change_pct'))}"]
 
 
+def _machine_words(detail: dict) -> str:
+    """What the test machine is: its kind, or for a board class of a LAVA lab
+    the device type and tags of its boards (LAVA picks the board a job runs on)."""
+    kind = detail.get("host_kind") or "host"
+    if kind != "lava":
+        return kind
+    board = detail.get("host_lava") or {}
+    return ", ".join(["LAVA board class",
+                      *([f"device type {board['device_type']}"] if board.get("device_type") else []),
+                      *([f"device tags {' '.join(board['tags'])}"] if board.get("tags") else [])])
+
+
 def _setup_lines(detail: dict, lead: dict | None) -> list[str]:
     good, bad = _end(detail, "base"), _end(detail, "candidate")
     host = detail.get("host") or "?"
@@ -191,12 +203,15 @@ def _setup_lines(detail: dict, lead: dict | None) -> list[str]:
                 f"  device:        {lead.get('device') or 'none'} ({model})",
                 f"  filesystem:    {lead.get('filesystem') or 'none (raw device)'}",
                 f"  study:         {lead['study']}"]
-    out += [f"  test machine:  {host} ({detail.get('host_kind') or 'host'})",
+    out += [f"  test machine:  {host} ({_machine_words(detail)})",
             f"  matrix:        {detail.get('matrix') or '?'}",
             f"  good kernel:   {good.name}",
             f"  bad kernel:    {bad.name}"]
     if detail.get("boots"):
-        out.append(f"  boots:         {boots_words(tuple(detail['boots']))}")
+        # The host's record, when it stood in for a side of one boot (a detail
+        # from before the server kept it has none, and says what it said then).
+        words = boots_words(tuple(detail["boots"]), detail.get("recorded_boots"))
+        out.append(f"  boots:         {words}")
     trigger = detail.get("trigger") or {}
     if trigger.get("branch"):
         out.append(f"  nightly:       branch {trigger['branch']}"

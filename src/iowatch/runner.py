@@ -177,7 +177,7 @@ class Runner:
                     self.before_resume[name, slug] = record
         self.writer = BundleWriter(
             self.out, run_id=run_id, kernel=_kernel_entry(env, kernel_commit, series),
-            host={"name": host.name, "kind": host.kind},
+            host=host.bundle_entry(),
             devices=[d.bundle_entry() for d in host.devices],
             tools=environment.tools(), environment={"host": env, "devices": {}},
             label=label, matrix=matrix.name, command=command,

@@ -7,13 +7,12 @@ import json
 import statistics
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
 from kcidb_io.schema import LATEST
 
-from iowatch import bundle, kcidb
+from iowatch import bundle, inventory, kcidb
 from iowatch.kernel.series import Patch, Series, patchset_hash
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,7 +98,7 @@ def test_build_and_boot_failures_and_a_series_from_mail(tmp_path):
                     "ext4: two changes", ("linux-ext4@vger.kernel.org",), (),
                     "https://lore.kernel.org/all/")
     plan = Plan(tmp_path, tmp_path, tmp_path, series, base, [])
-    host = types.SimpleNamespace(name="vlab", kind="qemu", devices=[])
+    host = inventory.Host("vlab", "qemu")
     built = failure_bundle(tmp_path / "v1", Variant(1, "ab" * 20, "ext4: change 1"), plan, host,
                             "boot-failed", "no login in 240 s",
                             {"console_tail": "Kernel panic - not syncing"})

@@ -31,6 +31,8 @@ def test_an_undeclared_disk_of_the_board_is_never_written_to(lab, data_dir):
     (line,) = [s for s in job["actions"][-1]["test"]["definitions"][0]["repository"]["run"]["steps"]
                if "base64 -d" in s]
     board = inventory.loads(base64.b64decode(line.split()[1]).decode(), "board.yml").host("board")
+    # The board class is a lava host on the board too: the one check reads its devices, not its kind.
+    assert board.kind == "lava"
     assert safety.check(board, declared).allowed
     answer = safety.check(board, other)
     assert not answer.allowed and "not an image of a device declared for host board" in answer.reason

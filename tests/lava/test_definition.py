@@ -6,12 +6,13 @@ from __future__ import annotations
 import base64
 import re
 import shlex
+import uuid
 from pathlib import Path
 
 import pytest
 import yaml
 
-from iowatch import inventory
+from iowatch import bundle, inventory
 from iowatch.lava import definition
 
 REPO_INVENTORY = Path(__file__).resolve().parents[2] / "hardware-inventory.yml"
@@ -126,9 +127,31 @@ def test_the_board_gets_the_declared_devices_only():
     host = qemu_host()
     job = definition.make(host, MEASUREMENTS[0], token="t")
     board = inventory.loads(shipped_inventory(job), "board.yml").host("lava-qemu")
-    assert board.kind == "bare-metal"
+    assert (board.kind, board.lava.device_type) == ("lava", "qemu")
     assert [(d.name, d.path) for d in board.devices] == [(d.name, d.path) for d in host.devices]
     assert all(not d.qemu for d in board.devices)
+
+
+@pytest.mark.parametrize("make_host", [qemu_host, uboot_host], ids=["qemu", "u-boot"])
+def test_the_boards_bundle_names_a_lava_board_class_of_its_device_type(make_host, tmp_path):
+    """The runner on the board writes its host as the inventory it is handed
+    says: a LAVA board class (it said bare-metal, and so did the mail)."""
+    host = make_host()
+    board = inventory.loads(shipped_inventory(definition.make(host, MEASUREMENTS[0], token="t")),
+                            "board.yml").host(host.name)
+    entry = board.bundle_entry()
+    assert entry == {"name": host.name, "kind": "lava",
+                     "lava": {"device_type": host.lava.device_type, "tags": list(host.lava.tags)}}
+    # The bundle schema takes it (a bundle of the board as the runner writes one).
+    w = bundle.BundleWriter(tmp_path, run_id=str(uuid.uuid4()), kernel={"release": "6.13.0"},
+                            host=entry, devices=[d.bundle_entry() for d in board.devices])
+    w.close()
+    assert bundle.load(tmp_path)["host"] == entry
+    # Nothing of the lab's but its server and the token's variable's name goes to the board.
+    shipped = yaml.safe_load(shipped_inventory(definition.make(host, MEASUREMENTS[0], token="t")))
+    (lab,) = shipped["all"]["children"].values()
+    assert lab["vars"] == {"iowatch_lava": {"server": host.lava.lab.server,
+                                            "token_env": host.lava.lab.token_env}}
 
 
 def test_a_definition_lava_refuses_is_refused_with_lavas_message():

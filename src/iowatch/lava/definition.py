@@ -71,10 +71,20 @@ def kernel_url(board: LavaBoard, commit: str) -> str:
 
 
 def board_inventory(host: Host) -> str:
-    """The inventory the runner on the board reads: this host's declared devices
-    only, as a bare-metal host (the board runs the cells itself)."""
+    """The inventory the runner on the board reads: this board class alone in its
+    lab, with its declared devices only. The runner checks those devices as on
+    any host (iowatch.safety reads no kind), and its bundle names the host a
+    LAVA board class of its device type, not a bare-metal machine."""
+    board = _board(host)
     devices = [{k: v for k, v in d.items() if k != "qemu"} for d in host.vars.get("iowatch_devices") or []]
-    doc = {"all": {"hosts": {host.name: {"iowatch_kind": "bare-metal", "iowatch_devices": devices}}}}
+    entry = {"iowatch_kind": "lava",
+             "iowatch_lava_board": {"device_type": board.device_type, "arch": board.arch,
+                                    **({"tags": list(board.tags)} if board.tags else {})},
+             "iowatch_devices": devices}
+    # The lab's server and the name of its token variable only: the board asks LAVA nothing.
+    lab = {"server": board.lab.server, "token_env": board.lab.token_env}
+    doc = {"all": {"children": {board.lab.group: {"vars": {"iowatch_lava": lab},
+                                                  "hosts": {host.name: entry}}}}}
     return yaml.safe_dump(doc, sort_keys=False)
 
 

@@ -263,12 +263,18 @@ class RegressionDetail(RegressionOut):
     confirmation: dict  # a second lab host's (regressions/confirm.py)
     # What the mailing-list report needs beside the verdicts (regressions/detail.py).
     host_kind: str
+    # A LAVA board class's device type and tags (the bundle's host.lava); None
+    # for any other host, and for a board class whose bundles said bare-metal.
+    host_lava: dict | None
     trigger: dict
     series: dict | None
     confounders: list[dict]
     mail: dict
     workloads: dict  # cell key -> the workload as run (regressions/detail.py)
     boots: list[int]  # [base, candidate] boots a side (regressions/detail.py)
+    # The host's record that stood in for a side of one boot, in words (None: none
+    # did, or the comparison was stored before it was kept).
+    recorded_boots: str | None
 
     @staticmethod
     def resolve_good(r: Regression) -> dict:
@@ -289,6 +295,10 @@ class RegressionDetail(RegressionOut):
     @staticmethod
     def resolve_host_kind(r: Regression) -> str:
         return r.comparison.host.kind
+
+    @staticmethod
+    def resolve_host_lava(r: Regression) -> dict | None:
+        return r.comparison.host.inventory.get("lava")
 
     @staticmethod
     def resolve_trigger(r: Regression) -> dict:
@@ -313,6 +323,10 @@ class RegressionDetail(RegressionOut):
     @staticmethod
     def resolve_boots(r: Regression) -> list[int]:
         return detail.boots(r)
+
+    @staticmethod
+    def resolve_recorded_boots(r: Regression) -> str | None:
+        return r.comparison.recorded_boots or None
 
     @staticmethod
     def resolve_base_runs(r: Regression) -> list:

@@ -1,8 +1,9 @@
 """A second host's confirmation of a regression (issue 29, docs/lab.md §7).
 
-A regression opened on a lab host (host kind bare-metal) is re-run on another
-bare-metal host that has a device of the regressed cells' class, when the lab
-has one: a ConfirmJob that host's agent claims (`iowatch agent`). The agent
+A regression opened on a lab host (host kind bare-metal, or lava: a board
+class of a LAVA lab) is re-run on another lab host that has a device of the
+regressed cells' class, when the lab has one: a ConfirmJob that host's agent
+claims (`iowatch agent`). The agent
 boots the good and the bad kernel in turn, ABAB, runs the regressed cells
 after each boot and uploads the runs with the trigger
 {"kind": "confirm", "job", "regression", "side"} (such runs are never a side of
@@ -29,7 +30,8 @@ from iowatch_web.regressions.models import CONFIRM_OPEN, ConfirmJob, Regression,
 from iowatch_web.results.models import Device, Run
 from iowatch_web.store.sides import boot_history, judging_studies, one_host, runs_side
 
-LAB_KIND = "bare-metal"
+# The hosts an agent works: lab machines and LAVA board classes (iowatch.lava.host).
+LAB_KINDS = ("bare-metal", "lava")
 ROUNDS = 2
 
 
@@ -49,7 +51,7 @@ def regressed_cells(regression: Regression) -> list[dict]:
 def second_host(regression: Regression, device_class: str) -> str | None:
     """Another lab host with a device of the class: the one that ran last."""
     here = regression.comparison.host
-    hosts = (Device.objects.filter(device_class=device_class, host__kind=LAB_KIND)
+    hosts = (Device.objects.filter(device_class=device_class, host__kind__in=LAB_KINDS)
              .exclude(host=here).values("host__name")
              .annotate(last=Max("runs__received_at")).order_by("-last", "host__name"))
     first = hosts.first()
@@ -59,7 +61,7 @@ def second_host(regression: Regression, device_class: str) -> str | None:
 def queue_for(regression: Regression) -> list[ConfirmJob]:
     """Queue the confirmations a newly opened regression asks for: one per
     device class of its regressed cells that another lab host has."""
-    if regression.comparison.host.kind != LAB_KIND:
+    if regression.comparison.host.kind not in LAB_KINDS:
         return []
     cells = regressed_cells(regression)
     jobs = []
@@ -187,7 +189,7 @@ def state(regression: Regression) -> dict:
              "good_runs": j.good_runs, "bad_runs": j.bad_runs,
              "claimed_at": j.claimed_at.isoformat() if j.claimed_at else None,
              "finished_at": j.finished_at.isoformat() if j.finished_at else None} for j in jobs]
-    if regression.comparison.host.kind != LAB_KIND:
+    if regression.comparison.host.kind not in LAB_KINDS:
         return {"state": "not-asked", "words": "", "jobs": rows}
     pending = [j for j in jobs if j.open]
     if pending:

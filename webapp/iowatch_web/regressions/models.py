@@ -72,6 +72,12 @@ class StoredComparison(models.Model):
                                            "the kernels or the rounds")
     platform_words = models.TextField(blank=True, default="", help_text="what the canaries "
                                       "measured, in words; empty without a canary")
+    # The host's record that stood in for the variance between boots of a side of
+    # one boot (Comparison.recorded_boots), in its words: the mail's boots line.
+    recorded_boots = models.TextField(blank=True, default="", db_default="",
+                                      help_text="the host's recorded variance between boots the "
+                                                "verdict read, in words; empty when none did or "
+                                                "when stored before it was kept")
     # What iowatch.judging decided (Comparison.decision), kept so that every
     # page, API answer, mail and exit status reads it instead of working it out
     # again from the cells: the state, whether it stands behind a regression,

@@ -155,7 +155,8 @@ def compare_kernels(pairing: Pairing, trigger: Run) -> StoredComparison:
             reason=pairing.reason, host_id=trigger.host_id, matrix=trigger.matrix,
             base_kernel=pairing.base, candidate_kernel=pairing.candidate,
             defaults={"trigger_run": trigger, "fdr": FDR, **judged.decision,
-                      "platform_words": platform_words(judged)})
+                      "platform_words": platform_words(judged),
+                      "recorded_boots": judged.recorded_boots or ""})
         # Serialise recomputations of one comparison (two runs arriving together).
         StoredComparison.objects.select_for_update().filter(pk=comparison.pk).get()
         comparison.base_runs.set([r.pk for r in base_runs])

@@ -33,7 +33,8 @@ def at_least(field: str, low: int, name: str) -> models.CheckConstraint:
     return models.CheckConstraint(condition=Q(**{f"{field}__gte": low}), name=name)
 
 
-HOST_KINDS = ("bare-metal", "qemu", "local", "published")
+# lava: a board class of a LAVA lab (the bundle schema's host kinds).
+HOST_KINDS = ("bare-metal", "qemu", "local", "published", "lava")
 DEVICE_CLASSES = ("sdcard", "emmc", "ssd", "ssd-raid0", "hdd", "nvme")
 RUN_STATUSES = ("passed", "failed", "build-failed", "boot-failed", "incomplete")
 # Where a run's verdict work stands: queued (or waiting to retry), on a worker,
