@@ -71,13 +71,23 @@ def commands(good: End, bad: End, *, matrix: str | None, host: str | None,
                      f"{source} --matrix {matrix_arg}"]))
     out.append((f"on a machine's own loop devices, {both}",
                 [f"iowatch run {matrix_arg} --target localhost"]))
-    if host and host_kind not in ("qemu", "local", "published"):
+    if host and host_kind == "lava":
+        # A board class of a LAVA lab: LAVA boots each kernel on one of its boards.
+        out.append((f"on the LAVA board class {host}, one LAVA job a kernel, the good then the bad "
+                     "(with IOWATCH_SERVER and IOWATCH_TOKEN set, the board uploads its run)",
+                    [f"iowatch lava submit {_q(host)} {matrix_arg} --commit {_q(end.commit or side.upper())} --follow"
+                     for end, side in ((good, "good"), (bad, "bad"))]))
+    elif host and host_kind not in ("qemu", "local", "published"):
         out.append((f"on the lab host {host}, {both}", [f"iowatch run {matrix_arg} --target {_q(host)}"]))
     else:
         # Measured in the virtual lab: a lab host is one the inventory names.
         out.append((f"on a lab host (HOST of hardware-inventory.yml), {both}",
                     [f"iowatch run {matrix_arg} --target HOST"]))
-    if branch:
+    if branch and host_kind == "lava":
+        out.append(("the nightly that found it (the board class's agent)", [
+            f"iowatch agent --host {_q(host or 'HOST')} --nightly {_q(branch)} --source "
+            f"{_q(tree) if tree else 'TREE'} --matrix {matrix_arg}"]))
+    elif branch:
         out.append(("the nightly that found it", [
             f"iowatch nightly --branch {_q(branch)} --source {_q(tree) if tree else 'TREE'} "
             f"--target {_q(host or 'HOST')} --matrix {matrix_arg}"]))

@@ -36,3 +36,20 @@ def test_the_text_report_of_the_e2e_check_names_no_harness_parameter_nor_guest_p
     assert "iowatch run e2e --reps 5 --target HOST" in reproduce
     for leak in ("virtme", "/tmp/", "/work/", "--out", "--inventory", "--patch-subject"):
         assert leak not in text, leak
+
+
+def test_a_lava_board_class_is_reproduced_with_one_lava_job_a_kernel_and_its_agents_nightly():
+    from iowatch import reproduce
+    good, bad = reproduce.End("6.12.117", "a" * 40), reproduce.End("6.12.117+", "b" * 40)
+    where = dict(reproduce.commands(good, bad, matrix="e2e", host="lava-qemu", host_kind="lava",
+                                    branch="iowatch-lab/next", reps=5))
+    (place,) = [p for p in where if "LAVA board class lava-qemu" in p]
+    assert where[place] == [f"iowatch lava submit lava-qemu e2e --reps 5 --commit {c * 40} --follow" for c in "ab"]
+    assert where["the nightly that found it (the board class's agent)"] == [
+        "iowatch agent --host lava-qemu --nightly iowatch-lab/next --source TREE --matrix e2e --reps 5"]
+    # no `iowatch run --target` of a board class: its boards are LAVA's to boot
+    assert not any("--target lava-qemu" in c for cmds in where.values() for c in cmds)
+    # a bare-metal host keeps its own
+    where = dict(reproduce.commands(good, bad, matrix="e2e", host="lab-a", host_kind="bare-metal"))
+    assert where["on the lab host lab-a, booted into the good (base) kernel, then the bad (candidate) one"] == [
+        "iowatch run e2e --target lab-a"]
