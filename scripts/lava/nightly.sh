@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The lab loop of scripts/vm-lab.sh on the LAVA lab of scripts/lava-lab.sh
-# (issue 45 item 6; docs/lab.md §12): every boot is a LAVA job on the board
-# lava-qemu-01, submitted and followed by `iowatch agent --host lava-qemu`
+# (issue 45 item 6; docs/lab.md §12): every boot is a LAVA job on the boards of lava-qemu
+# (lava-qemu-01, -02), submitted and followed by `iowatch agent --host lava-qemu`
 # (iowatch.lava.host.LavaHost) against a local `iowatch serve`:
 #   1. the range: kernels/series/e2e-bisect applied on Debian's 6.12 as the
 #      branch iowatch-lab/next of the kept kernel tree (commit 4 of 6 sleeps
@@ -44,7 +44,7 @@ last_run=$serve_dir/last-nightly
 run=$(mktemp -d /tmp/iowatch-lava-nightly-XXXX)
 qemu_pid=
 server_pid=
-keep=("*.log" "*.txt" "*.json" agent)
+keep=("*.log" "*.txt" "*.json" "agent-*")
 # shellcheck source=scripts/vmhost/lib.sh
 . scripts/vmhost/lib.sh
 # errexit off first: `(exit $rc)` must hand the status to teardown, not end the trap.
@@ -71,7 +71,7 @@ agent() {  # LOG ARGS...: iowatch agent for the board class (as_host, as_token: 
     local out=$run/$1; shift
     agent_rc=0
     .venv/bin/iowatch agent --host "${as_host:-$host}" --server "$url" --token "${as_token:-$token}" --source "$tree" \
-        --out "$run/agent" "${lab_args[@]}" "$@" > "$out" 2>&1 || agent_rc=$?
+        --out "$run/agent-${as_host:-$host}" "${lab_args[@]}" "$@" > "$out" 2>&1 || agent_rc=$?
     sed 's/^/    /' "$out"
 }
 jobs_of() { grep -o "LAVA job [0-9]*" "$run/$1" | sort -u | awk '{print $3}' | paste -sd, -; }
