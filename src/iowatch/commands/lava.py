@@ -2,7 +2,8 @@
 Jenkins. `submit` makes the job definition (checked with LAVA's schema), submits
 it and, with --follow, follows it to the end; `follow` follows a job submitted
 before; `boards` lists the board class's boards with LAVA's state and health;
-`health-check` prints LAVA's health check for the class's boards. The agent (`iowatch agent --host BOARD_CLASS`) does the same for its job kinds."""
+`health-check` prints LAVA's health check for the class's boards. The agent
+(`iowatch agent --host BOARD_CLASS`) does the same for its job kinds."""
 from __future__ import annotations
 
 import os

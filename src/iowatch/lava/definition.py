@@ -142,9 +142,6 @@ def health_check(host: Host, commit: str, kernel: str | None = None) -> dict:
         steps.append(f"if {check}; then lava-test-case {case} --result pass; else "
                      f"lava-test-case {case} --result fail; "
                      f"lava-test-raise {shlex.quote(dev['name'] + ' ' + dev['path'] + ': iowatch device check refused it')}; fi")
-    definition = {"metadata": {"format": "Lava-Test Test Definition 1.0", "name": HEALTH_SUITE,
-                               "description": f"iowatch device check of {host.name}'s disks"},
-                  "run": {"steps": steps}}
     return {
         "job_name": f"iowatch health check: {host.name} ({board.device_type}), kernel {commit[:12]}",
         "device_type": board.device_type,
@@ -153,9 +150,8 @@ def health_check(host: Host, commit: str, kernel: str | None = None) -> dict:
         "timeouts": {"job": {"minutes": 30}, "action": {"minutes": 10}, "connection": {"minutes": 2}},
         "metadata": {"iowatch.host": host.name, "iowatch.commit": commit, "iowatch.health-check": "true"},
         **({"context": {"arch": board.arch}} if board.device_type == "qemu" else {}),
-        "actions": boot_actions + [{"test": {"timeout": {"minutes": 10}, "definitions": [
-            {"repository": definition, "from": "inline", "path": "inline/iowatch-health.yaml",
-             "name": HEALTH_SUITE}]}}],
+        "actions": boot_actions + [_inline_test(HEALTH_SUITE, f"iowatch device check of {host.name}'s disks",
+                                                steps, minutes=10)],
     }
 
 
@@ -264,12 +260,17 @@ def _test_action(host: Host, m: Measurement) -> dict:
         # gzip, which every root has (busybox's xz only decompresses).
         steps.append(f"[ -d {BOARD_BUNDLE} ] && tar -C {BOARD_BUNDLE} -czf - . | base64 -w 96 | "
                      f"sed 's/^/{BUNDLE_LINE}/'")
-    definition = {"metadata": {"format": "Lava-Test Test Definition 1.0", "name": SUITE,
-                               "description": f"iowatch run {m.matrix} on {host.name}"},
+    return _inline_test(SUITE, f"iowatch run {m.matrix} on {host.name}", steps, minutes=m.test_minutes)
+
+
+def _inline_test(name: str, description: str, steps: list[str], *, minutes: int) -> dict:
+    """A test action whose Lava-Test Shell definition is inline (inline/NAME.yaml)."""
+    definition = {"metadata": {"format": "Lava-Test Test Definition 1.0", "name": name,
+                               "description": description},
                   "run": {"steps": steps}}
-    return {"test": {"timeout": {"minutes": m.test_minutes},
-                     "definitions": [{"repository": definition, "from": "inline", "path": "inline/iowatch.yaml",
-                                      "name": SUITE}]}}
+    return {"test": {"timeout": {"minutes": minutes},
+                     "definitions": [{"repository": definition, "from": "inline", "path": f"inline/{name}.yaml",
+                                      "name": name}]}}
 
 
 def validate(job: dict) -> dict:
