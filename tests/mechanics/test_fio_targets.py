@@ -5,8 +5,18 @@ profile in src/iowatch/data/device-models.yml must come within its tolerance
 (20% unless the profile says otherwise), each in a fresh export; and a flash
 card's open-unit knee and a disk's seek curve must be visible through it.
 
+At depth 1 a request's time through the export is the model's and the
+export's own (the Python plugin, fio's nbd engine) one after the other, and the
+export's share grows with the host's load (0.2 ms a request idle, 0.65 ms in a
+CI run that measured a 16 KiB random write 22% short). It is measured beside
+each such target, through a free export of the same image (time_scale 0), and
+taken out with how late the export's threads woke from their sleeps (the
+stats file's late_s; without the real-time policy a loaded host wakes them
+milliseconds late): probe.less_host. Both figures are printed.
+
 A target marked host_reachable: false (an SSD's latency at depth 1, which the
 Python plugin's own cost per request hides) is skipped, saying why."""
+import json
 import shutil
 from pathlib import Path
 
@@ -23,10 +33,12 @@ CASES = [(name, i) for name, p in sorted(profiles.load().items()) for i in range
 
 @pytest.fixture
 def served(tmp_path):
-    def serve(profile):
+    def serve(profile, time_scale=1.0):
         image = tmp_path / f"{profile.name}.img"
         with open(image, "wb") as f:
             f.truncate(CAPACITY)
+        if time_scale == 0:
+            return export.serve(profile, image, tmp_path / "free.sock", time_scale=0)
         return export.serve(profile, image, tmp_path / "model.sock", seed=1, stats=tmp_path / "stats.json")
     return serve
 
@@ -38,12 +50,19 @@ def test_target_within_tolerance(served, name, index, tmp_path):
     if not t.host_reachable:
         pytest.skip(f"{name} {t.label} ({t.source}): host_reachable: false in device-models.yml, "
                     "the export's own cost a request hides it (the profile's source says how much)")
+    export_s = 0.0
+    if t.iodepth == 1:
+        with served(p, time_scale=0) as free:
+            export_s = probe.export_cost_s(free, p, t, runtime_s=2.0)
     with served(p) as uri:
-        m = probe.target(uri, p, t, runtime_s=3.0)
-    print(f"{name} {m.label}: {m.value:.2f} {m.metric}, target {m.target:g} ({m.off_pct:+.1f}%)")
+        raw = probe.target(uri, p, t, runtime_s=3.0)
+    stats = json.loads((tmp_path / "stats.json").read_text())      # written when nbdkit stopped
+    m = probe.less_host(raw, t, export_s, probe.late_per_request_s(stats))
+    print(f"{name} {m.label}: {m.value:.2f} {m.metric}, target {m.target:g} ({m.off_pct:+.1f}%)"
+          + (f"; as measured {raw.value:.2f} ({raw.off_pct:+.1f}%), less the export's own {m.export_us:.0f} us "
+             f"and {m.late_us:.0f} us of late wake-ups a request" if m.export_us is not None else ""))
     assert m.within, f"{name} {m.label}: {m.value:.2f} {m.metric}, target {m.target:g} ({m.off_pct:+.1f}%, tolerance ±{m.tolerance_pct:g}%)"
-    stats = (tmp_path / "stats.json").read_text()          # written when nbdkit stopped
-    assert '"requests"' in stats
+    assert sum(stats["requests"].values()) > 0
 
 
 def test_open_unit_knee_is_visible_through_the_export(served):

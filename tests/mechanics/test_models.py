@@ -193,3 +193,18 @@ def test_a_slowed_model_is_the_same_device_on_a_slower_clock(name):
         assert t_slow - first_slow == pytest.approx((t_fast - first_fast) * scale, rel=1e-6)
     with pytest.raises(ValueError, match="slowed"):
         models.make(p.kind, p.params, 5, 0.5)
+
+
+def test_a_free_model_answers_every_request_when_it_arrives_and_still_counts_it():
+    """time_scale 0 (what the calibration test measures the export itself
+    with): every request is due at its arrival, whatever the device would
+    cost; the counters still see it."""
+    p = profiles.get("sd-lexar-633x")
+    free, card = models.make(p.kind, p.params, 1, 0), models.make(p.kind, p.params, 1)
+    now = 10.0
+    for i in range(20):
+        offset = (i * 7919 % 512) * p.params["au_bytes"]          # a unit of its own each write
+        assert free.submit(models.WRITE, offset, 16384, now) == now
+        assert card.submit(models.WRITE, offset, 16384, now) > now + 16384 / (p.params["write_mb_s"] * 1e6)
+        now += 0.001
+    assert free.counts[models.WRITE] == 20

@@ -274,7 +274,11 @@ class Model:
     factor. The virtual lab uses it under TCG, where the guest's CPU and
     QEMU's emulation of a request are tens of times slower than on hardware: a
     device slowed alike keeps its costs ahead of the emulation's (docs/seeds.md,
-    "Devices with mechanics")."""
+    "Devices with mechanics").
+
+    time_scale 0 is a free device: every request is due when it arrives, so
+    what a client measures is what the export itself costs a request (the
+    calibration test takes that out of a depth-1 figure, probe.target)."""
     kind: str
     device: RotationalDisk | FlashCard | SolidStateDrive
     counts: dict = field(default_factory=lambda: {READ: 0, WRITE: 0, FLUSH: 0, TRIM: 0})
@@ -283,6 +287,8 @@ class Model:
 
     def submit(self, op: str, offset: int, length: int, now: float, fua: bool = False) -> float:
         self.counts[op] += 1
+        if self.time_scale == 0.0:
+            return now
         if self.time_scale == 1.0:
             return self.device.submit(op, offset, length, now, fua)
         if self.origin is None:
@@ -294,8 +300,9 @@ class Model:
 def make(kind: str, params: dict, seed: int, time_scale: float = 1.0) -> Model:
     """A fresh model of a profile's kind and parameters (iowatch.mechanics.profiles),
     its time stretched by time_scale (Model)."""
-    if not time_scale >= 1.0:
-        raise ValueError(f"time_scale {time_scale!r}: a device model can be slowed (>= 1), not sped up")
+    if not (time_scale >= 1.0 or time_scale == 0.0):
+        raise ValueError(f"time_scale {time_scale!r}: a device model can be slowed (>= 1) or made free (0), "
+                         "not sped up")
     cls, profile = {"disk": (RotationalDisk, DiskProfile), "flash": (FlashCard, FlashProfile),
                     "ssd": (SolidStateDrive, SsdProfile)}[kind]
     return Model(kind, cls(profile(**params), seed), time_scale=float(time_scale))

@@ -13,7 +13,8 @@ device's), and the request returns at that time. Requests are served in
 parallel (nbdkit's parallel thread model), so a model with channels, or a
 disk whose write cache answers at once, sees requests in flight together.
 Sleeps are short: the thread's timer slack is set to 1 us, else Linux adds up
-to 50 us to each.
+to 50 us to each. How late the threads woke all the same (the host's scheduler,
+not the device) is summed in the stats file (late_s).
 """
 import builtins
 import ctypes
@@ -59,7 +60,7 @@ def config_complete():
         params.setdefault("capacity", size)
     _state["model"] = models.make(_cfg["kind"], params, int(_cfg["seed"]), float(_cfg.get("time_scale", 1)))
     _state["size"] = size
-    _state["waited"] = 0.0
+    _state["late_s"] = 0.0       # how long after their due time the sleeping threads woke, summed
 
 
 def open(readonly):
@@ -93,6 +94,9 @@ def _until(deadline):
     left = deadline - time.monotonic()
     if left > 0:
         time.sleep(left)
+        late = time.monotonic() - deadline
+        with _lock:
+            _state["late_s"] += late
 
 
 def _submit(op, offset, length, fua=False):
@@ -145,6 +149,7 @@ def cleanup():
         stats = {"kind": m.kind, "requests": m.counts,
                  "unit_switches": getattr(m.device, "unit_switches", None),
                  "commands": getattr(m.device, "commands", None),
-                 "seed": int(_cfg["seed"]), "time_scale": m.time_scale}
+                 "seed": int(_cfg["seed"]), "time_scale": m.time_scale,
+                 "late_s": _state["late_s"]}
         with builtins.open(path, "w") as f:
             json.dump(stats, f)

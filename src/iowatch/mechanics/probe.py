@@ -22,6 +22,9 @@ class Measured:
     value: float
     target: float | None = None
     tolerance_pct: float | None = None
+    request_s: float | None = None     # at depth 1: the mean time a request took, as measured
+    export_us: float | None = None     # what the export itself cost a request, taken out (less_host)
+    late_us: float | None = None       # how late the export's threads woke a request, taken out
 
     @property
     def off_pct(self) -> float | None:
@@ -58,13 +61,57 @@ def _value(job: dict, rw: str, metric: str) -> float:
     return side["iops"] if metric == "iops" else side["bw_bytes"] / 1e6
 
 
-def target(where: str, profile: Profile, t: Target, runtime_s: float = 4.0) -> Measured:
+def _size(bs: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20}
+    return int(bs[:-1]) * units[bs[-1].lower()] if bs[-1].lower() in units else int(bs)
+
+
+def _options(profile: Profile, t: Target) -> list[str]:
     options = [f"--rw={t.rw}", f"--bs={t.bs}", f"--iodepth={t.iodepth}", f"--size={t.size or '100%'}"]
     if t.rw == "randwrite" and profile.kind == "disk":
         # The write cache answers at once until its extents are taken; the target is the rate after.
         options.append("--ramp_time=2")
-    job = fio(where, *options, runtime_s=runtime_s)
-    return Measured(t.label, t.metric, _value(job, t.rw, t.metric), t.value, t.tolerance_pct)
+    return options
+
+
+def export_cost_s(free: str, profile: Profile, t: Target, runtime_s: float = 4.0) -> float:
+    """What the export itself costs one request of target t at depth 1: the
+    mean time a request takes through `free`, an export of the same image
+    whose model costs nothing (export.serve with time_scale 0)."""
+    job = fio(free, *_options(profile, t), runtime_s=runtime_s)
+    return 1.0 / job["read" if "read" in t.rw else "write"]["iops"]
+
+
+def target(where: str, profile: Profile, t: Target, runtime_s: float = 4.0) -> Measured:
+    """Target t measured through `where`, as fio saw it (less_host takes the
+    host's share out of a depth-1 figure)."""
+    job = fio(where, *_options(profile, t), runtime_s=runtime_s)
+    request_s = 1.0 / job["read" if "read" in t.rw else "write"]["iops"] if t.iodepth == 1 else None
+    return Measured(t.label, t.metric, _value(job, t.rw, t.metric), t.value, t.tolerance_pct, request_s)
+
+
+def late_per_request_s(stats: dict) -> float:
+    """How late, on average, the export's threads woke a request (the stats
+    file nbdkit writes when it stops: nbdplugin's late_s over its requests)."""
+    return stats.get("late_s", 0.0) / max(1, sum(stats["requests"].values()))
+
+
+def less_host(m: Measured, t: Target, export_s: float, late_s: float) -> Measured:
+    """A depth-1 figure with the host's share of each request taken out: what
+    the export itself costs (export_cost_s) and how late its sleeping threads
+    woke (the stats file's late_s over its requests). At depth 1 a request's
+    time is the device's and these one after the other, and they grow with the
+    host's load, while a real card's link adds neither. At depth 2 and more the
+    requests in flight hide them already: m is returned as it is."""
+    if m.request_s is None:
+        return m
+    device_s = m.request_s - export_s - late_s
+    if device_s <= 0:
+        raise RuntimeError(f"{t.label}: a request took {m.request_s * 1e6:.0f} us, no more than the host's "
+                           f"own {(export_s + late_s) * 1e6:.0f} us: the host is too busy to measure it")
+    value = 1.0 / device_s if t.metric == "iops" else _size(t.bs) / device_s / 1e6
+    return Measured(m.label, m.metric, value, m.target, m.tolerance_pct, m.request_s,
+                    export_us=export_s * 1e6, late_us=late_s * 1e6)
 
 
 def open_unit_knee(where: str, profile: Profile, writers: range = range(1, 9), bs: str = "16k",
