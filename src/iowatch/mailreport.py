@@ -398,13 +398,17 @@ def _tag_lines(detail: dict) -> list[str]:
 
 
 def _config_words(detail: dict) -> str:
-    """How the kernels were configured (iowatch.kernel.build), in kbuild's own terms."""
+    """How the kernels were configured, in kbuild's own terms: the virtual
+    lab's (iowatch.kernel.build) and a lab host's, whose agent builds the same
+    with lab-host.config after (iowatch.agent.loop.source_builds; a LAVA board
+    class's too)."""
+    merge = (f"make {DEFAULT_BASE}, then scripts/kconfig/merge_config.sh -m .config "
+             + " ".join(DEFAULT_FRAGMENTS))
     if detail.get("host_kind") == "qemu":
-        return (f"make {DEFAULT_BASE}, then scripts/kconfig/merge_config.sh -m .config "
-                + " ".join(DEFAULT_FRAGMENTS) + " (iowatch's kernels/config/) and make olddefconfig")
-    fragments = [f for f in DEFAULT_FRAGMENTS if f != "guest-base.config"]
-    return ("the host's distribution config with " + " and ".join(fragments)
-            + " (iowatch's kernels/config/) merged by scripts/kconfig/merge_config.sh")
+        return merge + " (iowatch's kernels/config/) and make olddefconfig"
+    return (merge + " lab-host.config (iowatch's kernels/config/; the host's agent adds the files of its "
+            "--fragment after them, and --config-base vng starts from virtme-ng's config) and make "
+            "olddefconfig")
 
 
 def fold(line: str, width: int = BODY_WIDTH) -> list[str]:

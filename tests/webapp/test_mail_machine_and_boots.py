@@ -5,6 +5,8 @@ bad one once, 30% slower, and is judged with that record.
 
 - A LAVA board class's runs name it so (host kind lava, with the device type:
   iowatch.lava.definition.board_inventory); the mail said "(bare-metal)".
+- The kernels' config is the agent's build (allnoconfig, the fragments and
+  lab-host.config); the mail said "the host's distribution config".
 - The boots line says the record stood in, as the text report and the compare
   page do (boots_words with Comparison.recorded_boots); the mail said "boot
   each kernel again". A regression stored before the record was kept says
@@ -69,6 +71,18 @@ def test_the_mail_of_a_lava_board_class_names_the_board_class_and_its_device_typ
     assert "test machine: lava-qemu (LAVA board class, device type qemu, device tags iowatch-lab-a)" \
         in text
     assert "bare-metal" not in text
+
+
+@pytest.mark.parametrize("kind", ["lava", "bare-metal", "qemu"])
+def test_the_kernels_config_is_the_one_the_kernels_were_built_with(kind):
+    """A lab host's agent (a board class's too) builds the virtual lab's config
+    with lab-host.config after it (iowatch.agent.loop.source_builds), not a
+    distribution's; the virtual lab's kernels have no lab-host.config."""
+    words = mailreport._config_words({"host_kind": kind})
+    merged = ("make allnoconfig, then scripts/kconfig/merge_config.sh -m .config guest-base.config "
+              "iowatch.config no-debug.config")
+    assert words.startswith(merged) and words.endswith("make olddefconfig")
+    assert ("lab-host.config" in words) == (kind != "qemu") and "distribution" not in words
 
 
 @pytest.mark.parametrize("second", [lambda: board_host("lava-qemu-b"), lambda: LAB_HOST | {"name": "lab-2"}],

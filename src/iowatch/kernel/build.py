@@ -35,8 +35,9 @@ DEFAULT_FRAGMENTS = (BASE_FRAGMENT, "iowatch.config", "no-debug.config")
 # machine, against 3,506 steps, 2,919 objects and 678 s for "vng", virtme-ng's
 # `--kconfig` (x86_64_defconfig plus its desktop-guest list: DRM, sound,
 # wireless, USB ...) with the studies' fragments, which bench/kernel still builds
-# for the before/after figure (README, "Checking a patch series"). Lab hosts
-# build a distribution config plus the fragments instead (docs/lab.md).
+# for the before/after figure (README, "Checking a patch series"). A lab host's
+# agent builds the same with kernels/config/lab-host.config after the fragments
+# (iowatch.agent.loop.source_builds).
 CONFIG_BASES = ("allnoconfig", "vng")
 DEFAULT_BASE = "allnoconfig"
 NOT_SET = re.compile(r"^# (CONFIG_\w+) is not set$")
