@@ -54,3 +54,36 @@ def test_a_replayed_commit_with_nothing_recorded_is_an_error(tmp_path):
     with pytest.raises(LabHostError, match="nothing recorded for commit cdcdcdcdcdcd"):
         h.boot(Path("."), "cd" * 20)
     assert h.boot(Path("."), "ab" * 20).state == "booted"
+
+
+class _BootsAndRuns:
+    """A lab host that boots every kernel and writes no bundle (what the agent says is the test)."""
+    name = "lab-a"
+
+    def boot(self, artifacts, commit):
+        from iowatch.agent.hosts import BootOutcome
+        return BootOutcome("booted", seconds=12.0)
+
+    def run(self, request, out, on_cell=None):
+        return None
+
+
+@pytest.mark.parametrize("known_as", ["d625ef797d79" + "0" * 28, None])
+def test_the_agent_names_a_bisect_step_by_the_commit_the_bisect_names(tmp_path, known_as):
+    """A bisect's range is re-applied in the agent's work tree, so the variant
+    it boots carries another hash than the commit the steps and the mail name
+    (the LAVA loop's log read "f7b1f7f77bb2 (base+p1..p3): booted" beside
+    "step d625ef797d79 good"). The agent's line and its closing table name
+    the step's commit, and say what it was built as."""
+    from iowatch.agent.hosts import RunRequest
+    from iowatch.agent.loop import Agent
+    said = []
+    agent = Agent(client=None, host=_BootsAndRuns(), builds=None, out=tmp_path, say=said.append)
+    variant = SimpleNamespace(commit="f7b1f7f77bb2" + "1" * 28, artifacts=str(tmp_path))
+    agent.boot_and_run(variant, RunRequest("e2e", variant.commit, "base+p1..p3", known_as=known_as), tmp_path)
+    if known_as:
+        assert said == ["agent: lab-a: d625ef797d79 (base+p1..p3, built as f7b1f7f77bb2): booted in 12 s"]
+        assert agent.log[0]["commit"] == known_as
+    else:
+        assert said == ["agent: lab-a: f7b1f7f77bb2 (base+p1..p3): booted in 12 s"]
+        assert agent.log[0]["commit"] == variant.commit

@@ -51,7 +51,8 @@ def work_bisect(agent, claim: dict) -> str:
         return _failed(agent, job, f"cannot make the range {good[:12]}..{bad[:12]}: {e}")
     matrix = agent.matrix or job.matrix or "check-quick"
     out = agent.out / f"bisect-{job.job}"
-    poster = Poster(agent.client, job, identities(plan, agent.builds.tree), agent.say)
+    identity = identities(plan, agent.builds.tree)
+    poster = Poster(agent.client, job, identity, agent.say)
     trigger = {"kind": "bisect", "regression": job.regression, "job": job.job}
 
     def measure(index: int, attempt: int, want: dict[str, int] | None = None) -> list:
@@ -62,7 +63,8 @@ def work_bisect(agent, claim: dict) -> str:
         where = measurement_dir(out, index, attempt)
         booted, path = agent.boot_and_run(
             v, RunRequest(matrix, v.commit, v.label, max(want.values()) if want else agent.reps,
-                          agent.profile, cells_of(job.cell, getattr(agent, "devices", {}), want)),
+                          agent.profile, cells_of(job.cell, getattr(agent, "devices", {}), want),
+                          known_as=identity(index)["commit"]),
             where, tag)
         if path is None:
             # The server records the boot failure as the step's run (no cells).

@@ -62,13 +62,16 @@ class BootOutcome:
 @dataclass
 class RunRequest:
     """What to run after a boot: a matrix (a name the host's iowatch resolves,
-    or a study file), optionally only some cells, labelled for the bundle."""
+    or a study file), optionally only some cells, labelled for the bundle.
+    known_as: the commit a maintainer knows, where the built variant carries
+    another hash (a bisect's range re-applied in the work tree)."""
     matrix: str
     commit: str
     label: str
     reps: int | None = None
     profile: str | None = None
     cells: list[str] = field(default_factory=list)
+    known_as: str | None = None
 
 
 class LabHost(Protocol):

@@ -47,6 +47,14 @@ class Builds:
     tree: Path | None = None        # the source tree: names the commits in steps
 
 
+def _named(variant, request: RunRequest) -> str:
+    """A booted kernel as the agent's lines name it: by the commit the bisect's
+    steps and the mail name, with the hash it was built as when that differs."""
+    if request.known_as and request.known_as != variant.commit:
+        return f"{request.known_as[:12]} ({request.label}, built as {variant.commit[:12]})"
+    return f"{variant.commit[:12]} ({request.label})"
+
+
 def source_builds(tree: Path, fragments: list[Path] | None = None, base: str | None = None) -> Builds:
     """Builds from a kernel tree on this machine (the controller is the build
     host), with the lab host's configuration: the virtual lab's fragments,
@@ -102,13 +110,13 @@ class Agent:
                      job: dict | None = None) -> tuple[BootOutcome, Path | None]:
         """Boot the built variant on the host and run the request there; the bundle
         (None when the boot failed)."""
-        row = {"commit": variant.commit, "label": request.label}
+        row = {"commit": request.known_as or variant.commit, "label": request.label}
         self.beat.set("booting", commit=variant.commit, job=job, detail=request.label)
         if hasattr(self.host, "boot_and_run"):  # a LAVA board class: one job boots and runs
             return self._boot_and_run_at_once(variant, request, out, job, row)
         booted = self.host.boot(Path(variant.artifacts or "."), variant.commit)
         row.update(boot=booted.state, boot_s=round(booted.seconds, 1))
-        self.say(f"agent: {self.host.name}: {variant.commit[:12]} ({request.label}): {booted.state}"
+        self.say(f"agent: {self.host.name}: {_named(variant, request)}: {booted.state}"
                  + (f" in {booted.seconds:.0f} s" if booted.seconds else "")
                  + (f": {booted.detail}" if booted.state != "booted" and booted.detail else ""))
         if booted.state != "booted":
@@ -131,7 +139,7 @@ class Agent:
                       detail=request.label)
         booted, path = self.host.boot_and_run(Path(variant.artifacts or "."), variant.commit, request, out)
         row.update(boot=booted.state, boot_s=round(booted.seconds, 1))
-        self.say(f"agent: {self.host.name}: {variant.commit[:12]} ({request.label}): {booted.state}"
+        self.say(f"agent: {self.host.name}: {_named(variant, request)}: {booted.state}"
                  + (f": {booted.detail}" if booted.detail else ""))
         self.log.append(row)
         if path is None:
