@@ -61,11 +61,6 @@ def _value(job: dict, rw: str, metric: str) -> float:
     return side["iops"] if metric == "iops" else side["bw_bytes"] / 1e6
 
 
-def _size(bs: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20}
-    return int(bs[:-1]) * units[bs[-1].lower()] if bs[-1].lower() in units else int(bs)
-
-
 def _options(profile: Profile, t: Target) -> list[str]:
     options = [f"--rw={t.rw}", f"--bs={t.bs}", f"--iodepth={t.iodepth}", f"--size={t.size or '100%'}"]
     if t.rw == "randwrite" and profile.kind == "disk":
@@ -78,15 +73,14 @@ def export_cost_s(free: str, profile: Profile, t: Target, runtime_s: float = 4.0
     """What the export itself costs one request of target t at depth 1: the
     mean time a request takes through `free`, an export of the same image
     whose model costs nothing (export.serve with time_scale 0)."""
-    job = fio(free, *_options(profile, t), runtime_s=runtime_s)
-    return 1.0 / job["read" if "read" in t.rw else "write"]["iops"]
+    return 1.0 / _value(fio(free, *_options(profile, t), runtime_s=runtime_s), t.rw, "iops")
 
 
 def target(where: str, profile: Profile, t: Target, runtime_s: float = 4.0) -> Measured:
     """Target t measured through `where`, as fio saw it (less_host takes the
     host's share out of a depth-1 figure)."""
     job = fio(where, *_options(profile, t), runtime_s=runtime_s)
-    request_s = 1.0 / job["read" if "read" in t.rw else "write"]["iops"] if t.iodepth == 1 else None
+    request_s = 1.0 / _value(job, t.rw, "iops") if t.iodepth == 1 else None
     return Measured(t.label, t.metric, _value(job, t.rw, t.metric), t.value, t.tolerance_pct, request_s)
 
 
@@ -109,8 +103,8 @@ def less_host(m: Measured, t: Target, export_s: float, late_s: float) -> Measure
     if device_s <= 0:
         raise RuntimeError(f"{t.label}: a request took {m.request_s * 1e6:.0f} us, no more than the host's "
                            f"own {(export_s + late_s) * 1e6:.0f} us: the host is too busy to measure it")
-    value = 1.0 / device_s if t.metric == "iops" else _size(t.bs) / device_s / 1e6
-    return Measured(m.label, m.metric, value, m.target, m.tolerance_pct, m.request_s,
+    # One request size: IOPS and bandwidth both grow by the time a request no longer takes.
+    return Measured(m.label, m.metric, m.value * m.request_s / device_s, m.target, m.tolerance_pct, m.request_s,
                     export_us=export_s * 1e6, late_us=late_s * 1e6)
 
 
