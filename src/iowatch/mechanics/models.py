@@ -277,8 +277,8 @@ class Model:
     "Devices with mechanics").
 
     time_scale 0 is a free device: every request is due when it arrives, so
-    what a client measures is what the export itself costs a request (the
-    calibration test takes that out of a depth-1 figure, probe.less_host)."""
+    what a client measures is what the host itself does with the workload (the
+    calibration test's ceiling at depth 2 and more, probe.target_on_host)."""
     kind: str
     device: RotationalDisk | FlashCard | SolidStateDrive
     counts: dict = field(default_factory=lambda: {READ: 0, WRITE: 0, FLUSH: 0, TRIM: 0})

@@ -14,7 +14,9 @@ parallel (nbdkit's parallel thread model), so a model with channels, or a
 disk whose write cache answers at once, sees requests in flight together.
 Sleeps are short: the thread's timer slack is set to 1 us, else Linux adds up
 to 50 us to each. How late the threads woke all the same (the host's scheduler,
-not the device) is summed in the stats file (late_s).
+not the device) is summed in the stats file (late_s), beside the model's own time (model_s:
+each request's arrival to its due time): what a request took through the
+export, less model_s, is the host's.
 """
 import builtins
 import ctypes
@@ -61,6 +63,7 @@ def config_complete():
     _state["model"] = models.make(_cfg["kind"], params, int(_cfg["seed"]), float(_cfg.get("time_scale", 1)))
     _state["size"] = size
     _state["late_s"] = 0.0       # how long after their due time the sleeping threads woke, summed
+    _state["model_s"] = 0.0      # the model's own time, each request's arrival to its due time, summed
 
 
 def open(readonly):
@@ -102,7 +105,9 @@ def _until(deadline):
 def _submit(op, offset, length, fua=False):
     now = time.monotonic()
     with _lock:
-        return _state["model"].submit(op, offset, length, now, fua)
+        due = _state["model"].submit(op, offset, length, now, fua)
+        _state["model_s"] += due - now
+    return due
 
 
 def pread(h, buf, offset, flags):
@@ -150,6 +155,6 @@ def cleanup():
                  "unit_switches": getattr(m.device, "unit_switches", None),
                  "commands": getattr(m.device, "commands", None),
                  "seed": int(_cfg["seed"]), "time_scale": m.time_scale,
-                 "late_s": _state["late_s"]}
+                 "late_s": _state["late_s"], "model_s": _state["model_s"]}
         with builtins.open(path, "w") as f:
             json.dump(stats, f)
