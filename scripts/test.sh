@@ -13,19 +13,40 @@ if [ -z "${LKP_SRC:-}" ] && [ -x ../shared/lkp-tests/bin/lkp ]; then
     export LKP_SRC
 fi
 
-echo "== tests against PostgreSQL ($DATABASE_URL)"
+if [ "${1:-}" = "--heavy" ]; then
+    # The checks at their issue's own scale (marked heavy: minutes each, not in
+    # `make test`), on PostgreSQL and then on SQLite.
+    shift
+    echo "== heavy tests against PostgreSQL ($DATABASE_URL)"
+    .venv/bin/pytest -q -s -m heavy "$@"
+    echo "== heavy tests against SQLite"
+    unset DATABASE_URL
+    IOWATCH_DATA_DIR=$(mktemp -d) .venv/bin/pytest -q -s -m "heavy and not one_engine" "$@" \
+        tests/webapp tests/dashboard tests/test_upload.py tests/test_bundle.py
+    exit 0
+fi
+
+# Every part runs on every core (pytest-xdist). The statistics' simulations
+# (thousands of simulated checks, pure CPU, no store, no device) a file a
+# worker. Everything else a file a worker too, except the tests of this
+# machine's local target (loop devices, mounts): one group, one worker, one
+# after another (tests/conftest.py). --durations: where the time goes.
+workers=$(nproc)
+echo "== tests against PostgreSQL ($DATABASE_URL), $workers workers"
 if [ $# -eq 0 ]; then
-    # The statistics' simulations (thousands of simulated checks, pure CPU, no
-    # store, no device) on every core, a file a worker; then everything else.
     status=0
-    # --durations: where the suite's time goes, printed at the end of each part.
-    .venv/bin/pytest -q -n "$(nproc)" --dist loadfile --durations=10 tests/stats || status=$?
-    .venv/bin/pytest -q --durations=40 --ignore=tests/stats || status=$?
+    .venv/bin/pytest -q -n "$workers" --dist loadfile --durations=10 tests/stats || status=$?
+    .venv/bin/pytest -q -n "$workers" --dist loadgroup --durations=40 -m "not heavy" \
+        --ignore=tests/stats || status=$?
     [ "$status" -eq 0 ] || exit "$status"
 else
     .venv/bin/pytest -q "$@"
 fi
 
+# The store, API and upload tests again on the embedded default. Not the ones
+# whose subject is the same on either engine (marked one_engine).
 echo "== store, API, dashboard and upload tests against SQLite"
 unset DATABASE_URL
-IOWATCH_DATA_DIR=$(mktemp -d) .venv/bin/pytest -q --durations=20 tests/webapp tests/dashboard tests/test_upload.py tests/test_bundle.py "$@"
+IOWATCH_DATA_DIR=$(mktemp -d) .venv/bin/pytest -q -n "$workers" --dist loadgroup --durations=20 \
+    -m "not heavy and not one_engine" tests/webapp tests/dashboard tests/test_upload.py \
+    tests/test_bundle.py "$@"

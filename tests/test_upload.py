@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from iowatch.bundle import BundleWriter
-from live_server import IOWATCH, create_agent, manage, free_port, get_json, running_server, scratch_database
+from live_server import IOWATCH, create_agent, free_port, get_json, running_server, scratch_database
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +39,6 @@ def test_upload_to_a_stopped_server_then_a_started_one_stores_everything_once(tm
         bundles[path] = (make_bundle(path, n_samples=10 * (i + 1)), 10 * (i + 1))
 
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "lab1")
         port = free_port()
         url = f"http://127.0.0.1:{port}"

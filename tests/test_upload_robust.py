@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from iowatch import bundle, upload as up
-from live_server import IOWATCH, create_agent, get_json, manage, running_server, scratch_database
+from live_server import IOWATCH, create_agent, get_json, running_server, scratch_database
 from test_upload import make_bundle
 
 pytestmark = pytest.mark.slow
@@ -27,7 +27,6 @@ pytestmark = pytest.mark.slow
 def server():
     """(URL, token) of a real server on a scratch database, shared by this module."""
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "lab-robust")
         with running_server(env) as (url, _):
             yield url, token

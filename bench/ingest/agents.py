@@ -47,7 +47,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from live_server import create_agent, free_port, manage, running_server, scratch_database  # noqa: E402
+from live_server import create_agent, free_port, running_server, scratch_database  # noqa: E402
 
 STUDY = "f2fs-dio-write"
 GROUP = "seqw"
@@ -294,7 +294,6 @@ def main() -> int:
     args.period = args.agents * per_bundle / args.rate
 
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         hosts = [f"bench-host-{i:03d}" for i in range(max(1, args.history // HISTORY_NIGHTS))]
         t = time.monotonic()
         seed_history(env, hosts)

@@ -139,10 +139,15 @@ def unmount(mountpoint: Path, tries: int = 5) -> None:
 
 
 def remove_mountpoint(mountpoint: Path) -> None:
-    try:
-        mountpoint.rmdir()
-    except OSError:
-        pass  # still mounted (lazily) or not empty: leave it
+    """The mount point, and its data directory's root under MOUNT_ROOT once
+    nothing else is in it (else every data directory, each test's, left one)."""
+    for directory in (mountpoint, mountpoint.parent):
+        if directory == MOUNT_ROOT:
+            return
+        try:
+            directory.rmdir()
+        except OSError:
+            return  # still mounted (lazily) or not empty: leave it
 
 
 def _libc_syncfs():

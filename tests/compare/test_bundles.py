@@ -113,7 +113,6 @@ def test_compare_by_run_id_through_a_live_server_and_the_local_store(two_bundles
     ids = [bundle.load(d)["run_id"] for d in (a, b)]
     from_dirs = json.loads(_run("compare", a, b, "--format", "json").stdout)
     with scratch_database() as env:
-        subprocess.run([IOWATCH, "manage", "migrate", "-v0"], env=env, check=True, timeout=300)
         token = create_agent(env, "aa-test")
         with running_server(env) as (url, _):
             up = _run("upload", a, b, "--server", url, "--token", token, env=env)

@@ -135,6 +135,7 @@ def bisected(regression_id: int) -> str:
     return f"/regressions/{regression_id}/"
 
 
+@pytest.mark.one_engine  # the pages' layout: the same on either store
 def test_every_page_fits_every_window_without_errors(reproduced, browser, live_server):  # noqa: F811
     """One store, the three widths: the seeds' import and verdicts are made once."""
     paths = every_page(reproduced)

@@ -232,3 +232,13 @@ def test_null_blk_devices_are_checked_where_the_schema_cannot(old, new, line_at,
     p = refused(text)
     assert (p.host, p.line) == ("lat", line_of(text, line_at))
     assert p.key == key and words in p.message, p
+
+
+def test_the_inventorys_host_kinds_are_the_bundles_but_published():
+    """A host of the inventory runs and uploads as its kind: every kind the
+    inventory takes is one the bundle (and so the store) takes, and every kind
+    of a bundle but "published" (a post's numbers, no host) can be described."""
+    from iowatch import bundle
+    taken = set(inventory.schema()["definitions"]["host"]["properties"]["iowatch_kind"]["enum"])
+    sent = set(bundle.schema()["properties"]["host"]["properties"]["kind"]["enum"])
+    assert taken == sent - {"published"}

@@ -191,10 +191,9 @@ def test_import_stores_lkp_history_that_compare_reads_by_kernel(tmp_path):
 
 @pytest.mark.webapp
 def test_import_uploads_to_a_server(tmp_path):
-    from live_server import create_agent, manage, running_server, scratch_database
+    from live_server import create_agent, running_server, scratch_database
 
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "lkp-importer")
         client = {**env, "IOWATCH_DATA_DIR": str(tmp_path / "client")}
         with running_server(env) as (url, _):

@@ -135,7 +135,6 @@ def test_the_agent_bisects_on_its_host_and_a_second_host_confirms(tmp_path):
     lab = _lab(tmp_path, confirm_slow=True)
     commits = lab["commits"]
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "lab-agents", "lab-a", "lab-b", "lab-c")
         with running_server(env) as (url, _):
             detail = _open_regression(tmp_path, url, token, lab)
@@ -193,7 +192,6 @@ def test_the_agent_bisects_on_its_host_and_a_second_host_confirms(tmp_path):
 def test_a_regression_lab_b_does_not_show_is_only_on_lab_a(tmp_path):
     lab = _lab(tmp_path, confirm_slow=False)
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "lab-agents", "lab-a", "lab-b", "lab-c")
         with running_server(env) as (url, _):
             detail = _open_regression(tmp_path, url, token, lab)
@@ -228,7 +226,6 @@ def test_a_job_whose_host_went_silent_is_given_back_and_worked_again(tmp_path):
     commits = lab["commits"]
     with scratch_database() as env:
         env["IOWATCH_HEARTBEAT_TIMEOUT_S"] = "3"
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "lab-agents", "lab-a", "lab-b", "lab-c")
         with running_server(env) as (url, _):
             detail = _open_regression(tmp_path, url, token, lab)
@@ -279,7 +276,6 @@ def test_a_bisect_cancelled_by_an_admin_stops_at_the_agents_next_post(tmp_path):
     lab = _lab(tmp_path, confirm_slow=True)
     (tmp_path / "inventory.yml").write_text(INVENTORY)
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "lab-agents", "lab-a")
         with running_server(env) as (url, _):
             detail = _open_regression(tmp_path, url, token, lab)
@@ -351,7 +347,6 @@ def test_the_agents_nightly_boots_the_head_n_times_and_the_first_nights_boots_ar
                            "--boots", str(boots))
 
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "lab-agents", "lab-a")
         with running_server(env) as (url, _):
             first = night(good, "2026-11-20", 4)

@@ -123,7 +123,6 @@ def _recorded_lab(tmp: Path) -> tuple[dict, Path]:
 def test_add_runs_is_worked_by_the_cells_host_and_the_comparison_is_judged_again(tmp_path):
     first, replay = _recorded_lab(tmp_path)
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token_a = create_agent(env, "agent-a", "lab-a")
         token_b = create_agent(env, "agent-b", "lab-b")
         with running_server(env) as (url, _):

@@ -21,7 +21,7 @@ from iowatch.inventory import load as load_inventory
 from iowatch.nightly import NightlyOutcome, mark_nightly, render, report_and_wait, trigger
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-from live_server import (create_agent, free_port, get_json, iowatch_cli, manage,  # noqa: E402
+from live_server import (create_agent, free_port, get_json, iowatch_cli,  # noqa: E402
                          recorded_boots_as, running_server, scratch_database, wait_verdict)
 
 pytestmark = pytest.mark.slow
@@ -66,7 +66,6 @@ def test_a_nightly_regression_is_claimed_bisected_and_written_back(tmp_path):
     variants, measured, commits = _recorded_range(tmp_path, nights)
 
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "bisect-agent", "agent1")
         with running_server(env) as (url, _):
             # The virtual lab's record of its noise between boots: the nights and

@@ -16,7 +16,7 @@ from iowatch.inventory import load as load_inventory
 from iowatch.nightly import NightlyError, finding, lab_commit, mark_nightly, trigger
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-from live_server import IOWATCH, create_agent, get_json, manage, running_server, scratch_database  # noqa: E402
+from live_server import IOWATCH, create_agent, get_json, running_server, scratch_database  # noqa: E402
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 STUDY = "ext4-dio-randread"   # the quickest study: one fio job on the ssd loop device
@@ -33,7 +33,6 @@ def _nightly(url: str, token: str, out: Path, *extra: str, env=None) -> subproce
 @pytest.mark.skipif(os.geteuid() != 0, reason="the local target's loop devices need root")
 def test_nightly_on_the_local_target_uploads_a_nightly_run_and_reports_the_verdict(tmp_path):
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "lab-nightly")
         run_env = {**os.environ, "IOWATCH_DATA_DIR": str(tmp_path / "data")}
         with running_server(env) as (url, _):

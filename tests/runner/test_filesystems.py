@@ -141,3 +141,16 @@ def test_a_device_that_says_discard_false_keeps_its_blocks_through_mkfs(tmp_path
 
 def test_every_filesystem_iowatch_makes_has_its_no_discard_flag():
     assert set(filesystems.NO_DISCARD) == set(filesystems.MKFS)
+
+
+def test_a_removed_mount_point_takes_its_empty_data_directory_root_along(tmp_path, monkeypatch):
+    """Each data directory (each test's) has its root under MOUNT_ROOT: the last
+    device's mount point removed takes it along, and MOUNT_ROOT itself stays."""
+    monkeypatch.setattr(filesystems, "MOUNT_ROOT", tmp_path)
+    root = tmp_path / "1a2b3c4d"
+    for device in ("loop-hdd", "loop-ssd"):
+        (root / device).mkdir(parents=True)
+    filesystems.remove_mountpoint(root / "loop-hdd")
+    assert sorted(p.name for p in root.iterdir()) == ["loop-ssd"]  # another device's is left
+    filesystems.remove_mountpoint(root / "loop-ssd")
+    assert not root.exists() and tmp_path.is_dir()

@@ -20,7 +20,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import negative_data_rejection, response_schema_conformance
 
 from bundle_maker import make_bundle, wire
-from live_server import create_agent, get_json, manage, running_server, scratch_database
+from live_server import create_agent, get_json, running_server, scratch_database
 from iowatch_web.results.api import api
 
 EXAMPLES = 25
@@ -29,7 +29,6 @@ EXAMPLES = 25
 @pytest.fixture(scope="module")
 def live():
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "schemathesis")
         with running_server(env, args=("--no-migrate", "--no-worker")) as (url, _):
             # One real run, so /runs, /cells and /samples answer with rows.

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from bundle_maker import make_bundle, wire
-from live_server import IOWATCH, create_agent, free_port, manage, running_server, scratch_database
+from live_server import IOWATCH, create_agent, free_port, running_server, scratch_database
 from iowatch_web.results.api import api
 
 # The real server's upload limit: above the 20 MB environment case, and small
@@ -189,7 +189,6 @@ def server(tmp_path_factory):
     log_path = tmp_path_factory.mktemp("serve") / "serve.log"
     with scratch_database() as env, open(log_path, "w") as log:
         env["IOWATCH_MAX_BUNDLE_BYTES"] = str(LIMIT)
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "bad-input")
         with running_server(env, log=log, args=("--no-migrate", "--no-worker")) as (url, _):
             yield ServerTarget(url, token, env), log_path

@@ -8,10 +8,9 @@ is told "being computed" until the answer is made and then gets it, and the
 answer was computed once, by the verdict worker, for all four. Before, the
 four waited 106-111 s in their requests and health up to 105 s.
 
-The CI-sized case compares two 10,000-cell runs; the issue's own, two
-100,000-cell runs, is marked slow (each bundle is about 45 MB and takes
-minutes to store here):
-    nice -n 15 .venv/bin/pytest -q -s -m slow tests/webapp/test_compare_served.py
+The suite's case compares two 10,000-cell runs; the issue's own, two
+100,000-cell runs, is marked heavy (each bundle is about 45 MB and takes
+minutes to store here): `make test-heavy` runs it, on PostgreSQL and on SQLite.
 """
 from __future__ import annotations
 
@@ -162,5 +161,6 @@ def test_four_cold_readers_of_a_10k_compare_leave_health_answering():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_four_cold_readers_of_a_100k_compare_leave_health_answering():
     _served_compare(100_000)

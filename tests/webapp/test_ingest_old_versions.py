@@ -16,7 +16,7 @@ import pytest
 
 from iowatch import bundle, upload
 from iowatch.side_sources import manifest_from_api
-from live_server import IOWATCH, create_agent, manage, running_server, scratch_database
+from live_server import IOWATCH, create_agent, running_server, scratch_database
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +43,6 @@ def test_a_version_1_bundle_is_stored_and_read_back_as_the_current_version(tmp_p
     assert written["schema_version"] == 1 < bundle.SCHEMA_VERSION
 
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "lab-behind")
         with running_server(env, args=("--no-worker",)) as (url, _):
             sent = _upload(url, token, tmp_path / "spool", old)

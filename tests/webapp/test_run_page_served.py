@@ -6,9 +6,9 @@ cells) at once.
 
 Checked: every health poll is answered (within HEALTH_WAIT_S; the goal is under
 1 s, and the figures are printed, not asserted) and every reader gets its page.
-The CI-sized case reads a 10,000-cell run; the issue's own, 100,000 cells (about
-45 MB of bundle, minutes to store here), is marked slow:
-    nice -n 15 .venv/bin/pytest -q -s -m slow tests/webapp/test_run_page_served.py
+The suite's case reads a 10,000-cell run; the issue's own, 100,000 cells (about
+45 MB of bundle, minutes to store here), is marked heavy: `make test-heavy`
+runs it, on PostgreSQL and on SQLite.
 """
 from __future__ import annotations
 
@@ -59,5 +59,6 @@ def test_four_readers_of_a_10k_run_page_leave_health_answering():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_four_readers_of_a_100k_run_page_leave_health_answering():
     _served_run_page(100_000)

@@ -10,13 +10,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from live_server import manage, running_server, scratch_database
+from live_server import running_server, scratch_database
 
 
 @pytest.fixture(scope="module")
 def served():
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         with running_server(env, workers=1, args=("--no-migrate", "--no-worker")) as (url, _):
             yield urlsplit(url)
 

@@ -28,6 +28,7 @@ from live_server import IOWATCH, create_agent, free_port, get_json, manage, runn
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.one_engine,  # its own cluster, whichever store the suite runs against
     pytest.mark.skipif(os.geteuid() != 0, reason="starts its own PostgreSQL as the postgres user"),
     pytest.mark.skipif(not Path("/usr/lib/postgresql").is_dir(), reason="PostgreSQL is not installed"),
 ]

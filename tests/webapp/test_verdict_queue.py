@@ -142,7 +142,6 @@ def scratch_store():
     """(environment, agent token) of a migrated scratch database for real
     processes, its host calibrated (pair's cells), the calibration's work done."""
     with scratch_database() as env:
-        manage(env, "migrate", "--noinput", "-v", "0")
         token = create_agent(env, "lab")
         with running_server(env, args=("--no-worker",)) as (url, _):
             for boot in calibration_bundles(pair()[0]):

@@ -1,7 +1,8 @@
 """iowatch serve: run the web app (dashboard and ingest API) and its verdict worker.
 
-Migrates the database first (the embedded SQLite one is made on first use),
-collects static files, then runs gunicorn, the health server and the verdict
+Migrates the database first (the embedded SQLite one is made on first use)
+and collects static files, both in one Django process (manage.py
+prepare_serve), then runs gunicorn, the health server and the verdict
 worker (manage.py verdict_worker: the verdicts of stored runs, and large
 compares, are made there, not in a request) as children, restarting the
 worker if it dies. A deployment with its own worker service
@@ -57,13 +58,13 @@ def run(args) -> int:
     if (rc := explain_missing_server("serve")) is not None:
         return rc
     env = django_env()
-    steps = [] if args.no_migrate else [("migrate", "--noinput", "-v", "0")]
-    steps.append(("collectstatic", "--noinput", "-v", "0"))
-    for step in steps:
-        rc = subprocess.call(django_command(*step), env=env)
-        if rc:
-            print(f"iowatch serve: `{' '.join(step[:1])}` failed (exit {rc})", file=sys.stderr)
-            return rc
+    # migrate and collectstatic in one process (manage.py prepare_serve)
+    rc = subprocess.call(django_command("prepare_serve", *(["--no-migrate"] if args.no_migrate else [])),
+                         env=env)
+    if rc:
+        print(f"iowatch serve: preparing the store and the static files failed (exit {rc})",
+              file=sys.stderr)
+        return rc
     where = f"http://{args.host if args.host not in ('0.0.0.0', '::') else '127.0.0.1'}:{args.port}/"
     workers = 0 if args.no_worker else args.verdict_workers
     print(f"iowatch serve: listening on {args.host}:{args.port}: open {where} "
