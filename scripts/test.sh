@@ -29,15 +29,19 @@ fi
 # Every part runs on every core (pytest-xdist). The statistics' simulations
 # (thousands of simulated checks, pure CPU, no store, no device) a file a
 # worker. Everything else a file a worker too, except the tests of this
-# machine's local target (loop devices, mounts): one group, one worker, one
-# after another (tests/conftest.py). --durations: where the time goes.
+# machine's local target (loop devices, mounts): two groups, each one worker,
+# one test after another (tests/conftest.py); and the items that share a node
+# id, which xdist would run once, after, in one process (marked one_process).
+# --durations: where the time goes.
 workers=$(nproc)
 echo "== tests against PostgreSQL ($DATABASE_URL), $workers workers"
 if [ $# -eq 0 ]; then
     status=0
     .venv/bin/pytest -q -n "$workers" --dist loadfile --durations=10 tests/stats || status=$?
-    .venv/bin/pytest -q -n "$workers" --dist loadgroup --durations=40 -m "not heavy" \
+    .venv/bin/pytest -q -n "$workers" --dist loadgroup --durations=40 -m "not heavy and not one_process" \
         --ignore=tests/stats || status=$?
+    # Items that share a node id (marked one_process): xdist would run each id once.
+    .venv/bin/pytest -q -p no:xdist -m "one_process and not heavy" --ignore=tests/stats || status=$?
     [ "$status" -eq 0 ] || exit "$status"
 else
     .venv/bin/pytest -q "$@"
@@ -47,6 +51,14 @@ fi
 # whose subject is the same on either engine (marked one_engine).
 echo "== store, API, dashboard and upload tests against SQLite"
 unset DATABASE_URL
-IOWATCH_DATA_DIR=$(mktemp -d) .venv/bin/pytest -q -n "$workers" --dist loadgroup --durations=20 \
-    -m "not heavy and not one_engine" tests/webapp tests/dashboard tests/test_upload.py \
-    tests/test_bundle.py "$@"
+sqlite_parts=(tests/webapp tests/dashboard tests/test_upload.py tests/test_bundle.py)
+data_dir=$(mktemp -d)
+status=0
+# pytest's exit 5: nothing of this selection in the tests asked for (arguments given).
+IOWATCH_DATA_DIR=$data_dir .venv/bin/pytest -q -n "$workers" --dist loadgroup --durations=20 \
+    -m "not heavy and not one_engine and not one_process" "${sqlite_parts[@]}" "$@" \
+    || { rc=$?; [ "$rc" -eq 5 ] || status=$rc; }
+IOWATCH_DATA_DIR=$data_dir .venv/bin/pytest -q -p no:xdist \
+    -m "one_process and not heavy and not one_engine" "${sqlite_parts[@]}" "$@" \
+    || { rc=$?; [ "$rc" -eq 5 ] || status=$rc; }
+exit "$status"

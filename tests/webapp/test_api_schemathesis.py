@@ -23,6 +23,9 @@ from bundle_maker import make_bundle, wire
 from live_server import create_agent, get_json, running_server, scratch_database
 from iowatch_web.results.api import api
 
+# schemathesis' generated cases share their test's node id: run without xdist.
+pytestmark = pytest.mark.one_process
+
 EXAMPLES = 25
 
 
