@@ -52,13 +52,32 @@ fi
 echo "== store, API, dashboard and upload tests against SQLite"
 unset DATABASE_URL
 sqlite_parts=(tests/webapp tests/dashboard tests/test_upload.py tests/test_bundle.py)
+if [ $# -gt 0 ]; then
+    # Arguments given: of the paths, those inside the SQLite parts; options as given.
+    selected=() paths=0
+    for arg in "$@"; do
+        case "$arg" in
+        -*) selected+=("$arg") ;;
+        *) paths=$((paths + 1))
+           for part in "${sqlite_parts[@]}"; do
+               case "$arg" in "$part"|"$part"/*|"$part"::*) selected+=("$arg"); break ;; esac
+           done ;;
+        esac
+    done
+    if [ "$paths" -gt 0 ] && [ ${#selected[@]} -eq $(( $# - paths )) ]; then
+        echo "   (none of the paths asked for is in ${sqlite_parts[*]}: nothing to run on SQLite)"
+        exit 0
+    fi
+    [ "$paths" -gt 0 ] || selected=("${sqlite_parts[@]}" "${selected[@]}")
+    sqlite_parts=("${selected[@]}")
+fi
 data_dir=$(mktemp -d)
 status=0
 # pytest's exit 5: nothing of this selection in the tests asked for (arguments given).
 IOWATCH_DATA_DIR=$data_dir .venv/bin/pytest -q -n "$workers" --dist loadgroup --durations=20 \
-    -m "not heavy and not one_engine and not one_process" "${sqlite_parts[@]}" "$@" \
+    -m "not heavy and not one_engine and not one_process" "${sqlite_parts[@]}" \
     || { rc=$?; [ "$rc" -eq 5 ] || status=$rc; }
 IOWATCH_DATA_DIR=$data_dir .venv/bin/pytest -q -p no:xdist \
-    -m "one_process and not heavy and not one_engine" "${sqlite_parts[@]}" "$@" \
+    -m "one_process and not heavy and not one_engine" "${sqlite_parts[@]}" \
     || { rc=$?; [ "$rc" -eq 5 ] || status=$rc; }
 exit "$status"

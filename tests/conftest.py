@@ -27,9 +27,14 @@ def _group(name: str) -> str:
     return next((group for prefix, group in LOCAL_TARGET.items() if name.startswith(prefix)), name)
 
 
+# The group is marked as each item is collected, before any plugin's
+# pytest_collection_modifyitems (pytest-xdist's worker reads the markers in its
+# own). tests/test_suite_groups.py checks that the groups hold.
+def pytest_itemcollected(item):
+    item.add_marker(pytest.mark.xdist_group(_group(item.path.relative_to(TESTS).as_posix())))
+
+
 def pytest_collection_modifyitems(items):
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item.path.relative_to(TESTS).as_posix())))
     # pytest-xdist schedules by node id: items that share one run once, and the
     # rest are lost without a word (schemathesis' 55 generated cases were 3).
     # Such a module is marked one_process, and scripts/test.sh runs it without xdist.

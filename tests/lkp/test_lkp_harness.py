@@ -286,3 +286,22 @@ def test_sigterm_during_lkp_run_leaves_nothing_behind(lab, tmp_path):
     while _loops_over(lab["data"]) != [lab["bystander"]] and time.monotonic() < deadline:
         time.sleep(0.5)
     assert _loops_over(lab["data"]) == [lab["bystander"]]
+
+
+def test_a_leftover_mount_point_holding_files_is_refused_naming_it(lab, tmp_path):
+    """A run killed before its cleanup left /fs/<disk> with files on the root
+    filesystem: the next run refuses, naming the directory, and keeps the files."""
+    mnt = Path("/fs/lkp-lkp-a")
+    mnt.mkdir(parents=True)
+    try:
+        (mnt / "task_0.0.0").write_bytes(b"left by a killed run")
+        r = subprocess.run([IOWATCH, "run", str(lab["studies"] / "lkp-small-fio.yml"), "--harness", "lkp",
+                            "--target", "localhost", "--inventory", str(lab["inventory"]), "--reps", "1",
+                            "--out", str(tmp_path / "b"), "--no-progress"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode != 0
+        assert f"{mnt} holds files and is not a mount point" in r.stdout + r.stderr
+        assert (mnt / "task_0.0.0").read_bytes() == b"left by a killed run"
+        assert _our_mounts(lab) == [] and not list(Path("/dev").glob("lkp-*"))
+    finally:
+        shutil.rmtree(mnt, ignore_errors=True)

@@ -82,6 +82,23 @@ def _mounted(path: Path) -> bool:
         return any(line.split()[4] == str(path) for line in f)
 
 
+def _clear_mount_point(mnt: Path) -> None:
+    """LKP mounts the disk on /fs/<disk> and the benchmark writes there. A run
+    killed before its cleanup can leave that directory mounted, or holding files
+    on the root filesystem: refused, naming it, rather than measured."""
+    if _mounted(mnt):
+        raise LkpError(f"{mnt} is already mounted: a run stopped before its cleanup left it; "
+                       f"unmount it (umount {mnt}) if nothing uses it, then run again")
+    try:
+        mnt.rmdir()  # an empty one is LKP's to make again
+    except FileNotFoundError:
+        pass
+    except OSError:
+        raise LkpError(f"{mnt} holds files and is not a mount point: a run stopped before its "
+                       "cleanup left them there, and they would be measured on the root filesystem "
+                       f"beside the device's; remove the directory (rm -r {mnt}) if nothing uses it") from None
+
+
 @dataclass
 class LkpHarness:
     """The runner's hook: skip_reason() at planning, run_rep() for each repetition."""
@@ -118,6 +135,7 @@ class LkpHarness:
                 os.symlink(os.path.realpath(dev_path), link)
                 cleanup.link_made = True
             safety.require(self.host, str(link), self.data_dir)  # the name LKP gets, checked too
+            _clear_mount_point(FS_ROOT / link.name)
             if "fsmark" in job:
                 cleanup.ensure_fs_mark()
             job_file = workdir / "lkp-job.yaml"
