@@ -181,7 +181,8 @@ def next_target(n: int, *, cap: int, first: int = FIRST, step: int = STEP) -> in
 
 
 def decision_chances(d: float, se: float, n_eff: float, *, worse_sign: float, delta: float,
-                     cap: int, q: float, family: int = 1) -> tuple[float, float, float] | None:
+                     cap: int, q: float, family: int = 1,
+                     boots: int | None = None) -> tuple[float, float, float] | None:
     """The chances, on the current trend, that a cell measured to `n_eff`
     (effective repetitions a side) with the difference `d` (test scale,
     candidate - base) at standard error `se` ends at the cap as "no change"
@@ -191,8 +192,17 @@ def decision_chances(d: float, se: float, n_eff: float, *, worse_sign: float, de
     `worse_sign` is +1 when a rise is worse, -1 when a fall is. None when the
     cell may not stop for futility: at or past the cap, before the first look
     (a variance from fewer than FUTILE_FROM repetitions a side is too rough to
-    give up on), and without noise (se 0: its verdict is decided)."""
+    give up on), and without noise (se 0: its verdict is decided).
+
+    `boots`: the smaller side's boots, when the test is on boot means. Its
+    variance is then of boot means, so it is as rough as FUTILE_FROM
+    repetitions only with FUTILE_FROM boots a side: at 2 repetitions a boot,
+    5 a side are 3 boots, whose se is often far too large by chance, and a
+    -20% cell's chances fell under the family's bound (bench/accuracy/
+    CHECK-STOP.md, "Turned on"). Fewer boots than that: None."""
     if n_eff >= cap or n_eff < FUTILE_FROM - 1e-9 or not se > 0 or not math.isfinite(d):
+        return None
+    if boots is not None and boots < FUTILE_FROM:
         return None
     se_cap = se * math.sqrt(n_eff / cap)
     spread = se_cap * math.sqrt(1 - n_eff / cap)  # the cap's difference around d

@@ -873,7 +873,8 @@ def _chances(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int):
     me = cell.min_effect_pct / 100
     delta = math.log1p(me) if s.log_scale else me
     return decision_chances(s.d, s.se, s.n_eff, worse_sign=-1.0 if cell.direction == HIGHER
-                            else 1.0, delta=delta, cap=cap, q=fdr, family=family)
+                            else 1.0, delta=delta, cap=cap, q=fdr, family=family,
+                            boots=min(s.boots) if s.boots else None)
 
 
 def compare(base: Sequence[float], candidate: Sequence[float], *, direction: str,
