@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from iowatch import bundle, resources
-from iowatch.bisect.search import NothingToBisect, search
+from iowatch.bisect.search import search
 from iowatch.check import CheckResult, VariantRun, add_repetitions
 from iowatch.commands.run import against_targets
 from iowatch.judging import compare_sides
@@ -31,7 +31,6 @@ from iowatch.judging.next_measurement import (ALONE, ENDS_ONLY, WITH_ENDS, next_
 from iowatch.judging.bisect import StepVerdict
 from iowatch.kernel.build import Variant
 from iowatch.side_data import Side
-from iowatch.stats import sequential
 from iowatch.studies import load_studies
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -116,11 +115,7 @@ def _bisect_wants(base: Path, candidate: Path) -> dict[int, dict[str, int]]:
 
 
 @pytest.mark.parametrize("sides, adds", ROWS)
-def test_check_run_against_and_the_bisect_want_the_same(sides, adds, tmp_path, monkeypatch):
-    # The lab-vm row's scatter (a factor of five) puts every decision out of reach:
-    # the family's futility, on as shipped, stops it in all three alike (next
-    # test). Held off here, so that what the three add can be compared.
-    monkeypatch.setattr(sequential, "FAMILY_FUTILE", 0.0)
+def test_check_run_against_and_the_bisect_want_the_same(sides, adds, tmp_path):
     base, candidate = sides(tmp_path)
     studies = load_studies(resources.studies_dir())
     cmp = compare_sides(Side("base", "base", [bundle.load(base)]),
@@ -134,22 +129,6 @@ def test_check_run_against_and_the_bisect_want_the_same(sides, adds, tmp_path, m
         cell: have[cell] + n for cell, n in adds.items()}
     # The bisect: both ends measured again, the same cells and repetitions.
     assert _bisect_wants(base, candidate) == {0: adds, 1: adds}
-
-
-def test_with_nothing_in_reach_the_check_run_against_and_the_bisect_all_stop(tmp_path):
-    """The family's futility (on as shipped) stops the scattered lab-vm cells at
-    the first look in every path: the check asks for no second round, run
-    --against for no repetition, and the bisect finds nothing to bisect."""
-    base, candidate = _lab_vm(tmp_path)
-    studies = load_studies(resources.studies_dir())
-    cmp = compare_sides(Side("base", "base", [bundle.load(base)]),
-                        Side("candidate", "candidate", [bundle.load(candidate)]), studies=studies)
-    assert all(v.futile for v in cmp.verdicts if v.key.group in ("writer", "readers"))
-    assert against_targets(cmp, studies, bundle.load(candidate)) == {}
-    with pytest.raises(NothingToBisect):
-        _bisect_wants(base, candidate)
-    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
-        _check_wants(base, candidate)  # no round 2 is asked for
 
 
 def test_the_rounds_allowed_are_one_per_look_after_the_first_of_the_largest_cap(tmp_path):

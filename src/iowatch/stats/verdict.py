@@ -769,7 +769,8 @@ def _family_stops(cells: Sequence[CellInput], stats: list[_Cell], cap: int, test
     fdr, m = tests[0], tests[1]
     open_ = [i for i, (cell, s) in enumerate(zip(cells, stats)) if _open(i, cell, s, cap, *tests)]
     return bool(open_) and family_futile(
-        [_chances(stats[i], cells[i], cells[i].cap or cap, fdr, m) for i in open_])
+        [_chances(stats[i], cells[i], cells[i].cap or cap, fdr, m) for i in open_],
+        bound=sequential.family_bound(m))
 
 
 def _look(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: int, adj_worse: dict,
