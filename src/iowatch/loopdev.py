@@ -185,18 +185,22 @@ def attachments(devices: Iterable[Device], data_dir: str | os.PathLike | None = 
     """Attach the image devices, yield {device name: /dev/loopN}, detach on the way out.
 
     Only what this call attached is detached, also on an exception or Ctrl-C;
-    attachments that already existed are left as they were.
+    attachments that already existed are left as they were. An attachment that
+    losetup made but attach() never returned (a SIGTERM in between) is found by
+    its image and detached too.
     """
+    devices = [d for d in devices if d.is_image]
     before = {loop.path for loop in attached(data_dir)}
     made: dict[str, str] = {}
     try:
         for device in devices:
-            if device.is_image:
-                made[device.name] = attach(device, data_dir)
+            made[device.name] = attach(device, data_dir)
         yield dict(made)
     finally:
         errors = []
-        for path in made.values():
+        ours = {os.path.realpath(image_path(d, data_dir)) for d in devices}
+        paths = set(made.values()) | {loop.path for loop in attached(data_dir) if loop.backing_file in ours}
+        for path in sorted(paths):
             if path not in before:
                 try:
                     detach(path)

@@ -13,6 +13,7 @@ leaves a bundle marked incomplete that a rerun with the same --out resumes.
 """
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 import signal
@@ -213,6 +214,11 @@ class Runner:
         with self._phase("prepare"):  # safety check, device queue, scratch directory
             notes, workload, work = self._prepare_rep(cell, dev_path)
         mountpoint = None
+        # Where this repetition mounts its filesystem. A SIGTERM can land after
+        # `mount` has mounted it and before make_and_mount returns: the finally
+        # below unmounts what is mounted there, not only what was handed back,
+        # else the loop device stays busy and is left attached.
+        target = filesystems.mount_root(self.data_dir) / cell.device.name
         try:
             if self.harness is not None:  # the harness makes the filesystem and runs the tool
                 filesystems.drop_caches()
@@ -226,8 +232,7 @@ class Runner:
                     # repetition writes to the same fresh device, not over the last one's blocks.
                     # A device whose discard takes minutes says `discard: false` (the bundle's
                     # mkfs_options then show the flag).
-                    mnt = filesystems.make_and_mount(dev_path, cell.filesystem,
-                                                     filesystems.mount_root(self.data_dir) / cell.device.name,
+                    mnt = filesystems.make_and_mount(dev_path, cell.filesystem, target,
                                                      discard=cell.device.discard)
                 mountpoint = mnt.mountpoint
                 notes.update(mkfs_options=mnt.mkfs_options, mount_options=mnt.mount_options)
@@ -243,6 +248,8 @@ class Runner:
             # left running in the background: the next repetition's safety check
             # and mkfs need the device free, and a teardown still writing must not
             # overlap anything that is measured.
+            if mountpoint is None and self.harness is None and os.path.ismount(target):
+                mountpoint = target  # mounted, but interrupted before make_and_mount returned
             if mountpoint:
                 with self._phase("unmount"):
                     filesystems.unmount(mountpoint)

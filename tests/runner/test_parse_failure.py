@@ -12,17 +12,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
-from iowatch import bundle, inventory, runner, workloads
+from iowatch import bundle, runner, workloads
 from iowatch.parsers import parse_text
-from iowatch.studies import load_matrix
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.slow,
@@ -31,31 +26,8 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def lab(tmp_path, monkeypatch):
-    """The local target's hdd image and a matrix of one small fio study: (host, matrix, data dir)."""
-    data = tmp_path / "data"
-    data.mkdir()
-    monkeypatch.setenv("IOWATCH_DATA_DIR", str(data))
-    studies = tmp_path / "jobs" / "studies"
-    studies.mkdir(parents=True)
-    study = yaml.safe_load((ROOT / "jobs/studies/odirect-vs-readers.yml").read_text())
-    # A repetition of a second or so: what is under test is its output, not the disk.
-    study["profiles"]["quick"]["jobs"] = {"seqwrite": {"size": "8M"}, "seqread": {"size": "4M"}}
-    (studies / "odirect-vs-readers.yml").write_text(yaml.safe_dump(study))
-    matrix = tmp_path / "jobs" / "m.yml"
-    matrix.write_text("matrix: m\nprofile: quick\nreps: 3\nstudies:\n  - study: odirect-vs-readers\n")
-    yield inventory.load(ROOT / "hardware-inventory.yml").host("localhost"), load_matrix(matrix), data
-    listed = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"],
-                            capture_output=True, text=True).stdout
-    for line in listed.splitlines():
-        if len(line.split()) > 1 and line.split()[1].startswith(str(data)):
-            subprocess.run(["umount", line.split()[0]], capture_output=True)
-            subprocess.run(["losetup", "-d", line.split()[0]], capture_output=True)
-
-
-def test_unparsable_outputs_fail_their_repetitions_and_the_run_goes_on(lab, tmp_path, monkeypatch):
-    host, matrix, data = lab
+def test_unparsable_outputs_fail_their_repetitions_and_the_run_goes_on(small_fio_lab, tmp_path, monkeypatch):
+    host, matrix, data = small_fio_lab
     calls = {"fio": 0}
     real_timed, real_run_fio = workloads._timed, runner.run_fio
 
