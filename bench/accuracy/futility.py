@@ -78,7 +78,8 @@ def main() -> None:
     args = p.parse_args()
     shipped = sequential.FUTILE, sequential.FAMILY_FUTILE
     rules = {"cell": [(f"futility at {sequential.CHANCE:.0%}", sequential.CHANCE, 0.0)],
-             "family": [(f"the family's futility below {b:g} decisions", 0.0, b)
+             "family": [(f"the family's futility below {b:g} decisions"
+                         + (" (as shipped)" if shipped == (0.0, b) else ""), 0.0, b)
                         for b in args.bounds],
              "cap": [("to the cap (as shipped)" if shipped == (0.0, 0.0) else "to the cap",
                       0.0, 0.0)]}

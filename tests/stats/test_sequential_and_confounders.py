@@ -42,8 +42,8 @@ def test_next_target_walks_the_schedule_up_to_the_cap():
     assert effective_n(5, 5) == 5 and effective_n(5, 20) == 8
 
 
-def test_a_larger_cap_adds_looks_and_still_spends_no_more_than_the_rate():
-    from iowatch.stats import CellInput, CellKey, compare_matrix
+def test_a_larger_cap_adds_looks_and_still_spends_no_more_than_the_rate(monkeypatch):
+    from iowatch.stats import CellInput, CellKey, compare_matrix, sequential
     assert looks(cap=CAP) == 4 and looks(40) == 8 and looks(22) == 5
     levels = [look_level(n, 0.05, cap=40) for n in range(5, 41, 5)]
     assert sum(levels) == pytest.approx(0.05) and levels[0] < look_level(5, 0.05, cap=CAP)
@@ -51,23 +51,28 @@ def test_a_larger_cap_adds_looks_and_still_spends_no_more_than_the_rate():
     # A cell's own cap (its study's max_runs) overrides the family's default.
     key = CellKey("s", "h", "c", "d", "fs", "g", "m")
     values = [100, 140, 70, 120, 90] * 4  # 20 a side, the same spread both sides
-    at20, at40 = compare_matrix([CellInput(key, values, values, "higher", MIN_EFFECT),
-                                 CellInput(key, values, values, "higher", MIN_EFFECT,
-                                           cap=40)], fdr=FDR, cap=CAP)
+    cells = [CellInput(key, values, values, "higher", MIN_EFFECT),
+             CellInput(key, values, values, "higher", MIN_EFFECT, cap=40)]
+    at20, at40 = compare_matrix(cells, fdr=FDR, cap=CAP)
     assert (at20.cap, at40.cap) == (20, 40)
-    # At its cap the cell ends "no change within X%" (issue 24: not "unsure" for ever);
-    # with budget left it is unsure, and says its own cap cannot decide it at this
-    # noise (issue 44: no estimate of runs past the cap). (With futility on, see
-    # test_futility, it would stop here: nothing is in reach by 40.)
-    assert (at20.outcome, at40.outcome) == ("no-change", "inconclusive") and at20.within_pct
-    assert at20.budget_spent and not at40.budget_spent and at40.needs_runs is None
-    assert "not decidable within the cap (40) at this noise" in at40.words
+    # At its cap the cell ends "no change within X%" (issue 24: not "unsure" for ever).
+    # With budget left nothing is in reach by 40 (it trends at zero, at this noise):
+    # the family's futility, on as shipped, stops it at 20 and says so.
+    assert (at20.outcome, at40.outcome) == ("no-change", "no-change") and at20.within_pct
+    assert at20.budget_spent and not at20.futile and at40.futile and at40.needs_runs is None
+    assert "stopped at 20 runs a side: no decision is in reach by the cap of 40" in at40.words
     # A trend that 20 more runs a side could confirm keeps it measuring.
     (trend,) = compare_matrix([CellInput(key, values, [v * 0.88 for v in values], "higher",
                                          MIN_EFFECT, cap=40)], fdr=FDR, cap=CAP)
     # Its estimate of runs for the minimum effect is past the cap, so it says so (issue 44).
     assert trend.outcome == "inconclusive" and not trend.budget_spent and not trend.futile
     assert trend.needs_runs is None and "not decidable within the cap (40) at this noise" in trend.words
+    # Without futility the trendless cell is unsure too, and says its own cap cannot
+    # decide it at this noise (issue 44: no estimate of runs past the cap).
+    monkeypatch.setattr(sequential, "FAMILY_FUTILE", 0.0)
+    _, at40 = compare_matrix(cells, fdr=FDR, cap=CAP)
+    assert at40.outcome == "inconclusive" and not at40.budget_spent and at40.needs_runs is None
+    assert "not decidable within the cap (40) at this noise" in at40.words
 
 
 BASE = {

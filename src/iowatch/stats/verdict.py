@@ -769,7 +769,8 @@ def _family_stops(cells: Sequence[CellInput], stats: list[_Cell], cap: int, test
     fdr, m = tests[0], tests[1]
     open_ = [i for i, (cell, s) in enumerate(zip(cells, stats)) if _open(i, cell, s, cap, *tests)]
     return bool(open_) and family_futile(
-        [_chances(stats[i], cells[i], cells[i].cap or cap, fdr, m) for i in open_])
+        [_chances(stats[i], cells[i], cells[i].cap or cap, fdr, m) for i in open_],
+        bound=sequential.family_bound(m))
 
 
 def _look(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: int, adj_worse: dict,
@@ -873,7 +874,8 @@ def _chances(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int):
     me = cell.min_effect_pct / 100
     delta = math.log1p(me) if s.log_scale else me
     return decision_chances(s.d, s.se, s.n_eff, worse_sign=-1.0 if cell.direction == HIGHER
-                            else 1.0, delta=delta, cap=cap, q=fdr, family=family)
+                            else 1.0, delta=delta, cap=cap, q=fdr, family=family,
+                            boots=min(s.boots) if s.boots else None)
 
 
 def compare(base: Sequence[float], candidate: Sequence[float], *, direction: str,
