@@ -7,7 +7,14 @@ set far above anything measured (the candidate is clearly slower: decided at
 the first look), or scattered over a factor of 25 (nothing can be decided: the
 candidate grows to the cap). The cap is the study file's max_runs: the tests
 run on a copy of the studies whose odirect-vs-readers says 10 (IOWATCH_STUDIES),
-and `iowatch compare` in the same environment judges with it too."""
+and `iowatch compare` in the same environment judges with it too.
+
+A base scattered so that no cap could decide it is what the family's futility
+stops at the first look (iowatch.stats.sequential.family_futile), and
+test_a_base_no_cap_could_decide_stops_at_the_first_look_and_says_why holds
+that. The tests of the loop's growth run with the rule off
+(IOWATCH_FAMILY_FUTILITY=0 in `env`): what they hold is how cells grow, which
+the rule would otherwise never let them show on such a base."""
 from __future__ import annotations
 
 import copy
@@ -51,7 +58,8 @@ def env(tmp_path_factory):
     text = study.read_text()
     assert "\nmin_effect_pct:" in text and "max_runs" not in text
     study.write_text(text.replace("\nmin_effect_pct:", f"\nmax_runs: {CAP}\nmin_effect_pct:", 1))
-    env = {**os.environ, "IOWATCH_DATA_DIR": str(tmp / "data"), "IOWATCH_STUDIES": str(studies)}
+    env = {**os.environ, "IOWATCH_DATA_DIR": str(tmp / "data"), "IOWATCH_STUDIES": str(studies),
+           "IOWATCH_FAMILY_FUTILITY": "0"}
     yield env
     subprocess.run([IOWATCH, "device", "detach", "localhost", "--inventory",
                     str(ROOT / "hardware-inventory.yml")], env=env, capture_output=True)
@@ -170,6 +178,29 @@ def test_an_unsure_cell_gets_more_repetitions_up_to_the_cap(env, measured, tmp_p
     first = subprocess.run([IOWATCH, "compare", str(base), str(measured), "--format", "json"],
                            capture_output=True, text=True, cwd=ROOT, env=env)
     assert {c["outcome"] for c in json.loads(first.stdout)["cells"]} & {"inconclusive", "suspected"}
+
+
+def test_a_base_no_cap_could_decide_stops_at_the_first_look_and_says_why(env, measured, tmp_path):
+    """The scattered base of the test above with the family's futility on, as
+    shipped: neither deciding cell can reach a decision by the cap, so the run
+    adds no repetition and each cell says it stopped and why."""
+    on = {k: v for k, v in env.items() if k != "IOWATCH_FAMILY_FUTILITY"}
+    base = _no_canary(_rewritten(measured, tmp_path / "scattered-base",
+                                 [0.2, 5.0, 1 / 3, 3.0, 1.0]))
+    out = tmp_path / "candidate"
+    r = _run("run", _study(env), "--profile", "quick", "--target", "localhost", "--reps", 5,
+             "--against", base, "--out", out, "--no-progress", env=on)
+    # 0: "no change within X%" at X over three minimum effects; 3 when a cell's
+    # screen still holds it suspected. Either way no more runs.
+    assert r.returncode in (0, 3), r.stdout + r.stderr
+    assert "adding repetitions" not in r.stderr
+    assert _reps(out) == 5
+    stop = f"stopped at 5 runs a side: no decision is in reach by the cap of {CAP} at this noise"
+    assert r.stdout.count(stop) == len(DECIDING), r.stdout
+    cmp = subprocess.run([IOWATCH, "compare", str(base), str(out), "--format", "json"],
+                         capture_output=True, text=True, cwd=ROOT, env=on)
+    cells = [c for c in json.loads(cmp.stdout)["cells"] if (c["group"], c["metric"]) in DECIDING]
+    assert len(cells) == len(DECIDING) and all(c["futile"] and c["budget_spent"] for c in cells)
 
 
 def test_the_canary_grows_with_the_unsure_cells_and_a_drifted_platform_is_undecided(
@@ -301,7 +332,14 @@ def test_a_kernels_boots_in_one_directory_are_its_side(env, measured, tmp_path):
     _another_boot(_no_canary(_rewritten(measured, boots / "boot-1", [1.0])), "earlier-boot")
     r = _run("run", _study(env), "--profile", "quick", "--target", "localhost", "--reps", 5,
              "--against", base, "--boots", boots, "--no-progress", env=env)
-    assert r.returncode in (1, 3), r.stdout + r.stderr  # a regression, or undecided: a verdict
+    # A regression, or undecided; or, when the two boots of the candidate differ
+    # so much that a t on boot means with 1 degree of freedom cannot decide it
+    # by the cap (readers starved in one boot), "no change within X%" with X
+    # over three minimum effects, which must say the study cannot decide it
+    # (a CI run printed "within 1.13E+14%" and exit 0).
+    assert r.returncode in (0, 1, 3), r.stdout + r.stderr
+    if r.returncode == 0:
+        assert "the study cannot decide this cell at this noise" in r.stdout, r.stdout
     assert f"bundle {boots / 'boot-2'} (passed" in r.stdout
     assert "boots: 1 vs 2 boots a side" in r.stdout and "[5 vs 10 runs]" in r.stdout
     assert "tested on boot means: 1 vs 2 boots" in r.stdout

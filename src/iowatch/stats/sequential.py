@@ -73,6 +73,7 @@ and costs: bench/accuracy/CHECK-STOP.md.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 
 from scipy.special import ndtr, ndtri
@@ -93,7 +94,12 @@ CHANCE = 0.05    # the chance futility was designed and measured at
 # to 14.3 boots a variant, false alarms 3.5% (3.0% without), -20% found 96.0%
 # (96.5% without): bench/accuracy/CHECK-STOP.md.
 FAMILY_BOUND = 0.3  # the bound it was designed and measured at
-FAMILY_FUTILE = FAMILY_BOUND
+# IOWATCH_FAMILY_FUTILITY=0 turns it off in a process and the commands it starts,
+# as IOWATCH_HOLD_ONE_BOOT does the one-boot hold (iowatch.stats.boots): for a
+# measurement of what the rule costs and for the tests of the adaptive loop's
+# growth (tests/runner/test_adaptive.py), whose scattered bases no cap could
+# decide; never for a verdict anyone reads.
+FAMILY_FUTILE = 0.0 if os.environ.get("IOWATCH_FAMILY_FUTILITY", "1") == "0" else FAMILY_BOUND
 FUTILE_FROM = FIRST  # repetitions a side (effective) before a cell may stop for futility
 Z_95 = 1.959963984540054  # the 95% CI's two-sided normal quantile
 
