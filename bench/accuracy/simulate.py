@@ -402,6 +402,7 @@ class SideBoots:
         self._offset: dict = {}  # (boot key, cell) -> the cell's own offset
         self._wide: dict = {}    # boot key -> the shared offset's standard normal
         self._boot: dict = {}    # (boot key, copy) -> recorded boot index
+        self._sd: dict = {}      # id(pool) -> (pool, sd of its logs): a pool is drawn from again and again
 
     @property
     def clustered(self) -> bool:
@@ -410,7 +411,9 @@ class SideBoots:
 
     def values(self, i: int, pool: np.ndarray, n: int, key) -> np.ndarray:
         """n repetitions of matrix cell i (drawn from `pool`) in boot `key`."""
-        sd = float(np.log(pool).std(ddof=1)) if (pool > 0).all() else 0.0
+        if id(pool) not in self._sd:  # the pool is kept beside its sd, so its id stays its own
+            self._sd[id(pool)] = (pool, float(np.log(pool).std(ddof=1)) if (pool > 0).all() else 0.0)
+        sd = self._sd[id(pool)][1]
         rest = 1 - self.boots.share - self.boots.wide
         offset = 1.0
         if sd and self.boots.share:

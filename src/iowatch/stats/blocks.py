@@ -107,74 +107,95 @@ def within_rounds(xb: np.ndarray, rounds_b: Sequence[Hashable], xc: np.ndarray,
     on one side only says nothing of the contrast); None with fewer than two
     such rounds. With boot labels (None: each value a boot of its own), the
     contrast is the additive model's on boot means with the pure error when a
-    side's round has two boots or more, else the paired test of the rounds."""
+    side's round has two boots or more, else the paired test of the rounds.
+
+    Plain Python over each side's values grouped once by round and boot: a
+    cell holds tens of values, where numpy's cost a call (a mask a round, a
+    mean a mask) was most of a 40-cell check's judging (bench/accuracy)."""
     if len(rounds_b) != len(xb) or len(rounds_c) != len(xc):
         raise ValueError("one round label per value")
-    shared = sorted(set(rounds_b) & set(rounds_c), key=lambda r: (str(type(r)), r))
+    if (boots_b is not None and len(boots_b) != len(xb)) or \
+            (boots_c is not None and len(boots_c) != len(xc)):
+        raise ValueError("one boot label per value")
+    gb, gc = _by_round(xb, rounds_b, boots_b), _by_round(xc, rounds_c, boots_c)
+    shared = sorted(set(gb) & set(gc), key=lambda r: (str(type(r)), r))
     if len(shared) < 2:
         return None
-    lb, lc = np.asarray(rounds_b, dtype=object), np.asarray(rounds_c, dtype=object)
-    mb = np.array([xb[lb == k].mean() for k in shared])
-    mc = np.array([xc[lc == k].mean() for k in shared])
-    counts = [(int((lb == k).sum()), int((lc == k).sum())) for k in shared]
-    d, level = mc - mb, (mb + mc) / 2
+    sides = [[_flat(gb[k]) for k in shared], [_flat(gc[k]) for k in shared]]
+    mb, mc = [_mean(v) for v in sides[0]], [_mean(v) for v in sides[1]]
+    counts = [(len(vb), len(vc)) for vb, vc in zip(*sides)]
+    d = [c - b for b, c in zip(mb, mc)]
+    level = [(b + c) / 2 for b, c in zip(mb, mc)]
     R = len(shared)
     # The values' spread about their side-and-round means (independent of the means).
-    ss_w = sum(float(((xb[lb == k] - m) ** 2).sum()) for k, m in zip(shared, mb)) + \
-        sum(float(((xc[lc == k] - m) ** 2).sum()) for k, m in zip(shared, mc))
+    ss_w = sum(_ss(v, m) for side, means in zip(sides, (mb, mc)) for v, m in zip(side, means))
     df_w = sum(nb + nc - 2 for nb, nc in counts)
     # Var(r[k]) = sigma^2 (1/nb + 1/nc) / 4: weight each round's level by its inverse.
-    w = np.array([4 / (1 / nb + 1 / nc) for nb, nc in counts])
-    q = float((w * (level - (w * level).sum() / w.sum()) ** 2).sum())
+    w = [4 / (1 / nb + 1 / nc) for nb, nc in counts]
+    centre_w = sum(wk * lk for wk, lk in zip(w, level)) / sum(w)
+    q = sum(wk * (lk - centre_w) ** 2 for wk, lk in zip(w, level))
     if df_w > 0 and ss_w > 0:
         p = float(fdtrc(R - 1, df_w, (q / (R - 1)) / (ss_w / df_w)))
     else:
         p = 1.0  # no spread within rounds to tell a drift from: pooled
-    sd_d = float(d.std(ddof=1))
-    lo, hi = int(level.argmin()), int(level.argmax())
+    sd_d = math.sqrt(_ss(d, _mean(d)) / (R - 1))
+    lo, hi = level.index(min(level)), level.index(max(level))
     first, last = sorted((lo, hi))
     drift_se = math.sqrt(ss_w / df_w * (1 / w[first] + 1 / w[last])) if df_w > 0 else None
     # A difference of round means of n_b and n_c runs has the variance of 1/n_b + 1/n_c runs.
-    per_run = sd_d / math.sqrt(float(np.mean([1 / nb + 1 / nc for nb, nc in counts])))
-    test = dict(d=float(d.mean()), se=sd_d / math.sqrt(R), df=R - 1, sd_per_run=per_run,
-                centre=(float(mb.mean()), float(mc.mean())))
-    pure = _pure_error(xb, lb, boots_b, xc, lc, boots_c, shared)
+    per_run = sd_d / math.sqrt(_mean([1 / nb + 1 / nc for nb, nc in counts]))
+    test = dict(d=_mean(d), se=sd_d / math.sqrt(R), df=R - 1, sd_per_run=per_run,
+                centre=(_mean(mb), _mean(mc)))
+    pure = _pure_error([gb[k] for k in shared], [gc[k] for k in shared])
     if pure is not None:
         test = pure
-    return RoundTest(**test, rounds=R, drift=float(level[last] - level[first]),
+    return RoundTest(**test, rounds=R, drift=level[last] - level[first],
                      drift_rounds=(shared[first], shared[last]), drift_p=p,
                      drift_se=drift_se, drift_df=df_w, pure=pure is not None)
 
 
-def _boot_units(x: np.ndarray, rounds: np.ndarray, boots: Sequence[Hashable] | None,
-                k: Hashable) -> tuple[np.ndarray, float]:
-    """The boot means of one side's round k, and the mean number of values a boot."""
-    x_k = x[rounds == k]
-    if boots is None:
-        return x_k, 1.0
-    labels = np.asarray(boots, dtype=object)[rounds == k]
-    groups = [x_k[labels == b] for b in dict.fromkeys(labels)]
-    return np.array([g.mean() for g in groups]), len(x_k) / len(groups)
+def _by_round(x: np.ndarray, rounds: Sequence[Hashable], boots: Sequence[Hashable] | None
+              ) -> dict[Hashable, list[list[float]]]:
+    """A side's values by round, each round's as its boots' values in the order
+    the boots are first seen; without boot labels each value is a boot."""
+    out: dict[Hashable, dict] = {}
+    values = x.tolist()
+    for i, (v, r) in enumerate(zip(values, rounds)):
+        boot = i if boots is None else boots[i]
+        out.setdefault(r, {}).setdefault(boot, []).append(v)
+    return {r: list(by_boot.values()) for r, by_boot in out.items()}
 
 
-def _pure_error(xb, lb, boots_b, xc, lc, boots_c, shared) -> dict | None:
+def _flat(boots: list[list[float]]) -> list[float]:
+    return [v for values in boots for v in values]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _ss(values: Sequence[float], centre: float) -> float:
+    return sum((v - centre) ** 2 for v in values)
+
+
+def _pure_error(rounds_b: list[list[list[float]]], rounds_c: list[list[list[float]]]
+                ) -> dict | None:
     """The additive model's side contrast on boot means, with the pure error;
     None when the boot means leave fewer than PURE_DF degrees of freedom within
-    their side and round."""
-    if (boots_b is not None and len(boots_b) != len(xb)) or \
-            (boots_c is not None and len(boots_c) != len(xc)):
-        raise ValueError("one boot label per value")
-    units = [(_boot_units(xb, lb, boots_b, k), _boot_units(xc, lc, boots_c, k)) for k in shared]
-    df = sum(len(ub) - 1 + len(uc) - 1 for (ub, _), (uc, _) in units)
+    their side and round. Each argument: a side's rounds, each as its boots' values."""
+    # Each (side, round): its boot means, and the mean number of values a boot.
+    units = [[([_mean(v) for v in boots], sum(map(len, boots)) / len(boots)) for boots in rounds]
+             for rounds in (rounds_b, rounds_c)]
+    df = sum(len(u) - 1 for side in units for u, _ in side)
     if df < PURE_DF:
         return None
-    ss = sum(float(((u - u.mean()) ** 2).sum()) for side in units for u, _ in side)
-    v = np.array([1 / (1 / len(ub) + 1 / len(uc)) for (ub, _), (uc, _) in units])
-    mb = np.array([ub.mean() for (ub, _), _ in units])
-    mc = np.array([uc.mean() for _, (uc, _) in units])
-    centre = (float((v * mb).sum() / v.sum()), float((v * mc).sum() / v.sum()))
+    ss = sum(_ss(u, _mean(u)) for side in units for u, _ in side)
+    v = [1 / (1 / len(ub) + 1 / len(uc)) for (ub, _), (uc, _) in zip(*units)]
+    mb = [_mean(ub) for ub, _ in units[0]]
+    mc = [_mean(uc) for uc, _ in units[1]]
+    centre = (sum(a * b for a, b in zip(v, mb)) / sum(v), sum(a * b for a, b in zip(v, mc)) / sum(v))
     sd_unit = math.sqrt(ss / df)
     # needs_runs counts repetitions: a boot mean of m values stands for m of them.
-    size = float(np.mean([m for side in units for _, m in side]))
-    return dict(d=centre[1] - centre[0], se=sd_unit / math.sqrt(float(v.sum())), df=df,
+    size = _mean([m for side in units for _, m in side])
+    return dict(d=centre[1] - centre[0], se=sd_unit / math.sqrt(sum(v)), df=df,
                 sd_per_run=sd_unit * math.sqrt(size), centre=centre)
