@@ -27,7 +27,7 @@ import shutil
 
 import pytest
 
-from iowatch.mechanics import export, probe, profiles
+from iowatch.mechanics import export, models, probe, profiles
 
 pytestmark = pytest.mark.skipif(not shutil.which("nbdkit") or not shutil.which("fio"),
                                 reason="needs nbdkit (with its Python plugin) and fio: scripts/setup.sh")
@@ -63,12 +63,29 @@ def test_target_within_tolerance(name, index, tmp_path):
           + (f"; {words}" if (words := probe.host_share_words(m, raw)) else ""))
     assert m.within, f"{name} {m.label}: {m.value:.2f} {m.metric}, target {m.target:g} ({m.off_pct:+.1f}%, tolerance ±{m.tolerance_pct:g}%)"
 
+def _model_writers_mb_s(p, n: int, bs: int = 16384, rounds: int = 200) -> float:
+    """The model's own rate for n sequential writers taking turns, each in a
+    unit of its own 4 units apart (probe.open_unit_knee's layout), no host."""
+    card, t = models.FlashCard(models.FlashProfile(**p.params), seed=0), 0.0
+    au = p.params["au_bytes"]
+    for r in range(rounds):
+        for i in range(n):
+            t = card.submit(models.WRITE, i * 4 * au + r * bs, bs, t)
+    return n * rounds * bs / t / 1e6
+
+
 def test_open_unit_knee_is_visible_through_the_export(served):
+    """One writer more than the card keeps open units: every write collects a
+    unit, and the rate falls to the model's own share (within the profile's
+    tolerance) and by at least a third: a knee a guest can see."""
     p = profiles.get("sd-lexar-633x")
     n = p.params["open_aus"]
     with served(p) as uri:
         inside, past = probe.open_unit_knee(uri, p, range(n, n + 2), runtime_s=2.0)
-    assert past.value < inside.value / 2, (inside, past)
+    share, model_share = past.value / inside.value, _model_writers_mb_s(p, n + 1) / _model_writers_mb_s(p, n)
+    assert share < 2 / 3, (inside, past)
+    tolerance = max(t.tolerance_pct for t in p.targets)
+    assert abs(share / model_share - 1) * 100 < tolerance, (share, model_share)
 
 
 def test_seek_curve_is_visible_through_the_export(tmp_path):

@@ -153,6 +153,35 @@ def test_qemus_512_byte_blocks_of_one_command_cost_one_command():
 
 
 
+def test_a_write_command_programs_at_least_the_cards_program_unit():
+    """The Lexar 633x programs at least 16 KiB a command: a whole 4 KiB write
+    costs what 16 KiB does. Handed over block by block (QEMU's sd-card), a
+    4 KiB command ends on its own bytes' time, and the next command waits for
+    the rest of the unit; a 32 KiB command owes nothing."""
+    c, p = card()
+    unit, rate = p["min_program_bytes"], p["write_mb_s"] * 1e6
+    assert unit == 16384
+    four = c.submit(models.WRITE, 0, 4096, 0.0)
+    c2, _ = card()
+    sixteen = c2.submit(models.WRITE, 0, 16384, 0.0)
+    assert four == pytest.approx(sixteen, rel=1e-9)
+
+    def streamed(nbytes, at):
+        s, t = card()[0], at
+        for i in range(nbytes // 512):
+            t = s.submit(models.WRITE, (4 << 20) + i * 512, 512, t)
+        return s, t
+    s4, end4 = streamed(4096, 0.0)
+    whole4 = card()[0].submit(models.WRITE, 4 << 20, 4096, 0.0)
+    assert end4 == pytest.approx(whole4 - (unit - 4096) / rate, rel=1e-9)
+    # The next command (a read elsewhere) starts only once the unit is programmed.
+    read_alone = card()[0].submit(models.READ, 0, 4096, end4) - end4
+    after = s4.submit(models.READ, 0, 4096, end4) - end4
+    assert after == pytest.approx(read_alone + (unit - 4096) / rate, rel=1e-9)
+    s32, end32 = streamed(32768, 0.0)
+    assert s32.submit(models.READ, 0, 4096, end32) - end32 == pytest.approx(read_alone, rel=1e-9)
+
+
 @pytest.mark.parametrize("host_gap_us", [20.0, 170.0])
 def test_a_command_handed_over_slowly_costs_the_longer_of_the_host_and_the_card(host_gap_us):
     """The card takes a command's blocks while it programs: when the host hands

@@ -32,7 +32,11 @@ Three kinds, one per family of device classes:
   on a page also pays a page's read-modify-write. Reads cost a command and
   the transfer. One command at a time (the SD bus); QEMU's sd-card hands a
   command over 512 bytes at a time, and contiguous blocks close together are
-  one command (command_gap_us); a trim of whole AUs closes them.
+  one command (command_gap_us); a trim of whole AUs closes them. A card may
+  program a minimum unit per write command (min_program_bytes): a shorter
+  command costs the unit's program time. A whole request pays it at once; a
+  command handed over block by block pays its blocks as they come and what it
+  fell short of the unit before the next command starts.
 - `SolidStateDrive` (ssd, nvme, RAID0 members): a fixed latency per read and
   per write, served by `channels` requests at once, and a link bandwidth
   shared by all; a flush costs a fixed time after the writes before it.
@@ -92,6 +96,10 @@ class FlashProfile:
     # read-modify-write of its own). Two contiguous commands closer than this
     # are one to the model: it cannot see the bus.
     command_gap_us: float = 250.0
+    # The least a write command programs: a card that programs 16 KiB at a time
+    # takes as long for a 4 KiB write as for 16 KiB (the Lexar 633x's published
+    # random writes). 0 is none: every byte written is what is programmed.
+    min_program_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -183,10 +191,28 @@ class FlashCard:
         self.commands = 0
         self.open: OrderedDict[int, int] = OrderedDict()   # AU -> write pointer (bytes into it), LRU first
         self.unit_switches = 0
+        self.streamed = 0                         # bytes so far of a write command handed over block by block
+
+    def _program_bytes(self, length: int, continued: bool) -> int:
+        """The bytes a write request is charged at the program rate: a whole
+        request at least the card's program unit; a 512-byte block, which may be
+        the first of a command handed over block by block, only its own (the
+        command's shortfall is owed: _shortfall_s)."""
+        if continued or length == SD_BLOCK:
+            self.streamed = (self.streamed if continued else 0) + length
+            return length
+        self.streamed = 0
+        return max(length, self.p.min_program_bytes)
+
+    def _shortfall_s(self) -> float:
+        """What the last command handed over block by block fell short of the
+        program unit, charged as a new command starts."""
+        owed, self.streamed = max(0, self.p.min_program_bytes - self.streamed) if self.streamed else 0, 0
+        return owed / (self.p.write_mb_s * MB)
 
     def _write_s(self, offset: int, length: int, continued: bool) -> float:
         p = self.p
-        cost = length / (p.write_mb_s * MB)
+        cost = self._program_bytes(length, continued) / (p.write_mb_s * MB)
         if not continued:
             cost += p.write_command_us / 1e6
             if offset % p.page_bytes:
@@ -216,6 +242,8 @@ class FlashCard:
         continued = (length == SD_BLOCK and op == last_op and offset == last_end
                      and now <= last_done + p.command_gap_us / 1e6)
         self.commands += not continued
+        if not continued:
+            start += self._shortfall_s()
         if op == READ:
             cost = (0.0 if continued else p.read_command_us / 1e6) + length / (p.read_mb_s * MB)
         elif op == WRITE:
