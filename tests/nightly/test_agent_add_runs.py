@@ -105,17 +105,20 @@ def _agent(url: str, token: str, tmp: Path, host: str, replay: Path):
                        "--variants", str(tmp / "variants.json"), "--out", str(tmp / f"agent-{host}"))
 
 
-def _recorded_lab(tmp: Path) -> tuple[dict, Path]:
+def _recorded_lab(tmp: Path, configs: dict[int, str] | None = None) -> tuple[dict, Path]:
     """Two repetitions a kernel uploaded at first (the writer's cell is unsure
-    at 2 vs 2); the full recordings are what lab-a's boots of the two commits give."""
+    at 2 vs 2); the full recordings are what lab-a's boots of the two commits give,
+    built here with the recorded kernels' configs (configs: {index: another
+    config hash} for a build of another config)."""
     first = {"parent": _as_lab_a(FAST, tmp / "first-parent", reps=2),
              "patch": _as_lab_a(HARMLESS, tmp / "first-patch", reps=2)}
     rows, replay = [], tmp / "replay-a"
     for i, src in enumerate((FAST, HARMLESS)):
-        commit = bundle.load(src)["kernel"]["git_commit"]
-        rows.append({"index": i, "commit": commit, "subject": None, "status": "built",
-                     "artifacts": str(tmp / "artifacts" / f"{i:02d}")})
-        _as_lab_a(src, replay / commit / "r1")
+        kernel = bundle.load(src)["kernel"]
+        rows.append({"index": i, "commit": kernel["git_commit"], "subject": None, "status": "built",
+                     "artifacts": str(tmp / "artifacts" / f"{i:02d}"),
+                     "config_hash": (configs or {}).get(i, kernel["config_hash"])})
+        _as_lab_a(src, replay / kernel["git_commit"] / "r1")
     (tmp / "variants.json").write_text(json.dumps(rows))
     return first, replay
 
@@ -178,3 +181,36 @@ def test_add_runs_is_worked_by_the_cells_host_and_the_comparison_is_judged_again
                 f"{url}/compare?base=kernel:{after['base_kernel']}&candidate=kernel:"
                 f"{after['candidate_kernel']}").read().decode()
             assert "[7 vs 7 runs]" in compare and "[2 vs 2 runs]" not in compare
+
+
+def test_add_runs_refuses_a_build_of_another_config_before_its_first_boot(tmp_path):
+    """The comparison's patch kernel was built with one config; lab-a's agent
+    builds that commit with another (its fragments changed). Its runs would be
+    another kernel, refused at the end after every boot: the job fails before
+    the first boot, naming the side and both configs, and nothing is uploaded."""
+    other = "0" * 64
+    first, replay = _recorded_lab(tmp_path, configs={1: other})
+    with scratch_database() as env:
+        token_a = create_agent(env, "agent-a", "lab-a")
+        with running_server(env) as (url, _):
+            for path in first.values():
+                up = iowatch_cli("upload", str(path), "--server", url, "--token", token_a,
+                                 "--spool", str(tmp_path / "spool"))
+                assert up.returncode == 0, up.stdout + up.stderr
+                wait_verdict(url, bundle.load(path)["run_id"])
+            before = _stored(env)
+            said = _press_add_runs(_logged_in(env, url), url, before["verdict"])
+            assert "queued" in said, said
+            (job,) = get_json(f"{url}/api/v1/confirmations?state=queued")["items"]
+            recorded = bundle.load(HARMLESS)["kernel"]["config_hash"]
+            assert job["bad"]["config_hash"] == recorded, job
+            a = _agent(url, token_a, tmp_path, "lab-a", replay)
+            out = a.stdout + a.stderr
+            done = get_json(f"{url}/api/v1/confirmations/{job['id']}")
+            assert done["state"] == "failed", (done, out)
+            assert (done["good_runs"], done["bad_runs"]) == ([], []), done
+            assert f"builds here with config sha256 {other[:12]}" in done["error"], done["error"]
+            assert f"the comparison's runs were of config {recorded[:12]}" in done["error"], done["error"]
+            assert "the bad kernel" in done["error"] and "--fragment" in done["error"], done["error"]
+            assert not list((tmp_path / "agent-lab-a").glob("confirm-*/*")), "a kernel was booted"
+            assert _stored(env)["base_n"] == 2, "the comparison changed"

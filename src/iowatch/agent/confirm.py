@@ -40,7 +40,24 @@ def _kernels(agent, claim: dict) -> dict:
         if kernels[side].status != "built":
             raise ValueError(f"the {side} commit {commit[:12]} does not build here: "
                              f"{(kernels[side].error or '')[-300:]}")
+        _same_config(claim, side, kernels[side])
     return kernels
+
+
+def _same_config(claim: dict, side: str, built) -> None:
+    """An add-runs job's runs pool with its comparison's only when they are of
+    its kernel: the same commit and the same config. A build here of another
+    config would be stored as another kernel and refused at the end, after
+    every boot: refuse it before the first."""
+    wanted = claim[side].get("config_hash")
+    if claim.get("purpose") != "add-runs" or not wanted or not built.config_hash or built.config_hash == wanted:
+        return
+    raise ValueError(
+        f"the {side} kernel {claim[side].get('kernel')} ({claim[side]['commit'][:12]}) builds here with config "
+        f"sha256 {built.config_hash[:12]}, the comparison's runs were of config {wanted[:12]}: its runs "
+        "could not pool with them. Start the agent with the base config and fragments the comparison's "
+        "kernels were built with (iowatch agent --config-base, --fragment), or check the series again on "
+        "this host")
 
 
 def _marked(path, claim: dict, side: str) -> None:

@@ -75,13 +75,17 @@ class ConfirmOut(Schema):
 
 
 def _series_place(job: ConfirmJob, side: str) -> dict:
-    """An add-runs job's kernel's place in its series ({name, base, patch_index}):
-    the agent's runs carry it, so they are the comparison's kernel, not another."""
+    """An add-runs job's kernel's config hash and place in its series ({name,
+    base, patch_index}): the agent's runs carry the place, and its build must
+    have that config, so they are the comparison's kernel, not another."""
     kernel = getattr(job.comparison, side) if job.purpose == "add-runs" and job.comparison_id else None
-    if kernel is None or kernel.series_id is None:
+    if kernel is None:
         return {}
-    return {"series": {"name": kernel.series.name, "base": kernel.series.base,
-                       "patch_index": kernel.patch_index}}
+    config = {"config_hash": kernel.config_hash} if kernel.config_hash else {}
+    if kernel.series_id is None:
+        return config
+    return {**config, "series": {"name": kernel.series.name, "base": kernel.series.base,
+                                 "patch_index": kernel.patch_index}}
 
 
 class ConfirmPage(Page):
