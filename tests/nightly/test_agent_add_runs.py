@@ -123,18 +123,22 @@ def _recorded_lab(tmp: Path, configs: dict[int, str] | None = None) -> tuple[dic
     return first, replay
 
 
+def _uploaded(first: dict, env: dict, url: str, token: str, tmp: Path) -> dict:
+    """The first runs uploaded as lab-a's and judged: the stored writer cell."""
+    for path in first.values():
+        up = iowatch_cli("upload", str(path), "--server", url, "--token", token, "--spool", str(tmp / "spool"))
+        assert up.returncode == 0, up.stdout + up.stderr
+        wait_verdict(url, bundle.load(path)["run_id"])
+    return _stored(env)
+
+
 def test_add_runs_is_worked_by_the_cells_host_and_the_comparison_is_judged_again(tmp_path):
     first, replay = _recorded_lab(tmp_path)
     with scratch_database() as env:
         token_a = create_agent(env, "agent-a", "lab-a")
         token_b = create_agent(env, "agent-b", "lab-b")
         with running_server(env) as (url, _):
-            for path in first.values():
-                up = iowatch_cli("upload", str(path), "--server", url, "--token", token_a,
-                                 "--spool", str(tmp_path / "spool"))
-                assert up.returncode == 0, up.stdout + up.stderr
-                wait_verdict(url, bundle.load(path)["run_id"])
-            before = _stored(env)
+            before = _uploaded(first, env, url, token_a, tmp_path)
             page = urllib.request.urlopen(f"{url}/").read().decode()
             assert "<td>writer write.bw_kib_s</td>" in page[page.index('id="unsure"'):]
             assert before["outcome"] in ("inconclusive", "suspected"), json.dumps(before)
@@ -193,12 +197,7 @@ def test_add_runs_refuses_a_build_of_another_config_before_its_first_boot(tmp_pa
     with scratch_database() as env:
         token_a = create_agent(env, "agent-a", "lab-a")
         with running_server(env) as (url, _):
-            for path in first.values():
-                up = iowatch_cli("upload", str(path), "--server", url, "--token", token_a,
-                                 "--spool", str(tmp_path / "spool"))
-                assert up.returncode == 0, up.stdout + up.stderr
-                wait_verdict(url, bundle.load(path)["run_id"])
-            before = _stored(env)
+            before = _uploaded(first, env, url, token_a, tmp_path)
             said = _press_add_runs(_logged_in(env, url), url, before["verdict"])
             assert "queued" in said, said
             (job,) = get_json(f"{url}/api/v1/confirmations?state=queued")["items"]
