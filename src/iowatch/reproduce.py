@@ -13,6 +13,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from iowatch.kernel.source import reproducible_base
+
 # Where the commands start: a clean clone of this repository, set up as the
 # README's quick start does.
 CLEAN_CLONE = "a clean clone of iowatch, after ./scripts/setup.sh"
@@ -61,13 +63,14 @@ def commands(good: End, bad: End, *, matrix: str | None, host: str | None,
     both = "booted into the good (base) kernel, then the bad (candidate) one"
     out: list[tuple[str, list[str]]] = []
     if bad.series and bad.patch_index:
-        base = bad.series_base or good.commit or "BASE"
+        # An earlier debian-base is named by the reproducible commit of its files.
+        base = reproducible_base(bad.series_base or good.commit) or "BASE"
         out.append((f"on a laptop with the virtual lab ({CLEAN_CLONE})",
                     [f"iowatch check --series {series_argument(bad)} --base {_q(base)}"
                      f"{source} --matrix {matrix_arg}"]))
     elif good.commit and bad.commit:
         out.append((f"on a laptop with the virtual lab ({CLEAN_CLONE})",
-                    [f"iowatch bisect --good {_q(good.commit)} --bad {_q(bad.commit)}"
+                    [f"iowatch bisect --good {_q(reproducible_base(good.commit))} --bad {_q(bad.commit)}"
                      f"{source} --matrix {matrix_arg}"]))
     out.append((f"on a machine's own loop devices, {both}",
                 [f"iowatch run {matrix_arg} --target localhost"]))

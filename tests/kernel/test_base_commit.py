@@ -70,3 +70,50 @@ def test_a_tree_an_older_iowatch_committed_gets_the_reproducible_tag(tmp_path, m
     again = source.committed_tarball(tmp_path / "src-a" / "linux-source-6.12.tar.xz",
                                      tmp_path / "cache-a")
     assert source.resolve(again, source.BASE_TAG) == wanted
+
+
+def test_commit_hash_is_the_hash_git_gives(tmp_path, monkeypatch):
+    """commit_hash computes, without git, what git commit-tree gives a root
+    commit of a tree and message at a date."""
+    made(tmp_path, monkeypatch, "a", "2026-11-28T10:00:00+0000", "ann")
+    tree = tmp_path / "cache-a" / "linux-source-6.12"
+    tree_hash = source.git(tree, "rev-parse", f"{source.BASE_TAG}^{{tree}}").stdout.strip()
+    message = "any message\n"
+    env = {**source.BASE_COMMIT_ENV, "GIT_AUTHOR_DATE": "2026-11-26T11:01:05+00:00",
+           "GIT_COMMITTER_DATE": "2026-11-26T11:01:05+00:00"}
+    by_git = subprocess.run(["git", "-C", str(tree), "commit-tree", tree_hash], input=message,
+                            capture_output=True, text=True, check=True, env=env).stdout.strip()
+    assert source.commit_hash(tree_hash, message, "2026-11-26T11:01:05+00:00") == by_git
+
+
+def test_every_earlier_base_is_the_reproducible_commits_files_on_its_day():
+    """Each debian-base commit the kept reproductions name is the commit of
+    the reproducible commit's tree and message, made on the day recorded:
+    so it is the same files, and a command naming it builds the reproducible
+    one. A hash listed wrongly, or a tree or message that is not the one, fails."""
+    reproducible = source.commit_hash(source.EARLIER_BASE_TREE, source.EARLIER_BASE_MESSAGE,
+                                      source.BASE_COMMIT_ENV["GIT_AUTHOR_DATE"])
+    for commit, day in source.EARLIER_BASES.items():
+        assert source.commit_hash(source.EARLIER_BASE_TREE, source.EARLIER_BASE_MESSAGE, day) == commit
+        assert source.reproducible_base(commit) == reproducible
+    assert source.reproducible_base("0123456789abcdef0123456789abcdef01234567") == \
+        "0123456789abcdef0123456789abcdef01234567"
+    assert source.reproducible_base(None) is None
+
+
+def test_an_earlier_base_resolves_to_the_trees_reproducible_commit(tmp_path, monkeypatch):
+    """`iowatch check --base <an earlier base>` (an earlier mail's command)
+    resolves in a tree whose debian-base is the reproducible commit; another
+    unknown commit is refused, naming it."""
+    import pytest
+    wanted = made(tmp_path, monkeypatch, "a", "2026-11-28T10:00:00+0000", "ann")
+    tree = tmp_path / "cache-a" / "linux-source-6.12"
+    tree_hash = source.git(tree, "rev-parse", f"{source.BASE_TAG}^{{tree}}").stdout.strip()
+    message = source.git(tree, "log", "-1", "--format=%B", wanted).stdout.rstrip("\n") + "\n"
+    earlier = source.commit_hash(tree_hash, message, "2026-11-26T11:01:05+00:00")
+    monkeypatch.setattr(source, "EARLIER_BASE_TREE", tree_hash)
+    monkeypatch.setattr(source, "EARLIER_BASE_MESSAGE", message)
+    monkeypatch.setattr(source, "EARLIER_BASES", {earlier: "2026-11-26T11:01:05+00:00"})
+    assert source.resolve(tree, earlier) == wanted
+    with pytest.raises(source.SourceError, match="'0123456789abcdef0123456789abcdef01234567' is not a commit"):
+        source.resolve(tree, "0123456789abcdef0123456789abcdef01234567")

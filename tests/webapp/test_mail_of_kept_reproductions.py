@@ -8,6 +8,7 @@ from __future__ import annotations
 import email
 import email.policy
 import os
+import re
 from io import StringIO
 from pathlib import Path
 
@@ -16,10 +17,13 @@ from django.core.management import call_command
 
 from iowatch import resources
 from iowatch.commands.import_reproductions import kept_reproductions, stored_bundles
+from iowatch.kernel import source
 from iowatch.studies import load_studies
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPT = ROOT / "tests" / "fixtures" / "reproductions"
+REPRODUCIBLE_BASE = source.commit_hash(source.EARLIER_BASE_TREE, source.EARLIER_BASE_MESSAGE,
+                                       source.BASE_COMMIT_ENV["GIT_AUTHOR_DATE"])
 
 pytestmark = [pytest.mark.webapp, pytest.mark.slow, pytest.mark.django_db]
 
@@ -46,6 +50,10 @@ def test_every_kept_reproductions_mail_is_plain_text_within_72_columns(tmp_path,
         body = msg.get_content()
         long = [line for line in body.splitlines() if len(line) > 72]
         assert not long, (regression.pk, long)
+        # The check to rerun names the base a clean clone makes (its files
+        # are those of the earlier base the run was built on).
+        named = re.findall(r"--base\s+\\?\s*([0-9a-f]{40})", body)
+        assert named and set(named) == {REPRODUCIBLE_BASE}, (regression.pk, named)
         if "to reproduce without iowatch" in body:
             plain = body[body.index("to reproduce without iowatch"):]
             assert "echo 3 > /proc/sys/vm/drop_caches" in plain

@@ -119,8 +119,54 @@ def open_source(source: str | None) -> Path:
     return tree
 
 
+# The debian-base commits iowatch made before BASE_COMMIT_ENV (until
+# 2026-11-28), each on the day it unpacked the tarball, and named in the kept
+# reproductions and in the mails sent about them. Each is the commit of one
+# tree, EARLIER_BASE_TREE (Debian's 6.12.117-1~deb12u1 as unpacked and
+# committed here), and message, by the same identity, on the date given:
+# tests/kernel/test_base_commit.py recomputes every hash from these. So each
+# is the reproducible commit's files, and a command that names one (an
+# earlier mail's `iowatch check --base`) builds the reproducible one.
+EARLIER_BASE_TREE = "659a1a30be7cba82040dfba06949603898fe3ff5"
+EARLIER_BASE_MESSAGE = "linux-source-6.12.tar.xz: Linux 6.12.117 as Debian ships it\n"
+EARLIER_BASES = {
+    "0219de372a8d33969650e7501755cea3eabb93a8": "2026-11-26T11:01:05+00:00",
+    "391ec51a40b30a0fde4c130d01b074e30599876e": "2026-11-26T16:23:15+00:00",
+    "b9588307357ddbe28f242b053b3fd7d83d2d52f7": "2026-11-26T21:51:04+00:00",
+    "a7d6925f404661628d630ca6e97ce725012ba8ac": "2026-11-27T22:50:13+00:00",
+    "f29a64cd63a0995ba570e2ca3f5ebcb54991f4c0": "2026-11-27T23:36:06+00:00",
+    "63c1454e961e5da4c05e4b2d0b077be4e48ae45d": "2026-11-28T16:25:28+00:00",
+}
+
+
+def commit_hash(tree_hash: str, message: str, date: str, env: dict | None = None) -> str:
+    """The hash git gives a root commit of `tree_hash` and `message` by
+    BASE_COMMIT_ENV's identity, authored and committed at `date` (ISO 8601)."""
+    import datetime
+    import hashlib
+    env = env or BASE_COMMIT_ENV
+    when = int(datetime.datetime.fromisoformat(date).timestamp())
+    author = f"{env['GIT_AUTHOR_NAME']} <{env['GIT_AUTHOR_EMAIL']}> {when} +0000"
+    committer = f"{env['GIT_COMMITTER_NAME']} <{env['GIT_COMMITTER_EMAIL']}> {when} +0000"
+    body = f"tree {tree_hash}\nauthor {author}\ncommitter {committer}\n\n{message}".encode()
+    return hashlib.sha1(b"commit %d\x00" % len(body) + body).hexdigest()
+
+
+def reproducible_base(commit: str | None) -> str | None:
+    """The reproducible debian-base commit for an earlier one (EARLIER_BASES),
+    else `commit` as it is."""
+    if commit not in EARLIER_BASES:
+        return commit
+    return commit_hash(EARLIER_BASE_TREE, EARLIER_BASE_MESSAGE, BASE_COMMIT_ENV["GIT_AUTHOR_DATE"])
+
+
 def resolve(tree: Path, ref: str) -> str:
     out = git(tree, "rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False)
     if out.returncode:
-        raise SourceError(f"{ref!r} is not a commit, tag or branch in {tree}")
+        again = reproducible_base(ref)
+        if again != ref:
+            # An earlier debian-base: the tree's own, when it is the same files.
+            out = git(tree, "rev-parse", "-q", "--verify", f"{again}^{{commit}}", check=False)
+        if out.returncode:
+            raise SourceError(f"{ref!r} is not a commit, tag or branch in {tree}")
     return out.stdout.strip()
