@@ -3,7 +3,8 @@
 # Debian's 6.12 from allnoconfig plus kernels/config/*.config, then one boot
 # a host, that runs every study on every device class of the virtual lab's
 # hosts (jobs/guest-proof.yml: quick profile, one repetition), including md
-# RAID0, f2fs and null_blk, which this machine's own kernel does not have.
+# RAID0, f2fs and null_blk, which this machine's own kernel does not have; and
+# the mail's reproduction steps of the seeds on f2fs and md, on loop devices.
 # Prints the build, each boot, and each cell's status; exits non-zero when any
 # cell did not pass.
 #
@@ -50,6 +51,20 @@ print(f"guest-proof: {sys.argv[2]}: {len(doc['cells']) - bad} of {len(doc['cells
 sys.exit(1 if bad else 0)
 PY
 done
+
+# The mail's "reproduce without iowatch" steps of the seeds the host kernel cannot
+# run (000 and 002 on f2fs, 004 on md RAID0), from their kept reproductions, run by
+# bash on loop devices inside a guest of this kernel: tests/runner/test_replay_in_kernel.py,
+# which skips on the host. Its pytest runs read-only from this checkout.
+start=$SECONDS
+mkdir -p "$out/replay"
+"$iowatch" kernel boot --quiet --host vlab --shared "$out/replay" --timeout 5400 "$artifacts" -- \
+    env IOWATCH_DATA_DIR=/tmp/iowatch PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -rs -p no:cacheprovider \
+    --basetemp=/tmp/replay-pytest "$(pwd)/tests/runner/test_replay_in_kernel.py" \
+    > "$out/replay/pytest.log" 2>&1 || bad=1
+tail -n 8 "$out/replay/pytest.log" | sed 's/^/guest-proof: replay steps: /'
+grep -q "3 passed" "$out/replay/pytest.log" || { echo "guest-proof: replay steps: not all 3 ran and passed"; bad=1; }
+echo "guest-proof: replay steps in the guest $((SECONDS - start)) s; console $out/replay/console.log"
 
 # The device models of vlab-mech (iowatch.mechanics) measured from inside a guest:
 # each modelled device's fio table, and what must be visible through the guest's

@@ -4,6 +4,7 @@ it holds, every list is paged, every operation's summary is a sentence, and a
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from iowatch_web.site.api import api
 
@@ -57,6 +58,8 @@ def test_bisects_and_confirmations_are_paged_like_the_other_lists(client, endpoi
     ("cells/123/samples", "no cell 123"),
     ("artifacts/123", "no artifact 123"),
     ("regressions/123", "no regression 123"),
+    ("regressions/123/report", "no regression 123"),
+    ("regressions/123/report?format=text", "no regression 123"),
     ("bisects/123", "no bisect job 123"),
     ("confirmations/123", "no confirmation job 123"),
     ("hosts/lab-9", "no host lab-9"),
@@ -65,3 +68,16 @@ def test_a_404_names_what_was_not_found(client, path, said):
     response = client.get(f"/api/v1/{path}")
     assert response.status_code == 404
     assert response.json() == {"error": said, "where": "url"}
+
+
+@pytest.mark.django_db
+def test_triage_of_an_unknown_regression_names_it(client, django_user_model):
+    """A logged-in triage of a regression that is not there is a 404 in the
+    API's words, not Django's "No Regression matches the given query"."""
+    user = django_user_model.objects.create_user("triager", password="x")
+    csrf = Client(enforce_csrf_checks=False)
+    csrf.force_login(user)
+    response = csrf.post("/api/v1/regressions/123/triage", {"state": "acknowledged"},
+                         content_type="application/json")
+    assert response.status_code == 404, response.content[:300]
+    assert response.json() == {"error": "no regression 123", "where": "url"}

@@ -5,7 +5,6 @@ call this, so the state change and its log are written in one place."""
 from __future__ import annotations
 
 from django.db import transaction
-from django.shortcuts import get_object_or_404
 
 from iowatch_web.regressions.models import STATES, Regression, TriageEvent
 
@@ -54,7 +53,9 @@ def triage(regression_id: int, user, state: str, note: str = "") -> Regression:
         raise UnknownState(f"state {state!r} is not one of {', '.join(STATES)}")
     _check_note(note)
     with transaction.atomic():
-        regression = get_object_or_404(Regression.objects.select_for_update(), pk=regression_id)
+        # The API's words for a 404 ("no regression 123"), on the page as in the API.
+        from iowatch_web.site.api import found
+        regression = found(Regression.objects.select_for_update(), "regression", pk=regression_id)
         if state == "bisected" and not regression.bisects.filter(state="done").exists():
             # "bisected" says a bisect found the commit; only a finished bisect sets it.
             raise NoBisectBehind(f"regression #{regression.pk} has no finished bisect: "

@@ -1,0 +1,117 @@
+"""Issue 44, item 1, the seeds this machine's kernel cannot run: the mail's
+"to reproduce without iowatch" steps of seeds 000 and 002 (f2fs) and 004 (md
+RAID0), made from their kept reproductions (tests/fixtures/reproductions),
+run by bash as root on loop devices, give the kept cell's groups and
+metrics: what the runner measured, the replay measures.
+
+The host kernel here has neither f2fs nor md, so on the host these skip,
+saying so; the guest proof (scripts/guest-kernel-proof.sh) runs them inside a
+guest of the virtual lab's kernel, which has both. One repetition each, on
+loop devices over sparse images in the test's own directory, detached after
+(and the array stopped, the mount point unmounted) even when a step fails."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from iowatch.parsers import parse_text
+
+sys.path.insert(0, str(Path(__file__).parent.parent))
+from loop_devices import data_dir  # noqa: E402,F401 (a fixture)
+from runner.test_replay import KEPT, runs_of, script  # noqa: E402
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.geteuid() != 0, reason="the steps need root (losetup, mkfs, mount)")]
+
+
+def _kernel_has(filesystem: str) -> bool:
+    return filesystem in Path("/proc/filesystems").read_text().split()
+
+
+NO_F2FS = pytest.mark.skipif(not _kernel_has("f2fs") or not shutil.which("mkfs.f2fs"),
+                             reason="this kernel has no f2fs (or mkfs.f2fs is missing): the guest proof, "
+                                    "scripts/guest-kernel-proof.sh, runs it in the virtual lab's kernel")
+NO_MD = pytest.mark.skipif(not Path("/proc/mdstat").exists() or not shutil.which("mdadm"),
+                           reason="this kernel has no md driver (or mdadm is missing): the guest proof, "
+                                  "scripts/guest-kernel-proof.sh, runs it in the virtual lab's kernel")
+
+
+def _measured(samples, groups: dict) -> set[tuple[str, str]]:
+    """The (group, metric) a tool measured: not the runner's own device, CPU
+    and wall-clock counters around it."""
+    return {(groups.get(s["group"], s["group"]), s["metric"]) for s in samples
+            if s.get("job") is None and not s["metric"].startswith(("device.", "cpu.", "wall_s", "step."))}
+
+
+def _kept(seed: str, cell: str) -> set[tuple[str, str]]:
+    """What the kept cell's first repetition measured."""
+    doc = json.loads((KEPT / f"seed-{seed}" / "guest-01" / "bundle" / "bundle.json").read_text())
+    (found,) = [c for c in doc["cells"] if c["id"] == cell]
+    return _measured(found["repetitions"][0]["samples"], {})
+
+
+def _loops(images: Path, names: list[str]) -> list[str]:
+    out = []
+    for name in names:
+        image = images / f"{name}.img"
+        subprocess.run(["truncate", "-s", "1G", str(image)], check=True)
+        out.append(subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True,
+                                  text=True, check=True).stdout.strip())
+    return out
+
+
+def _replayed(seed: str, cell: str, data: Path, work: Path, members: int = 0):
+    """The kept cell's steps (one repetition) run on loop devices: (the run,
+    bash's result)."""
+    run = runs_of(KEPT / f"seed-{seed}" / "guest-01" / "bundle")[cell]
+    run.reps = 1
+    steps = script(run)
+    loops = _loops(data, [f"member{i}" for i in range(members)] if members else ["dev"])
+    env = ({f"DEV{i + 1}": d for i, d in enumerate(loops)} if members else {"DEV": loops[0]})
+    work.mkdir()
+    (work / "job.fio").write_text(run.tool_text)
+    mount = re.search(r"^MNT=(\S+)$", steps, re.M).group(1)
+    try:
+        ran = subprocess.run(["bash", "-e", "-c", steps], cwd=work, env={**os.environ, **env},
+                             capture_output=True, text=True, timeout=1800)
+    finally:
+        subprocess.run(["umount", mount], capture_output=True)
+        if members and Path("/dev/md/iowatch-mraid0").exists():
+            subprocess.run(["mdadm", "--stop", "/dev/md/iowatch-mraid0"], capture_output=True)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return run, ran
+
+
+@NO_F2FS
+def test_seed_000_f2fs_steps_give_the_fio_cells_groups_and_metrics(tmp_path, data_dir):  # noqa: F811
+    run, _ = _replayed("000", "f2fs-dio-write/msd/f2fs", data_dir, tmp_path / "replay")
+    parsed = parse_text((tmp_path / "replay" / "fio-1.json").read_text(), "fio-json", path="fio-1.json")
+    mine = _measured([s.to_dict() for s in parsed.samples], run.workload["groups"])
+    assert mine == _kept("000", run.cell) and {g for g, _ in mine} == {"seqw"}
+
+
+@NO_F2FS
+def test_seed_002_f2fs_checkpoint_steps_time_the_checkpoint_sync(tmp_path, data_dir):  # noqa: F811
+    """The script's cell measures the checkpoint's sync (sync.time_ms); the
+    steps time that one command with bash's `time`, once a repetition."""
+    run, ran = _replayed("002", "f2fs-nat-flush/vnullb/f2fs", data_dir, tmp_path / "replay")
+    timed = re.findall(r"^real\s+(\d+)m([\d.]+)s$", ran.stderr, re.M)
+    assert len(timed) == 1, ran.stderr[-2000:]
+    assert _kept("002", run.cell) == {("checkpoint", "sync.time_ms")}
+
+
+@NO_MD
+def test_seed_004_md_raid0_steps_give_fs_marks_groups_and_metrics(tmp_path, data_dir):  # noqa: F811
+    (cell,) = [c for c in runs_of(KEPT / "seed-004" / "guest-01" / "bundle") if c.startswith("xfs-smallfile")]
+    run, _ = _replayed("004", cell, data_dir, tmp_path / "replay", members=2)
+    parsed = parse_text((tmp_path / "replay" / "fs_mark-1.txt").read_text(), "fsmark", path="fs_mark-1.txt")
+    mine = _measured([s.to_dict() for s in parsed.samples], run.workload["groups"])
+    assert mine == _kept("004", run.cell) and {g for g, _ in mine} == {"fsmark"}
+    assert not Path("/dev/md/iowatch-mraid0").exists(), "the steps left the array running"
