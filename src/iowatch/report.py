@@ -11,7 +11,8 @@ from dataclasses import asdict
 
 from iowatch import figures, reproduce
 from iowatch.side_data import Side
-from iowatch.judging import Comparison, platform_findings, platform_words
+from iowatch.judging import (NOISY_TIMES, Comparison, max_runs, min_effect, platform_findings,
+                             platform_words)
 from iowatch.vocabulary import DEFAULT_CAP, ci_name
 from iowatch.metrics import METRICS
 from iowatch.stats import CellVerdict
@@ -184,6 +185,7 @@ def render_text(cmp: Comparison) -> str:
     out += _canary_lines(cmp)
     if cmp.diagnostics:
         out += ["", "diagnostics (the study's other metrics: shown, never a verdict):"]
+        out += _too_noisy_lines(cmp)
         _cell_lines(cmp, cmp.diagnostics, None, out, judged=False)
     out += ["", "confounders (differences between the sides that can explain a change):"]
     out += [f"  {x.name}: {' -> '.join(shown(x))} ({x.why})" for x in cmp.confounders] or \
@@ -231,6 +233,24 @@ def _boot_variance_json(v: CellVerdict) -> dict | None:
                                     "kernels": bv.kernels}
 
 
+def _too_noisy_lines(cmp: Comparison) -> list[str]:
+    """Each deciding metric shown among the diagnostics because it is too noisy
+    for its study (judging.policy.too_noisy), with what would make it decide."""
+    out = []
+    for k, width in sorted(cmp.too_noisy.items()):
+        study = cmp.studies.get(k.study)
+        out.append(f"  {k.cell_id} [{k.group}] {k.metric} decides in {k.study}, but is too noisy "
+                   f"for its {min_effect(study):g}% minimum effect: at the cap of {max_runs(study)} a "
+                   f"side its 95% CI would be about ±{width:.0f}% (over {NOISY_TIMES} minimum effects), "
+                   f"so it is shown, not judged; the study's metric decides on a 'why:' (what the "
+                   f"post decided on)")
+    return out
+
+
+def _too_noisy_json(cmp: Comparison) -> list[dict]:
+    return [{**asdict(k), "width_at_cap_pct": round(width, 1)} for k, width in sorted(cmp.too_noisy.items())]
+
+
 def _cell_json(v: CellVerdict) -> dict:
     k = v.key
     return {**asdict(k), "unit": METRICS[k.metric].unit, "direction": v.direction,
@@ -260,6 +280,7 @@ def render_json(cmp: Comparison) -> str:
                        "boots_a_side": list(cmp.boots_a_side) if cmp.boots_a_side else None,
                        "cells": [_cell_json(v) for v in cmp.verdicts],
                        "diagnostics": [_cell_json(v) for v in cmp.diagnostics],
+                       "too_noisy": _too_noisy_json(cmp),
                        "canaries": [_cell_json(v) for v in cmp.canaries],
                        "platform": {"drifted": bool(cmp.platform), "words": platform_words(cmp),
                                     "findings": [{"study": d.canary.key.study,

@@ -52,6 +52,10 @@ class StudyMetric:
     group: str
     direction: str
     decides: bool = False
+    # Why a deciding metric decides: what the post decided on. A deciding metric
+    # without one that is too noisy for the study's minimum effect is shown, not
+    # judged (iowatch.judging.policy.NOISY_TIMES).
+    why: str | None = None
 
 
 Scalar = str | int | float | bool
@@ -289,7 +293,8 @@ class Study:
             profiles={name: Profile(name, p["scaling"], Overrides.from_file(p),
                                     {cls_: Overrides.from_file(o) for cls_, o in p.get("by_class", {}).items()})
                       for name, p in d["profiles"].items()},
-            metrics=tuple(StudyMetric(m["metric"], m["group"], m["direction"], bool(m.get("decides")))
+            metrics=tuple(StudyMetric(m["metric"], m["group"], m["direction"], bool(m.get("decides")),
+                                      " ".join(m["why"].split()) if m.get("why") else None)
                           for m in d["metrics"]),
             published=tuple(PublishedSet.from_file(p) for p in d["published"]),
             not_reproducible_in_vlab=dict(d.get("not_reproducible_in_vlab", {})),
@@ -307,6 +312,12 @@ class Study:
         if self.canary:
             return set()
         return self._marked
+
+    @property
+    def decides_why(self) -> dict[tuple[str, str], str]:
+        """(group, metric) -> why, of each deciding metric whose study says why it decides."""
+        return {(m.group, m.metric): m.why for m in self.metrics
+                if m.why and (m.group, m.metric) in self.deciding}
 
     @property
     def watched(self) -> set[tuple[str, str]]:

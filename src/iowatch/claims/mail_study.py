@@ -155,8 +155,10 @@ def study_from_mail(found: list[mail.Claim], subject: str, message_id: str | Non
     for metric in dict.fromkeys(c.metric for c in found if c.metric):
         if METRICS[metric].direction == INFO or (group := group_of(metric)) is None:
             continue
-        metrics.append({"metric": metric, "group": group,
-                        "direction": METRICS[metric].direction, "decides": True})
+        said = next(c.as_published for c in found if c.metric == metric)
+        # The mail decided on it: its own figure is why it decides (judging.policy.too_noisy).
+        metrics.append({"metric": metric, "group": group, "direction": METRICS[metric].direction,
+                        "decides": True, "why": f"the mail's own figure: {' '.join(said.split())[:160]}"})
         published_groups[metric] = group
     if not metrics:
         raise NoStudy("none of its claimed metrics is one a job of its workload measures")

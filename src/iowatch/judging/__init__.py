@@ -49,20 +49,21 @@ from iowatch.judging.claims import (Claim, Judged, claim_outcome, judge_claim, p
                                     size_of)
 from iowatch.judging.next_measurement import (NextMeasurement, Wanted, next_measurement,
                                               ratio_partner, rounds_allowed, with_partners)
-from iowatch.judging.policy import (Comparison, FailedCell, PlatformDrift, RunsWanted,
+from iowatch.judging.policy import (NOISY_TIMES, Comparison, FailedCell, PlatformDrift, RunsWanted,
                                     column_states, compare_sides, decision_of, deciding,
                                     failed_cells, max_runs, min_effect, more_runs,
-                                    platform_findings, platform_words, state_of, watched)
+                                    platform_findings, platform_words, state_of, too_noisy,
+                                    watched)
 from iowatch.judging.sides import MAX_SIDE_RUNS, SideNotFound, SideQuery
 from iowatch.judging.worst import severity, verdict_order, worse_pct, worst_order
 
 __all__ = ["Adapted", "Claim", "Comparison", "ConfirmedChangePoint", "FailedCell",
-           "HISTORY_KERNELS", "HISTORY_RUNS", "Judged", "MAX_SIDE_RUNS", "NextMeasurement",
+           "HISTORY_KERNELS", "HISTORY_RUNS", "Judged", "MAX_SIDE_RUNS", "NOISY_TIMES", "NextMeasurement",
            "PlatformDrift", "RunsWanted", "SAME_STEP_KERNELS", "SideNotFound", "SideQuery",
            "StepVerdict", "Wanted", "adapt", "boot_variances", "claim_outcome", "column_states",
            "compare_sides", "confirm_change_points", "decision_of", "deciding", "deciding_metrics",
            "failed_cells", "history_of", "judge_claim", "judge_step", "max_runs", "min_effect",
            "more_runs", "next_measurement", "one_boot", "opening_steps", "platform_findings",
            "platform_words", "published_claims", "ratio_partner", "rounds_allowed",
-           "segment_kernels", "severity", "size_of", "state_of", "verdict_order", "watched",
+           "segment_kernels", "severity", "size_of", "state_of", "too_noisy", "verdict_order", "watched",
            "with_partners", "worse_pct", "worst_order"]

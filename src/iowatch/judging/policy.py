@@ -58,6 +58,7 @@ from iowatch.vocabulary import (CONFIDENT_STATES, CONFIRMED_OUTCOMES, DEFAULT_CA
 from iowatch.stats import (CellInput, CellVerdict, Confounder, compare_matrix, confounders,
                            next_target)
 from iowatch.stats.blocks import DRIFT_P
+from iowatch.stats.detectable import width_at_cap_pct
 from iowatch.stats.sequential import POCOCK
 from iowatch.studies import Study
 
@@ -81,6 +82,27 @@ def min_effect(study: Study | None) -> float:
 def max_runs(study: Study | None) -> int:
     """The study's cap of repetitions a side (DEFAULT_CAP for a study unknown here)."""
     return study.max_runs if study is not None else DEFAULT_CAP
+
+
+# A deciding metric whose base side is so noisy that, at the study's cap, the
+# change's 95% CI would be wider than NOISY_TIMES minimum effects cannot answer
+# the study's question: it is shown, not judged, unless the study says why it
+# decides (its metric's `why`, what the post decided on). Judged, it would hold
+# the check to its cap and spend the family's false-discovery rate on a cell
+# that ends "the study cannot decide this cell at this noise" (docs/verdicts.md,
+# "Too noisy to decide"); the same factor as that wording's.
+NOISY_TIMES = 3
+
+
+def too_noisy(study: Study | None, group: str, metric: str, base: list[float]) -> float | None:
+    """The CI half-width (%) at the cap that makes a deciding metric a diagnostic
+    here (width_at_cap_pct of the base side's runs), or None when it decides:
+    it is quiet enough, the study says why it decides, or the base has under 3
+    runs (nothing to tell)."""
+    if study is None or (group, metric) in study.decides_why:
+        return None
+    width = width_at_cap_pct(base, max_runs(study))
+    return width if width is not None and width > NOISY_TIMES * min_effect(study) else None
 
 
 @dataclass(frozen=True)
@@ -160,6 +182,9 @@ class Comparison:
     failed: list[FailedCell] = field(default_factory=list)
     # The canaries' cells, a family of their own: the platform, never the patch.
     canaries: list[CellVerdict] = field(default_factory=list)
+    # Deciding metrics shown among the diagnostics, too noisy for their study:
+    # the cell's key -> its CI half-width (%) at the cap (too_noisy).
+    too_noisy: dict[CellKey, float] = field(default_factory=dict)
 
     @property
     def platform(self) -> list[PlatformDrift]:
@@ -277,12 +302,14 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
     bv, cv, bcells, ccells = b.values, c.values, b.cells, c.cells
     host = c.hosts if b.hosts == c.hosts else f"{b.hosts} -> {c.hosts}"
     recorded = _recorded(b, c, history, studies)
-    judged, shown, watching = [], [], []
+    judged, shown, watching, noisy = [], [], [], {}
     for key in sorted(set(bv) & set(cv)):
         cell_key = CellKey.on_host(key, host)
         study, metric = studies.get(cell_key.study), cell_key.metric
         decides, watches = (cell_key.group, metric) in deciding(study), \
             (cell_key.group, metric) in watched(study)
+        if decides and (width := too_noisy(study, cell_key.group, metric, bv[key])) is not None:
+            noisy[cell_key], decides = width, False
         if decides or watches:
             # Each side's values with their boots: the test is on boot means
             # when a side's repetitions came from two boots or more; with the
@@ -318,7 +345,7 @@ def compare_sides(base: Side, candidate: Side, *, studies: dict[str, Study],
         # Pooled sides: compare the first run of each; pooled runs of one kernel share a setup.
         conf = confounders(base.runs[0], candidate.runs[0])
     return Comparison(base, candidate, fdr, verdicts, conf, context, studies, diagnostics,
-                      failed, canaries)
+                      failed, canaries, noisy)
 
 
 def _recorded(b: PooledSide, c: PooledSide, history: History | None,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from scipy.special import ndtri
+from scipy.special import ndtri, stdtrit
 
 from iowatch.metrics import HIGHER
 
@@ -53,3 +53,17 @@ def minimum_detectable_effect(se: float, alpha: float, *, direction: str,
     else:
         pct = math.expm1(d) * 100
     return math.ceil(pct * 10 - 1e-9) / 10
+
+
+def width_at_cap_pct(values, cap: int) -> float | None:
+    """The half-width, in % of the base, of a change's two-sided 95% CI at
+    `cap` independent runs a side when both sides are as noisy as `values`
+    (one side's runs): the narrowest "no change within X%" the cap could
+    give at that noise. On the log scale, Student's t with 2 cap - 2 degrees
+    of freedom; None with under 3 values or a value <= 0 (off the log scale)."""
+    logs = [math.log(v) for v in values if v > 0]
+    if len(logs) < 3 or len(logs) != len(values) or cap < 2:
+        return None
+    mean = sum(logs) / len(logs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+    return math.expm1(float(stdtrit(2 * cap - 2, 0.975)) * sd * math.sqrt(2 / cap)) * 100
