@@ -76,7 +76,8 @@ def _replayed(seed: str, cell: str, data: Path, work: Path, members: int = 0):
     loops = _loops(data, [f"member{i}" for i in range(members)] if members else ["dev"])
     env = ({f"DEV{i + 1}": d for i, d in enumerate(loops)} if members else {"DEV": loops[0]})
     work.mkdir()
-    (work / "job.fio").write_text(run.tool_text)
+    if run.tool_text is not None:  # a job file or fs_mark's command; a script study has none
+        (work / "job.fio").write_text(run.tool_text)
     mount = re.search(r"^MNT=(\S+)$", steps, re.M).group(1)
     try:
         ran = subprocess.run(["bash", "-e", "-c", steps], cwd=work, env={**os.environ, **env},
