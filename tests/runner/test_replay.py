@@ -9,7 +9,7 @@ the md RAID0 and the dropped caches. Then, as root on loop devices, the steps
 of a fresh `iowatch run` cell are run by bash and give the cell's groups and
 metrics. The host kernel has no md driver and no f2fs: seeds 000, 002 and 004
 (f2fs, f2fs, md RAID0) are checked here on their text, and their steps run
-for real in test_replay_in_kernel.py, inside the guest proof's kernel."""
+for real in test_replay_of_seeds.py, inside the guest proof's kernel."""
 from __future__ import annotations
 
 import json

@@ -1,14 +1,15 @@
-"""Issue 44, item 1, the seeds this machine's kernel cannot run: the mail's
-"to reproduce without iowatch" steps of seeds 000 and 002 (f2fs) and 004 (md
-RAID0), made from their kept reproductions (tests/fixtures/reproductions),
-run by bash as root on loop devices, give the kept cell's groups and
-metrics: what the runner measured, the replay measures.
+"""Issue 44, item 1's done-when: each of the five seeds' mail "to reproduce
+without iowatch" steps, made from its kept reproduction (tests/fixtures/
+reproductions), run by bash as root on loop devices, gives the kept cell's
+groups and metrics: what the runner measured, the replay measures.
 
-The host kernel here has neither f2fs nor md, so on the host these skip,
-saying so; the guest proof (scripts/guest-kernel-proof.sh) runs them inside a
-guest of the virtual lab's kernel, which has both. One repetition each, on
-loop devices over sparse images in the test's own directory, detached after
-(and the array stopped, the mount point unmounted) even when a step fails."""
+Seeds 001 (ext4 and the raw device) and 003 (ext4 under BFQ without wbt, and
+with wbt) run on this host. Its kernel has neither f2fs nor md, so seeds 000
+and 002 (f2fs) and 004 (md RAID0) skip here, saying so; the guest proof
+(scripts/guest-kernel-proof.sh) runs this file inside a guest of the virtual
+lab's kernel, which has both. One repetition each, on loop devices over
+sparse images in the test's own directory, detached after (and the array
+stopped, the mount point unmounted) even when a step fails."""
 from __future__ import annotations
 
 import json
@@ -45,9 +46,11 @@ NO_MD = pytest.mark.skipif(not Path("/proc/mdstat").exists() or not shutil.which
 
 def _measured(samples, groups: dict) -> set[tuple[str, str]]:
     """The (group, metric) a tool measured: not the runner's own device, CPU
-    and wall-clock counters around it."""
+    and wall-clock counters around it, nor a ratio it works out of two cells
+    (ext4's IOPS over the raw device's: both cells' steps give their own)."""
     return {(groups.get(s["group"], s["group"]), s["metric"]) for s in samples
-            if s.get("job") is None and not s["metric"].startswith(("device.", "cpu.", "wall_s", "step."))}
+            if s.get("job") is None
+            and not s["metric"].startswith(("device.", "cpu.", "wall_s", "step.", "ratio."))}
 
 
 def _kept(seed: str, cell: str) -> set[tuple[str, str]]:
@@ -69,7 +72,7 @@ def _loops(images: Path, names: list[str]) -> list[str]:
 
 def _replayed(seed: str, cell: str, data: Path, work: Path, members: int = 0):
     """The kept cell's steps (one repetition) run on loop devices: (the run,
-    bash's result)."""
+    bash's result, the loop devices, still attached)."""
     run = runs_of(KEPT / f"seed-{seed}" / "guest-01" / "bundle")[cell]
     run.reps = 1
     steps = script(run)
@@ -78,31 +81,54 @@ def _replayed(seed: str, cell: str, data: Path, work: Path, members: int = 0):
     work.mkdir()
     if run.tool_text is not None:  # a job file or fs_mark's command; a script study has none
         (work / "job.fio").write_text(run.tool_text)
-    mount = re.search(r"^MNT=(\S+)$", steps, re.M).group(1)
+    mounted = re.search(r"^MNT=(\S+)$", steps, re.M)  # none for fio on the raw device
     try:
         ran = subprocess.run(["bash", "-e", "-c", steps], cwd=work, env={**os.environ, **env},
                              capture_output=True, text=True, timeout=1800)
     finally:
-        subprocess.run(["umount", mount], capture_output=True)
+        if mounted:
+            subprocess.run(["umount", mounted.group(1)], capture_output=True)
         if members and Path("/dev/md/iowatch-mraid0").exists():
             subprocess.run(["mdadm", "--stop", "/dev/md/iowatch-mraid0"], capture_output=True)
     assert ran.returncode == 0, ran.stderr[-3000:]
-    return run, ran
+    return run, ran, loops
+
+
+def _fio_cell(seed: str, cell: str, work: Path, data: Path, groups: set[str]) -> str:
+    """The fio cell's steps run; its loop device."""
+    run, _, (loop,) = _replayed(seed, cell, data, work)
+    parsed = parse_text((work / "fio-1.json").read_text(), "fio-json", path="fio-1.json")
+    mine = _measured([s.to_dict() for s in parsed.samples], run.workload["groups"])
+    assert mine == _kept(seed, run.cell) and {g for g, _ in mine} == groups
+    return loop
 
 
 @NO_F2FS
 def test_seed_000_f2fs_steps_give_the_fio_cells_groups_and_metrics(tmp_path, data_dir):  # noqa: F811
-    run, _ = _replayed("000", "f2fs-dio-write/msd/f2fs", data_dir, tmp_path / "replay")
-    parsed = parse_text((tmp_path / "replay" / "fio-1.json").read_text(), "fio-json", path="fio-1.json")
-    mine = _measured([s.to_dict() for s in parsed.samples], run.workload["groups"])
-    assert mine == _kept("000", run.cell) and {g for g, _ in mine} == {"seqw"}
+    _fio_cell("000", "f2fs-dio-write/msd/f2fs", tmp_path / "replay", data_dir, {"seqw"})
+
+
+@pytest.mark.parametrize("cell", ["ext4-dio-randread/vssd/ext4", "ext4-dio-randread/vssd/raw"])
+def test_seed_001_steps_of_ext4_and_of_the_raw_device_give_their_cells(tmp_path, data_dir, cell):  # noqa: F811
+    _fio_cell("001", cell, tmp_path / "replay", data_dir, {"randread"})
+
+
+@pytest.mark.parametrize("cell, scheduler, wbt", [("odirect-vs-readers/mhdd/ext4", "bfq", "0"),
+                                                  ("odirect-vs-readers-wbt/mhdd/ext4", "none", "75000")])
+def test_seed_003_steps_set_the_queue_and_give_the_writer_and_readers(tmp_path, data_dir, cell,  # noqa: F811
+                                                                      scheduler, wbt):
+    loop = _fio_cell("003", cell, tmp_path / "replay", data_dir, {"writer", "readers"})
+    # The steps ran on the study's queue: what they left on the device.
+    queue = Path("/sys/block") / Path(loop).name / "queue"
+    assert f"[{scheduler}]" in (queue / "scheduler").read_text()
+    assert (queue / "wbt_lat_usec").read_text().strip() == wbt
 
 
 @NO_F2FS
 def test_seed_002_f2fs_checkpoint_steps_time_the_checkpoint_sync(tmp_path, data_dir):  # noqa: F811
     """The script's cell measures the checkpoint's sync (sync.time_ms); the
     steps time that one command with bash's `time`, once a repetition."""
-    run, ran = _replayed("002", "f2fs-nat-flush/vnullb/f2fs", data_dir, tmp_path / "replay")
+    run, ran, _ = _replayed("002", "f2fs-nat-flush/vnullb/f2fs", data_dir, tmp_path / "replay")
     timed = re.findall(r"^real\s+(\d+)m([\d.]+)s$", ran.stderr, re.M)
     assert len(timed) == 1, ran.stderr[-2000:]
     assert _kept("002", run.cell) == {("checkpoint", "sync.time_ms")}
@@ -111,7 +137,7 @@ def test_seed_002_f2fs_checkpoint_steps_time_the_checkpoint_sync(tmp_path, data_
 @NO_MD
 def test_seed_004_md_raid0_steps_give_fs_marks_groups_and_metrics(tmp_path, data_dir):  # noqa: F811
     (cell,) = [c for c in runs_of(KEPT / "seed-004" / "guest-01" / "bundle") if c.startswith("xfs-smallfile")]
-    run, _ = _replayed("004", cell, data_dir, tmp_path / "replay", members=2)
+    run, _, _ = _replayed("004", cell, data_dir, tmp_path / "replay", members=2)
     parsed = parse_text((tmp_path / "replay" / "fs_mark-1.txt").read_text(), "fsmark", path="fs_mark-1.txt")
     mine = _measured([s.to_dict() for s in parsed.samples], run.workload["groups"])
     assert mine == _kept("004", run.cell) and {g for g, _ in mine} == {"fsmark"}
