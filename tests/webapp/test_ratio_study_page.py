@@ -46,3 +46,7 @@ def test_the_labs_iops_are_labelled_and_charted_apart_from_the_posts_ratio(clien
     assert "read.iops" in row and "ratio" not in re.sub(r"<[^>]+>", "", row).split("read.iops", 1)[1]
     canvases = re.findall(rf'data-claim="{claim["id"]}" data-part="(\d)"', page)
     assert canvases == ["0", "1"]
+    # The claim's row says why its metric decides, in the study's words.
+    why = studies["ext4-dio-randread"].decides_why[("randread", "ratio.fs_to_raw")]
+    names = re.findall(r'<td class="claim-name">(.*?)</td>', page, re.S)
+    assert any(f'<span class="hint">decides: {why}</span>' in n.replace("&#x27;", "'") for n in names), names

@@ -83,7 +83,7 @@ def _published_sides(study: Study, spec) -> list[dict]:
     return sorted(sides.values(), key=lambda s: order.get((s["label"], s["device_class"]), 1 << 30))
 
 
-def _claim(claim: claim_judge.Claim, by_set: dict[tuple[str, str], dict], judged: set,
+def _claim(claim: claim_judge.Claim, by_set: dict[tuple[str, str], dict], judged: set, whys: dict,
            run_labels: dict[str, str]) -> dict:
     """The page's fields of one of claim_judge.published_claims' claims."""
     metric = claim.metric
@@ -106,6 +106,8 @@ def _claim(claim: claim_judge.Claim, by_set: dict[tuple[str, str], dict], judged
     return {"group": claim.group, "metric": metric, "unit": unit,
             "direction": METRICS[metric].direction if metric in METRICS else "",
             "deciding": (claim.group, metric) in judged, "device_class": claim.device_class,
+            # Why it decides, as the study says (judging.policy.too_noisy).
+            "decides_why": whys.get((claim.group, metric), ""),
             **sides, "change_pct": claim.change_pct, "change": figures.change(claim.change_pct),
             "published_compare_url": _compare_url(*runs) if all(runs) else "",
             "lab": [], "missing": [], "claim": claim}
@@ -341,7 +343,7 @@ def _claim_check(study: Study) -> dict:
     # A study whose file is gone has no claims: the claims are the file's.
     # A seed's study: the lab's runs of a variant carry one label for its side's labels.
     run_labels = seeds.run_label_of(spec, judging_studies()) if spec else {}
-    claims = [_claim(c, by_set, judged, run_labels)
+    claims = [_claim(c, by_set, judged, spec.decides_why if spec else {}, run_labels)
               for c in claim_judge.published_claims(spec)] if spec else []
     _judge(claims, _lab_runs(study, claims), spec)
     newest = _newest_medians(study, claims)
