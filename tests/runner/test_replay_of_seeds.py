@@ -25,11 +25,23 @@ import pytest
 from iowatch.parsers import parse_text
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-from loop_devices import data_dir  # noqa: E402,F401 (a fixture)
+from loop_devices import data_dir, detach_over  # noqa: E402,F401 (a fixture)
 from runner.test_replay import KEPT, runs_of, script  # noqa: E402
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="the steps need root (losetup, mkfs, mount)")]
+
+
+@pytest.fixture
+def scratch(data_dir):  # noqa: F811
+    """The test's data directory; after it, its loop devices detached and their
+    images deleted: in a guest the images live in memory (a tmpfs /tmp), and
+    one test's left-over images filled it for the next (f2fs then failed its
+    writes, mdadm its superblock)."""
+    yield data_dir
+    detach_over(data_dir)
+    for image in data_dir.glob("*.img"):
+        image.unlink()
 
 
 def _kernel_has(filesystem: str) -> bool:
@@ -104,20 +116,19 @@ def _fio_cell(seed: str, cell: str, work: Path, data: Path, groups: set[str]) ->
 
 
 @NO_F2FS
-def test_seed_000_f2fs_steps_give_the_fio_cells_groups_and_metrics(tmp_path, data_dir):  # noqa: F811
-    _fio_cell("000", "f2fs-dio-write/msd/f2fs", tmp_path / "replay", data_dir, {"seqw"})
+def test_seed_000_f2fs_steps_give_the_fio_cells_groups_and_metrics(tmp_path, scratch):
+    _fio_cell("000", "f2fs-dio-write/msd/f2fs", tmp_path / "replay", scratch, {"seqw"})
 
 
 @pytest.mark.parametrize("cell", ["ext4-dio-randread/vssd/ext4", "ext4-dio-randread/vssd/raw"])
-def test_seed_001_steps_of_ext4_and_of_the_raw_device_give_their_cells(tmp_path, data_dir, cell):  # noqa: F811
-    _fio_cell("001", cell, tmp_path / "replay", data_dir, {"randread"})
+def test_seed_001_steps_of_ext4_and_of_the_raw_device_give_their_cells(tmp_path, scratch, cell):
+    _fio_cell("001", cell, tmp_path / "replay", scratch, {"randread"})
 
 
 @pytest.mark.parametrize("cell, scheduler, wbt", [("odirect-vs-readers/mhdd/ext4", "bfq", "0"),
                                                   ("odirect-vs-readers-wbt/mhdd/ext4", "none", "75000")])
-def test_seed_003_steps_set_the_queue_and_give_the_writer_and_readers(tmp_path, data_dir, cell,  # noqa: F811
-                                                                      scheduler, wbt):
-    loop = _fio_cell("003", cell, tmp_path / "replay", data_dir, {"writer", "readers"})
+def test_seed_003_steps_set_the_queue_and_give_the_writer_and_readers(tmp_path, scratch, cell, scheduler, wbt):
+    loop = _fio_cell("003", cell, tmp_path / "replay", scratch, {"writer", "readers"})
     # The steps ran on the study's queue: what they left on the device.
     queue = Path("/sys/block") / Path(loop).name / "queue"
     assert f"[{scheduler}]" in (queue / "scheduler").read_text()
@@ -125,19 +136,19 @@ def test_seed_003_steps_set_the_queue_and_give_the_writer_and_readers(tmp_path, 
 
 
 @NO_F2FS
-def test_seed_002_f2fs_checkpoint_steps_time_the_checkpoint_sync(tmp_path, data_dir):  # noqa: F811
+def test_seed_002_f2fs_checkpoint_steps_time_the_checkpoint_sync(tmp_path, scratch):
     """The script's cell measures the checkpoint's sync (sync.time_ms); the
     steps time that one command with bash's `time`, once a repetition."""
-    run, ran, _ = _replayed("002", "f2fs-nat-flush/vnullb/f2fs", data_dir, tmp_path / "replay")
+    run, ran, _ = _replayed("002", "f2fs-nat-flush/vnullb/f2fs", scratch, tmp_path / "replay")
     timed = re.findall(r"^real\s+(\d+)m([\d.]+)s$", ran.stderr, re.M)
     assert len(timed) == 1, ran.stderr[-2000:]
     assert _kept("002", run.cell) == {("checkpoint", "sync.time_ms")}
 
 
 @NO_MD
-def test_seed_004_md_raid0_steps_give_fs_marks_groups_and_metrics(tmp_path, data_dir):  # noqa: F811
+def test_seed_004_md_raid0_steps_give_fs_marks_groups_and_metrics(tmp_path, scratch):
     (cell,) = [c for c in runs_of(KEPT / "seed-004" / "guest-01" / "bundle") if c.startswith("xfs-smallfile")]
-    run, _, _ = _replayed("004", cell, data_dir, tmp_path / "replay", members=2)
+    run, _, _ = _replayed("004", cell, scratch, tmp_path / "replay", members=2)
     parsed = parse_text((tmp_path / "replay" / "fs_mark-1.txt").read_text(), "fsmark", path="fs_mark-1.txt")
     mine = _measured([s.to_dict() for s in parsed.samples], run.workload["groups"])
     assert mine == _kept("004", run.cell) and {g for g, _ in mine} == {"fsmark"}
