@@ -40,9 +40,10 @@ DECIDING = {("writer", "write.bw_kib_s"), ("readers", "read.bw_kib_s")}
 # a log SD of 3.6 a repetition, so at 5 a side ruling out a slowdown (the 80%
 # bound inside 5%) needs a candidate's geometric mean x4.4 the measured base's
 # (Welch, candidate log SD 0.3-0.6), and confirming one a fall by a factor of
-# thousands (t of about 4.9 at 4 df). Factors 0.2-5 needed only x1.7, and this machine's page-cache
-# readers came out x2.9 between two runs minutes apart (the CI of stop 59:
-# "no change" at the first look, so no futility stop to test).
+# thousands (t of about 4.9 at 4 df). Factors 0.2-5 needed only x1.7, and
+# this machine's page-cache readers came out x2.9 between two runs minutes
+# apart (the CI of stop 59: "no change" at the first look, so no futility
+# stop to test).
 SCATTER = [0.01, 100.0, 0.1, 10.0, 1.0]
 
 pytestmark = [
