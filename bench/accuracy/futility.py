@@ -75,6 +75,9 @@ def main() -> None:
                    help="the family's rule at these bounds (sequential.FAMILY_FUTILE)")
     p.add_argument("--rules", nargs="*", default=["cell", "family", "cap"],
                    help="which rows: cell (futile at CHANCE), family (--bounds), cap (neither)")
+    p.add_argument("--cells", type=int, default=simulate.MATRIX_CELLS,
+                   help="deciding cells a check (default %(default)s; the shipped check-quick "
+                        "matrix has 14, a one-study check of three device classes 3)")
     args = p.parse_args()
     shipped = sequential.FUTILE, sequential.FAMILY_FUTILE
     rules = {"cell": [(f"futility at {sequential.CHANCE:.0%}", sequential.CHANCE, 0.0)],
@@ -91,8 +94,8 @@ def main() -> None:
                 t0 = time.monotonic()
                 out = check_boots.run(real, args.trials, args.seed, share,
                                       paths=(check_boots.SHIPPED,),
-                                      conditions=tuple(args.conditions))
-                print(f"{name}, {share:.0%} between boots, {label} ({time.monotonic() - t0:.0f} s):\n"
+                                      conditions=tuple(args.conditions), size=args.cells)
+                print(f"{name}, {args.cells} cells, {share:.0%} between boots, {label} ({time.monotonic() - t0:.0f} s):\n"
                       f"  {row(out[check_boots.SHIPPED])}", flush=True)
     sequential.FUTILE, sequential.FAMILY_FUTILE = shipped
 

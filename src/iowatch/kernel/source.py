@@ -2,7 +2,9 @@
 cache and made a git repository, or any kernel git tree the user names."""
 from __future__ import annotations
 
+import datetime
 import glob
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -139,12 +141,10 @@ EARLIER_BASES = {
 }
 
 
-def commit_hash(tree_hash: str, message: str, date: str, env: dict | None = None) -> str:
+def commit_hash(tree_hash: str, message: str, date: str) -> str:
     """The hash git gives a root commit of `tree_hash` and `message` by
     BASE_COMMIT_ENV's identity, authored and committed at `date` (ISO 8601)."""
-    import datetime
-    import hashlib
-    env = env or BASE_COMMIT_ENV
+    env = BASE_COMMIT_ENV
     when = int(datetime.datetime.fromisoformat(date).timestamp())
     author = f"{env['GIT_AUTHOR_NAME']} <{env['GIT_AUTHOR_EMAIL']}> {when} +0000"
     committer = f"{env['GIT_COMMITTER_NAME']} <{env['GIT_COMMITTER_EMAIL']}> {when} +0000"

@@ -207,7 +207,8 @@ class FlashCard:
     def _shortfall_s(self) -> float:
         """What the last command handed over block by block fell short of the
         program unit, charged as a new command starts."""
-        owed, self.streamed = max(0, self.p.min_program_bytes - self.streamed) if self.streamed else 0, 0
+        owed = max(0, self.p.min_program_bytes - self.streamed) if self.streamed else 0
+        self.streamed = 0
         return owed / (self.p.write_mb_s * MB)
 
     def _write_s(self, offset: int, length: int, continued: bool) -> float:
