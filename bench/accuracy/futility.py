@@ -77,7 +77,8 @@ def main() -> None:
                    help="which rows: cell (futile at CHANCE), family (--bounds), cap (neither)")
     p.add_argument("--cells", type=int, default=simulate.MATRIX_CELLS,
                    help="deciding cells a check (default %(default)s; the shipped check-quick "
-                        "matrix has 14, a one-study check of three device classes 3)")
+                        "matrix has 11 on the virtual lab, 14 with an NVMe device, and a "
+                        "one-study check of three device classes 3)")
     args = p.parse_args()
     shipped = sequential.FUTILE, sequential.FAMILY_FUTILE
     rules = {"cell": [(f"futility at {sequential.CHANCE:.0%}", sequential.CHANCE, 0.0)],
