@@ -125,8 +125,9 @@ def test_modelled_disks_are_nbd_exports_of_their_device_models(tmp_path, monkeyp
 
 def test_under_tcg_the_cards_and_the_ssd_run_slowed_and_the_bundle_says_so(tmp_path, monkeypatch):
     """A guest under TCG gets each device model at its profile's time scale
-    (device-models.yml `tcg`): the SD card's 4 KiB random writes through its
-    export fall by its factor (16) against the unslowed card, the disk's do
+    (device-models.yml `tcg`): the SD card model charges the same 4 KiB random
+    writes through its export its factor (16) times the unslowed card's time,
+    and fio sees them slower, the disk's do
     not move, and a bundle's devices are told which model served them, slowed
     by how much (vlab.note_device_models)."""
     import json
@@ -138,20 +139,30 @@ def test_under_tcg_the_cards_and_the_ssd_run_slowed_and_the_bundle_says_so(tmp_p
     if not shutil.which("nbdkit"):
         pytest.skip("needs nbdkit: scripts/setup.sh")
     host = inventory.load(REPO / "hardware-inventory.yml").host("vlab-mech")
-    rate = {}
+    rate, charged = {}, {}
+    monkeypatch.setenv("IOWATCH_MODEL_SEED", "7")  # the same card, and 40 writes, on both sides
     for accel in ("kvm", "tcg"):
         images, record = tmp_path / accel, tmp_path / accel / "device-models.json"
         images.mkdir()
         with modelled_disks(host, images, record, accel=accel) as exports:
             job = probe.fio(f"nbd+unix:///?socket={exports['msd']}", "--rw=randwrite", "--bs=4k",
-                            "--size=64m", runtime_s=1.5)
+                            "--size=64m", "--time_based=0", "--number_ios=40", runtime_s=20)
             rate[accel] = job["write"]["iops"]
         served = json.loads(record.read_text())
         assert served["msd"]["accel"] == accel
+        stats = json.loads((images / "msd.model.json").read_text())
+        charged[accel] = stats["model_s"] / sum(stats["requests"].values())
     scale = profiles.get("sd-lexar-633x").tcg_time_scale
     assert served["msd"]["time_scale"] == scale and served["mhdd"]["time_scale"] == 1.0
     assert served["mssd"]["time_scale"] == profiles.get("ssd-860evo").tcg_time_scale
-    assert scale / 2 < rate["kvm"] / rate["tcg"] < scale * 2
+    # What the model charged a write is the time scale's doing alone; fio's wall
+    # rate also carries the host's own cost a request (the plugin, the socket,
+    # fio), the same on both sides and larger on a loaded host, which pulls the
+    # rates' ratio below the scale: (scale*m + h) / (m + h). So the scale is held
+    # on the charged time, and the rate only has to fall by a quarter of it (5.2x
+    # of 16 in a CI run beside heavy work).
+    assert scale / 1.25 < charged["tcg"] / charged["kvm"] < scale * 1.25
+    assert rate["kvm"] / rate["tcg"] > scale / 4
     doc = {"devices": [{"name": "msd", "class": "sdcard", "model": "SD card over the sd-lexar-633x model"},
                        {"name": "mhdd", "class": "hdd"}, {"name": "vssd"}]}
     note = note_device_models(tmp_path / "tcg", doc)
