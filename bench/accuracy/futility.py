@@ -16,6 +16,9 @@ rest of its family). Figures in brackets are 95% Wilson intervals.
     .venv/bin/python bench/accuracy/futility.py --trials 200
     .venv/bin/python bench/accuracy/futility.py --trials 200 --collections model \
         --shares 0.25 0.4 --conditions slow20 --bounds 0.2 0.3 0.5
+    .venv/bin/python bench/accuracy/futility.py --trials 400 --seed 42 --collections model \
+        --shares 0.25 0.4 --conditions slow20 slow10 --rules family --levels union exact \
+        --fdr 0.025 --cells 3 --cap 40
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from scipy.stats import binomtest  # noqa: E402
 import check_boots  # noqa: E402
 import simulate  # noqa: E402
 from iowatch.stats import sequential  # noqa: E402
+from iowatch.vocabulary import DEFAULT_CAP  # noqa: E402
 
 COLLECTIONS = ("model", "real-samples-in-memory.json", "real-samples-vlab.json")
 SHARES = (0.0, 0.10, 0.25, 0.40)
@@ -79,6 +83,13 @@ def main() -> None:
                    help="deciding cells a check (default %(default)s; the shipped check-quick "
                         "matrix has 11 on the virtual lab, 14 with an NVMe device, and a "
                         "one-study check of three device classes 3)")
+    p.add_argument("--cap", type=int, default=DEFAULT_CAP,
+                   help="repetitions a side at most (a study's max_runs; default %(default)s)")
+    p.add_argument("--levels", nargs="*", default=["union"], choices=["union", "exact"],
+                   help="the looks' levels: union (each look's share of q, as shipped) or exact "
+                        "(sequential.nominal_levels from the looks' joint distribution)")
+    p.add_argument("--fdr", type=float, default=check_boots.FDR,
+                   help="the false-discovery rate q the check is judged at (default %(default)s)")
     args = p.parse_args()
     shipped = sequential.FUTILE, sequential.FAMILY_FUTILE
     rules = {"cell": [(f"futility at {sequential.CHANCE:.0%}", sequential.CHANCE, 0.0)],
@@ -87,18 +98,24 @@ def main() -> None:
                         for b in args.bounds],
              "cap": [("to the cap (as shipped)" if shipped == (0.0, 0.0) else "to the cap",
                       0.0, 0.0)]}
+    exact = sequential.EXACT
+    check_boots.FDR = args.fdr
     for name in args.collections:
         real = cells(name)
         for share in args.shares:
-            for label, chance, bound in (r for key in args.rules for r in rules[key]):
-                sequential.FUTILE, sequential.FAMILY_FUTILE = chance, bound
-                t0 = time.monotonic()
-                out = check_boots.run(real, args.trials, args.seed, share,
-                                      paths=(check_boots.SHIPPED,),
-                                      conditions=tuple(args.conditions), size=args.cells)
-                print(f"{name}, {args.cells} cells, {share:.0%} between boots, {label} ({time.monotonic() - t0:.0f} s):\n"
-                      f"  {row(out[check_boots.SHIPPED])}", flush=True)
-    sequential.FUTILE, sequential.FAMILY_FUTILE = shipped
+            for levels in args.levels:
+                for label, chance, bound in (r for key in args.rules for r in rules[key]):
+                    sequential.FUTILE, sequential.FAMILY_FUTILE = chance, bound
+                    sequential.EXACT = levels == "exact"
+                    t0 = time.monotonic()
+                    out = check_boots.run(real, args.trials, args.seed, share,
+                                          paths=(check_boots.SHIPPED,),
+                                          conditions=tuple(args.conditions), size=args.cells,
+                                          cap=args.cap)
+                    print(f"{name}, {args.cells} cells, cap {args.cap}, q {args.fdr:g}, {share:.0%} between boots, {levels} levels, "
+                          f"{label} ({time.monotonic() - t0:.0f} s):\n"
+                          f"  {row(out[check_boots.SHIPPED])}", flush=True)
+    sequential.FUTILE, sequential.FAMILY_FUTILE, sequential.EXACT = *shipped, exact
 
 
 if __name__ == "__main__":

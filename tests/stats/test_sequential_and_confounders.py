@@ -1,26 +1,67 @@
 """The look schedule of adaptive repetitions, and confounders."""
 import copy
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.special import ndtri
 
-from iowatch.stats import confounders
+from iowatch.stats import confounders, sequential
 from iowatch.stats.confounders import kernel_flags
 from iowatch.stats.sequential import (LINEAR, POCOCK, alpha_spent, effective_n, look_index,
                                       look_level, looks, next_target)
 from iowatch.vocabulary import DEFAULT_CAP as CAP, FDR, DEFAULT_MIN_EFFECT as MIN_EFFECT
 
 
+def _ever_crosses(levels, times, draws=400_000, seed=5):
+    """The share of clean Brownian paths (z at information `times`) that cross
+    one-sided `levels` at any look, with its standard error."""
+    rng = np.random.default_rng(seed)
+    steps = np.diff([0.0, *times])
+    score = np.cumsum(rng.standard_normal((draws, len(times))) * np.sqrt(steps), axis=1)
+    z = score / np.sqrt(times)
+    crossed = (z > -ndtri(np.asarray(levels))).any(axis=1).mean()
+    return crossed, math.sqrt(crossed * (1 - crossed) / draws)
+
+
 def test_the_looks_spend_no_more_than_the_rate():
+    """As shipped each look tests at its share of q (a union bound): a clean
+    cell followed through every look (simulated, 400,000 paths) crosses one of
+    them less often than q."""
     levels = [look_level(n, 0.05, cap=CAP) for n in (5, 10, 15, 20)]
     assert sum(levels) == pytest.approx(0.05)
     assert all(a >= b - 1e-12 for a, b in zip(levels, levels[1:])) and all(a > 0 for a in levels)
+    rate, se = _ever_crosses(levels, [0.25, 0.5, 0.75, 1.0])
+    assert rate + 4 * se < 0.05
     assert alpha_spent(1, 0.05) == 0.05
     # Every count belongs to one look; past the cap it is the last look's level.
     assert [look_index(n, cap=CAP) for n in (1, 5, 6, 10, 11, 20, 60)] == [1, 1, 2, 2, 3, 4, 4]
     assert look_level(3, 0.05, cap=CAP) == look_level(5, 0.05, cap=CAP)
     assert look_level(60, 0.05, cap=CAP) == levels[-1]
+
+
+def test_the_exact_levels_spend_the_rate_itself(monkeypatch):
+    """sequential.EXACT (off as shipped): each look's level is solved from the
+    looks' joint distribution, so a clean cell crosses one with chance q, not
+    less (simulated), the first look at its share and the later ones above it:
+    the last twice its share at four looks, 4.5 times at twelve (a cap of 60)."""
+    monkeypatch.setattr(sequential, "EXACT", True)
+    times = [0.25, 0.5, 0.75, 1.0]
+    for shape, q in ((LINEAR, FDR), (POCOCK, 0.05), (LINEAR, 0.05)):
+        levels = [look_level(n, q, cap=CAP, shape=shape) for n in (5, 10, 15, 20)]
+        rate, se = _ever_crosses(levels, times)
+        assert abs(rate - q) < 4 * se, (shape, q, rate)
+        assert levels[0] == pytest.approx(alpha_spent(0.25, q, shape))
+    linear = [look_level(n, FDR, cap=CAP) for n in (5, 10, 15, 20)]
+    assert linear == pytest.approx([0.00875, 0.01148, 0.01467, 0.01807], abs=1e-5)
+    assert look_level(60, FDR, cap=60) > 4.5 * FDR / 12
+    levels = [look_level(n, 0.05, cap=40) for n in range(5, 41, 5)]
+    rate, se = _ever_crosses(levels, [k / 8 for k in range(1, 9)])
+    assert abs(rate - 0.05) < 4 * se
+    with pytest.raises(ValueError, match="must increase"):
+        sequential.nominal_levels((0.5, 0.5), FDR)
 
 
 def test_both_spending_shapes_spend_the_rate_linear_evenly_pocock_early():
@@ -162,20 +203,32 @@ def test_kernel_flags_name_the_debug_and_preemption_options_in_force():
     assert "KASAN" in debug["CONFIG_KASAN"]
 
 
-def test_a_fixed_side_spends_only_the_information_the_growing_side_adds():
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_fixed_side_spends_only_the_information_the_growing_side_adds(monkeypatch, exact):
     from iowatch.stats.sequential import information, level_at
-    # Equal sides on the schedule: the looks' levels, as before.
+    monkeypatch.setattr(sequential, "EXACT", exact)
+    # Equal sides on the schedule: the looks' levels.
     assert [level_at(n, n, q=FDR, cap=CAP) for n in (5, 10, 15, 20)] == pytest.approx(
         [look_level(n, q=FDR, cap=CAP) for n in (5, 10, 15, 20)])
     assert information(5, cap=CAP) == 0.25 and information(30, cap=CAP) == 1
     assert information(7.5, cap=CAP) == pytest.approx(0.375)
-    # A fixed base of 5 and a candidate grown to 10, 15 and 20: each look spends
-    # what n_eff (6.7, 7.5, 8) added, never the second look's level again, and all
-    # of them together no more than the spending function at n_eff 8.
+    # A fixed base of 5 and a candidate grown to 10, 15 and 20 (n_eff 6.7, 7.5,
+    # 8): each look spends what its information added, never the second look's
+    # share again. A clean cell followed through the four looks (known sd,
+    # 400,000 draws of the real means) crosses one with at most the spending
+    # function's chance at n_eff 8: as shipped less (the union bound), exact it.
     levels = [level_at(5, n, q=FDR, cap=CAP) for n in (5, 10, 15, 20)]
-    assert levels[0] == pytest.approx(look_level(5, q=FDR,
-                                                 cap=CAP)) and levels[1] > levels[2] > levels[3] > 0
-    assert sum(levels) == pytest.approx(alpha_spent(information(8, cap=CAP), FDR))
-    assert sum(levels) < look_level(5, q=FDR, cap=CAP) + 3 * look_level(10, q=FDR, cap=CAP)
+    assert levels[0] == pytest.approx(look_level(5, q=FDR, cap=CAP)) and all(lv > 0 for lv in levels)
+    rng = np.random.default_rng(11)
+    base = rng.standard_normal((400_000, 5)).mean(axis=1)
+    grown = rng.standard_normal((400_000, 20)).cumsum(axis=1)
+    z = np.stack([(grown[:, n - 1] / n - base) / math.sqrt(1 / 5 + 1 / n) for n in (5, 10, 15, 20)], axis=1)
+    crossed = (z > -ndtri(np.asarray(levels))).any(axis=1).mean()
+    spent = alpha_spent(information(8, cap=CAP), FDR)
+    se = math.sqrt(spent * (1 - spent) / 400_000)
+    if exact:
+        assert abs(crossed - spent) < 4 * se
+    else:
+        assert sum(levels) == pytest.approx(spent) and crossed + 4 * se < spent
     # A function of the counts alone: either side may be the fixed one.
     assert level_at(20, 5, q=FDR, cap=CAP) == level_at(5, 20, q=FDR, cap=CAP)

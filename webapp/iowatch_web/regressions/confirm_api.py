@@ -66,18 +66,19 @@ class ConfirmOut(Schema):
     @staticmethod
     def resolve_good(job: ConfirmJob) -> dict:
         return {"kernel": job.good_kernel, "commit": job.good_commit,
-                **_series_place(job, "base_kernel")}
+                **_kernel_identity(job, "base_kernel")}
 
     @staticmethod
     def resolve_bad(job: ConfirmJob) -> dict:
         return {"kernel": job.bad_kernel, "commit": job.bad_commit,
-                **_series_place(job, "candidate_kernel")}
+                **_kernel_identity(job, "candidate_kernel")}
 
 
-def _series_place(job: ConfirmJob, side: str) -> dict:
-    """An add-runs job's kernel's config hash and place in its series ({name,
-    base, patch_index}): the agent's runs carry the place, and its build must
-    have that config, so they are the comparison's kernel, not another."""
+def _kernel_identity(job: ConfirmJob, side: str) -> dict:
+    """An add-runs job's kernel as its agent must build it: its config hash
+    and its place in its series ({name, base, patch_index}). The agent's runs
+    carry the place, and its build must have that config, so they are the
+    comparison's kernel, not another. Empty for other jobs."""
     kernel = getattr(job.comparison, side) if job.purpose == "add-runs" and job.comparison_id else None
     if kernel is None:
         return {}
