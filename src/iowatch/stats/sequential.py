@@ -119,8 +119,9 @@ FUTILE_FROM = FIRST  # repetitions a side (effective) before a cell may stop for
 # 40-cell check's false alarms from 3.0% to 5.0% [3.5, 7.0] at 25% between
 # boots (the union bound's slack is what held the design rate against boot
 # noise and small samples), and at q = 0.025, where they hold the rate, they
-# found -10% and -20% about as the shipped rule does (bench/accuracy/CHECK-STOP.md,
-# "Exact levels"). bench/accuracy/futility.py --levels measures both.
+# found -10% and -20% about as the shipped rule does, and no check booted less
+# (docs/verdicts.md, "Exact levels over the looks"). bench/accuracy/futility.py
+# --levels measures both.
 EXACT = False
 Z_95 = 1.959963984540054  # the 95% CI's two-sided normal quantile
 
