@@ -230,5 +230,7 @@ def test_a_fixed_side_spends_only_the_information_the_growing_side_adds(monkeypa
         assert abs(crossed - spent) < 4 * se
     else:
         assert sum(levels) == pytest.approx(spent) and crossed + 4 * se < spent
+        assert levels[1] > levels[2] > levels[3]
+        assert sum(levels) < look_level(5, q=FDR, cap=CAP) + 3 * look_level(10, q=FDR, cap=CAP)
     # A function of the counts alone: either side may be the fixed one.
     assert level_at(20, 5, q=FDR, cap=CAP) == level_at(5, 20, q=FDR, cap=CAP)

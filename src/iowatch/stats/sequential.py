@@ -7,7 +7,7 @@ rate q from Lan–DeMets alpha spending with the linear function α(t) = q·t
 (Kim and DeMets' power family at ρ = 1), t = look / number of looks: q/4 a look
 for a cap of 20, 0.00875 each of the shipped q = 0.035. The shares sum to q, so
 however many looks an adaptive run takes, the chance that a clean cell is ever
-confirmed a regression stays at most q (a union bound over the looks; 2.5% of
+confirmed a regression stays at most q (a union bound over the looks; 2.4% of
 a clean cell's paths at q = 0.035, as the looks overlap).
 
 The exact alternative (`EXACT`, off as shipped; why beside it): each look tests
@@ -239,7 +239,7 @@ def nominal_levels(times: tuple[float, ...], q: float, shape: str = LINEAR) -> t
         if density is None:
             b = math.sqrt(t) * float(-ndtri(share))
         else:
-            sd = math.sqrt(t - last)
+            sd = math.sqrt(t - last)  # the increment's, since the look before
             weight = density * _simpson(grid)
             crossing = lambda b: float(weight @ ndtr((grid - b) / sd)) - share  # noqa: E731
             b = brentq(crossing, grid[0] - 10 * sd, grid[-1] + 10 * sd, xtol=1e-10)
@@ -249,9 +249,8 @@ def nominal_levels(times: tuple[float, ...], q: float, shape: str = LINEAR) -> t
             if density is None:
                 density = np.exp(-new ** 2 / (2 * t)) / math.sqrt(2 * math.pi * t)
             else:
-                sd = math.sqrt(t - last)
                 kernel = np.exp(-((new[:, None] - grid[None, :]) / sd) ** 2 / 2) / (sd * math.sqrt(2 * math.pi))
-                density = kernel @ (density * _simpson(grid))
+                density = kernel @ weight
             grid = new
         last = t
     return tuple(levels)
