@@ -14,7 +14,7 @@ import pytest
 from iowatch import bundle, resources
 from iowatch.side_data import Side
 from iowatch.judging import compare_sides
-from iowatch.judging.claims import NOT_REPRODUCED, REPRODUCED
+from iowatch.judging.claims import NOT_REPRODUCED, REPRODUCED, SMALLER
 from iowatch.claims.seeds import find_seed, judge_check_dir
 from iowatch.studies import load_studies
 
@@ -98,6 +98,37 @@ def test_seed_001_the_exclusive_lock_is_suspected_today_and_its_claim_not_confir
     assert by[("raw", "read.iops")].outcome != "regression"
     ratio = by[("ext4", "ratio.fs_to_raw")]
     assert ratio.change_pct < 0 and ratio.outcome not in ("regression", "improvement")
+
+
+def test_seed_001_on_null_blk_the_exclusive_lock_is_named_on_a_quiet_machine(studies):
+    """Seed 001 again, on the vlab-nullblk host's SSD (the guest's null_blk,
+    100 us a request, so the host's page cache is out of the path; TCG guests,
+    quick profile, one repetition a boot, the canary in every boot; a quiet
+    machine; stopped at the start of round 5, README): at 20 boots a side the
+    check names patch 2, ext4's random-read IOPS a confirmed fall while the
+    raw device, which takes no inode lock, is not, and the canary held. The
+    post's claim is reproduced in its direction (ext4's IOPS up from the
+    post's before to its after, the control held), under half its size."""
+    check = FIXTURES / "seed-001-nullblk"
+    assert json.loads((check / "check.json").read_text())["regressing_patches"] == [2]
+    sides = {i: _side(_booted_bundles(check, i)) for i in (0, 1, 2)}
+    assert [len(s.runs) for s in sides.values()] == [10, 20, 20]
+    runs = [r for s in sides.values() for r in s.runs]
+    assert {r["host"]["name"] for r in runs} == {"vlab-nullblk"}
+    assert all(any(c["id"].startswith("canary-") for c in r["cells"]) for r in runs)
+    patch2 = compare_sides(sides[1], sides[2], studies=studies)
+    assert not patch2.platform  # the canary held
+    by = {(v.key.filesystem, v.key.metric): v for v in patch2.verdicts}
+    ext4 = by[("ext4", "read.iops")]
+    assert ext4.outcome == "regression" and ext4.change_pct < -10 and ext4.ci_high < 0, ext4.words
+    assert by[("raw", "read.iops")].outcome not in ("regression", "improvement")
+    patch1 = compare_sides(sides[0], sides[1], studies=studies)
+    assert patch1.state not in ("regression", "improvement")
+    seed = find_seed("001", studies, REPO / "kernels" / "series")
+    (row,) = judge_check_dir(check, seed, studies).rows
+    assert (row.outcome, row.size) == (REPRODUCED, SMALLER), row.why
+    assert (row.lab.before_n, row.lab.after_n) == (20, 20) and row.lab.ci_low > 0
+    assert row.lab.change_pct < 98.0 / 2  # the post's +98%, on the log scale under half
 
 
 def _booted_bundles(check: Path, index: int) -> list[Path]:
@@ -243,7 +274,7 @@ def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(stud
     ext4 read IOPS (+98% in the post, +60.5% in the lab: ln 0.68 against 0.47)
     would be in size, but is no longer confirmed (stop 51's rule): a size is
     said only of a reproduced claim."""
-    from iowatch.judging.claims import IN_SIZE, LARGER, SMALLER, size_of
+    from iowatch.judging.claims import IN_SIZE, LARGER, size_of
 
     def sizes(seed: str) -> dict[tuple[str, str, str], str]:
         rep = judge_check_dir(FIXTURES / seed, find_seed(seed.split("-")[1], studies), studies)
@@ -251,6 +282,7 @@ def test_the_claim_judge_says_in_size_or_under_half_on_the_recorded_numbers(stud
                 for r in rep.rows if r.outcome == REPRODUCED}
 
     assert sizes("seed-001") == {}
+    assert sizes("seed-001-nullblk") == {("ratio.fs_to_raw", "DIO_LOCKING", "blockdev_direct_IO_no_locking"): SMALLER}
     assert size_of(98.0, 60.5) == IN_SIZE  # seed 001's recorded numbers, unconfirmed
     s003 = sizes("seed-003")
     assert s003[("write.bw_kib_s", "2.6.32-rc7", "for-2.6.33")] == SMALLER
@@ -301,8 +333,8 @@ def test_the_reproductions_made_without_a_canary_are_marked_so(studies, capsys):
     import says each was made without a canary, and the README says it too."""
     from iowatch.commands.import_reproductions import kept_reproductions
     kept = {k.check_dir.name: k.with_canary for k in kept_reproductions(FIXTURES, studies)}
-    assert kept == {"seed-000": True, "seed-001": False, "seed-002": False, "seed-003": True,
-                    "seed-004": False}
+    assert kept == {"seed-000": True, "seed-001": False, "seed-001-nullblk": True, "seed-002": False,
+                    "seed-003": True, "seed-004": False}
     readme = (FIXTURES / "README.md").read_text()
     for name, canary in kept.items():
         section = readme.split(f"## {name}\n", 1)[1].split("\n## ", 1)[0]
