@@ -19,6 +19,13 @@ rest of its family). Figures in brackets are 95% Wilson intervals.
     .venv/bin/python bench/accuracy/futility.py --trials 400 --seed 42 --collections model \
         --shares 0.25 0.4 --conditions slow20 slow10 --rules family --levels union exact \
         --fdr 0.025 --cells 3 --cap 40
+    .venv/bin/python bench/accuracy/futility.py --trials 600 --seed 42 --collections model \
+        --shares 0.25 0.4 --conditions slow20 slow10 --rules family --cells 40 \
+        --extend 1 2 --projection reach
+
+--extend measures the promising zone (sequential.EXTEND, off as shipped): a
+cell unsure at the cap measures on toward EXTEND times it while a confirmed
+decision is in reach there.
 """
 from __future__ import annotations
 
@@ -90,6 +97,16 @@ def main() -> None:
                         "(sequential.nominal_levels from the looks' joint distribution)")
     p.add_argument("--fdr", type=float, default=check_boots.FDR,
                    help="the false-discovery rate q the check is judged at (default %(default)s)")
+    p.add_argument("--extend", type=float, nargs="*", default=[sequential.EXTEND],
+                   help="the promising zone's reach as a multiple of the cap (sequential.EXTEND; "
+                        "1, as shipped, is off)")
+    p.add_argument("--promising", type=float, default=sequential.PROMISING,
+                   help="a cell unsure at the cap measures on toward the reach when its chances "
+                        "of a confirmed decision by then sum to at least this "
+                        "(sequential.PROMISING, default %(default)s)")
+    p.add_argument("--projection", choices=["planned", "reach"], default=sequential.ZONE_PROJECTION,
+                   help="in the zone, the family's futility projects every chance to the cap "
+                        "(planned) or its confirmed decisions to the reach (sequential.ZONE_PROJECTION)")
     args = p.parse_args()
     shipped = sequential.FUTILE, sequential.FAMILY_FUTILE
     rules = {"cell": [(f"futility at {sequential.CHANCE:.0%}", sequential.CHANCE, 0.0)],
@@ -98,8 +115,19 @@ def main() -> None:
                         for b in args.bounds],
              "cap": [("to the cap (as shipped)" if shipped == (0.0, 0.0) else "to the cap",
                       0.0, 0.0)]}
-    exact = sequential.EXACT
+    exact, zone = sequential.EXACT, (sequential.EXTEND, sequential.PROMISING, sequential.ZONE_PROJECTION)
     check_boots.FDR = args.fdr
+    sequential.PROMISING, sequential.ZONE_PROJECTION = args.promising, args.projection
+    for sequential.EXTEND in args.extend:
+        _rows(args, rules)
+    sequential.FUTILE, sequential.FAMILY_FUTILE, sequential.EXACT = *shipped, exact
+    sequential.EXTEND, sequential.PROMISING, sequential.ZONE_PROJECTION = zone
+
+
+def _rows(args: argparse.Namespace, rules: dict) -> None:
+    """The table's rows at the promising zone's reach set now (sequential.EXTEND)."""
+    zone = (f", reach x{sequential.EXTEND:g} when promising ({sequential.PROMISING:g}; "
+            f"projected to the {sequential.ZONE_PROJECTION})" if sequential.EXTEND > 1 else "")
     for name in args.collections:
         real = cells(name)
         for share in args.shares:
@@ -112,10 +140,10 @@ def main() -> None:
                                           paths=(check_boots.SHIPPED,),
                                           conditions=tuple(args.conditions), size=args.cells,
                                           cap=args.cap)
-                    print(f"{name}, {args.cells} cells, cap {args.cap}, q {args.fdr:g}, {share:.0%} between boots, {levels} levels, "
+                    print(f"{name}, {args.cells} cells, cap {args.cap}{zone}, q {args.fdr:g}, "
+                          f"{share:.0%} between boots, {levels} levels, "
                           f"{label} ({time.monotonic() - t0:.0f} s):\n"
                           f"  {row(out[check_boots.SHIPPED])}", flush=True)
-    sequential.FUTILE, sequential.FAMILY_FUTILE, sequential.EXACT = *shipped, exact
 
 
 if __name__ == "__main__":

@@ -145,3 +145,51 @@ def test_as_shipped_no_cell_stops_for_futility(monkeypatch):
     monkeypatch.setattr(sequential, "FUTILE", 0.0)
     verdicts = compare_matrix(_family(np.random.default_rng(7), 5, [0.30] * 8), fdr=FDR, cap=CAP)
     assert not any(v.futile or v.budget_spent for v in verdicts)
+
+
+def _standard_cell(n: int, cv: float, z: float) -> CellInput:
+    """A cell whose candidate is its base moved down by exactly z standard errors
+    (the base: n normal quantiles at log-sd cv), so its test is known in advance."""
+    from scipy.special import ndtri
+    q = ndtri((np.arange(n) + 0.5) / n)
+    base = np.exp(cv * q / q.std(ddof=1))
+    d = z * cv * math.sqrt(2 / n)
+    return CellInput(CellKey("s", "h", "c", "d0", "fs", "g", "m"), list(base),
+                     list(base * math.exp(-d)), "higher", MIN_EFFECT)
+
+
+def _judged(cell: CellInput):
+    (v,) = compare_matrix([cell], fdr=FDR, cap=CAP)
+    return v, list(more_runs(Comparison(None, None, 0.05, [v], [], {}, {})).values())
+
+
+def test_the_promising_zone_measures_on_only_a_cell_a_decision_is_in_reach_of(monkeypatch):
+    """sequential.EXTEND (off as shipped): a cell still unsure at its cap measures
+    on toward EXTEND times it only when its confirmed decisions by then are in
+    reach on its trend (PROMISING); its looks' levels are spent over the
+    reach from the first look, so q bounds it whether it extends or not."""
+    slower = _standard_cell(CAP, 0.10, 2.2)  # -6.7%, CI below zero, not confirmable at 20
+    v, wanted = _judged(slower)
+    assert v.outcome == "suspected" and v.budget_spent and v.cap == CAP and not wanted
+    assert v.level == pytest.approx(FDR / 4)  # shipped: the fourth of four looks' share
+    monkeypatch.setattr(sequential, "EXTEND", 2)
+    v, wanted = _judged(slower)
+    assert v.outcome in ("suspected", "inconclusive") and not v.budget_spent
+    assert v.cap == 2 * CAP and [(w.base, w.candidate) for w in wanted] == [(CAP + 5, CAP + 5)]
+    assert v.level == pytest.approx(FDR / 8)  # the fourth of eight looks' share
+    # A cell trending nowhere is not promising: it stops at the planned cap.
+    v, wanted = _judged(_standard_cell(CAP, 0.10, 0.0))
+    assert v.cap == CAP and not wanted
+    # Nor one whose confirmation is out of reach (z 1.8 at 20: about 2.5 at 40,
+    # below the last look's 2.6), though its estimate is below zero.
+    v, wanted = _judged(_standard_cell(CAP, 0.10, 1.8))
+    assert v.cap == CAP and v.budget_spent and not wanted
+    # Past the cap a cell's cap is the reach; at the reach, unsure, its budget is spent.
+    v, wanted = _judged(_standard_cell(CAP + 5, 0.10, 2.2))
+    assert v.cap == 2 * CAP and [(w.base, w.candidate) for w in wanted] == [(CAP + 10, CAP + 10)]
+    v, wanted = _judged(_standard_cell(2 * CAP, 0.10, 2.0))
+    assert v.budget_spent
+    assert v.cap == 2 * CAP and not wanted
+    # The first look spends the reach's share too: half the shipped one.
+    v, _ = _judged(_standard_cell(5, 0.10, 0.0))
+    assert v.level == pytest.approx(FDR / 8)

@@ -78,6 +78,14 @@ keeps its own chance, and so the sum, high; it is the same projection, read
 for the family. The bound is at most CHANCE a deciding cell (`family_bound`),
 and a test on boot means never stops (`decision_chances`' boots). What it buys
 and costs: bench/accuracy/CHECK-STOP.md.
+
+The promising zone (`EXTEND`, off as shipped): a cell still unsure at its cap
+measures on toward EXTEND times the cap (`reach`) when a confirmed decision
+is in reach there on its trend. Every look's level is then spent over the
+reach's schedule from the first look, so q still bounds a clean cell however
+the zone is entered. Measured, it trades boots for power as a larger cap
+does, a little more cheaply, and reaches neither issue 41 goal it was tried
+for (docs/verdicts.md, "A promising zone past the cap").
 """
 from __future__ import annotations
 
@@ -123,6 +131,22 @@ FUTILE_FROM = FIRST  # repetitions a side (effective) before a cell may stop for
 # (docs/verdicts.md, "Exact levels over the looks"). bench/accuracy/futility.py
 # --levels measures both.
 EXACT = False
+# The promising zone (off as shipped: EXTEND 1). A cell may measure past its cap,
+# to EXTEND times it, when at the cap it is still unsure and a confirmed
+# decision is in reach by then on its current trend (decision_chances to the
+# extended cap: its chances of a confirmed slowdown and gain summed, at least
+# PROMISING), as Mehta and Pocock's promising zone extends a trial that is
+# short of its answer. The levels of every look are then spent over the
+# extended schedule from the first look (so q bounds a clean cell's false
+# alarms whether or not it extends: stopping at the planned cap only drops
+# looks), and the family's futility projects to the planned cap before it (a
+# clean check stops as early as it did). What it buys and costs:
+# bench/accuracy/futility.py --extend.
+EXTEND = 1
+PROMISING = 0.5
+# What the family's futility projects in the zone: "planned", every chance to the
+# cap; "reach", "no change" to the cap and the confirmed decisions to the reach.
+ZONE_PROJECTION = "planned"
 Z_95 = 1.959963984540054  # the 95% CI's two-sided normal quantile
 
 
@@ -263,6 +287,12 @@ def _simpson(x: np.ndarray) -> np.ndarray:
     return w * (x[1] - x[0]) / 3
 
 
+def reach(cap: int) -> int:
+    """The most repetitions a side a cell of this cap may take in the promising
+    zone (EXTEND times the cap); the levels of its looks are spent over it."""
+    return int(round(cap * max(EXTEND, 1)))
+
+
 def next_target(n: int, *, cap: int, first: int = FIRST, step: int = STEP) -> int:
     """The repetitions a side of the next look after n (the cap at most)."""
     if n < first:
@@ -271,8 +301,8 @@ def next_target(n: int, *, cap: int, first: int = FIRST, step: int = STEP) -> in
 
 
 def decision_chances(d: float, se: float, n_eff: float, *, worse_sign: float, delta: float,
-                     cap: int, q: float, family: int = 1,
-                     boots: int | None = None) -> tuple[float, float, float] | None:
+                     cap: int, q: float, family: int = 1, boots: int | None = None,
+                     schedule: int | None = None) -> tuple[float, float, float] | None:
     """The chances, on the current trend, that a cell measured to `n_eff`
     (effective repetitions a side) with the difference `d` (test scale,
     candidate - base) at standard error `se` ends at the cap as "no change"
@@ -291,7 +321,10 @@ def decision_chances(d: float, se: float, n_eff: float, *, worse_sign: float, de
     between boots) the family's rule took -20% found from 96.3% to 94.0%
     [92.4, 95.3], and still 94.0% when held off until 5 boots a side
     (bench/accuracy/family_draws.py, CHECK-STOP.md): what it costs there is
-    not understood, so it is off there."""
+    not understood, so it is off there.
+
+    `schedule`: the cap whose look schedule spends the levels (the promising
+    zone's reach, `reach`), when it is not `cap` itself."""
     if n_eff >= cap or n_eff < FUTILE_FROM - 1e-9 or not se > 0 or not math.isfinite(d):
         return None
     if boots is not None:
@@ -300,7 +333,7 @@ def decision_chances(d: float, se: float, n_eff: float, *, worse_sign: float, de
     spread = se_cap * math.sqrt(1 - n_eff / cap)  # the cap's difference around d
     edge = delta - Z_95 * se_cap  # "no change" needs |d_cap| below it
     p_same = 0.0 if edge <= 0 else float(ndtr((edge - d) / spread) - ndtr((-edge - d) / spread))
-    level = look_level(cap, q, cap=cap) / max(family, 1)
+    level = look_level(cap, q, cap=schedule or cap) / max(family, 1)
     confirm = max(delta, -float(ndtri(level)) * se_cap)
     worse = worse_sign * d
     p_worse = 1 - float(ndtr((confirm - worse) / spread))

@@ -600,14 +600,16 @@ def _by_boot(xb: np.ndarray, xc: np.ndarray, boots: tuple[Sequence | None, Seque
     return float(bc[0].mean() - bb[0].mean()), se, df, sd_pooled, (bb, bc), diagnostics
 
 
-def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int) -> int | None:
+def _needs_runs(s: _Cell, min_effect_pct: float, q: float, cap: int,
+                schedule: int | None = None) -> int | None:
     """Runs a side for 80% power to confirm the minimum effect at the last look's
-    level (normal formula at the observed sd), minus what the smaller side has;
-    None when that many runs a side exceed the cap."""
+    level (normal formula at the observed sd; the levels of `schedule`'s looks,
+    the promising zone's reach, when not the cap's), minus what the smaller side
+    has; None when that many runs a side exceed the cap."""
     if s.sd_log is None or s.n_eff >= cap:
         return None
     delta = math.log1p(min_effect_pct / 100)
-    z = -float(ndtri(look_level(cap, q, cap=cap))) + float(ndtri(POWER))  # norm.isf, norm.ppf
+    z = -float(ndtri(look_level(cap, q, cap=schedule or cap))) + float(ndtri(POWER))  # norm.isf, norm.ppf
     want = math.ceil(2 * (z * s.sd_log / delta) ** 2) if delta > 0 else 0
     if want > cap:
         return None  # beyond the cap: not decidable at this noise (wording.rerun_words)
@@ -768,29 +770,62 @@ def _family_stops(cells: Sequence[CellInput], stats: list[_Cell], cap: int, test
         return False
     fdr, m = tests[0], tests[1]
     open_ = [i for i, (cell, s) in enumerate(zip(cells, stats)) if _open(i, cell, s, cap, *tests)]
-    return bool(open_) and family_futile(
-        [_chances(stats[i], cells[i], cells[i].cap or cap, fdr, m) for i in open_],
-        bound=sequential.family_bound(m))
+    return bool(open_) and family_futile([_family_chances(stats[i], cells[i], cap, tests)
+                                          for i in open_], bound=sequential.family_bound(m))
+
+
+def _family_chances(s: _Cell, cell: CellInput, cap: int, tests: tuple):
+    """An open cell's decision_chances for the family's futility: to its cap;
+    with the promising zone on, its "no change" to its cap and its confirmed
+    decisions to the reach it may extend to (sequential.ZONE_PROJECTION)."""
+    fdr, m = tests[0], tests[1]
+    cell_cap = cell.cap or cap
+    reach = _reach(s, cell_cap)
+    past = s.candidate.n > cell_cap or s.n_eff > cell_cap + 1e-9
+    to_cap = _chances(s, cell, reach if past else cell_cap, fdr, m, schedule=reach)
+    if reach == cell_cap or past or to_cap is None or sequential.ZONE_PROJECTION != "reach":
+        return to_cap
+    far = _chances(s, cell, reach, fdr, m, schedule=reach)
+    return to_cap if far is None else (to_cap[0], far[1], far[2])
+
+
+def _reach(s: _Cell, cell_cap: int) -> int:
+    """The cap whose schedule spends a cell's levels: the promising zone's reach
+    (sequential.reach) for a test on single runs, the cap itself for a test on
+    boot means (which may not stop for futility and so is never extended)."""
+    return cell_cap if s.boots else sequential.reach(cell_cap)
 
 
 def _look(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: int, adj_worse: dict,
-          adj_better: dict, by_information: bool, spending: str) -> tuple[float | None, str, bool]:
-    """(the look's level, the cell's outcome by its own tests, whether it is at its cap)."""
+          adj_better: dict, by_information: bool,
+          spending: str) -> tuple[float | None, str, bool, int]:
+    """(the look's level, the cell's outcome by its own tests, whether it is at
+    its cap, and that cap: the study's, or past it the promising zone's reach
+    while the cell is promising there)."""
     cell_cap = cell.cap or cap
+    reach = _reach(s, cell_cap)
     level = None if s.size_only else (
-        level_at(s.base.n, s.candidate.n, fdr, cap=cell_cap, shape=spending) if by_information
-        else look_level(s.n_eff, fdr, cap=cell_cap, shape=spending))
+        level_at(s.base.n, s.candidate.n, fdr, cap=reach, shape=spending) if by_information
+        else look_level(s.n_eff, fdr, cap=reach, shape=spending))
     outcome = _outcome(cell.direction, s, adj_worse.get(i), adj_better.get(i), level or 0.0,
                        cell.min_effect_pct)
     # The candidate at the cap spends the budget: under `run --against` the
     # base bundle cannot grow, so waiting for n_eff to reach the cap would wait for ever.
-    at_cap = not s.size_only and (s.candidate.n >= cell_cap or s.n_eff >= cell_cap)
-    return level, outcome, at_cap
+    def reached(n: int) -> bool:
+        return not s.size_only and (s.candidate.n >= n or s.n_eff >= n)
+    now = cell_cap
+    if reach > cell_cap and reached(cell_cap):
+        past = s.candidate.n > cell_cap or s.n_eff > cell_cap + 1e-9  # extended already
+        chances = None if past or outcome not in (SUSPECTED, INCONCLUSIVE) else \
+            _chances(s, cell, reach, fdr, m, schedule=reach)
+        if past or (chances is not None and chances[1] + chances[2] >= sequential.PROMISING):
+            now = reach  # promising at the cap: measure on toward the reach
+    return level, outcome, reached(now), now
 
 
 def _open(i: int, cell: CellInput, s: _Cell, cap: int, *tests) -> bool:
     """Whether a cell is unsure before its cap: one futility may stop."""
-    _, outcome, at_cap = _look(i, cell, s, cap, *tests)
+    _, outcome, at_cap, _ = _look(i, cell, s, cap, *tests)
     return not at_cap and outcome in (SUSPECTED, INCONCLUSIVE)
 
 
@@ -800,14 +835,13 @@ def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, family: SlowerFam
     (fdr, m, adj_worse, adj_better, by_information, spending); `stop_all`: the
     family's futility stops every open cell."""
     fdr, m, adj_worse, adj_better, _, _ = tests
-    cell_cap = cell.cap or cap
-    level, outcome, at_cap = _look(i, cell, s, cap, *tests)
+    level, outcome, at_cap, cell_cap = _look(i, cell, s, cap, *tests)
     bound = _bound(s) if cell.direction != INFO else None
     mde = _mde(s, cell.direction, level, m)
     # A cell that can reach no decision by the cap stops now, as at the cap
     # (futility: its own, or its family's).
     early = not at_cap and outcome in (SUSPECTED, INCONCLUSIVE) and (
-        stop_all or _futile(s, cell, cell_cap, fdr, m))
+        stop_all or _futile(s, cell, cell_cap, fdr, m, _reach(s, cell.cap or cap)))
     stop = at_cap or early
     if stop and outcome in (SUSPECTED, INCONCLUSIVE) and bound is not None:
         held = outcome == SUSPECTED and adj_screen.get(i, 1.0) <= SUSPECT_P
@@ -824,7 +858,7 @@ def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, family: SlowerFam
     unsure = outcome in (SUSPECTED, INCONCLUSIVE) and not s.size_only
     budget_spent = stop and (unsure or outcome == SLOWER or (
         outcome == NO_CHANGE and bound is not None and bound > cell.min_effect_pct))
-    needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap) \
+    needs = _needs_runs(s, cell.min_effect_pct, fdr, cell_cap, _reach(s, cell.cap or cap)) \
         if unsure and not stop and not held_one_boot else None
     p_adj = None
     if i in adj_worse:
@@ -859,23 +893,26 @@ def _cell_verdict(i: int, cell: CellInput, s: _Cell, cap: int, family: SlowerFam
         one_boot=held_one_boot, boot_variance=s.boot_variance)
 
 
-def _futile(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int) -> bool:
+def _futile(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int, schedule: int) -> bool:
     """iowatch.stats.sequential.futile of a tested cell, on its test's scale:
     each of its _chances below FUTILE (0: off)."""
-    chances = _chances(s, cell, cap, fdr, family)
+    chances = _chances(s, cell, cap, fdr, family, schedule=schedule)
     return sequential.FUTILE > 0 and chances is not None and max(chances) < sequential.FUTILE
 
 
-def _chances(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int):
+def _chances(s: _Cell, cell: CellInput, cap: int, fdr: float, family: int, *, schedule: int):
     """iowatch.stats.sequential.decision_chances of an open cell, on its test's
-    scale; None (it keeps the family going) when it has no test to project."""
+    scale, projected to `cap` with the levels of its schedule (the promising
+    zone's reach: _reach); None (it keeps the family going) when it has no
+    test to project."""
     if s.size_only or s.d is None or s.se is None or cell.direction == INFO:
         return None
     me = cell.min_effect_pct / 100
     delta = math.log1p(me) if s.log_scale else me
     return decision_chances(s.d, s.se, s.n_eff, worse_sign=-1.0 if cell.direction == HIGHER
                             else 1.0, delta=delta, cap=cap, q=fdr, family=family,
-                            boots=min(s.boots) if s.boots else None)
+                            boots=min(s.boots) if s.boots else None,
+                            schedule=schedule)
 
 
 def compare(base: Sequence[float], candidate: Sequence[float], *, direction: str,
