@@ -781,12 +781,17 @@ def _family_chances(s: _Cell, cell: CellInput, cap: int, tests: tuple):
     fdr, m = tests[0], tests[1]
     cell_cap = cell.cap or cap
     reach = _reach(s, cell_cap)
-    past = s.candidate.n > cell_cap or s.n_eff > cell_cap + 1e-9
+    past = _past(s, cell_cap)
     to_cap = _chances(s, cell, reach if past else cell_cap, fdr, m, schedule=reach)
     if reach == cell_cap or past or to_cap is None or sequential.ZONE_PROJECTION != "reach":
         return to_cap
     far = _chances(s, cell, reach, fdr, m, schedule=reach)
     return to_cap if far is None else (to_cap[0], far[1], far[2])
+
+
+def _past(s: _Cell, cell_cap: int) -> bool:
+    """Whether a cell has measured past its cap: it is in the promising zone."""
+    return s.candidate.n > cell_cap or s.n_eff > cell_cap + 1e-9
 
 
 def _reach(s: _Cell, cell_cap: int) -> int:
@@ -815,7 +820,7 @@ def _look(i: int, cell: CellInput, s: _Cell, cap: int, fdr: float, m: int, adj_w
         return not s.size_only and (s.candidate.n >= n or s.n_eff >= n)
     now = cell_cap
     if reach > cell_cap and reached(cell_cap):
-        past = s.candidate.n > cell_cap or s.n_eff > cell_cap + 1e-9  # extended already
+        past = _past(s, cell_cap)
         chances = None if past or outcome not in (SUSPECTED, INCONCLUSIVE) else \
             _chances(s, cell, reach, fdr, m, schedule=reach)
         if past or (chances is not None and chances[1] + chances[2] >= sequential.PROMISING):
