@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from iowatch import environment, filesystems, mdraid, workloads
+from iowatch import environment, filesystems, ftrace, mdraid, workloads
 
 # Where a job that names no mount point is mounted (an fs_mark or script cell).
 DEFAULT_PARENT = filesystems.MOUNT_ROOT / "replay"
@@ -128,8 +128,24 @@ def _tool_lines(run: CellRun, mnt: str) -> list[str]:
             f"seq {every} {every} {n} | xargs rm",
             "# caches dropped with the NAT entries dirty (no sync), as the seed:",
             f"echo {filesystems.DROP_ALL} > {filesystems.DROP_CACHES}",
-            "time sync -f .   # the checkpoint: sync.time_ms",
+            *_traced("time sync -f .   # the checkpoint: sync.time_ms", script.get("time_functions", {})),
             "cd /"]
+
+
+def _traced(line: str, functions: dict[str, str]) -> list[str]:
+    """The line with the functions it times around it (ftrace's function graph
+    tracer at depth 1, as iowatch.ftrace sets it: each call's time in us)."""
+    if not functions:
+        return [line]
+    root = ftrace.TRACEFS
+    names = " ".join(sorted(set(functions.values())))
+    metrics = ", ".join(f"{m}: {f}()" for m, f in sorted(functions.items()))
+    return [f"mountpoint -q {root} || mount -t tracefs nodev {root}",
+            f"echo {names} > {root}/set_graph_function; echo 1 > {root}/max_graph_depth",
+            f"echo > {root}/trace; echo {ftrace.TRACER} > {root}/current_tracer; echo 1 > {root}/tracing_on",
+            line,
+            f"echo 0 > {root}/tracing_on; cp {root}/trace function-graph-$i.txt   # {metrics}, each call's us",
+            f"echo nop > {root}/current_tracer"]
 
 
 def steps(run: CellRun) -> list[str]:

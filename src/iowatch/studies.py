@@ -42,6 +42,9 @@ class JudgedOn:
     metric: str
     why: str
     control: tuple[str, str] | None = None
+    # Only for runs that did not measure the figure (runs of a kernel that could
+    # not time it); runs that did are judged on the figure itself.
+    unless_measured: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class ScriptSection:
     create_files: int
     workers: int
     delete_every: int
+    # metric -> kernel function timed during the final sync (iowatch.ftrace)
+    time_functions: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -164,7 +169,8 @@ class Workload:
             out["fs_mark"] = {"options": options, **({"dirs": tool.dirs} if tool.dirs is not None else {})}
         else:
             script = {"create_files": tool.create_files, "workers": tool.workers,
-                      "delete_every": tool.delete_every}
+                      "delete_every": tool.delete_every,
+                      **({"time_functions": dict(tool.time_functions)} if tool.time_functions else {})}
             for layer in layers:
                 script.update(layer.script)
             out["script"] = script
@@ -300,7 +306,7 @@ class Study:
             not_reproducible_in_vlab=dict(d.get("not_reproducible_in_vlab", {})),
             judged_on={k: JudgedOn(v["metric"], " ".join(v["why"].split()),
                                    (v["control"]["filesystem"], v["control"]["metric"])
-                                   if "control" in v else None)
+                                   if "control" in v else None, bool(v.get("unless_measured", False)))
                        for k, v in d.get("judged_on", {}).items()},
             canary=bool(d.get("canary", False)),
             precondition=Precondition.from_file(d["precondition"]) if "precondition" in d else None)
@@ -416,6 +422,12 @@ def _check_metrics(study: Study, refuse) -> None:
             if getattr(ratio, key) not in study.filesystems:
                 refuse(["workload", "ratio", key], f"workload.ratio.{key}: {getattr(ratio, key)!r} "
                        f"is not one of the study's filesystems ({', '.join(study.filesystems)})")
+    timed = getattr(study.spec.tool, "time_functions", {})
+    listed = {m.metric for m in study.metrics}
+    for name in timed:
+        if name not in listed:
+            refuse(["workload", "script", "time_functions", name], f"workload.script.time_functions: "
+                   f"{name!r} is not one of the study's metrics ({', '.join(sorted(listed))})")
     for i, p in enumerate(study.published):
         if p.device_class not in study.device_classes:
             refuse(["published", i, "device_class"], f"published[{i}]: device class "

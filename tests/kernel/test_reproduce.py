@@ -282,6 +282,22 @@ def test_seed_002_the_flush_time_is_judged_on_the_sync_that_holds_it(tmp_path, s
     assert flush.lab.device == "vssd" and flush.lab.after_n == 10
 
 
+def test_seed_002_the_flush_time_timed_by_the_runs_is_judged_on_itself(tmp_path, studies):
+    """Runs that timed f2fs_flush_nat_entries() (the function graph tracer)
+    are judged on the flush, not on the sync that holds it: a flush 90% shorter
+    beside a sync that did not move reproduces the post's claim."""
+    seed = find_seed("002", studies, SERIES)
+    cells = {i: {("vssd", "f2fs"): {("checkpoint", "sync.time_ms"): 100.0,
+                                    ("checkpoint", "f2fs.nat_flush_ms"): 4.0 if i == 2 else 40.0}}
+             for i in range(3)}
+    rep = judge_check_dir(write_check(tmp_path, seed, cells, regressing=()), seed, studies)
+    flush = next(r for r in rep.rows if r.claim.metric == "f2fs.nat_flush_ms")
+    assert flush.outcome == REPRODUCED, flush.why
+    assert not flush.why.startswith("judged on"), flush.why
+    assert flush.lab.metric == "f2fs.nat_flush_ms"
+    assert flush.lab.change_pct == pytest.approx(-90, abs=2)
+
+
 def test_a_study_judges_a_figure_only_on_a_deciding_metric(tmp_path):
     src = (resources.studies_dir() / "f2fs-nat-flush.yml").read_text()
     bad = tmp_path / "f2fs-nat-flush.yml"

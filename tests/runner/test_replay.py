@@ -12,6 +12,8 @@ metrics. The host kernel has no md driver and no f2fs: seeds 000, 002 and 004
 for real in test_replay_of_seeds.py, inside the guest proof's kernel."""
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import os
 import re
@@ -102,6 +104,23 @@ def test_seed_002_f2fs_checkpoint_script_drops_caches_with_the_nat_dirty():
     tail = steps[steps.index(delete) + len(delete):]
     assert re.match(r"\s*#.*\n\s*echo 3 > /proc/sys/vm/drop_caches\n\s*time sync -f \.", tail), tail
     assert DROP in steps
+
+
+def test_seed_002_the_flush_the_study_times_is_traced_around_the_checkpoint_sync():
+    """A study that times a kernel function (workload.script.time_functions)
+    gets the function graph tracer set around the timed sync, as the runner
+    sets it, and its trace copied out before the tracer is put back."""
+    (run,) = runs_of(KEPT / "seed-002" / "guest-01" / "bundle").values()
+    workload = copy.deepcopy(run.workload)
+    workload["script"]["time_functions"] = {"f2fs.nat_flush_ms": "f2fs_flush_nat_entries"}
+    steps = script(dataclasses.replace(run, workload=workload))
+    sync = steps.index("time sync -f .")
+    before, after = steps[:sync], steps[sync:]
+    assert "echo f2fs_flush_nat_entries > /sys/kernel/tracing/set_graph_function" in before
+    assert "echo function_graph > /sys/kernel/tracing/current_tracer" in before
+    assert after.index("cp /sys/kernel/tracing/trace function-graph-$i.txt") < \
+        after.index("echo nop > /sys/kernel/tracing/current_tracer")
+    assert "set_graph_function" not in script(run)
 
 
 def test_seed_003_both_halves_name_their_scheduler_and_wbt():

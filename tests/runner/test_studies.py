@@ -64,7 +64,8 @@ def test_a_study_is_typed_objects_not_the_file_as_read():
     assert xfs.spec.tool == FsMarkSection({"D": 10000, "S": 0, "n": 10000, "s": 4096, "L": 120}, dirs=8)
     assert xfs.spec.device_stats is True and xfs.profiles["quick"].overrides.fs_mark["L"] == 3
     nat = load_study(JOBS / "studies" / "f2fs-nat-flush.yml")
-    assert nat.workload("quick", "hdd")["script"] == {"create_files": 100000, "workers": 16, "delete_every": 455}
+    assert nat.workload("quick", "hdd")["script"] == {"create_files": 100000, "workers": 16, "delete_every": 455,
+                                                      "time_functions": {"f2fs.nat_flush_ms": "f2fs_flush_nat_entries"}}
     # The resolved workload is a fresh dict: the runner marks fio --readonly on one cell's copy.
     first = ext4.workload("quick", "ssd")
     first["fio"]["readonly"] = True
@@ -110,6 +111,23 @@ def test_a_bad_study_file_is_refused_with_file_line_and_key(tmp_path, edit, line
     assert str(bad) in str(e.value) and words in str(e.value)
     if line:
         assert e.value.line == line
+
+
+@pytest.mark.parametrize("timed, words", [
+    ("{step.time_ms: f2fs_flush_nat_entries}",
+     "workload.script.time_functions: 'step.time_ms' is not one of the study's metrics"),
+    ("{f2fs.nat_flush_ms: 'f2fs_flush_nat_entries()'}", "time_functions.f2fs.nat_flush_ms"),
+])
+def test_a_timed_function_must_give_a_metric_of_the_study(tmp_path, timed, words):
+    src = (JOBS / "studies" / "f2fs-nat-flush.yml").read_text()
+    given = "time_functions: {f2fs.nat_flush_ms: f2fs_flush_nat_entries}"
+    assert given in src
+    bad = tmp_path / "f2fs-nat-flush.yml"
+    bad.write_text(src.replace(given, f"time_functions: {timed}").replace(
+        "  - {metric: step.time_ms, group: checkpoint, direction: lower}\n", ""))
+    with pytest.raises(DataFileError) as e:
+        load_study(bad)
+    assert str(bad) in str(e.value) and words in str(e.value), str(e.value)
 
 
 def test_a_matrix_naming_a_missing_study_is_refused(tmp_path):

@@ -185,12 +185,22 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
         return unmeasured(why_missing)
     # The post's numbers are of the study's first filesystem (as import-published stores them).
     fs = study.filesystems[0]
-    # A figure a run cannot measure is judged, in direction, on the one that contains it.
+    def rows_of(metric: str) -> list[tuple[CellVerdict, bool]]:
+        return [(v, judged) for judged, vs in ((True, cmp.verdicts), (False, cmp.diagnostics)) for v in vs
+                if (v.key.study, v.key.group, v.key.metric, v.key.device_class, v.key.filesystem)
+                == (study.slug, claim.group, metric, claim.device_class, fs)]
+
+    # A figure the study says a run cannot measure is judged, in direction, on
+    # the one that stands for it (judged_on); one that stands in only unless
+    # measured (seed 002's flush, timed since 2026-12-01) gives way to the
+    # figure itself wherever these runs measured it as deciding.
+    rows = rows_of(claim.metric)
     judged_on = study.judged_on.get(claim.metric)
+    if judged_on and judged_on.unless_measured and any(judged for _, judged in rows):
+        judged_on = None
     measured_as, on_why = (judged_on.metric, judged_on.why) if judged_on else (claim.metric, "")
-    rows = [(v, judged) for judged, vs in ((True, cmp.verdicts), (False, cmp.diagnostics)) for v in vs
-            if (v.key.study, v.key.group, v.key.metric, v.key.device_class, v.key.filesystem)
-            == (study.slug, claim.group, measured_as, claim.device_class, fs)]
+    if judged_on:
+        rows = rows_of(measured_as)
     if not rows:
         failed = [f for f in cmp.failed if (f.study, f.device_class, f.filesystem)
                   == (study.slug, claim.device_class, fs)]

@@ -1,0 +1,109 @@
+"""The time a kernel function takes, from the kernel's function graph tracer.
+
+A post sometimes times a function inside a larger operation: seed 002's
+timed the NAT flush, f2fs_flush_nat_entries(), inside the checkpoint that a
+sync writes. A run can time the same function with ftrace's function graph
+tracer (tracefs; the guest kernel has CONFIG_FUNCTION_GRAPH_TRACER, patched
+out to nops until a tracer is set): `set_graph_function` names it,
+`max_graph_depth` 1 keeps its callees out, and each call's line gives its
+duration. ftrace is the kernel's own instrument for this; no other tool is
+needed in the guest.
+
+    with function_times(["f2fs_flush_nat_entries"]) as timed:
+        subprocess.run(["sync", "-f", path])
+    timed.ms["f2fs_flush_nat_entries"]      # one float a call, in ms
+
+A kernel without the tracer, or a function it cannot trace (inlined,
+static and optimised away, or notrace), raises TraceError naming what is
+missing; the tracer is put back to `nop` whatever happens inside the block.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+TRACEFS = Path("/sys/kernel/tracing")
+TRACER = "function_graph"
+KERNEL_OPTIONS = "CONFIG_FTRACE, CONFIG_FUNCTION_TRACER and CONFIG_FUNCTION_GRAPH_TRACER"
+# A call at depth 1 is one line: " 1)   $ 15812.34 us  |  f2fs_flush_nat_entries();"
+# (the duration always in us, a marker such as + ! # * @ $ before it for long ones).
+_CALL = re.compile(r"(?P<us>\d+(?:\.\d+)?) us\s*\|\s*(?P<fn>[A-Za-z_][A-Za-z0-9_.]*)\(\);")
+
+
+class TraceError(Exception):
+    pass
+
+
+@dataclass
+class Timed:
+    """Filled when the block ends: each function's calls in ms, and the
+    trace they were read from (kept beside the run)."""
+    ms: dict[str, list[float]] = field(default_factory=dict)
+    trace: str = ""
+
+
+def parse(trace: str, functions: list[str]) -> dict[str, list[float]]:
+    """Each function's calls (ms) in a function graph trace of depth 1."""
+    out: dict[str, list[float]] = {f: [] for f in functions}
+    for m in _CALL.finditer(trace):
+        if m["fn"] in out:
+            out[m["fn"]].append(float(m["us"]) / 1000)
+    return out
+
+
+def mounted(root: Path = TRACEFS) -> Path:
+    """tracefs at root, mounted there if the kernel has it and nothing is."""
+    if (root / "current_tracer").is_file():
+        return root
+    done = subprocess.run(["mount", "-t", "tracefs", "nodev", str(root)], capture_output=True, text=True)
+    if done.returncode or not (root / "current_tracer").is_file():
+        raise TraceError(f"tracefs could not be mounted at {root} ({done.stderr.strip() or 'no current_tracer'}): "
+                         f"the kernel needs {KERNEL_OPTIONS}")
+    return root
+
+
+def _write(root: Path, name: str, text: str) -> None:
+    try:
+        # tracefs files take one write; opening with truncation also clears `trace`.
+        (root / name).write_text(text)
+    except OSError as e:
+        raise TraceError(f"{root / name}: writing {text.strip()!r} failed: {e.strerror}") from e
+
+
+@contextmanager
+def function_times(functions: list[str], root: Path = TRACEFS) -> Iterator[Timed]:
+    """Time every call of `functions` made while the block runs (any task,
+    any CPU)."""
+    root = mounted(root)
+    tracers = (root / "available_tracers").read_text().split()
+    if TRACER not in tracers:
+        raise TraceError(f"{root}/available_tracers has {' '.join(tracers) or 'nothing'}, not {TRACER}: "
+                         f"the kernel needs {KERNEL_OPTIONS}")
+    _write(root, "tracing_on", "0")
+    _write(root, "current_tracer", "nop")
+    try:
+        _write(root, "set_graph_function", "\n".join(functions) + "\n")
+    except TraceError as e:
+        raise TraceError(f"the kernel cannot trace {', '.join(functions)} (not in "
+                         f"available_filter_functions: inlined, or notrace): {e}") from e
+    timed = Timed()
+    try:
+        _write(root, "max_graph_depth", "1")
+        _write(root, "trace", "")
+        _write(root, "current_tracer", TRACER)
+        _write(root, "tracing_on", "1")
+        yield timed
+        _write(root, "tracing_on", "0")
+        timed.trace = (root / "trace").read_text()
+        timed.ms = parse(timed.trace, functions)
+    finally:
+        for name, text in (("tracing_on", "0"), ("current_tracer", "nop"), ("set_graph_function", ""),
+                           ("max_graph_depth", "0"), ("trace", "")):
+            try:
+                (root / name).write_text(text)
+            except OSError:
+                pass

@@ -1,0 +1,54 @@
+"""Timing a kernel function with ftrace's function graph tracer
+(iowatch.ftrace), on this host's real tracefs; the kept seed 002 run's
+traces are read in tests/kernel/test_reproduction_fixtures.py."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from iowatch import ftrace
+
+@pytest.fixture
+def tracefs(tmp_path):
+    """This host's tracefs, mounted at a directory of the test's own and
+    unmounted after it, whatever happens."""
+    root = tmp_path / "tracing"
+    root.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting tracefs needs root")
+    try:
+        ftrace.mounted(root)
+    except ftrace.TraceError as e:
+        pytest.skip(f"no tracefs on this host: {e}")
+    try:
+        yield root
+    finally:
+        subprocess.run(["umount", str(root)], check=False)
+
+
+def test_the_hosts_tracefs_times_a_function_or_names_what_the_kernel_lacks(tracefs):
+    """A kernel with the graph tracer times sync's one call of ksys_sync; one
+    without it (this machine's) gets an error naming the kernel options, and
+    the tracer is left as it was."""
+    before = (tracefs / "current_tracer").read_text().strip()
+    if ftrace.TRACER in (tracefs / "available_tracers").read_text().split():
+        with ftrace.function_times(["ksys_sync"], tracefs) as timed:
+            subprocess.run(["sync"], check=True)
+        assert len(timed.ms["ksys_sync"]) == 1 and timed.ms["ksys_sync"][0] > 0
+    else:
+        with pytest.raises(ftrace.TraceError, match="CONFIG_FUNCTION_GRAPH_TRACER"):
+            with ftrace.function_times(["ksys_sync"], tracefs):
+                pytest.fail("the block ran without a tracer")
+    assert (tracefs / "current_tracer").read_text().strip() == before
+
+
+def test_durations_of_every_width_and_marker():
+    trace = ("# tracer: function_graph\n"
+             " 0)   1.234 us    |  a_fn();\n"
+             " 1) ! 158123.4 us |  a_fn();\n"
+             " 1) $ 1581234 us  |  a_fn();\n"
+             " 0)               |  a_fn() {\n"
+             " 0)   2.000 us    |  other();\n")
+    assert ftrace.parse(trace, ["a_fn"]) == {"a_fn": [0.001234, 158.1234, 1581.234]}
