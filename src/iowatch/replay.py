@@ -141,11 +141,12 @@ def _traced(line: str, functions: dict[str, str]) -> list[str]:
     names = " ".join(sorted(set(functions.values())))
     metrics = ", ".join(f"{m}: {f}()" for m, f in sorted(functions.items()))
     return [f"mountpoint -q {root} || mount -t tracefs nodev {root}",
-            f"echo {names} > {root}/set_graph_function; echo 1 > {root}/max_graph_depth",
+            f"echo {names} > {root}/set_ftrace_filter; echo {names} > {root}/set_graph_function",
+            f"echo 1 > {root}/max_graph_depth; echo 1 > {root}/options/funcgraph-tail",
             f"echo > {root}/trace; echo {ftrace.TRACER} > {root}/current_tracer; echo 1 > {root}/tracing_on",
             line,
             f"echo 0 > {root}/tracing_on; cp {root}/trace function-graph-$i.txt   # {metrics}, each call's us",
-            f"echo nop > {root}/current_tracer"]
+            f"echo nop > {root}/current_tracer; echo > {root}/set_ftrace_filter"]
 
 
 def steps(run: CellRun) -> list[str]:

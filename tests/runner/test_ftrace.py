@@ -50,5 +50,7 @@ def test_durations_of_every_width_and_marker():
              " 1) ! 158123.4 us |  a_fn();\n"
              " 1) $ 1581234 us  |  a_fn();\n"
              " 0)               |  a_fn() {\n"
-             " 0)   2.000 us    |  other();\n")
-    assert ftrace.parse(trace, ["a_fn"]) == {"a_fn": [0.001234, 158.1234, 1581.234]}
+             " 0)   2.000 us    |  other();\n"
+             # a call that moved to another CPU: its duration on the closing line
+             " 1) # 2803.946 us |  } /* a_fn */\n")
+    assert ftrace.parse(trace, ["a_fn"]) == {"a_fn": [0.001234, 158.1234, 1581.234, 2.803946]}

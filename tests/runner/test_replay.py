@@ -117,6 +117,8 @@ def test_seed_002_the_flush_the_study_times_is_traced_around_the_checkpoint_sync
     sync = steps.index("time sync -f .")
     before, after = steps[:sync], steps[sync:]
     assert "echo f2fs_flush_nat_entries > /sys/kernel/tracing/set_graph_function" in before
+    # Only the timed function is patched: else every kernel call enters the tracer.
+    assert "echo f2fs_flush_nat_entries > /sys/kernel/tracing/set_ftrace_filter" in before
     assert "echo function_graph > /sys/kernel/tracing/current_tracer" in before
     assert after.index("cp /sys/kernel/tracing/trace function-graph-$i.txt") < \
         after.index("echo nop > /sys/kernel/tracing/current_tracer")
