@@ -122,7 +122,7 @@ def _tool_lines(run: CellRun, mnt: str) -> list[str]:
         return [f"(cd {mnt}/.. && {command}) | tee fs_mark-$i.txt"]
     script = run.workload["script"]
     n, every = script["create_files"], script["delete_every"]
-    return [f"mkdir {mnt}/files && cd {mnt}/files",
+    return [f"OUT=$PWD; mkdir {mnt}/files && cd {mnt}/files",
             f"seq 1 {n} | {' '.join(workloads.touch_argv(script))}",
             "sync -f .",
             f"seq {every} {every} {n} | xargs rm",
@@ -145,7 +145,7 @@ def _traced(line: str, functions: dict[str, str]) -> list[str]:
             f"echo 1 > {root}/max_graph_depth; echo 1 > {root}/options/funcgraph-tail",
             f"echo > {root}/trace; echo {ftrace.TRACER} > {root}/current_tracer; echo 1 > {root}/tracing_on",
             line,
-            f"echo 0 > {root}/tracing_on; cp {root}/trace function-graph-$i.txt   # {metrics}, each call's us",
+            f"echo 0 > {root}/tracing_on; cp {root}/trace \"$OUT/function-graph-$i.txt\"   # {metrics}, each call's us",
             f"echo nop > {root}/current_tracer; echo > {root}/set_ftrace_filter"]
 
 

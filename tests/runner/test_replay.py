@@ -94,35 +94,39 @@ def test_seed_001_ext4_cell_mounts_where_filename_points_and_the_raw_cell_reads_
 
 
 def test_seed_002_f2fs_checkpoint_script_drops_caches_with_the_nat_dirty():
-    (run,) = runs_of(KEPT / "seed-002" / "guest-01" / "bundle").values()
+    run = runs_of(KEPT / "seed-002" / "guest-01" / "bundle")["f2fs-nat-flush/vnullb/f2fs"]
     steps = script(run)
     assert 'echo none > "$Q/scheduler"\necho 2000 > "$Q/wbt_lat_usec"' in steps
     sc = run.workload["script"]
     assert f"seq 1 {sc['create_files']} | xargs -P {sc['workers']} -n 64 touch" in steps
     delete = f"seq {sc['delete_every']} {sc['delete_every']} {sc['create_files']} | xargs rm\n"
-    # After the sparse delete: caches dropped with no sync between, then the timed sync.
+    # After the sparse delete: caches dropped with no sync between, then the
+    # timed sync (the tracer set for the flush in between: no sync there).
     tail = steps[steps.index(delete) + len(delete):]
-    assert re.match(r"\s*#.*\n\s*echo 3 > /proc/sys/vm/drop_caches\n\s*time sync -f \.", tail), tail
+    assert re.match(r"\s*#.*\n\s*echo 3 > /proc/sys/vm/drop_caches\n(?:(?!.*sync).*\n)*\s*time sync -f \.",
+                    tail), tail
     assert DROP in steps
 
 
 def test_seed_002_the_flush_the_study_times_is_traced_around_the_checkpoint_sync():
     """A study that times a kernel function (workload.script.time_functions)
     gets the function graph tracer set around the timed sync, as the runner
-    sets it, and its trace copied out before the tracer is put back."""
-    (run,) = runs_of(KEPT / "seed-002" / "guest-01" / "bundle").values()
-    workload = copy.deepcopy(run.workload)
-    workload["script"]["time_functions"] = {"f2fs.nat_flush_ms": "f2fs_flush_nat_entries"}
-    steps = script(dataclasses.replace(run, workload=workload))
+    sets it, and its trace copied out before the tracer is put back; a
+    workload that times nothing sets no tracer."""
+    run = runs_of(KEPT / "seed-002" / "guest-01" / "bundle")["f2fs-nat-flush/vnullb/f2fs"]
+    assert run.workload["script"]["time_functions"] == {"f2fs.nat_flush_ms": "f2fs_flush_nat_entries"}
+    steps = script(run)
     sync = steps.index("time sync -f .")
     before, after = steps[:sync], steps[sync:]
     assert "echo f2fs_flush_nat_entries > /sys/kernel/tracing/set_graph_function" in before
     # Only the timed function is patched: else every kernel call enters the tracer.
     assert "echo f2fs_flush_nat_entries > /sys/kernel/tracing/set_ftrace_filter" in before
     assert "echo function_graph > /sys/kernel/tracing/current_tracer" in before
-    assert after.index("cp /sys/kernel/tracing/trace function-graph-$i.txt") < \
+    assert after.index('cp /sys/kernel/tracing/trace "$OUT/function-graph-$i.txt"') < \
         after.index("echo nop > /sys/kernel/tracing/current_tracer")
-    assert "set_graph_function" not in script(run)
+    untimed = copy.deepcopy(run.workload)
+    del untimed["script"]["time_functions"]
+    assert "set_graph_function" not in script(dataclasses.replace(run, workload=untimed))
 
 
 def test_seed_003_both_halves_name_their_scheduler_and_wbt():

@@ -137,12 +137,15 @@ def test_seed_003_steps_set_the_queue_and_give_the_writer_and_readers(tmp_path, 
 
 @NO_F2FS
 def test_seed_002_f2fs_checkpoint_steps_time_the_checkpoint_sync(tmp_path, scratch):
-    """The script's cell measures the checkpoint's sync (sync.time_ms); the
-    steps time that one command with bash's `time`, once a repetition."""
+    """The script's cell measures the checkpoint's sync (sync.time_ms) and the
+    NAT flush inside it (f2fs.nat_flush_ms, the function graph tracer); the
+    steps time the sync with bash's `time`, once a repetition, and copy the
+    tracer's record of the flush beside it."""
     run, ran, _ = _replayed("002", "f2fs-nat-flush/vnullb/f2fs", scratch, tmp_path / "replay")
     timed = re.findall(r"^real\s+(\d+)m([\d.]+)s$", ran.stderr, re.M)
     assert len(timed) == 1, ran.stderr[-2000:]
-    assert _kept("002", run.cell) == {("checkpoint", "sync.time_ms")}
+    assert (tmp_path / "replay" / "function-graph-1.txt").is_file()
+    assert _kept("002", run.cell) == {("checkpoint", "sync.time_ms"), ("checkpoint", "f2fs.nat_flush_ms")}
 
 
 @NO_MD
