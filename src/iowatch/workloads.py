@@ -202,7 +202,7 @@ def _timing(functions: dict[str, str], group: str, res: Result, log: dict):
     with contextlib.ExitStack() as stack:
         if functions:
             try:
-                timed = stack.enter_context(ftrace.function_times(sorted(set(functions.values()))))
+                timed = stack.enter_context(ftrace.function_times(sorted(set(functions.values())), ftrace.TRACEFS))
             except ftrace.TraceError as e:
                 log["time_functions"] = {"error": str(e)}
         yield

@@ -54,3 +54,28 @@ def test_durations_of_every_width_and_marker():
              # a call that moved to another CPU: its duration on the closing line
              " 1) # 2803.946 us |  } /* a_fn */\n")
     assert ftrace.parse(trace, ["a_fn"]) == {"a_fn": [0.001234, 158.1234, 1581.234, 2.803946]}
+
+
+def test_a_kernel_that_cannot_time_the_function_keeps_the_sync_and_says_why(tmp_path, monkeypatch):
+    """The checkpoint script on this host (no function graph tracer, or no
+    tracefs at all): the timed sync is still a sample, the flush is left out
+    rather than made up, and script.json says why."""
+    import json
+
+    from iowatch import workloads
+    monkeypatch.setattr(ftrace, "TRACEFS", tmp_path / "tracing")
+    (tmp_path / "tracing").mkdir()
+    (tmp_path / "mnt").mkdir()
+    workload = {"script": {"create_files": 50, "workers": 2, "delete_every": 7,
+                           "time_functions": {"f2fs.nat_flush_ms": "f2fs_flush_nat_entries"}},
+                "groups": {"0": "checkpoint"}}
+    ctx = workloads.Context("/dev/null", tmp_path / "mnt", tmp_path)
+    try:
+        res = workloads.run_script(workload, ctx, drop_caches=lambda: None)
+    finally:
+        subprocess.run(["umount", str(tmp_path / "tracing")], capture_output=True, check=False)
+    assert res.error is None
+    assert {s.metric for s in res.samples} == {"step.time_ms", "sync.time_ms"}
+    log = json.loads(res.artifacts["script.json"])
+    assert "function_graph" in log["time_functions"]["error"] or "tracefs" in log["time_functions"]["error"]
+    assert "function-graph.txt" not in res.artifacts
