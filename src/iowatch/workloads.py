@@ -198,18 +198,17 @@ def _timing(functions: dict[str, str], group: str, res: Result, log: dict):
     their calls' total, from ftrace's function graph tracer. A kernel that
     cannot trace them leaves the metrics out and says why in script.json (the
     claim is then judged on what contains them: the study's judged_on)."""
-    timed = None
+    names, timed = sorted(set(functions.values())), None
     with contextlib.ExitStack() as stack:
-        if functions:
+        if names:
             try:
-                timed = stack.enter_context(ftrace.function_times(sorted(set(functions.values())), ftrace.TRACEFS))
+                timed = stack.enter_context(ftrace.function_times(names, ftrace.TRACEFS))
             except ftrace.TraceError as e:
                 log["time_functions"] = {"error": str(e)}
         yield
     if timed is None:
         return
-    log["time_functions"] = {fn: {"calls": len(timed.ms[fn]), "ms": sum(timed.ms[fn])}
-                             for fn in sorted(set(functions.values()))}
+    log["time_functions"] = {fn: {"calls": len(timed.ms[fn]), "ms": sum(timed.ms[fn])} for fn in names}
     res.artifacts["function-graph.txt"] = timed.trace.encode()
     for metric, fn in functions.items():
         if timed.ms[fn]:

@@ -3,12 +3,14 @@
 traces are read in tests/kernel/test_reproduction_fixtures.py."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
 import pytest
 
-from iowatch import ftrace
+from iowatch import ftrace, workloads
+
 
 @pytest.fixture
 def tracefs(tmp_path):
@@ -60,9 +62,6 @@ def test_a_kernel_that_cannot_time_the_function_keeps_the_sync_and_says_why(tmp_
     """The checkpoint script on this host (no function graph tracer, or no
     tracefs at all): the timed sync is still a sample, the flush is left out
     rather than made up, and script.json says why."""
-    import json
-
-    from iowatch import workloads
     monkeypatch.setattr(ftrace, "TRACEFS", tmp_path / "tracing")
     (tmp_path / "tracing").mkdir()
     (tmp_path / "mnt").mkdir()

@@ -167,6 +167,26 @@ def _lab(v: CellVerdict, judged: bool) -> LabChange:
                      v.words, (v.statistic or "mean") if v.centre else "median", v.key.metric)
 
 
+def _rows(claim: Claim, cmp: Comparison, study: Study,
+          fs: str) -> tuple[list[tuple[CellVerdict, bool]], JudgedOn | None]:
+    """The lab's verdicts the claim is judged on (each with whether it decides),
+    and the stand-in it is judged on, if any. A figure the study says a run
+    cannot measure is judged, in direction, on the one that stands for it
+    (judged_on); one that stands in only unless measured (seed 002's flush,
+    timed since 2026-12-01) gives way to the figure itself wherever these runs
+    measured it as deciding."""
+    def rows_of(metric: str) -> list[tuple[CellVerdict, bool]]:
+        return [(v, judged) for judged, vs in ((True, cmp.verdicts), (False, cmp.diagnostics)) for v in vs
+                if (v.key.study, v.key.group, v.key.metric, v.key.device_class, v.key.filesystem)
+                == (study.slug, claim.group, metric, claim.device_class, fs)]
+
+    rows = rows_of(claim.metric)
+    judged_on = study.judged_on.get(claim.metric)
+    if judged_on and judged_on.unless_measured and any(judged for _, judged in rows):
+        return rows, None
+    return (rows_of(judged_on.metric), judged_on) if judged_on else (rows, None)
+
+
 def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
                 why_missing: str = "", modelled: frozenset[str] = frozenset()) -> list[Judged]:
     """The claim against the lab's comparison of its two sides (None: no
@@ -185,22 +205,8 @@ def judge_claim(claim: Claim, cmp: Comparison | None, study: Study,
         return unmeasured(why_missing)
     # The post's numbers are of the study's first filesystem (as import-published stores them).
     fs = study.filesystems[0]
-    def rows_of(metric: str) -> list[tuple[CellVerdict, bool]]:
-        return [(v, judged) for judged, vs in ((True, cmp.verdicts), (False, cmp.diagnostics)) for v in vs
-                if (v.key.study, v.key.group, v.key.metric, v.key.device_class, v.key.filesystem)
-                == (study.slug, claim.group, metric, claim.device_class, fs)]
-
-    # A figure the study says a run cannot measure is judged, in direction, on
-    # the one that stands for it (judged_on); one that stands in only unless
-    # measured (seed 002's flush, timed since 2026-12-01) gives way to the
-    # figure itself wherever these runs measured it as deciding.
-    rows = rows_of(claim.metric)
-    judged_on = study.judged_on.get(claim.metric)
-    if judged_on and judged_on.unless_measured and any(judged for _, judged in rows):
-        judged_on = None
+    rows, judged_on = _rows(claim, cmp, study, fs)
     measured_as, on_why = (judged_on.metric, judged_on.why) if judged_on else (claim.metric, "")
-    if judged_on:
-        rows = rows_of(measured_as)
     if not rows:
         failed = [f for f in cmp.failed if (f.study, f.device_class, f.filesystem)
                   == (study.slug, claim.device_class, fs)]
