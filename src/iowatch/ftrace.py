@@ -64,15 +64,22 @@ def parse(trace: str, functions: list[str]) -> dict[str, list[float]]:
     return out
 
 
-def mounted(root: Path = TRACEFS) -> Path:
-    """tracefs at root, mounted there if the kernel has it and nothing is."""
+def mounted(root: Path = TRACEFS) -> bool:
+    """Mount tracefs at root unless it is there already; True when this call
+    mounted it (the caller then unmounts it, see `unmount`)."""
     if (root / "current_tracer").is_file():
-        return root
+        return False
     done = subprocess.run(["mount", "-t", "tracefs", "nodev", str(root)], capture_output=True, text=True)
     if done.returncode or not (root / "current_tracer").is_file():
         raise TraceError(f"tracefs could not be mounted at {root} ({done.stderr.strip() or 'no current_tracer'}): "
                          f"the kernel needs {KERNEL_OPTIONS}")
-    return root
+    return True
+
+
+def unmount(root: Path) -> None:
+    """Take away a tracefs `mounted` put at root. A lab host that runs
+    `iowatch run` keeps its mounts as it had them."""
+    subprocess.run(["umount", str(root)], capture_output=True, check=False)
 
 
 def _write(root: Path, name: str, text: str) -> None:
@@ -86,8 +93,19 @@ def _write(root: Path, name: str, text: str) -> None:
 @contextmanager
 def function_times(functions: list[str], root: Path = TRACEFS) -> Iterator[Timed]:
     """Time every call of `functions` made while the block runs (any task,
-    any CPU)."""
-    root = mounted(root)
+    any CPU). tracefs is mounted for the block if it was not, and only then
+    unmounted after it."""
+    ours = mounted(root)
+    try:
+        with _traced(functions, root) as timed:
+            yield timed
+    finally:
+        if ours:
+            unmount(root)
+
+
+@contextmanager
+def _traced(functions: list[str], root: Path) -> Iterator[Timed]:
     tracers = (root / "available_tracers").read_text().split()
     if TRACER not in tracers:
         raise TraceError(f"{root}/available_tracers has {' '.join(tracers) or 'nothing'}, not {TRACER}: "

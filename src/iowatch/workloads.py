@@ -13,7 +13,9 @@ import os
 import resource
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,21 +90,49 @@ def fs_mark_argv(workload: dict, ctx: Context) -> list[str]:
     return argv
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGTERM and SIGINT wait while the block runs and are raised again when it
+    ends (in the main thread; elsewhere Python delivers no signals anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    held = (signal.SIGTERM, signal.SIGINT)
+    old = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in held}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        for s in caught:
+            signal.raise_signal(s)
+
+
 def run_tool(argv: list[str], input: str | None = None, **kw) -> subprocess.CompletedProcess:
     """subprocess.run in a process group of its own, killed whole when the run is
     interrupted (SIGTERM, Ctrl-C): fio's jobs are processes of their own, and
     killing only fio left them writing on a filesystem that could then not be
-    unmounted, nor its loop device detached."""
+    unmounted, nor its loop device detached. A signal that lands while Popen
+    starts the tool (forked, not yet returned) waits until there is a process
+    to kill: raised inside Popen, it left fio running with nobody to stop it."""
     stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
-    with subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, start_new_session=True, **kw) as proc:
-        try:
-            stdout, stderr = proc.communicate(input)
-        except BaseException:
+    proc = None
+    try:
+        with _signals_held():
+            proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, start_new_session=True, **kw)
+        stdout, stderr = proc.communicate(input)
+    except BaseException:
+        if proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            raise
+        raise
+    finally:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr) if proc is not None else ():
+            if pipe is not None:
+                pipe.close()
     return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 

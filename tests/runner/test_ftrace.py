@@ -46,6 +46,29 @@ def test_the_hosts_tracefs_times_a_function_or_names_what_the_kernel_lacks(trace
     assert (tracefs / "current_tracer").read_text().strip() == before
 
 
+def test_a_tracefs_the_block_mounted_is_gone_after_it_and_one_it_found_stays(tmp_path):
+    """`iowatch run` on a lab host leaves the host's mounts as it found them:
+    a tracefs the block had to mount is unmounted when it ends (whether the
+    kernel could trace or not), one already there is left mounted."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting tracefs needs root")
+    root = tmp_path / "tracing"
+    root.mkdir()
+    try:
+        for already in (False, True):
+            if already:
+                ftrace.mounted(root)
+            try:
+                with ftrace.function_times(["ksys_sync"], root):
+                    assert os.path.ismount(root)
+            except ftrace.TraceError as e:
+                if "could not be mounted" in str(e):
+                    pytest.skip(f"no tracefs on this host: {e}")
+            assert os.path.ismount(root) is already
+    finally:
+        subprocess.run(["umount", str(root)], capture_output=True, check=False)
+
+
 def test_durations_of_every_width_and_marker():
     trace = ("# tracer: function_graph\n"
              " 0)   1.234 us    |  a_fn();\n"

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -67,4 +69,34 @@ def test_an_interrupt_just_after_the_tool_succeeded_leaves_no_mount_and_no_loop(
     ours = f" {filesystems.mount_root(data)}/"
     mounts = [line for line in Path("/proc/mounts").read_text().splitlines() if ours in line]
     assert mounts == [], "filesystems left mounted"
+    assert loops_over(data) == [], "loop devices left attached"
+
+
+def test_a_sigterm_while_the_tool_starts_kills_the_tool(small_fio_lab, tmp_path, monkeypatch):
+    """The third window: SIGTERM lands inside subprocess.Popen after fio was
+    forked and before Popen returned, so run_tool had no process to kill and
+    fio ran on, on a filesystem the runner could then only unmount lazily, its
+    loop device held (test_runner's SIGTERM test, 1 run in 4 beside a guest).
+    Here a real SIGTERM is sent from inside Popen, just after the fork: the
+    signal waits until Popen has returned, and fio is killed, not finished."""
+    host, matrix, data = small_fio_lab
+    real, started = subprocess.Popen._execute_child, []
+
+    def execute_child(self, args, *rest, **kw):
+        real(self, args, *rest, **kw)
+        # fio running a job (not `fio --version`), inside the run (its handler installed)
+        if (os.path.basename(str(args[0])) == "fio" and len(args) > 2 and not started
+                and signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+            started.append(self)
+            os.kill(os.getpid(), signal.SIGTERM)  # the runner's handler raises Interrupted
+            for _ in range(1000):  # Python runs the handler between bytecodes: here, unless held
+                pass
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", execute_child)
+    out = tmp_path / "bundle"
+    with pytest.raises(runner.Interrupted):
+        runner.Runner(matrix, host, out, data_dir=data).run()
+
+    assert len(started) == 1  # the window was reached
+    assert started[0].wait(timeout=60) == -signal.SIGKILL, "fio ran on after the interrupt"
     assert loops_over(data) == [], "loop devices left attached"

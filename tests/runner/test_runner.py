@@ -157,11 +157,18 @@ def test_sigterm_leaves_an_incomplete_bundle_that_a_rerun_finishes(tmp_path, dat
     try:
         deadline = time.monotonic() + 120
         # Stop it once the first cell is written and the second is running.
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and proc.poll() is None:
             if (out / "bundle.json").exists() and json.loads((out / "bundle.json").read_text())["cells"]:
                 break
             time.sleep(0.05)
+        # Held still while the test looks (under load the run could otherwise
+        # finish its other cells between the look and the signal); the SIGTERM
+        # waits for SIGCONT and is handled before the run goes on.
+        proc.send_signal(signal.SIGSTOP)
+        assert proc.poll() is None, "the run ended before the test could stop it: " + proc.stderr.read()
+        assert json.loads((out / "bundle.json").read_text())["status"] != "complete"
         proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGCONT)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -173,13 +180,14 @@ def test_sigterm_leaves_an_incomplete_bundle_that_a_rerun_finishes(tmp_path, dat
     # fio's job processes went with it (they kept a killed fio's filesystem busy).
     left = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout
     assert "fio" not in left, left
+    assert loops_over(data_dir) == [], f"loop devices left attached; the run said: {err}"
     no_leftovers(data_dir)
 
     r = iowatch("run", matrix, "--target", "localhost", "--inventory", inv, "--out", out,
                 "--no-progress")
     assert r.returncode == 1, r.stderr  # the ENOSPC cell still fails, as it should
     done = bundle.load(out)
-    assert done["run_id"] == first["run_id"] and done["status"] == "failed"
+    assert done["run_id"] == first["run_id"] and done["status"] == "failed", r.stderr
     assert sorted(c["id"] for c in done["cells"]) == [
         "ext4-dio-randread/small-ssd/ext4", "ext4-dio-randread/small-ssd/raw",
         "odirect-vs-readers/tiny-hdd/ext4"]
@@ -222,9 +230,12 @@ def test_the_scripted_checkpoint_workload_times_the_final_sync(tmp_path, data_di
         src = src.replace(old, new)
     (studies / "f2fs-nat-flush.yml").write_text(src)
     out = tmp_path / "bundle"
+    tracefs = os.path.ismount("/sys/kernel/tracing")
     r = iowatch("run", studies / "f2fs-nat-flush.yml", "--target", "localhost", "--inventory", inv,
                 "--reps", 2, "--out", out, "--no-progress")
     assert r.returncode == 0, r.stdout + r.stderr
+    # The study times f2fs_flush_nat_entries: the host's tracefs is left as it was.
+    assert os.path.ismount("/sys/kernel/tracing") is tracefs
     cells = {c["id"]: c for c in bundle.load(out)["cells"]}
     assert cells["f2fs-nat-flush/small-ssd/f2fs"]["status"] == "skipped"
     assert "f2fs" in cells["f2fs-nat-flush/small-ssd/f2fs"]["reason"]
