@@ -67,3 +67,21 @@ def test_compare_exits_with_the_state_of_real_bundles(base, candidate, history, 
                        env={k: v for k, v in os.environ.items() if k != "IOWATCH_HOLD_ONE_BOOT"})
     assert json.loads(r.stdout)["state"] == state
     assert r.returncode == status, r.stderr
+
+
+def test_a_crash_exits_2_an_error_not_1_a_regression(monkeypatch, capsys):
+    """An exception no command handles (here raised inside `compare`'s own
+    function) left Python's exit status 1, which the commands that judge use
+    for a regression: a crash of `check` in a CI gate read as a regression
+    found. It exits 2, with the traceback and a line saying it is an error."""
+    from iowatch import cli
+    from iowatch.commands import compare
+
+    def crashes(args):
+        raise OSError(28, "No space left on device", "/var/lib/iowatch/bundles/x/bundle.json")
+
+    monkeypatch.setattr(compare, "run", crashes)
+    assert cli.main(["compare", "a", "b"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "No space left on device" in err
+    assert "iowatch compare: stopped by an unexpected error" in err and "not a verdict" in err

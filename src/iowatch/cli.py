@@ -9,6 +9,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 
 from iowatch import __version__
 
@@ -67,6 +68,16 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        # A crash is not a verdict: Python's own exit status for it, 1, is what
+        # the commands that judge exit with for a regression, and a CI gate
+        # would read a crash of `check` as one.
+        from iowatch import exit_status
+
+        traceback.print_exc()
+        print(f"iowatch {argv[0]}: stopped by an unexpected error (the traceback above); "
+              f"exit {int(exit_status.ERROR)}: an error, not a verdict", file=sys.stderr)
+        return int(exit_status.ERROR)
 
 
 if __name__ == "__main__":
