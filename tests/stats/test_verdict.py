@@ -449,3 +449,22 @@ def test_no_change_that_moved_the_better_way_says_the_gain_is_unconfirmed():
     # Issue 41: its CI holds zero and reaches far: "no change within X%", too noisy to decide.
     assert v.ci_low < 0 < v.ci_high and f"no change within {v.within_pct:g}%" in v.words
     assert "the study cannot decide this cell at this noise" in v.words
+
+
+def test_a_better_side_ci_not_confirmed_rules_out_a_slowdown_in_its_words():
+    """The e2e check's readers beside the slowed writer (2026-12-01): read
+    bandwidth rose 54.4%, family-adjusted CI [+2.0%, +133.5%], not confirmed.
+    Its words said "a change of up to 134% either way is not ruled out", though
+    the interval rules a slowdown out; a CI that holds zero still says so."""
+    from iowatch.vocabulary.wording import sentence
+
+    def words(ci):
+        return sentence("read.bw_kib_s", "higher", 11.0, 16.9, 54.4, "no-change", size_only=False,
+                        min_effect_pct=5.0, needs_runs=None, runs=(5, 5), ci=ci,
+                        ci_words="98.25% CI, family-adjusted over 2 cells")
+
+    better = words((2.0, 133.5))
+    assert "faster by less than 134%, not confirmed" in better
+    assert "no slowdown" in better and "either way" not in better
+    straddles = words((-6.0, 9.3))
+    assert "no change within 10%" in straddles and "either way is not ruled out" in straddles

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from iowatch import figures
-from iowatch.vocabulary.outcomes import NOISY_TIMES, outcome_label, reach
+from iowatch.vocabulary.outcomes import NOISY_TIMES, outcome_label, reach, worse_side
 from iowatch.metrics import HIGHER, INFO, METRICS
 
 # Suffix of a metric name -> how a maintainer says it ({d} is the I/O direction).
@@ -118,6 +118,9 @@ def sentence(metric: str | None, direction: str, base_mean: float, cand_mean: fl
             meaning = (f"{label} ({named} {figures.ci(*ci)}: slower at the family's "
                        f"false-discovery rate, but not confirmed beyond the minimum effect of "
                        f"{min_effect_pct:g}%; not a regression and not \"no change\"")
+        elif worse_side(ci, direction)[1] < 0:  # wholly on the better side
+            meaning = (f"{label} ({named} {figures.ci(*ci)}: better, so no slowdown; a gain "
+                       f"beyond the minimum effect of {min_effect_pct:g}% is not confirmed")
         else:
             meaning = (f"{label} ({named} {figures.ci(*ci)}; the minimum effect is "
                        f"{min_effect_pct:g}%: a change of up to {x:g}% either way is not ruled out")
