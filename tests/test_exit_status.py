@@ -85,3 +85,19 @@ def test_a_crash_exits_2_an_error_not_1_a_regression(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "Traceback" in err and "No space left on device" in err
     assert "iowatch compare: stopped by an unexpected error" in err and "not a verdict" in err
+
+
+def test_a_sigterm_no_command_caught_exits_130_without_a_traceback(monkeypatch, capsys):
+    """`iowatch kernel boot` stopped by SIGTERM raised vlab.GuestStopped out of
+    the command: a traceback and exit 1. An interruption is neither a crash nor
+    a verdict: 130, as for Ctrl-C, with one line."""
+    from iowatch import cli, vlab
+    from iowatch.commands import compare
+
+    def stopped(args):
+        raise vlab.GuestStopped("stopped by signal SIGTERM")
+
+    monkeypatch.setattr(compare, "run", stopped)
+    assert cli.main(["compare", "a", "b"]) == 130
+    err = capsys.readouterr().err
+    assert err == "iowatch compare: interrupted (stopped by signal SIGTERM)\n"

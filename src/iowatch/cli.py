@@ -68,12 +68,17 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
-    except Exception:
+    except Exception as e:
         # A crash is not a verdict: Python's own exit status for it, 1, is what
         # the commands that judge exit with for a regression, and a CI gate
         # would read a crash of `check` as one.
         from iowatch import exit_status
+        from iowatch.runner import Interrupted
+        from iowatch.vlab import GuestStopped
 
+        if isinstance(e, (Interrupted, GuestStopped)):  # SIGTERM, where no command caught it
+            print(f"iowatch {argv[0]}: interrupted ({e})", file=sys.stderr)
+            return 130
         traceback.print_exc()
         print(f"iowatch {argv[0]}: stopped by an unexpected error (the traceback above); "
               f"exit {int(exit_status.ERROR)}: an error, not a verdict", file=sys.stderr)
