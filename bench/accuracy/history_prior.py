@@ -40,6 +40,7 @@ from look_step import set_step  # noqa: E402
 from iowatch.stats import sequential, verdict  # noqa: E402
 
 CV = 0.10
+SHIPPED = verdict._on_repetitions
 
 
 def exact_cv_model() -> list:
@@ -57,9 +58,8 @@ def exact_cv_model() -> list:
 def with_history(df: float, share: float) -> None:
     """The verdict's test on repetitions joins the true variance of one boot's
     value, worth `df` degrees of freedom, to the cell's own (0: as shipped)."""
-    shipped = with_history.shipped
     if df <= 0:
-        verdict._on_repetitions = shipped
+        verdict._on_repetitions = SHIPPED
         return
     prior = verdict.VariancePrior(df, math.log(1 + CV ** 2) / (1 - share))
 
@@ -67,9 +67,6 @@ def with_history(df: float, share: float) -> None:
         se, t_df, sd = verdict._t_scale(xb, xc, prior)
         return float(xc.mean() - xb.mean()), se, t_df, sd, {}
     verdict._on_repetitions = on_repetitions
-
-
-with_history.shipped = verdict._on_repetitions
 
 
 def measure(model: list, label: str, args, cells: int, share: float) -> None:

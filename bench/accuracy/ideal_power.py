@@ -1,5 +1,5 @@
 """How often could any check at cap 20 confirm a lone -20% cell among m
-(issue 41 item 4: -20% >= 95% at 40% between boots)? An upper bound with no
+(issue 41 item 4: -20% >= 95% at 40% between boots)? A near bound with no
 iowatch code in it: normal log values at CV 10% (the variance between boots
 added as share / (1 - share) of it, one repetition a boot), Student's t at
 the looks 5, 10, 15 and 20 a side, each look at its linear share of q
